@@ -1,0 +1,170 @@
+"""numba building blocks shared by the agents' trajectory kernels.
+
+Environment (a drawn test MDP), the counting model of the posterior mean (spec 01 §2.3),
+tie-breaking rules and Dirichlet sampling. All randomness comes from numba's internal
+generator, seeded once per trajectory by the kernel (``np.random.seed(seed)``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+# ---------------------------------------------------------------------------------------
+# The environment
+
+
+@njit(cache=True)
+def env_reset(initial_state, nX):
+    """Initial state: the fixed one, or uniform over the states when it is -1."""
+    if initial_state < 0:
+        return np.random.randint(0, nX)
+    return initial_state
+
+
+@njit(cache=True)
+def env_step(P, x, u):
+    """Draw the next state: the smallest y with s <= sum_{k<=y} P(x,u,k).
+
+    Rounding may leave a row summing to slightly less than 1; the draw then falls back to
+    the last state of the row's support (not to state 0 as the reference does).
+    """
+    s = np.random.random()
+    acc = 0.0
+    nX = P.shape[2]
+    last = 0
+    for y in range(nX):
+        p = P[x, u, y]
+        if p > 0.0:
+            acc += p
+            last = y
+            if s < acc:
+                return y
+    return last
+
+
+@njit(cache=True)
+def env_reward(R, Rstd, gaussian, x, u, y):
+    """Reward of the transition: the mean, plus Gaussian noise for Gaussian rewards."""
+    if gaussian:
+        return R[x, u, y] + Rstd[x, u, y] * np.random.standard_normal()
+    return R[x, u, y]
+
+
+# ---------------------------------------------------------------------------------------
+# The counting model (posterior mean of the Dirichlet)
+
+
+@njit(cache=True)
+def model_init(counts):
+    """Counting model from initial pseudo-counts: ``(N, Np, P, supp, nsupp)``.
+
+    ``P = N / Np`` row by row; ``supp[x, u, :nsupp[x, u]]`` lists the y with N > 0 in
+    increasing order (the only terms of the Bellman sums).
+    """
+    nX, nU, _ = counts.shape
+    N = counts.copy()
+    Np = np.zeros((nX, nU))
+    P = np.zeros((nX, nU, nX))
+    supp = np.zeros((nX, nU, nX), dtype=np.int64)
+    nsupp = np.zeros((nX, nU), dtype=np.int64)
+    for x in range(nX):
+        for u in range(nU):
+            s = 0.0
+            for y in range(nX):
+                s += N[x, u, y]
+            Np[x, u] = s
+            k = 0
+            for y in range(nX):
+                if N[x, u, y] > 0.0:
+                    P[x, u, y] = N[x, u, y] / s
+                    supp[x, u, k] = y
+                    k += 1
+            nsupp[x, u] = k
+    return N, Np, P, supp, nsupp
+
+
+@njit(cache=True)
+def model_update(N, Np, P, supp, nsupp, x, u, y):
+    """Observe (x, u, y): N(x,u,y) += 1, Np(x,u) += 1, recompute row (x, u) of P."""
+    if N[x, u, y] == 0.0:
+        # insert y into the sorted support of (x, u)
+        k = nsupp[x, u]
+        while k > 0 and supp[x, u, k - 1] > y:
+            supp[x, u, k] = supp[x, u, k - 1]
+            k -= 1
+        supp[x, u, k] = y
+        nsupp[x, u] += 1
+    N[x, u, y] += 1.0
+    Np[x, u] += 1.0
+    inv = 1.0 / Np[x, u]
+    for k in range(nsupp[x, u]):
+        z = supp[x, u, k]
+        P[x, u, z] = N[x, u, z] * inv
+
+
+# ---------------------------------------------------------------------------------------
+# Action choice
+
+
+@njit(cache=True)
+def argmax_random_tie(q):
+    """Index of the maximum of ``q``; exact ties broken uniformly at random."""
+    n = q.shape[0]
+    best = q[0]
+    count = 1
+    for i in range(1, n):
+        if q[i] > best:
+            best = q[i]
+            count = 1
+        elif q[i] == best:
+            count += 1
+    if count == 1:
+        for i in range(n):
+            if q[i] == best:
+                return i
+    pick = np.random.randint(0, count)
+    for i in range(n):
+        if q[i] == best:
+            if pick == 0:
+                return i
+            pick -= 1
+    return 0
+
+
+# ---------------------------------------------------------------------------------------
+# Dirichlet sampling
+
+
+@njit(cache=True)
+def dirichlet_row(alpha, out):
+    """Draw ``out ~ Dir(alpha)`` as normalised Gamma variates.
+
+    A zero concentration gives exactly zero probability. If the Gamma variates sum to
+    less than 1e-300 (tiny concentrations), all mass goes to one uniformly chosen entry
+    of the support (spec 01 §2.2).
+    """
+    n = alpha.shape[0]
+    s = 0.0
+    npos = 0
+    for y in range(n):
+        a = alpha[y]
+        if a > 0.0:
+            g = np.random.gamma(a, 1.0)
+            out[y] = g
+            s += g
+            npos += 1
+        else:
+            out[y] = 0.0
+    if s < 1e-300:
+        pick = np.random.randint(0, max(npos, 1))
+        for y in range(n):
+            if alpha[y] > 0.0 or npos == 0:
+                out[y] = 1.0 if pick == 0 else 0.0
+                pick -= 1
+            else:
+                out[y] = 0.0
+        return
+    inv = 1.0 / s
+    for y in range(n):
+        out[y] *= inv

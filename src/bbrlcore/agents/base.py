@@ -1,0 +1,209 @@
+"""What every agent module provides, and the parameter machinery they share.
+
+An agent module (``bbrlcore/agents/<name>.py``) defines one :class:`Algorithm`:
+
+* ``params``: its :class:`Param` declarations, in the order the agent id lists them;
+* ``train(prior, params, ctx)``: offline learning from the prior; returns a
+  :class:`Trained` (JSON-able ``info`` plus an optional table, both stored in the agent
+  artefact). Most agents only keep the prior;
+* ``make_player(prior, params, trained, episode)``: returns a callable
+  ``play(P, seed) -> (discounted_return, counters)`` that runs **one whole trajectory**
+  of ``episode.horizon`` steps on the test MDP ``P`` inside numba, starting from the
+  prior (the agent's reset is part of the trajectory, spec 01 §3.2);
+* ``counters``: names of the integer counters ``play`` returns (extra run-table columns,
+  e.g. ``formula_failures``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import BBRLError
+
+
+@dataclass(frozen=True)
+class Param:
+    """One agent parameter: name, type (float, int, bool or str), default and check.
+
+    ``required`` parameters have no default. ``check`` returns an error text (for example
+    ``"must be in [0, 1]"``) or ``None``. ``id_value`` renders the value in the agent id
+    (default: integers as integers, floats with ``format(v, ".12g")``).
+    """
+
+    name: str
+    type: type
+    required: bool = False
+    default: Any = None
+    check: Callable[[Any], str | None] | None = None
+    doc: str = ""
+    id_value: Callable[[Any], str] | None = None
+
+
+@dataclass(frozen=True)
+class Episode:
+    """What a trajectory needs besides the test MDP: the test distribution's rewards,
+    initial state, the discount factor and the horizon."""
+
+    R: np.ndarray
+    Rstd: np.ndarray
+    gaussian: bool
+    initial_state: int
+    gamma: float
+    horizon: int
+
+
+@dataclass
+class TrainContext:
+    """Settings of offline learning: seed, the simulated episodes' gamma and horizon,
+    progress reporting, and (for long trainings) a checkpoint file and interval."""
+
+    seed: int = 0
+    gamma: float = 0.95
+    horizon: int = 250
+    progress: Callable[[int, int], None] | None = None
+    checkpoint: str | None = None
+    checkpoint_every: float = 60.0
+
+
+@dataclass
+class Trained:
+    """The result of offline learning: JSON-able ``info`` and an optional table."""
+
+    info: dict[str, Any] = field(default_factory=dict)
+    table: Any = None  # polars.DataFrame | None
+
+
+Player = Callable[[np.ndarray, int], tuple[float, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """An algorithm of the benchmark (see the module docstring)."""
+
+    name: str
+    params: tuple[Param, ...]
+    make_player: Callable[..., Player]
+    train: Callable[..., Trained] | None = None
+    counters: tuple[str, ...] = ()
+    has_compat: bool = False
+    doc: str = ""
+
+    # -----------------------------------------------------------------------------------
+    def parse_params(self, raw: dict[str, Any], *, source: str = "--param") -> dict[str, Any]:
+        """Coerce, check and complete parameters (strings from the command line or typed
+        values from a config); raise :class:`BBRLError` naming the key on any problem."""
+        known = {p.name: p for p in self.params}
+        for key in raw:
+            if key not in known:
+                expected = ", ".join(known) or "none"
+                raise BBRLError(
+                    f"{source} {key}: unknown parameter of {self.name} (expected: {expected})"
+                )
+        out: dict[str, Any] = {}
+        for p in self.params:
+            if p.name in raw:
+                value = coerce(p, raw[p.name], f"{source} {p.name}")
+            elif p.required:
+                raise BBRLError(f"{source} {p.name}: required by {self.name} and missing")
+            else:
+                value = p.default
+            if value is not None and p.check is not None:
+                err = p.check(value)
+                if err:
+                    raise BBRLError(f"{source} {p.name}={_show(value)}: {err}")
+            out[p.name] = value
+        return out
+
+    def agent_id(self, params: dict[str, Any]) -> str:
+        """``algorithm__name=value...`` in declaration order (00-decisions §5)."""
+        parts = [self.name]
+        for p in self.params:
+            v = params.get(p.name)
+            if v is None:
+                continue
+            if p.name == "compat":
+                if v:
+                    parts.append("compat=true")
+                continue
+            parts.append(f"{p.name}={p.id_value(v) if p.id_value else _show(v)}")
+        return "__".join(parts)
+
+
+def _show(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return format(v, ".12g")
+    return str(v)
+
+
+def coerce(p: Param, value: Any, where: str) -> Any:
+    """Convert ``value`` to the parameter's type (00-decisions §5 rules)."""
+    t = p.type
+    if t is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "false"):
+            return value.lower() == "true"
+        raise BBRLError(f"{where}={value!r}: expected a boolean (true or false)")
+    if t is int:
+        if isinstance(value, bool):
+            raise BBRLError(f"{where}={value!r}: expected an integer")
+        if isinstance(value, int):
+            return value
+        try:
+            f = float(value)
+        except (TypeError, ValueError):
+            raise BBRLError(f"{where}={value!r}: expected an integer") from None
+        if not math.isfinite(f) or f != int(f):
+            raise BBRLError(f"{where}={value!r}: expected an integer")
+        return int(f)
+    if t is float:
+        if isinstance(value, bool):
+            raise BBRLError(f"{where}={value!r}: expected a number")
+        try:
+            f = float(value)
+        except (TypeError, ValueError):
+            raise BBRLError(f"{where}={value!r}: expected a number") from None
+        if math.isnan(f):
+            raise BBRLError(f"{where}={value!r}: expected a number, got NaN")
+        return f
+    if t is str:
+        if not isinstance(value, str):
+            raise BBRLError(f"{where}={value!r}: expected a string")
+        return value
+    raise TypeError(t)
+
+
+# Common checks ----------------------------------------------------------------------------
+
+
+def in_unit_interval(v: float) -> str | None:
+    return None if 0.0 <= v <= 1.0 else "must be in [0, 1]"
+
+
+def positive(v: float) -> str | None:
+    return None if v > 0 and math.isfinite(v) else "must be > 0 (and finite)"
+
+
+def non_negative(v: float) -> str | None:
+    return None if v >= 0 and math.isfinite(v) else "must be >= 0 (and finite)"
+
+
+def at_least_one(v: int) -> str | None:
+    return None if v >= 1 else "must be an integer >= 1"
+
+
+COMPAT = Param(
+    "compat",
+    bool,
+    default=False,
+    doc="reproduce the original library's quirks (00-decisions §1)",
+)

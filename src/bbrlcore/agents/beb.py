@@ -1,0 +1,102 @@
+r"""BEB: Bayesian Exploration Bonus (Kolter & Ng 2009).
+
+The agent plans, at every step, in the posterior-mean MDP with an exploration bonus added
+to every transition out of (x, u):
+
+.. math::  R_b(x,u,y) = R(x,u,y) + \frac{\beta}{1 + n(x,u)},
+
+where :math:`n(x,u) = \sum_y \alpha(x,u,y)` is the total Dirichlet count of the pair
+(prior concentrations plus observations) — Kolter & Ng's bonus; the paper's
+":math:`\beta / c_{\langle x,u,y\rangle}`" is a misprint (00-decisions §1). The model is
+solved to the Guez value iteration's tolerance (Euclidean change of a sweep at most 1e-4,
+lowest-index ties) by warm-started policy iteration
+(:func:`bbrlcore.solvers.guez_policy_iteration`: exact policy evaluation, then a Guez
+sweep, until a sweep changes the values by at most the tolerance), and the agent plays
+the last sweep's greedy action. Only the
+observed pair's row and bonus change after a transition.
+
+``compat=true`` truncates β to an integer, as the original library does (it stores the
+bonus in an unsigned int): β < 1 gives no bonus at all.
+
+Paper: J. Z. Kolter and A. Y. Ng, "Near-Bayesian exploration in polynomial time", ICML
+2009; Castronovo et al. 2016, §4.1.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ..errors import BBRLError
+from ..solvers import GUEZ_TOLERANCE, guez_policy_iteration
+from ._kernels import env_reset, env_reward, env_step, model_init, model_update
+from .base import COMPAT, Algorithm, Episode, Param, Trained, non_negative
+
+_NO_COUNTERS = np.zeros(0, dtype=np.int64)
+
+
+@njit(cache=True)
+def _set_bonus(Rb, Rm, Np, b, x, u):
+    bonus = b / (1.0 + Np[x, u])
+    for y in range(Rm.shape[2]):
+        Rb[x, u, y] = Rm[x, u, y] + bonus
+
+
+@njit(cache=True)
+def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, theta, Rm, b, tol):
+    np.random.seed(seed)
+    nX, nU, _ = P.shape
+    x = env_reset(initial_state, nX)
+    N, Np, Pm, supp, nsupp = model_init(theta)
+    Rb = np.empty_like(Rm)
+    for s in range(nX):
+        for a in range(nU):
+            _set_bonus(Rb, Rm, Np, b, s, a)
+    V = np.zeros(nX)
+    pi = np.zeros(nX, dtype=np.int64)
+    A = np.empty((nX, nX))
+    work = np.empty(nX)
+    ret = 0.0
+    disc = 1.0
+    for _t in range(horizon):
+        guez_policy_iteration(Pm, Rb, supp, nsupp, gamma, tol, V, pi, A, work)
+        u = pi[x]
+        y = env_step(P, x, u)
+        ret += disc * env_reward(R, Rstd, gaussian, x, u, y)
+        disc *= gamma
+        model_update(N, Np, Pm, supp, nsupp, x, u, y)
+        _set_bonus(Rb, Rm, Np, b, x, u)
+        x = y
+    return ret
+
+
+def make_player(prior, params: dict, trained: Trained, ep: Episode):
+    if not ep.gamma < 1.0:
+        raise BBRLError(f"beb needs a discount factor < 1 (the test set has {ep.gamma})")
+    theta = np.ascontiguousarray(prior.theta)
+    Rm = np.ascontiguousarray(prior.reward)
+    beta = float(params["beta"])
+    b = float(math.floor(beta)) if params["compat"] else beta
+
+    def play(P: np.ndarray, seed: int) -> tuple[float, np.ndarray]:
+        r = _trajectory(
+            P, ep.R, ep.Rstd, ep.gaussian, ep.initial_state, ep.gamma, ep.horizon, seed,
+            theta, Rm, b, GUEZ_TOLERANCE,
+        )
+        return r, _NO_COUNTERS
+
+    return play
+
+
+ALGORITHM = Algorithm(
+    name="beb",
+    params=(
+        Param("beta", float, required=True, check=non_negative, doc="bonus scale"),
+        COMPAT,
+    ),
+    make_player=make_player,
+    has_compat=True,
+    doc=__doc__ or "",
+)

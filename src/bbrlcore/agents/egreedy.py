@@ -1,0 +1,75 @@
+r"""e-Greedy: greedy on the posterior-mean model, with probability ε a random action.
+
+The agent keeps the counting model of spec 01 §2.3 (counts initialised to the prior's
+Dirichlet concentrations θ; :math:`\hat P = N/\sum_y N` is the posterior mean) and the
+known reward table R of the prior. At reset and after **every** transition it solves the
+model with the BBRL Q-iteration (tolerance 0.01, at most T+1 sweeps; warm-started from
+the previous Q, which reaches the same stopping test in far fewer sweeps). Each decision
+draws :math:`f \sim U[0,1]`: if :math:`f \le \varepsilon` a uniformly random action,
+otherwise the greedy action with exact ties broken at random (spec 01 §5.3).
+
+Paper: Castronovo et al. 2016, §4.1 ("ε-Greedy"); Sutton & Barto, *Reinforcement
+Learning: An Introduction*, 1998, §2.2.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ..solvers import q_iteration
+from ._kernels import argmax_random_tie, env_reset, env_reward, env_step, model_init, model_update
+from .base import Algorithm, Episode, Param, Trained, in_unit_interval
+
+_NO_COUNTERS = np.zeros(0, dtype=np.int64)
+
+
+@njit(cache=True)
+def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, theta, Rm, epsilon):
+    np.random.seed(seed)
+    nX, nU, _ = P.shape
+    x = env_reset(initial_state, nX)
+    N, Np, Pm, supp, nsupp = model_init(theta)
+    Q = np.zeros((nX, nU))
+    q_iteration(Pm, Rm, supp, nsupp, gamma, horizon, Q)
+    ret = 0.0
+    disc = 1.0
+    for _t in range(horizon):
+        f = np.random.random()
+        if f <= epsilon:
+            u = np.random.randint(0, nU)
+        else:
+            u = argmax_random_tie(Q[x])
+        y = env_step(P, x, u)
+        ret += disc * env_reward(R, Rstd, gaussian, x, u, y)
+        disc *= gamma
+        model_update(N, Np, Pm, supp, nsupp, x, u, y)
+        q_iteration(Pm, Rm, supp, nsupp, gamma, horizon, Q)
+        x = y
+    return ret
+
+
+def make_player(prior, params: dict, trained: Trained, ep: Episode):
+    theta = np.ascontiguousarray(prior.theta)
+    Rm = np.ascontiguousarray(prior.reward)
+    eps = float(params["epsilon"])
+
+    def play(P: np.ndarray, seed: int) -> tuple[float, np.ndarray]:
+        r = _trajectory(
+            P, ep.R, ep.Rstd, ep.gaussian, ep.initial_state, ep.gamma, ep.horizon, seed,
+            theta, Rm, eps,
+        )
+        return r, _NO_COUNTERS
+
+    return play
+
+
+ALGORITHM = Algorithm(
+    name="e-greedy",
+    params=(
+        Param("epsilon", float, required=True, check=in_unit_interval,
+              doc="probability of a uniformly random action"),
+    ),
+    make_player=make_player,
+    doc=__doc__ or "",
+)

@@ -1,0 +1,51 @@
+"""Optimal: plays the optimal policy of the true test MDP (the upper reference).
+
+It is not a learning agent: at the start of every trajectory it solves the *actual* test
+MDP with the BBRL Q-iteration (spec 01 §4.1: tolerance 0.01, at most T+1 sweeps) and then
+acts greedily, breaking exact ties at random (spec 01 §5.2). The solve is part of the
+trajectory's online time. Normalised scores put Optimal at 1.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ..solvers import q_iteration, support_of
+from ._kernels import argmax_random_tie, env_reset, env_reward, env_step
+from .base import Algorithm, Episode, Trained
+
+_NO_COUNTERS = np.zeros(0, dtype=np.int64)
+
+
+@njit(cache=True)
+def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed):
+    np.random.seed(seed)
+    nX, nU, _ = P.shape
+    x = env_reset(initial_state, nX)
+    supp, nsupp = support_of(P)
+    Q = np.zeros((nX, nU))
+    g = gamma if gamma < 1.0 else 0.95  # the reference's uGamma for undiscounted tasks
+    q_iteration(P, R, supp, nsupp, g, horizon, Q)
+    ret = 0.0
+    disc = 1.0
+    for _t in range(horizon):
+        u = argmax_random_tie(Q[x])
+        y = env_step(P, x, u)
+        ret += disc * env_reward(R, Rstd, gaussian, x, u, y)
+        disc *= gamma
+        x = y
+    return ret
+
+
+def make_player(prior, params: dict, trained: Trained, ep: Episode):
+    R = np.ascontiguousarray(ep.R)
+
+    def play(P: np.ndarray, seed: int) -> tuple[float, np.ndarray]:
+        r = _trajectory(P, R, ep.Rstd, ep.gaussian, ep.initial_state, ep.gamma, ep.horizon, seed)
+        return r, _NO_COUNTERS
+
+    return play
+
+
+ALGORITHM = Algorithm(name="optimal", params=(), make_player=make_player, doc=__doc__ or "")

@@ -1,0 +1,42 @@
+"""Random: a uniformly random action at every step (the lower reference).
+
+Offline learning does nothing; online, each decision draws an action uniformly from
+{0, ..., nU-1} (spec 01 §5.1). Normalised scores put Random at 0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ._kernels import env_reset, env_reward, env_step
+from .base import Algorithm, Episode, Trained
+
+_NO_COUNTERS = np.zeros(0, dtype=np.int64)
+
+
+@njit(cache=True)
+def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed):
+    np.random.seed(seed)
+    nX, nU, _ = P.shape
+    x = env_reset(initial_state, nX)
+    ret = 0.0
+    disc = 1.0
+    for _t in range(horizon):
+        u = np.random.randint(0, nU)
+        y = env_step(P, x, u)
+        ret += disc * env_reward(R, Rstd, gaussian, x, u, y)
+        disc *= gamma
+        x = y
+    return ret
+
+
+def make_player(prior, params: dict, trained: Trained, ep: Episode):
+    def play(P: np.ndarray, seed: int) -> tuple[float, np.ndarray]:
+        r = _trajectory(P, ep.R, ep.Rstd, ep.gaussian, ep.initial_state, ep.gamma, ep.horizon, seed)
+        return r, _NO_COUNTERS
+
+    return play
+
+
+ALGORITHM = Algorithm(name="random", params=(), make_player=make_player, doc=__doc__ or "")

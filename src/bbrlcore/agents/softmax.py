@@ -1,0 +1,119 @@
+r"""Soft-max: Boltzmann exploration on the posterior-mean model.
+
+Model and Q-function exactly as e-Greedy (spec 01 §5.3-5.4): prior counting model,
+BBRL Q-iteration after every transition (warm-started). Each decision draws an action
+with probability
+
+.. math::  \pi(u \mid x) = \frac{\exp(Q(x,u)/\tau)}{\sum_v \exp(Q(x,v)/\tau)},
+
+computed stably by subtracting :math:`\max_v Q(x,v)` before exponentiating.
+
+``compat=true`` reproduces the original library, whose weights
+:math:`w_u = \exp(Q(x,u)/\tau)` are **not normalised**: it draws :math:`f \sim U[0,1]` and
+plays the smallest u with :math:`f \le w_0 + \dots + w_u`. With non-negative rewards
+:math:`w_0 \ge 1`, so it always plays action 0 (the paper's published Soft-max figures);
+when no prefix reaches f (negative Q) it plays the last action (00-decisions §7). It still
+solves its model at every step, as the reference does.
+
+Paper: Castronovo et al. 2016, §4.1; Sutton & Barto 1998, §2.3.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ..solvers import q_iteration
+from ._kernels import env_reset, env_reward, env_step, model_init, model_update
+from .base import COMPAT, Algorithm, Episode, Param, Trained, positive
+
+_NO_COUNTERS = np.zeros(0, dtype=np.int64)
+
+
+@njit(cache=True)
+def boltzmann_action(q, tau):
+    """Draw u with probability exp(q_u/tau)/sum_v exp(q_v/tau) (stable)."""
+    n = q.shape[0]
+    m = q[0]
+    for i in range(1, n):
+        if q[i] > m:
+            m = q[i]
+    w = np.empty(n)
+    s = 0.0
+    for i in range(n):
+        w[i] = math.exp((q[i] - m) / tau)
+        s += w[i]
+    f = np.random.random() * s
+    acc = 0.0
+    for i in range(n):
+        acc += w[i]
+        if f < acc:
+            return i
+    return n - 1
+
+
+@njit(cache=True)
+def compat_action(q, tau):
+    """The reference's rule: first u with f <= sum_{v<=u} exp(q_v/tau) (unnormalised)."""
+    n = q.shape[0]
+    f = np.random.random()
+    acc = 0.0
+    for i in range(n):
+        acc += math.exp(q[i] / tau)
+        if f <= acc:
+            return i
+    return n - 1
+
+
+@njit(cache=True)
+def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, theta, Rm, tau, compat):
+    np.random.seed(seed)
+    nX, nU, _ = P.shape
+    x = env_reset(initial_state, nX)
+    N, Np, Pm, supp, nsupp = model_init(theta)
+    Q = np.zeros((nX, nU))
+    q_iteration(Pm, Rm, supp, nsupp, gamma, horizon, Q)
+    ret = 0.0
+    disc = 1.0
+    for _t in range(horizon):
+        if compat:
+            u = compat_action(Q[x], tau)
+        else:
+            u = boltzmann_action(Q[x], tau)
+        y = env_step(P, x, u)
+        ret += disc * env_reward(R, Rstd, gaussian, x, u, y)
+        disc *= gamma
+        model_update(N, Np, Pm, supp, nsupp, x, u, y)
+        q_iteration(Pm, Rm, supp, nsupp, gamma, horizon, Q)
+        x = y
+    return ret
+
+
+def make_player(prior, params: dict, trained: Trained, ep: Episode):
+    theta = np.ascontiguousarray(prior.theta)
+    Rm = np.ascontiguousarray(prior.reward)
+    tau = float(params["tau"])
+    compat = bool(params["compat"])
+
+    def play(P: np.ndarray, seed: int) -> tuple[float, np.ndarray]:
+        r = _trajectory(
+            P, ep.R, ep.Rstd, ep.gaussian, ep.initial_state, ep.gamma, ep.horizon, seed,
+            theta, Rm, tau, compat,
+        )
+        return r, _NO_COUNTERS
+
+    return play
+
+
+ALGORITHM = Algorithm(
+    name="soft-max",
+    params=(
+        Param("tau", float, required=True, check=positive, doc="temperature"),
+        COMPAT,
+    ),
+    make_player=make_player,
+    has_compat=True,
+    doc=__doc__ or "",
+)

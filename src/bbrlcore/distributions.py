@@ -1,0 +1,473 @@
+r"""FDM distributions: Dirichlet priors over MDPs with known rewards.
+
+An FDM ("flat Dirichlet multinomial") distribution over MDPs with ``nX`` states and
+``nU`` actions draws, for every state-action pair :math:`(x,u)` independently, a
+transition row
+
+.. math::  P(x,u,\cdot) \sim \mathrm{Dir}\bigl(\theta(x,u,\cdot)\bigr),
+
+with a zero concentration giving a transition of probability exactly zero. The reward of
+a transition :math:`x \xrightarrow{u} y` is :math:`R(x,u,y)`, the same in every drawn MDP
+(constant; or Gaussian with mean R and variance V). The *mean model* is the posterior mean
+:math:`\theta/\sum_y\theta` (spec 01 §2.3).
+
+The six distributions of the paper are built in (:data:`BUILTINS`): GC (Generalised
+Chain), GDL (Generalised Double-Loop), Grid, and their "uniform prior" variants UGC, UGDL,
+UGrid in which every concentration is 1. They equal the original library's files
+(``shared/data/distributions``, checked by the test suite).
+
+References
+----------
+Castronovo, Ernst, Couëtoux, Fonteneau, "Benchmarking for Bayesian Reinforcement
+Learning", PLOS ONE 11(6), 2016, §5.1.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from .errors import BBRLError
+from .formats import artefacts, dat
+
+REWARD_TYPES = ("constant", "gaussian")
+
+
+@dataclass(frozen=True, eq=False)
+class FDMDistribution:
+    """A Dirichlet distribution over MDPs with known rewards.
+
+    Parameters
+    ----------
+    name, short_name
+        Long name (``"GChain distribution"``) and short name (``"GC"``).
+    theta
+        Dirichlet concentrations, shape (nX, nU, nX), non-negative, each (x, u) row with
+        at least one positive entry.
+    reward
+        Mean reward R(x, u, y) of each transition, shape (nX, nU, nX).
+    initial_state
+        The initial state of every trajectory, or -1 for a uniformly drawn one.
+    reward_type
+        ``"constant"`` or ``"gaussian"`` (reward ~ Normal(R, variance)).
+    reward_variance
+        Variances for Gaussian rewards (None: zero).
+
+    Examples
+    --------
+    >>> gc = builtin("GC")
+    >>> gc.n_states, gc.n_actions, gc.initial_state
+    (5, 3, 0)
+    >>> P = gc.draw_mdp(np.random.default_rng(0))
+    >>> bool(np.allclose(P.sum(axis=2), 1.0)), bool((P[gc.theta == 0] == 0).all())
+    (True, True)
+    """
+
+    name: str
+    short_name: str
+    theta: np.ndarray
+    reward: np.ndarray
+    initial_state: int = 0
+    reward_type: str = "constant"
+    reward_variance: np.ndarray | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        validate(self)
+
+    # ----------------------------------------------------------------------------------
+    @property
+    def n_states(self) -> int:
+        return int(self.theta.shape[0])
+
+    @property
+    def n_actions(self) -> int:
+        return int(self.theta.shape[1])
+
+    @property
+    def r_max(self) -> float:
+        """The largest mean reward (used for horizons and bounds)."""
+        return float(self.reward.max())
+
+    @property
+    def reward_std(self) -> np.ndarray:
+        """Standard deviation of each transition's reward (zeros for constant rewards)."""
+        if self.reward_variance is None:
+            return np.zeros_like(self.reward)
+        return np.sqrt(self.reward_variance)
+
+    def mean_model(self) -> np.ndarray:
+        """The posterior mean :math:`\\theta/\\sum_y \\theta` (the prior's mean MDP)."""
+        return self.theta / self.theta.sum(axis=2, keepdims=True)
+
+    def draw_mdp(self, rng: np.random.Generator) -> np.ndarray:
+        """Draw one transition matrix P[x, u, y] (a Dirichlet per (x, u) row)."""
+        theta = self.theta
+        pos = theta > 0
+        g = np.where(pos, rng.standard_gamma(np.where(pos, theta, 1.0)), 0.0)
+        s = g.sum(axis=2, keepdims=True)
+        tiny = s[..., 0] < 1e-300
+        if tiny.any():  # all mass on one uniformly chosen entry of the support
+            for x, u in zip(*np.nonzero(tiny), strict=True):
+                support = np.flatnonzero(pos[x, u])
+                g[x, u] = 0.0
+                g[x, u, rng.choice(support)] = 1.0
+            s = g.sum(axis=2, keepdims=True)
+        return g / s
+
+    def same_as(self, other: FDMDistribution) -> bool:
+        """Equal names, sizes, initial state, reward type and arrays."""
+        return (
+            self.name == other.name
+            and self.short_name == other.short_name
+            and self.initial_state == other.initial_state
+            and self.reward_type == other.reward_type
+            and self.theta.shape == other.theta.shape
+            and np.array_equal(self.theta, other.theta)
+            and np.array_equal(self.reward, other.reward)
+            and np.array_equal(self.reward_std, other.reward_std)
+        )
+
+    def describe(self) -> str:
+        """A few human-readable lines (``bbrl distribution show``)."""
+        nnz = (self.theta > 0).sum(axis=2)
+        det = int((nnz == 1).sum())
+        ini = "uniform at random" if self.initial_state < 0 else str(self.initial_state)
+        return "\n".join(
+            [
+                f"{self.short_name}: {self.name}",
+                f"  states {self.n_states}, actions {self.n_actions}, initial state {ini}",
+                f"  rewards {self.reward_type}, Rmax {self.r_max:g}",
+                f"  concentrations: total {self.theta.sum():g}, "
+                f"{int((self.theta > 0).sum())} non-zero of {self.theta.size}; "
+                f"{det} deterministic (x,u) rows of {nnz.size}",
+            ]
+        )
+
+    # ----------------------------------------------------------------------------------
+    # Serialisation
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form (embedded in test-set and agent artefacts)."""
+        d: dict[str, Any] = {
+            "name": self.name,
+            "short_name": self.short_name,
+            "n_states": self.n_states,
+            "n_actions": self.n_actions,
+            "initial_state": self.initial_state,
+            "reward_type": self.reward_type,
+            "theta": self.theta.ravel().tolist(),
+            "reward": self.reward.ravel().tolist(),
+        }
+        if self.reward_variance is not None:
+            d["reward_variance"] = self.reward_variance.ravel().tolist()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], source: str = "distribution") -> FDMDistribution:
+        try:
+            shape = (int(d["n_states"]), int(d["n_actions"]), int(d["n_states"]))
+            var = d.get("reward_variance")
+            return cls(
+                name=str(d["name"]),
+                short_name=str(d["short_name"]),
+                theta=np.asarray(d["theta"], dtype=np.float64).reshape(shape),
+                reward=np.asarray(d["reward"], dtype=np.float64).reshape(shape),
+                initial_state=int(d["initial_state"]),
+                reward_type=str(d.get("reward_type", "constant")),
+                reward_variance=None
+                if var is None
+                else np.asarray(var, dtype=np.float64).reshape(shape),
+            )
+        except (KeyError, ValueError, TypeError) as exc:
+            raise BBRLError(f"{source}: malformed embedded distribution ({exc})") from None
+
+    def to_dat(self) -> str:
+        """The original ``DirMultiDistribution`` text (spec 01 §1.2)."""
+        nX, nU = self.n_states, self.n_actions
+        has_v = self.reward_variance is not None
+        count = 3 + nX * nU * nX + 1 + nX * nU * nX + 1 + (nX * nU * nX if has_v else 0)
+        lines = ["Serializable", "0", "IMDPDistribution", "2", self.name, self.short_name]
+        lines += ["MDPDistribution", "0", "DirMultiDistribution", str(count)]
+        lines += [str(nX), str(nU), str(self.initial_state)]
+        dat.write_matrix(lines, self.theta)
+        lines.append(str(REWARD_TYPES.index(self.reward_type)))
+        dat.write_matrix(lines, self.reward)
+        lines.append("1" if has_v else "0")
+        if has_v:
+            dat.write_matrix(lines, self.reward_variance)  # type: ignore[arg-type]
+        return "\n".join(lines) + "\n"
+
+    def to_table(self) -> pl.DataFrame:
+        """Long form: one row per transition (x, u, y)."""
+        nX, nU = self.n_states, self.n_actions
+        x, u, y = np.meshgrid(np.arange(nX), np.arange(nU), np.arange(nX), indexing="ij")
+        cols = {
+            "x": x.ravel(),
+            "u": u.ravel(),
+            "y": y.ravel(),
+            "theta": self.theta.ravel(),
+            "reward": self.reward.ravel(),
+        }
+        if self.reward_variance is not None:
+            cols["reward_variance"] = self.reward_variance.ravel()
+        return pl.DataFrame(cols)
+
+
+def validate(d: FDMDistribution, source: str | None = None) -> None:
+    """Check shapes and values; raise :class:`BBRLError` naming the problem."""
+    src = source or f"distribution {d.short_name!r}"
+    th, r = d.theta, d.reward
+    if th.ndim != 3 or th.shape[0] != th.shape[2] or th.shape[0] < 1 or th.shape[1] < 1:
+        raise BBRLError(f"{src}: concentrations must have shape (nX, nU, nX), got {th.shape}")
+    if r.shape != th.shape:
+        raise BBRLError(f"{src}: rewards have shape {r.shape}, expected {th.shape}")
+    if not np.isfinite(th).all():
+        raise BBRLError(f"{src}: non-finite Dirichlet concentration")
+    if (th < 0).any():
+        x, u, y = np.argwhere(th < 0)[0]
+        raise BBRLError(
+            f"{src}: negative Dirichlet concentration theta({x},{u},{y}) = {th[x, u, y]:g}"
+        )
+    empty = th.sum(axis=2) <= 0
+    if empty.any():
+        x, u = np.argwhere(empty)[0]
+        raise BBRLError(f"{src}: row (x={x}, u={u}) has no positive concentration")
+    if not np.isfinite(r).all():
+        raise BBRLError(f"{src}: non-finite reward")
+    if d.reward_type not in REWARD_TYPES:
+        raise BBRLError(f"{src}: unknown reward type {d.reward_type!r}")
+    if d.reward_variance is not None:
+        v = d.reward_variance
+        if v.shape != th.shape or (v < 0).any() or not np.isfinite(v).all():
+            raise BBRLError(f"{src}: reward variances must be finite, >= 0, shape {th.shape}")
+    if not (-1 <= d.initial_state < th.shape[0]):
+        raise BBRLError(
+            f"{src}: initial state {d.initial_state} outside -1..{th.shape[0] - 1}"
+        )
+
+
+# ---------------------------------------------------------------------------------------
+# The original .dat format
+
+
+def parse_dat(text: str, source: str = "<text>") -> FDMDistribution:
+    """Parse a ``DirMultiDistribution`` file (spec 01 §1.2), checking every field count."""
+    rd = dat.Reader(text, source)
+    if rd.section("Serializable") != 0:
+        raise BBRLError(f"{source}: section Serializable must have 0 fields")
+    if rd.section("IMDPDistribution") != 2:
+        raise BBRLError(f"{source}: section IMDPDistribution must have 2 fields")
+    name = rd.line()
+    short = rd.line()
+    if rd.section("MDPDistribution") != 0:
+        raise BBRLError(f"{source}: section MDPDistribution must have 0 fields")
+    count = rd.section("DirMultiDistribution")
+    nX = rd.integer("number of states")
+    nU = rd.integer("number of actions")
+    ini = rd.integer("initial state")
+    if nX < 1 or nU < 1:
+        raise BBRLError(f"{source}: need at least one state and one action (got {nX}, {nU})")
+    theta = rd.matrix(nX, nU, "theta")
+    rtype = rd.integer("reward type")
+    if rtype not in (0, 1):
+        raise BBRLError(f"{source}: reward type must be 0 (constant) or 1 (Gaussian), got {rtype}")
+    reward = rd.matrix(nX, nU, "reward")
+    has_v = rd.integer("variance flag")
+    var = rd.matrix(nX, nU, "variance") if has_v == 1 else None
+    block = nX * nU * nX
+    expected = 3 + block + 1 + block + 1 + (block if has_v == 1 else 0)
+    if count != expected:
+        raise BBRLError(
+            f"{source}: DirMultiDistribution declares {count} fields, but holds {expected}"
+        )
+    rest = "".join(rd.lines[rd.pos :]).strip()
+    if rest:
+        raise BBRLError(f"{source}: unexpected content after the distribution (line {rd.pos + 1})")
+    return FDMDistribution(
+        name=name,
+        short_name=short,
+        theta=theta,
+        reward=reward,
+        initial_state=ini,
+        reward_type=REWARD_TYPES[rtype],
+        reward_variance=var,
+    )
+
+
+def read_dat(path: str | Path) -> FDMDistribution:
+    """Read a ``.dat`` distribution file (plain or zlib-compressed)."""
+    return parse_dat(dat.read_text(path), str(path))
+
+
+def write_dat(d: FDMDistribution, path: str | Path, compress: bool = False) -> None:
+    """Write the original format (zlib level 9 when ``compress``), atomically."""
+    import zlib
+
+    data = d.to_dat().encode()
+    if compress:
+        data = zlib.compress(data, 9)
+    with artefacts.atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+
+
+# ---------------------------------------------------------------------------------------
+# Parquet artefact
+
+
+def write_parquet(d: FDMDistribution, path: str | Path) -> None:
+    meta = {k: v for k, v in d.to_dict().items() if k not in ("theta", "reward", "reward_variance")}
+    artefacts.write_artefact(path, d.to_table(), "distribution", meta)
+
+
+def read_parquet(path: str | Path) -> FDMDistribution:
+    table, meta = artefacts.read_artefact(path, "distribution")
+    try:
+        nX, nU = int(meta["n_states"]), int(meta["n_actions"])
+        t = table.sort(["x", "u", "y"])
+        shape = (nX, nU, nX)
+        var = t["reward_variance"].to_numpy() if "reward_variance" in t.columns else None
+        return FDMDistribution(
+            name=meta["name"],
+            short_name=meta["short_name"],
+            theta=t["theta"].to_numpy().astype(np.float64).reshape(shape),
+            reward=t["reward"].to_numpy().astype(np.float64).reshape(shape),
+            initial_state=int(meta["initial_state"]),
+            reward_type=meta.get("reward_type", "constant"),
+            reward_variance=None if var is None else var.reshape(shape),
+        )
+    except (KeyError, ValueError, pl.exceptions.PolarsError) as exc:
+        raise BBRLError(f"{path}: malformed distribution artefact ({exc})") from None
+
+
+# ---------------------------------------------------------------------------------------
+# Built-ins
+
+
+def _gc(uniform: bool) -> FDMDistribution:
+    nX, nU = 5, 3
+    theta = np.zeros((nX, nU, nX))
+    for x in range(nX):
+        theta[x, :, 0] = 1.0
+        theta[x, :, min(x + 1, nX - 1)] = 1.0  # advance; the last state stays
+    reward = np.zeros((nX, nU, nX))
+    reward[:, :, 0] = 2.0
+    reward[:, :, 4] = 10.0
+    if uniform:
+        theta[:] = 1.0
+    name = ("Uniform " if uniform else "") + "GChain distribution"
+    return FDMDistribution(name, ("U" if uniform else "") + "GC", theta, reward, 0)
+
+
+def _gdl(uniform: bool) -> FDMDistribution:
+    nX, nU = 9, 2
+    theta = np.zeros((nX, nU, nX))
+    rows = {0: (1, 5), 1: (2,), 2: (3,), 3: (4,), 4: (0,), 5: (0, 6), 6: (0, 7), 7: (0, 8), 8: (0,)}
+    for x, ys in rows.items():
+        for y in ys:
+            theta[x, :, y] = 1.0
+    reward = np.zeros((nX, nU, nX))
+    reward[4, :, 0] = 1.0
+    reward[8, :, 0] = 2.0
+    if uniform:
+        theta[:] = 1.0
+    name = ("Uniform " if uniform else "") + "GDouble-Loop distribution"
+    return FDMDistribution(name, ("U" if uniform else "") + "GDL", theta, reward, 0)
+
+
+def _grid(uniform: bool) -> FDMDistribution:
+    side = 5
+    nX, nU = side * side, 4
+    theta = np.zeros((nX, nU, nX))
+    for x in range(nX):
+        row, col = divmod(x, side)
+        moves = [(row, col - 1), (row, col + 1), (row - 1, col), (row + 1, col)]
+        for u, (r2, c2) in enumerate(moves):
+            theta[x, u, x] = 1.0
+            if 0 <= r2 < side and 0 <= c2 < side:
+                target = r2 * side + c2
+                theta[x, u, 0 if target == nX - 1 else target] = 1.0  # the goal sends back
+    reward = np.zeros((nX, nU, nX))
+    reward[23, 1, 0] = 10.0
+    reward[19, 3, 0] = 10.0
+    if uniform:
+        theta[:] = 1.0
+    name = ("Uniform " if uniform else "") + "Grid distribution"
+    return FDMDistribution(name, ("U" if uniform else "") + "Grid", theta, reward, 0)
+
+
+_BUILDERS = {
+    "GC": lambda: _gc(False),
+    "GDL": lambda: _gdl(False),
+    "Grid": lambda: _grid(False),
+    "UGC": lambda: _gc(True),
+    "UGDL": lambda: _gdl(True),
+    "UGrid": lambda: _grid(True),
+}
+
+#: Names of the built-in distributions.
+BUILTINS: tuple[str, ...] = tuple(_BUILDERS)
+
+#: For each uniform prior, the test distribution it is an inaccurate prior of.
+ACCURATE_OF = {"UGC": "GC", "UGDL": "GDL", "UGrid": "Grid"}
+
+
+def builtin(name: str) -> FDMDistribution:
+    """One of the paper's distributions: GC, GDL, Grid, UGC, UGDL, UGrid."""
+    try:
+        return _BUILDERS[name]()
+    except KeyError:
+        raise BBRLError(
+            f"unknown distribution {name!r} (built-ins: {', '.join(BUILTINS)}; "
+            "or give a .dat or distribution .parquet file)"
+        ) from None
+
+
+def load(spec: str | Path) -> FDMDistribution:
+    """A built-in name, a ``.dat`` file (plain or zlib) or a distribution Parquet file."""
+    s = str(spec)
+    if s in _BUILDERS:
+        return builtin(s)
+    p = Path(s)
+    if not p.exists():
+        if p.suffix or "/" in s:
+            raise BBRLError(f"{s}: no such file")
+        return builtin(s)
+    if p.suffix == ".parquet" or _is_parquet(p):
+        return read_parquet(p)
+    return read_dat(p)
+
+
+def _is_parquet(p: Path) -> bool:
+    try:
+        with open(p, "rb") as f:
+            return f.read(4) == b"PAR1"
+    except OSError:
+        return False
+
+
+def horizon_for_epsilon(epsilon: float, gamma: float, r_max: float) -> int:
+    r"""Horizon guaranteeing a truncation error below ``epsilon`` (paper §3.2):
+
+    .. math:: T = \left\lceil \frac{\log(\epsilon (1-\gamma)/R_{max})}{\log\gamma} \right\rceil
+
+    Examples
+    --------
+    >>> horizon_for_epsilon(0.01, 0.95, 10.0)
+    253
+    """
+    if not (0 < gamma < 1):
+        raise BBRLError(f"--epsilon needs a discount factor in (0, 1), got {gamma}")
+    if epsilon <= 0 or r_max <= 0:
+        raise BBRLError("--epsilon: epsilon and the largest reward must be > 0")
+    return max(1, math.ceil(math.log(epsilon * (1 - gamma) / r_max) / math.log(gamma)))
+
+
+def dumps(d: FDMDistribution) -> str:
+    """Compact JSON of the distribution (for artefact metadata)."""
+    return json.dumps(d.to_dict())

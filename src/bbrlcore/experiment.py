@@ -1,0 +1,381 @@
+"""Test sets and the experiment protocol: drawing, storing and running (spec 01 §3).
+
+A **test set** is N MDPs drawn from a test distribution, with the discount factor γ, the
+horizon T and the seed that drew them. An **experiment** pairs a test set with the prior
+an agent was trained on, named ``{test}-{prior}`` (``GC-GC`` accurate, ``GC-UGC``
+inaccurate); both experiments of a test distribution share its test set, so agents are
+paired across priors too.
+
+Running an agent plays **one trajectory per test MDP**: the agent is reset to its prior,
+then acts for exactly T steps; the trajectory's return is
+:math:`\\sum_{t=0}^{T-1} \\gamma^t r_t`. Agents know the reward function and learn
+transitions only. Each trajectory runs inside one numba call; its wall time (reset, every
+decision and every environment step; not compilation, generator construction nor I/O) is
+the trajectory's ``online_time_s``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from . import __version__, agents, seeds
+from .agents.base import Episode
+from .distributions import FDMDistribution
+from .errors import BBRLError
+from .formats import artefacts
+
+
+@dataclass(frozen=True, eq=False)
+class TestSet:
+    """N test MDPs drawn from ``test`` with their γ, T and seed.
+
+    ``mdps`` has shape (N, nX, nU, nX); MDP ``i`` is drawn with the generator
+    :func:`bbrlcore.seeds.mdp_rng` ``(seed, i)``, so a smaller test set with the same seed
+    is a prefix of a larger one.
+    """
+
+    test: FDMDistribution
+    mdps: np.ndarray
+    gamma: float
+    horizon: int
+    seed: int
+
+    __test__ = False  # not a pytest class
+
+    @property
+    def n_mdps(self) -> int:
+        return int(self.mdps.shape[0])
+
+    def episode(self, horizon: int | None = None) -> Episode:
+        return Episode(
+            R=np.ascontiguousarray(self.test.reward),
+            Rstd=np.ascontiguousarray(self.test.reward_std),
+            gaussian=self.test.reward_type == "gaussian",
+            initial_state=self.test.initial_state,
+            gamma=self.gamma,
+            horizon=self.horizon if horizon is None else horizon,
+        )
+
+
+def new_test_set(
+    test: FDMDistribution, n_mdps: int, gamma: float, horizon: int, seed: int
+) -> TestSet:
+    """Draw a test set (checks the parameters with clear errors)."""
+    if n_mdps < 1:
+        raise BBRLError(f"--n-mdps must be >= 1, got {n_mdps}")
+    if not (0 < gamma <= 1):
+        raise BBRLError(f"--gamma must be in (0, 1], got {gamma}")
+    if horizon < 1:
+        raise BBRLError(f"--horizon must be >= 1, got {horizon}")
+    if seed < 0:
+        raise BBRLError(f"--seed must be >= 0, got {seed}")
+    mdps = np.stack([test.draw_mdp(seeds.mdp_rng(seed, i)) for i in range(n_mdps)])
+    return TestSet(test, mdps, float(gamma), int(horizon), int(seed))
+
+
+def write_test_set(ts: TestSet, path: str | Path) -> None:
+    nX, nU = ts.test.n_states, ts.test.n_actions
+    table = pl.DataFrame(
+        {
+            "mdp_index": np.arange(ts.n_mdps, dtype=np.int64),
+            "P": ts.mdps.reshape(ts.n_mdps, nX * nU * nX),
+        }
+    )
+    meta = {
+        "test": ts.test.short_name,
+        "test_distribution": ts.test.to_dict(),
+        "n_mdps": ts.n_mdps,
+        "gamma": ts.gamma,
+        "horizon": ts.horizon,
+        "seed": ts.seed,
+    }
+    artefacts.write_artefact(path, table, "test-set", meta)
+
+
+def read_test_set(path: str | Path) -> TestSet:
+    table, meta = artefacts.read_artefact(path, "test-set")
+    try:
+        test = FDMDistribution.from_dict(meta["test_distribution"], str(path))
+        nX, nU = test.n_states, test.n_actions
+        P = np.asarray(table.sort("mdp_index")["P"].to_numpy(), dtype=np.float64)
+        mdps = P.reshape(len(table), nX, nU, nX)
+        return TestSet(test, mdps, float(meta["gamma"]), int(meta["horizon"]), int(meta["seed"]))
+    except (KeyError, ValueError, pl.exceptions.PolarsError) as exc:
+        raise BBRLError(f"{path}: malformed test-set artefact ({exc}); "
+                        f"{artefacts.REGENERATE['test-set']}") from None
+
+
+# ---------------------------------------------------------------------------------------
+# Trained agents
+
+
+@dataclass(frozen=True, eq=False)
+class TrainedAgent:
+    """An agent after offline learning, as stored in an agent artefact."""
+
+    algorithm: str
+    agent_id: str
+    params: dict[str, Any]
+    prior: FDMDistribution
+    offline_time_s: float
+    seed: int
+    gamma: float
+    horizon: int
+    info: dict[str, Any]
+    table: pl.DataFrame | None = None
+
+
+def train_agent(
+    algorithm: str,
+    raw_params: dict[str, Any],
+    prior: FDMDistribution,
+    *,
+    seed: int = 0,
+    gamma: float = 0.95,
+    horizon: int = 250,
+    checkpoint: str | None = None,
+    checkpoint_every: float = 60.0,
+    progress: bool = True,
+    source: str = "--param",
+) -> TrainedAgent:
+    """Offline learning of ``algorithm`` on ``prior`` (timed: ``offline_time_s``)."""
+    from .agents.base import TrainContext, Trained
+
+    alg = agents.get(algorithm)
+    params = alg.parse_params(raw_params, source=source)
+    if not (0 < gamma <= 1):
+        raise BBRLError(f"--gamma must be in (0, 1], got {gamma}")
+    if horizon < 1:
+        raise BBRLError(f"--horizon must be >= 1, got {horizon}")
+    ctx = TrainContext(
+        seed=seed,
+        gamma=gamma,
+        horizon=horizon,
+        progress=_train_progress(alg.agent_id(params)) if progress else None,
+        checkpoint=checkpoint,
+        checkpoint_every=checkpoint_every,
+    )
+    t0 = time.perf_counter()
+    trained = alg.train(prior, params, ctx) if alg.train is not None else Trained()
+    elapsed = time.perf_counter() - t0
+    elapsed = float(trained.info.pop("_offline_time_s", elapsed))
+    agent_id = trained.info.pop("_agent_id", None) or alg.agent_id(params)
+    return TrainedAgent(
+        algorithm=alg.name,
+        agent_id=agent_id,
+        params=params,
+        prior=prior,
+        offline_time_s=elapsed,
+        seed=seed,
+        gamma=gamma,
+        horizon=horizon,
+        info=trained.info,
+        table=trained.table,
+    )
+
+
+def _train_progress(agent_id: str) -> Callable[[int, int], None]:
+    state = {"t0": time.perf_counter(), "last": 0.0}
+
+    def report(done: int, total: int) -> None:
+        now = time.perf_counter()
+        if done < total and now - state["last"] < 2.0:
+            return
+        state["last"] = now
+        el = now - state["t0"]
+        eta = el / done * (total - done) if done else float("nan")
+        print(
+            f"[train {agent_id}] {done}/{total} ({100 * done / max(total, 1):.0f}%), "
+            f"elapsed {el:.1f} s, ~{eta:.0f} s left",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    return report
+
+
+def write_agent(agent: TrainedAgent, path: str | Path) -> None:
+    row = {
+        "algorithm": [agent.algorithm],
+        "agent": [agent.agent_id],
+        "params": [json.dumps(agent.params, sort_keys=True)],
+        "prior": [agent.prior.short_name],
+        "offline_time_s": [agent.offline_time_s],
+        "seed": [agent.seed],
+        "gamma": [agent.gamma],
+        "horizon": [agent.horizon],
+        "info": [json.dumps(agent.info, sort_keys=True)],
+    }
+    table = pl.DataFrame(row)
+    if agent.table is not None:
+        table = table.with_columns(pl.Series("learned", [agent.table.to_dicts()]))
+    meta = {
+        "algorithm": agent.algorithm,
+        "agent": agent.agent_id,
+        "params": agent.params,
+        "prior_distribution": agent.prior.to_dict(),
+        "offline_time_s": agent.offline_time_s,
+        "seed": agent.seed,
+        "gamma": agent.gamma,
+        "horizon": agent.horizon,
+        "info": agent.info,
+    }
+    artefacts.write_artefact(path, table, "agent", meta)
+
+
+def read_agent(path: str | Path) -> TrainedAgent:
+    table, meta = artefacts.read_artefact(path, "agent")
+    try:
+        prior = FDMDistribution.from_dict(meta["prior_distribution"], str(path))
+        learned = None
+        if "learned" in table.columns:
+            learned = pl.DataFrame(table["learned"][0].to_list())
+        return TrainedAgent(
+            algorithm=meta["algorithm"],
+            agent_id=meta["agent"],
+            params=meta["params"],
+            prior=prior,
+            offline_time_s=float(meta["offline_time_s"]),
+            seed=int(meta["seed"]),
+            gamma=float(meta["gamma"]),
+            horizon=int(meta["horizon"]),
+            info=meta.get("info", {}),
+            table=learned,
+        )
+    except (KeyError, ValueError, TypeError) as exc:
+        raise BBRLError(f"{path}: malformed agent artefact ({exc}); "
+                        f"{artefacts.REGENERATE['agent']}") from None
+
+
+# ---------------------------------------------------------------------------------------
+# Running
+
+
+def parse_slice(spec: str | None, n: int) -> range:
+    """``"a:b"`` (Python slice, either side optional) over ``range(n)``."""
+    if spec is None or spec == "":
+        return range(n)
+    if ":" not in spec:
+        raise BBRLError(f"--mdps {spec!r}: expected START:STOP (for example 0:100)")
+    a, b = spec.split(":", 1)
+    try:
+        start = int(a) if a.strip() else 0
+        stop = int(b) if b.strip() else n
+    except ValueError:
+        raise BBRLError(f"--mdps {spec!r}: START and STOP must be integers") from None
+    if not (0 <= start <= stop <= n):
+        raise BBRLError(f"--mdps {spec!r}: must satisfy 0 <= START <= STOP <= {n}")
+    return range(start, stop)
+
+
+def run_agent(
+    ts: TestSet,
+    agent: TrainedAgent,
+    mdps: range | None = None,
+    *,
+    progress: bool = True,
+    label: str | None = None,
+) -> pl.DataFrame:
+    """Play one trajectory of ``agent`` on each selected test MDP; one row per MDP."""
+    alg = agents.get(agent.algorithm)
+    if agent.prior.n_states != ts.test.n_states or agent.prior.n_actions != ts.test.n_actions:
+        raise BBRLError(
+            f"agent prior {agent.prior.short_name} has {agent.prior.n_states} states and "
+            f"{agent.prior.n_actions} actions; test set {ts.test.short_name} has "
+            f"{ts.test.n_states} and {ts.test.n_actions}"
+        )
+    if agent.gamma != ts.gamma or agent.horizon != ts.horizon:
+        if alg.train is not None:
+            print(
+                f"bbrl: warning: agent {agent.agent_id} was trained with gamma={agent.gamma}, "
+                f"horizon={agent.horizon}; the test set uses gamma={ts.gamma}, "
+                f"horizon={ts.horizon}",
+                file=sys.stderr,
+            )
+    idx = np.arange(ts.n_mdps) if mdps is None else np.asarray(list(mdps), dtype=np.int64)
+    trained = _as_trained(agent)
+    play = alg.make_player(agent.prior, agent.params, trained, ts.episode())
+    tseeds = seeds.trajectory_seeds(ts.seed, agent.agent_id, idx)
+    # compile (or load from the numba cache) outside the timed region
+    if len(idx):
+        warm = alg.make_player(agent.prior, agent.params, trained, ts.episode(horizon=1))
+        warm(np.ascontiguousarray(ts.mdps[idx[0]]), int(tseeds[0]))
+    n = len(idx)
+    returns = np.empty(n)
+    times = np.empty(n)
+    counters = np.zeros((n, len(alg.counters)), dtype=np.int64)
+    name = label or f"{agent.agent_id} {ts.test.short_name}-{agent.prior.short_name}"
+    t_start = time.perf_counter()
+    last = t_start
+    for k, i in enumerate(idx):
+        P = np.ascontiguousarray(ts.mdps[i])
+        t0 = time.perf_counter()
+        ret, cnt = play(P, int(tseeds[k]))
+        times[k] = time.perf_counter() - t0
+        returns[k] = ret
+        if len(alg.counters):
+            counters[k, :] = cnt
+        now = time.perf_counter()
+        if progress and (now - last >= 5.0 or (k + 1 == n and now - t_start >= 5.0)):
+            last = now
+            el = now - t_start
+            eta = el / (k + 1) * (n - k - 1)
+            print(
+                f"[run {name}] {k + 1}/{n} MDPs, elapsed {el:.1f} s, ~{eta:.0f} s left",
+                file=sys.stderr,
+                flush=True,
+            )
+    if not np.isfinite(returns).all():
+        bad = idx[~np.isfinite(returns)]
+        raise BBRLError(f"agent {agent.agent_id} produced a non-finite return on MDPs {bad[:5]}")
+    experiment = f"{ts.test.short_name}-{agent.prior.short_name}"
+    cols: dict[str, Any] = {
+        "experiment": [experiment] * n,
+        "test": [ts.test.short_name] * n,
+        "prior": [agent.prior.short_name] * n,
+        "algorithm": [agent.algorithm] * n,
+        "agent": [agent.agent_id] * n,
+        "params": [json.dumps(agent.params, sort_keys=True)] * n,
+        "compat": [bool(agent.params.get("compat", False))] * n,
+        "mdp_index": idx.astype(np.int64),
+        "discounted_return": returns,
+        "online_time_s": times,
+        "n_steps": np.full(n, ts.horizon, dtype=np.int64),
+        "offline_time_s": np.full(n, agent.offline_time_s),
+        "seed": tseeds.astype(np.int64),
+        "gamma": np.full(n, ts.gamma),
+        "horizon": np.full(n, ts.horizon, dtype=np.int64),
+        "test_seed": np.full(n, ts.seed, dtype=np.int64),
+        "bbrlcore_version": [__version__] * n,
+    }
+    for j, c in enumerate(alg.counters):
+        cols[c] = counters[:, j]
+    return pl.DataFrame(cols)
+
+
+def _as_trained(agent: TrainedAgent):
+    from .agents.base import Trained
+
+    return Trained(info=agent.info, table=agent.table)
+
+
+#: Columns whose values depend on timing (excluded when comparing runs).
+TIMING_COLUMNS = ("online_time_s", "offline_time_s")
+
+
+def write_run(table: pl.DataFrame, path: str | Path, meta: dict[str, Any]) -> None:
+    artefacts.write_artefact(path, table, "run", meta)
+
+
+def read_run(path: str | Path) -> pl.DataFrame:
+    table, _ = artefacts.read_artefact(path, "run")
+    return table

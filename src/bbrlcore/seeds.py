@@ -1,0 +1,46 @@
+"""The seed tree (00-decisions §4).
+
+Every random draw flows from one tree of :class:`numpy.random.SeedSequence`:
+
+* test MDP ``i`` of a test set with seed ``S``: ``SeedSequence([S, i])``;
+* the trajectory of agent ``a`` on test MDP ``i``: ``SeedSequence([S, h(a), i])``, where
+  ``h(a)`` is a 64-bit number from the SHA-256 of the agent id (never Python's ``hash()``,
+  which changes between processes); the 32-bit integer it generates seeds the trajectory
+  kernel and is recorded in the run table's ``seed`` column;
+* offline learning with seed ``s``: ``SeedSequence([s, h(agent id), ...])`` (agent-specific).
+
+So chunking a run, reordering jobs or moving to another machine gives the same returns.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+
+def id_hash64(agent_id: str) -> int:
+    """A stable 64-bit number from the SHA-256 of ``agent_id``."""
+    return int.from_bytes(hashlib.sha256(agent_id.encode()).digest()[:8], "little")
+
+
+def mdp_rng(test_seed: int, index: int) -> np.random.Generator:
+    """Generator drawing test MDP ``index`` of the test set seeded ``test_seed``."""
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([test_seed, index])))
+
+
+def trajectory_seed(test_seed: int, agent_id: str, index: int) -> int:
+    """The 32-bit integer seeding the trajectory of ``agent_id`` on MDP ``index``."""
+    ss = np.random.SeedSequence([test_seed, id_hash64(agent_id), index])
+    return int(ss.generate_state(1, np.uint32)[0])
+
+
+def trajectory_seeds(test_seed: int, agent_id: str, indices: np.ndarray) -> np.ndarray:
+    h = id_hash64(agent_id)
+    return np.array(
+        [
+            np.random.SeedSequence([test_seed, h, int(i)]).generate_state(1, np.uint32)[0]
+            for i in indices
+        ],
+        dtype=np.int64,
+    )
