@@ -289,15 +289,18 @@ def parse_dat(text: str, source: str = "<text>") -> FDMDistribution:
     rest = "".join(rd.lines[rd.pos :]).strip()
     if rest:
         raise BBRLError(f"{source}: unexpected content after the distribution (line {rd.pos + 1})")
-    return FDMDistribution(
-        name=name,
-        short_name=short,
-        theta=theta,
-        reward=reward,
-        initial_state=ini,
-        reward_type=REWARD_TYPES[rtype],
-        reward_variance=var,
-    )
+    try:
+        return FDMDistribution(
+            name=name,
+            short_name=short,
+            theta=theta,
+            reward=reward,
+            initial_state=ini,
+            reward_type=REWARD_TYPES[rtype],
+            reward_variance=var,
+        )
+    except BBRLError as exc:
+        raise BBRLError(f"{source}: {exc}") from None
 
 
 def read_dat(path: str | Path) -> FDMDistribution:
@@ -459,7 +462,7 @@ def horizon_for_epsilon(epsilon: float, gamma: float, r_max: float) -> int:
     Examples
     --------
     >>> horizon_for_epsilon(0.01, 0.95, 10.0)
-    253
+    194
     """
     if not (0 < gamma < 1):
         raise BBRLError(f"--epsilon needs a discount factor in (0, 1), got {gamma}")

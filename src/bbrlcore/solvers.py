@@ -160,7 +160,7 @@ def _lu_solve(A, b):
 
 @njit(cache=True)
 def guez_policy_iteration(P, R, supp, nsupp, gamma, tol, V, pi, A, b):
-    """The Guez value iteration's answer, reached by policy iteration (in place).
+    r"""The Guez value iteration's answer, reached by policy iteration (in place).
 
     Alternates an exact evaluation of the current policy (a dense linear solve of
     :math:`(I-\gamma P_\pi)V = r_\pi`) with one Guez sweep (lowest-index ties), and stops

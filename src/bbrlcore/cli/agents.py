@@ -1,0 +1,117 @@
+"""``bbrl train``, ``bbrl run`` and ``bbrl agents``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .. import agents
+from .. import distributions as D
+from .. import experiment as E
+from ..errors import BBRLError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    tr = sub.add_parser("train", help="offline learning of an agent on a prior")
+    tr.add_argument("--agent", required=True, help=f"algorithm: {', '.join(agents.NAMES)}")
+    tr.add_argument(
+        "--param", action="append", default=[], metavar="K=V", help="agent parameter (repeat)"
+    )
+    tr.add_argument("--prior", required=True, help="prior: name, .dat or .parquet")
+    tr.add_argument("--seed", type=int, default=0, help="seed of offline learning (0)")
+    tr.add_argument("--gamma", type=float, default=0.95, help="discount of simulated episodes")
+    tr.add_argument("--horizon", type=int, default=250, help="horizon of simulated episodes")
+    tr.add_argument("--checkpoint", help="checkpoint file for long trainings (resumes from it)")
+    tr.add_argument(
+        "--checkpoint-every", type=float, default=60.0, help="seconds between checkpoints (60)"
+    )
+    tr.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    tr.add_argument("-o", "--output", required=True, help="output agent .parquet")
+    tr.set_defaults(func=_train)
+
+    rn = sub.add_parser("run", help="play an agent on a test set, one trajectory per MDP")
+    rn.add_argument("--experiment", required=True, help="test-set .parquet (bbrl experiment new)")
+    rn.add_argument("--agent", required=True, help="agent .parquet (bbrl train)")
+    rn.add_argument("--mdps", help="slice START:STOP of test MDPs (default: all)")
+    rn.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    rn.add_argument("-o", "--output", required=True, help="output run .parquet")
+    rn.set_defaults(func=_run)
+
+    ls = sub.add_parser("agents", help="list the algorithms and their parameters")
+    ls.set_defaults(func=_list)
+
+
+def parse_kv(items: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        if "=" not in item:
+            raise BBRLError(f"--param {item!r}: expected NAME=VALUE")
+        k, v = item.split("=", 1)
+        k = k.strip()
+        if k in out:
+            raise BBRLError(f"--param {k}: given twice")
+        out[k] = v.strip()
+    return out
+
+
+def _train(args: argparse.Namespace) -> int:
+    alg = agents.get(args.agent)  # unknown names fail before any work
+    raw = parse_kv(args.param)
+    alg.parse_params(raw)
+    prior = D.load(args.prior)
+    agent = E.train_agent(
+        args.agent,
+        raw,
+        prior,
+        seed=args.seed,
+        gamma=args.gamma,
+        horizon=args.horizon,
+        checkpoint=args.checkpoint,
+        checkpoint_every=args.checkpoint_every,
+        progress=not args.quiet,
+    )
+    E.write_agent(agent, args.output)
+    print(
+        f"wrote {args.output}: {agent.agent_id} on {prior.short_name}, "
+        f"offline {agent.offline_time_s:.3g} s"
+    )
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    ts = E.read_test_set(args.experiment)
+    agent = E.read_agent(args.agent)
+    sel = E.parse_slice(args.mdps, ts.n_mdps)
+    table = E.run_agent(ts, agent, sel, progress=not args.quiet)
+    meta = {
+        "agent": agent.agent_id,
+        "algorithm": agent.algorithm,
+        "params": agent.params,
+        "experiment": f"{ts.test.short_name}-{agent.prior.short_name}",
+        "test_seed": ts.seed,
+        "mdps": [sel.start, sel.stop],
+    }
+    E.write_run(table, args.output, meta)
+    n = len(table)
+    if n:
+        mean = table["discounted_return"].mean()
+        ms = 1000 * table["online_time_s"].mean()
+        print(f"wrote {args.output}: {n} trajectories, mean return {mean:.4g}, {ms:.3g} ms each")
+    else:
+        print(f"wrote {args.output}: no trajectories (empty slice)")
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    for name in agents.available():
+        alg = agents.get(name)
+        ps = []
+        for p in alg.params:
+            d = "required" if p.required else f"default {p.default}"
+            ps.append(f"{p.name} ({p.type.__name__}, {d})")
+        print(f"{name:10s} {'; '.join(ps) or '-'}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(0)

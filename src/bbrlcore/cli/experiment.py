@@ -1,0 +1,55 @@
+"""``bbrl experiment new|show``: draw and inspect test sets."""
+
+from __future__ import annotations
+
+import argparse
+
+from .. import distributions as D
+from .. import experiment as E
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("experiment", help="draw and inspect test sets")
+    s = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    new = s.add_parser("new", help="draw a test set of N MDPs from a test distribution")
+    new.add_argument("--test", required=True, help="test distribution: name, .dat or .parquet")
+    new.add_argument("--n-mdps", type=int, default=500, help="number of test MDPs (500)")
+    new.add_argument("--gamma", type=float, default=0.95, help="discount factor (0.95)")
+    h = new.add_mutually_exclusive_group()
+    h.add_argument("--horizon", type=int, help="horizon T (250)")
+    h.add_argument(
+        "--epsilon",
+        type=float,
+        help="derive T = ceil(log(eps (1-gamma)/Rmax) / log gamma) (paper §3.2)",
+    )
+    new.add_argument("--seed", type=int, default=0, help="seed of the test set (0)")
+    new.add_argument("-o", "--output", required=True, help="output .parquet")
+    new.set_defaults(func=_new)
+
+    show = s.add_parser("show", help="describe a test set")
+    show.add_argument("file")
+    show.set_defaults(func=_show)
+
+
+def _new(args: argparse.Namespace) -> int:
+    test = D.load(args.test)
+    if args.epsilon is not None:
+        horizon = D.horizon_for_epsilon(args.epsilon, args.gamma, test.r_max)
+    else:
+        horizon = 250 if args.horizon is None else args.horizon
+    ts = E.new_test_set(test, args.n_mdps, args.gamma, horizon, args.seed)
+    E.write_test_set(ts, args.output)
+    print(
+        f"wrote {args.output}: {ts.n_mdps} MDPs from {test.short_name}, "
+        f"gamma={ts.gamma}, T={ts.horizon}, seed={ts.seed}"
+    )
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    ts = E.read_test_set(args.file)
+    print(
+        f"{args.file}: test set of {ts.n_mdps} MDPs from {ts.test.short_name} "
+        f"({ts.test.name}); gamma={ts.gamma}, T={ts.horizon}, seed={ts.seed}"
+    )
+    return 0

@@ -1,0 +1,88 @@
+"""The command line end to end, and its bad-input contract: one line on stderr naming the
+problem, exit status 2, and no output file left behind."""
+
+import subprocess
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from bbrlcore import distributions as D
+
+
+def bbrl(cmd, args, env, cwd):
+    return subprocess.run(cmd + args, capture_output=True, text=True, env=env, cwd=cwd)
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory, bbrl_cmd, env_with_cache):
+    d = tmp_path_factory.mktemp("cli")
+    r = bbrl(bbrl_cmd, ["experiment", "new", "--test", "GDL", "--n-mdps", "12", "--horizon",
+                        "60", "--seed", "4", "-o", "exp.parquet"], env_with_cache, d)
+    assert r.returncode == 0, r.stderr
+    r = bbrl(bbrl_cmd, ["train", "--agent", "e-greedy", "--param", "epsilon=0.1", "--prior",
+                        "GDL", "-o", "eg.parquet"], env_with_cache, d)
+    assert r.returncode == 0, r.stderr
+    return d
+
+
+def test_train_run_and_chunks(workdir, bbrl_cmd, env_with_cache):
+    run = lambda args: bbrl(bbrl_cmd, args, env_with_cache, workdir)  # noqa: E731
+    assert run(["run", "--experiment", "exp.parquet", "--agent", "eg.parquet", "-q",
+                "-o", "all.parquet"]).returncode == 0
+    for a, b in [(0, 5), (5, 12)]:
+        r = run(["run", "--experiment", "exp.parquet", "--agent", "eg.parquet", "-q",
+                 "--mdps", f"{a}:{b}", "-o", f"c{a}.parquet"])
+        assert r.returncode == 0, r.stderr
+    full = pl.read_parquet(workdir / "all.parquet")
+    parts = pl.concat([pl.read_parquet(workdir / f"c{a}.parquet") for a in (0, 5)])
+    timing = ["online_time_s", "offline_time_s"]
+    assert_frame_equal(full.drop(timing), parts.drop(timing))
+    assert full["agent"][0] == "e-greedy__epsilon=0.1"
+    assert full["experiment"][0] == "GDL-GDL"
+
+
+def test_distribution_commands(workdir, bbrl_cmd, env_with_cache, shared):
+    run = lambda args: bbrl(bbrl_cmd, args, env_with_cache, workdir)  # noqa: E731
+    src = shared / "data" / "distributions" / "Grid-distrib.dat"
+    assert run(["distribution", "import", str(src), "-o", "grid.parquet"]).returncode == 0
+    assert D.load(workdir / "grid.parquet").same_as(D.builtin("Grid"))
+    assert run(["distribution", "export", "UGDL", "-o", "ugdl.dat"]).returncode == 0
+    assert (workdir / "ugdl.dat").read_text() == (
+        shared / "data" / "distributions" / "UGDL-distrib.dat").read_text()
+    r = run(["distribution", "show", "grid.parquet"])
+    assert r.returncode == 0 and "25" in r.stdout
+    r = run(["experiment", "new", "--test", "grid.parquet", "--n-mdps", "3", "--epsilon",
+             "0.01", "-o", "g.parquet"])
+    assert r.returncode == 0 and "T=194" in r.stdout
+
+
+BAD = [
+    (["train", "--agent", "e-greedy", "--param", "epsilon=2", "--prior", "GC"], "epsilon=2"),
+    (["train", "--agent", "egreedy", "--prior", "GC"], "unknown algorithm"),
+    (["train", "--agent", "beb", "--param", "beta=x", "--prior", "GC"], "beta"),
+    (["train", "--agent", "beb", "--param", "beta", "--prior", "GC"], "NAME=VALUE"),
+    (["train", "--agent", "beb", "--param", "beta=1", "--prior", "missing.dat"], "missing.dat"),
+    (["train", "--agent", "beb", "--param", "beta=1", "--prior", "trunc.dat"], "trunc.dat"),
+    (["run", "--experiment", "exp.parquet", "--agent", "exp.parquet"], "expected a 'agent'"),
+    (["run", "--experiment", "broken.parquet", "--agent", "eg.parquet"], "broken.parquet"),
+    (["run", "--experiment", "exp.parquet", "--agent", "eg.parquet", "--mdps", "3:99"],
+     "--mdps"),
+    (["experiment", "new", "--test", "GC", "--n-mdps", "0"], "--n-mdps"),
+    (["distribution", "import", "trunc.dat"], "truncated"),
+]
+
+
+@pytest.mark.parametrize("args, needle", BAD)
+def test_bad_input_is_one_clear_line(workdir, bbrl_cmd, env_with_cache, args, needle):
+    (workdir / "trunc.dat").write_text("\n".join(D.builtin("GC").to_dat().split("\n")[:20]))
+    (workdir / "broken.parquet").write_bytes((workdir / "exp.parquet").read_bytes()[:300])
+    out = workdir / "out.parquet"
+    out.unlink(missing_ok=True)
+    r = bbrl(bbrl_cmd, args + ["-o", str(out)], env_with_cache, workdir)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("bbrl: error:"), r.stderr
+    assert needle in lines[0]
+    assert not out.exists()
+    assert not list(workdir.glob(".out.parquet.*"))  # no temporary left behind
