@@ -106,7 +106,8 @@ def test_all_agents_finite_on_gaussian_rewards_and_random_start():
                           rng.random((4, 2, 4)))
     ts = E.new_test_set(d, 5, 0.9, 30, seed=1)
     for alg, params in [("random", {}), ("e-greedy", {"epsilon": "0.2"}),
-                        ("soft-max", {"tau": "0.3"}), ("soft-max", {"tau": "0.3", "compat": "true"}),
+                        ("soft-max", {"tau": "0.3"}),
+                        ("soft-max", {"tau": "0.3", "compat": "true"}),
                         ("beb", {"beta": "1"}), ("optimal", {})]:
         a = E.train_agent(alg, params, d, progress=False)
         r = E.run_agent(ts, a, progress=False)["discounted_return"]
