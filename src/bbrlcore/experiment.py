@@ -164,9 +164,12 @@ def train_agent(
         checkpoint=checkpoint,
         checkpoint_every=checkpoint_every,
     )
-    t0 = time.perf_counter()
-    trained = alg.train(prior, params, ctx) if alg.train is not None else Trained()
-    elapsed = time.perf_counter() - t0
+    if alg.train is None:  # nothing to learn offline (the prior is kept as it is)
+        trained, elapsed = Trained(), 0.0
+    else:
+        t0 = time.perf_counter()
+        trained = alg.train(prior, params, ctx)
+        elapsed = time.perf_counter() - t0
     elapsed = float(trained.info.pop("_offline_time_s", elapsed))
     agent_id = trained.info.pop("_agent_id", None) or alg.agent_id(params)
     return TrainedAgent(

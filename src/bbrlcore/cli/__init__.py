@@ -14,7 +14,9 @@ import sys
 from ..errors import BBRLError
 
 #: Subcommand modules, in the order ``bbrl --help`` lists them.
-_SUBMODULES = ("distribution", "experiment", "agents", "formulas", "results", "estimate", "demo")
+_SUBMODULES = (
+    "distribution", "experiment", "agents", "formulas", "results", "report", "estimate", "demo",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,541 @@
+r"""SBOSS: Smarter Best Of Sampled Set (Castro & Precup 2010).
+
+SBOSS is an optimistic model-based Bayesian agent. It keeps the Dirichlet posterior of
+every transition row, :math:`\alpha(x,u,\cdot) = \theta(x,u,\cdot) + c(x,u,\cdot)` (prior
+concentrations plus observed counts, :math:`n(x,u) = \sum_y \alpha(x,u,y)`), and acts
+greedily in a **merged MDP** built from posterior samples:
+
+* **Sample counts.** Pair (x, u) gets
+
+  .. math::  K(x,u) = \max_y \Bigl\lceil \frac{\mathrm{Var}_y}{\varepsilon} \Bigr\rceil,
+     \qquad \mathrm{Var}_y = \frac{\alpha_y (n - \alpha_y)}{n^2 (n+1)},
+
+  the Dirichlet's marginal variances: uncertain rows get many samples. K is computed for
+  every pair at reset and for the observed pair after each transition.
+* **Merged MDP.** Same states; merged action :math:`m = u + k\,n_U` stands for "sample k
+  of action u": its transition row is an independent draw from
+  :math:`\mathrm{Dir}(\alpha(x,u,\cdot))` (zero concentrations give exactly 0) and its
+  reward row is the prior's known reward :math:`R(x,u,\cdot)`. It is solved with the Guez
+  value iteration (Jacobi sweeps, Euclidean tolerance 1e-4, lowest merged index wins ties).
+  The sweeps are warm-started: from the previous solve's values, first improved by a few
+  policy-iteration steps (greedy merged policy, its exact value by an n_X x n_X linear
+  solve; up to 50 steps, for models of at most 200 states) so that typically a single
+  sweep meets the stopping test instead of ~100-300 from zero; the stopping test and
+  tie rule are unchanged (00-decisions §1 allows smarter solvers reaching the same
+  tolerance). The agent plays the real action
+  :math:`\pi_m(x) \bmod n_U` of the best merged action. A merged action's value is the best
+  of K sampled models, hence optimism in the face of uncertainty.
+* **Resampling.** After each transition from (x, u) the posterior deviation of that pair
+  against the snapshot :math:`(\tilde\alpha, \tilde n)` taken at the last resampling,
+
+  .. math::  \mathrm{dev} = \sum_y \frac{|\tilde\alpha_y/\tilde n - \alpha_y/n|}
+     {\tilde\sigma_y}, \qquad
+     \tilde\sigma_y = \sqrt{\frac{\tilde\alpha_y(\tilde n-\tilde\alpha_y)}
+     {\tilde n^2(\tilde n+1)}},
+
+  is compared with δ; if ``dev > δ`` the merged MDP is rebuilt (fresh samples, new
+  snapshot of the full posterior) before the next decision. The first decision of each
+  trajectory always builds it.
+
+Two modes (00-decisions §1):
+
+* **default** (the paper's algorithm): a term with :math:`\tilde\sigma_y = 0` and no change
+  counts 0, a term with :math:`\tilde\sigma_y = 0` and a change counts :math:`+\infty`
+  (forces a resample). A deterministic row (one non-zero concentration, so Var = 0 and
+  K = 0) is a known transition: it gets :math:`\max(K, 1)` samples, which for a single-entry
+  row is that transition itself.
+* **compat** (the original BBRL library): a 0/0 term makes the deviation NaN and
+  "NaN > δ" is false, so a pair whose snapshot row has a zero or a single entry never
+  triggers a resample (on GC, GDL and Grid SBOSS resamples only once, at t = 0). Pairs keep
+  K = 0 samples and every merged slot :math:`K(x,u) \le k < K_{\max}` is a *filler* action:
+  a self-loop with reward INT_MIN = -2147483648, whose value is
+  :math:`\mathrm{INT\_MIN} + \gamma V(x)`. A state whose actions all have K = 0 has only
+  fillers and is believed to be worth about :math:`-2.1\cdot10^9/(1-\gamma)`. (If every
+  pair has K = 0, one filler slot per action is kept so the merged MDP has actions.) The
+  reference's half-copied snapshot is undefined behaviour; both modes copy it in full.
+
+**Sparse merged model.** The merged MDP is never stored as a dense array over its
+:math:`n_U K_{\max}` actions. For each pair (x, u) its :math:`K'(x,u)` sampled rows
+(:math:`K' = \max(K,1)` by default, :math:`K` in compat) are stored over the row's support
+:math:`S(x,u) = \{y : \alpha(x,u,y) > 0\}` only, in one flat array with a per-pair offset
+(CSR-like). Memory is :math:`8 \sum_{x,u} K'(x,u)\,|S(x,u)|` bytes plus
+:math:`O(n_X^2 n_U)` for the posterior and its snapshot; fillers take no memory (their
+value and lowest merged index are computed on the fly). At ε = 1e-6 on GC this is
+15 · 83,334 · 2 doubles, about 20 MB; on UGrid, 100 · 1,477 · 25 doubles, about 30 MB.
+
+**Cost.** A rebuild draws :math:`\sum K'|S|` Gamma variates and runs value iteration
+sweeps of the same size. In default mode small δ resamples at nearly every step on every
+prior (the paper's algorithm, not an implementation choice), so small ε with small δ is
+expensive: the cost is :math:`O(\text{resamples} \times \sum K'|S| \times \text{sweeps})`.
+The ``resamples`` counter (first build included) records the rate. Dirichlet rows are
+drawn over the support only, as normalised Gamma variates; integer shapes up to 8 (the
+posterior counts of the integer priors) use the exact identity
+:math:`\Gamma(k,1) = -\log \prod_{i\le k} U_i`, which is faster than the general sampler.
+
+Paper: P. S. Castro and D. Precup, "Smarter sampling in model-based Bayesian
+reinforcement learning", ECML PKDD 2010 (LNCS 6321); BOSS: J. Asmuth,
+L. Li, M. L. Littman, A. Nouri, D. Wingate, "A Bayesian sampling approach to exploration
+in reinforcement learning", UAI 2009; benchmark: Castronovo et al., PLOS ONE 2016, §4.1.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ..errors import BBRLError
+from ..solvers import GUEZ_MAX_SWEEPS, GUEZ_TOLERANCE
+from ._kernels import env_reset, env_reward, env_step
+from .base import COMPAT, Algorithm, Episode, Param, Trained, positive
+
+#: Reward of the reference's filler actions (compat): C's INT_MIN.
+INT_MIN = -2147483648.0
+#: Refuse configurations whose merged model at the prior would exceed this many doubles.
+MAX_SAMPLE_ENTRIES = 500_000_000
+#: Policy-iteration steps that improve the value iteration's warm start (0: none).
+PI_WARM_STEPS = 50
+#: Largest number of states for which the warm start uses policy iteration (an
+#: O(nX^3) linear solve per step); larger models use plain warm-started sweeps.
+PI_MAX_STATES = 200
+
+
+# ---------------------------------------------------------------------------------------
+# Sample counts and posterior deviation
+
+
+@njit(cache=True)
+def row_sample_count(alpha, n, x, u, epsilon):
+    """K(x,u) = max_y ceil(Var_y / epsilon) with the Dirichlet marginal variances."""
+    nX = alpha.shape[2]
+    nn = n[x, u]
+    best = 0.0
+    for y in range(nX):
+        a = alpha[x, u, y]
+        if a > 0.0:
+            v = a * (nn - a)
+            if v > best:
+                best = v
+    return np.int64(math.ceil(best / (nn * nn * (nn + 1.0)) / epsilon))
+
+
+@njit(cache=True)
+def sample_counts(alpha, epsilon):
+    """K for every pair of the posterior ``alpha`` (shape (nX, nU))."""
+    nX, nU, _ = alpha.shape
+    n = np.zeros((nX, nU))
+    for x in range(nX):
+        for u in range(nU):
+            s = 0.0
+            for y in range(nX):
+                s += alpha[x, u, y]
+            n[x, u] = s
+    K = np.zeros((nX, nU), dtype=np.int64)
+    for x in range(nX):
+        for u in range(nU):
+            K[x, u] = row_sample_count(alpha, n, x, u, epsilon)
+    return K
+
+
+@njit(cache=True)
+def deviation(snap_row, snap_n, row, n, compat):
+    """Posterior deviation sum_y |a~_y/n~ - a_y/n| / sigma~_y of one pair.
+
+    A term with sigma~ = 0 is +inf if the probability changed; if it did not, it is 0
+    (default) or NaN (compat: the whole deviation is then NaN).
+    """
+    dev = 0.0
+    sn = snap_n
+    isn = 1.0 / sn
+    inn = 1.0 / n
+    ivar = 1.0 / (sn * sn * (sn + 1.0))
+    for y in range(row.shape[0]):
+        sa = snap_row[y]
+        diff = abs(sa * isn - row[y] * inn)
+        var = sa * (sn - sa) * ivar
+        if var > 0.0:
+            dev += diff / math.sqrt(var)
+        elif diff > 0.0:
+            dev = np.inf
+        elif compat:
+            return np.nan  # 0/0: the whole sum is NaN, whatever the other terms are
+    return dev
+
+
+# ---------------------------------------------------------------------------------------
+# The sparse merged model
+
+
+@njit(cache=True)
+def gamma_variate(a):
+    """One Gamma(a, 1) variate (a > 0).
+
+    Small integer shapes (the posterior counts of integer priors) use the exact identity
+    Gamma(k, 1) = -log(U_1 ... U_k) with uniform U_i in (0, 1], several times faster than
+    the general sampler; other shapes use ``np.random.gamma``.
+    """
+    if a <= 8.0 and a == math.floor(a):
+        prod = 1.0 - np.random.random()
+        for _i in range(int(a) - 1):
+            prod *= 1.0 - np.random.random()
+        return -math.log(prod)
+    return np.random.gamma(a, 1.0)
+
+
+@njit(cache=True)
+def build_merged(alpha, supp, nsupp, K, compat):
+    """Draw the merged model's samples; return ``(probs, off, mK)``.
+
+    ``mK[x, u]`` samples of pair (x, u) (``max(K, 1)`` by default, ``K`` in compat), each a
+    Dirichlet draw over the support ``supp[x, u, :nsupp[x, u]]``; sample k's probabilities
+    are ``probs[off[x, u] + k * nsupp[x, u] + j]``, j over the support.
+    """
+    nX, nU = K.shape
+    mK = np.empty((nX, nU), dtype=np.int64)
+    off = np.empty((nX, nU), dtype=np.int64)
+    total = 0
+    for x in range(nX):
+        for u in range(nU):
+            k = K[x, u]
+            if not compat and k < 1:
+                k = 1
+            mK[x, u] = k
+            off[x, u] = total
+            total += k * nsupp[x, u]
+    probs = np.empty(total)
+    for x in range(nX):
+        for u in range(nU):
+            ns = nsupp[x, u]
+            base = off[x, u]
+            if ns == 1:  # a single-entry row: Dir is a point mass, the known transition
+                for k in range(mK[x, u]):
+                    probs[base + k] = 1.0
+                continue
+            for k in range(mK[x, u]):
+                start = base + k * ns
+                s = 0.0
+                for j in range(ns):
+                    g = gamma_variate(alpha[x, u, supp[x, u, j]])
+                    probs[start + j] = g
+                    s += g
+                if s < 1e-300:  # all mass on one uniformly chosen support entry
+                    pick = np.random.randint(0, ns)
+                    for j in range(ns):
+                        probs[start + j] = 1.0 if j == pick else 0.0
+                else:
+                    inv = 1.0 / s
+                    for j in range(ns):
+                        probs[start + j] *= inv
+    return probs, off, mK
+
+
+@njit(cache=True)
+def _fillers(mK, compat):
+    """Lowest filler merged index of each state (-1: none; fillers exist only in compat)."""
+    nX, nU = mK.shape
+    filler = np.full(nX, -1, dtype=np.int64)
+    if not compat:
+        return filler
+    kmax = 1
+    for x in range(nX):
+        for u in range(nU):
+            if mK[x, u] > kmax:
+                kmax = mK[x, u]
+    for x in range(nX):
+        for u in range(nU):
+            if mK[x, u] < kmax:
+                m = u + mK[x, u] * nU
+                if filler[x] < 0 or m < filler[x]:
+                    filler[x] = m
+    return filler
+
+
+@njit(cache=True, fastmath={"reassoc", "contract"})
+def _sweep(probs, off, mK, supp, nsupp, Rm, gamma, filler, V, Vnew, pi, w):
+    """One Jacobi sweep ``Vnew = max_m Q(x, m | V)``; returns sum_x (Vnew - V)^2.
+
+    ``pi[x]`` gets the lowest merged index m = u + k nU reaching the maximum (the
+    reference's strict ">" scan in increasing m).
+    """
+    nX, nU = mK.shape
+    diff2 = 0.0
+    for x in range(nX):
+        best = -np.inf
+        bm = -1
+        for u in range(nU):
+            ns = nsupp[x, u]
+            kk = mK[x, u]
+            if kk == 0:
+                continue
+            for j in range(ns):
+                y = supp[x, u, j]
+                w[j] = Rm[x, u, y] + gamma * V[y]
+            base = off[x, u]
+            for k in range(kk):
+                start = base + k * ns
+                acc = 0.0
+                for j in range(ns):
+                    acc += probs[start + j] * w[j]
+                if acc > best:
+                    best = acc
+                    bm = u + k * nU
+                elif acc == best:
+                    m = u + k * nU
+                    if m < bm:
+                        bm = m
+        if filler[x] >= 0:
+            f = INT_MIN + gamma * V[x]
+            m = filler[x]
+            if bm < 0 or f > best or (f == best and m < bm):
+                best = f
+                bm = m
+        Vnew[x] = best
+        pi[x] = bm
+        d = best - V[x]
+        diff2 += d * d
+    return diff2
+
+
+@njit(cache=True)
+def _evaluate(probs, off, mK, supp, nsupp, Rm, gamma, pi, V):
+    """V = value of the merged policy ``pi`` (exact linear solve of (I - gamma P) V = r)."""
+    nX, nU = mK.shape
+    A = np.zeros((nX, nX))
+    b = np.zeros(nX)
+    for x in range(nX):
+        A[x, x] = 1.0
+        m = pi[x]
+        u = m % nU
+        k = m // nU
+        if k >= mK[x, u]:  # filler: self-loop with reward INT_MIN
+            A[x, x] -= gamma
+            b[x] = INT_MIN
+            continue
+        ns = nsupp[x, u]
+        start = off[x, u] + k * ns
+        acc = 0.0
+        for j in range(ns):
+            y = supp[x, u, j]
+            p = probs[start + j]
+            A[x, y] -= gamma * p
+            acc += p * Rm[x, u, y]
+        b[x] = acc
+    _solve_dominant(A, b)
+    V[:] = b
+
+
+@njit(cache=True)
+def _solve_dominant(A, b):
+    """Solve A z = b in place (z in ``b``) by Gaussian elimination without pivoting.
+
+    Stable here: A = I - gamma P is strictly diagonally dominant (gamma < 1), a property
+    elimination preserves.
+    """
+    n = b.shape[0]
+    for i in range(n):
+        piv = A[i, i]
+        for r in range(i + 1, n):
+            f = A[r, i]
+            if f != 0.0:
+                f /= piv
+                for c in range(i + 1, n):
+                    A[r, c] -= f * A[i, c]
+                b[r] -= f * b[i]
+    for i in range(n - 1, -1, -1):
+        acc = b[i]
+        for c in range(i + 1, n):
+            acc -= A[i, c] * b[c]
+        b[i] = acc / A[i, i]
+
+
+@njit(cache=True)
+def merged_value_iteration(probs, off, mK, supp, nsupp, Rm, gamma, tol, compat, V, pi,
+                           pi_steps):
+    """Guez value iteration on the sparse merged model; ``V``, ``pi`` updated in place.
+
+    Jacobi sweeps from the given ``V`` until the Euclidean norm of a sweep's change is at
+    most ``tol``; ``pi[x]`` is the merged action m = u + k nU of the last sweep, ties to
+    the lowest m. In compat mode the filler slots (K(x,u) <= k < K_max) are self-loops
+    with reward INT_MIN.
+
+    Warm start: with ``pi_steps > 0`` the starting ``V`` is first improved by up to
+    ``pi_steps`` policy-iteration steps (greedy policy of the current V, then its exact
+    value by a linear solve; stop when the policy repeats). This only moves the starting
+    point closer to the fixed point: the sweeps, stopping test and tie rule that produce
+    the result are the Guez value iteration's. Returns the number of Jacobi sweeps.
+    """
+    nX = V.shape[0]
+    filler = _fillers(mK, compat)
+    Vnew = np.empty(nX)
+    w = np.empty(nX)
+    tol2 = tol * tol
+    sweeps = 0
+    if pi_steps > 0:
+        prev = np.full(nX, -1, dtype=np.int64)
+        for _i in range(pi_steps):
+            diff2 = _sweep(probs, off, mK, supp, nsupp, Rm, gamma, filler, V, Vnew, pi, w)
+            same = True
+            for x in range(nX):
+                if pi[x] != prev[x]:
+                    same = False
+                prev[x] = pi[x]
+            if same:
+                # this greedy step is a Jacobi sweep from V: it counts for the stopping test
+                V[:] = Vnew
+                sweeps = 1
+                if diff2 <= tol2:
+                    return sweeps
+                break
+            _evaluate(probs, off, mK, supp, nsupp, Rm, gamma, pi, V)
+    while True:
+        diff2 = _sweep(probs, off, mK, supp, nsupp, Rm, gamma, filler, V, Vnew, pi, w)
+        V[:] = Vnew
+        sweeps += 1
+        if diff2 <= tol2 or sweeps >= GUEZ_MAX_SWEEPS:
+            return sweeps
+
+
+# ---------------------------------------------------------------------------------------
+# One trajectory
+
+
+@njit(cache=True)
+def _trajectory(
+    P, R, Rstd, gaussian, initial_state, gamma, horizon, seed,
+    theta, Rm, epsilon, delta, compat, tol, pi_steps,
+):
+    np.random.seed(seed)
+    nX, nU, _ = P.shape
+    x = env_reset(initial_state, nX)
+    # reset: posterior = prior
+    alpha = theta.copy()
+    n = np.zeros((nX, nU))
+    supp = np.zeros((nX, nU, nX), dtype=np.int64)
+    nsupp = np.zeros((nX, nU), dtype=np.int64)
+    for s in range(nX):
+        for a in range(nU):
+            tot = 0.0
+            c = 0
+            for z in range(nX):
+                tot += alpha[s, a, z]
+                if alpha[s, a, z] > 0.0:
+                    supp[s, a, c] = z
+                    c += 1
+            n[s, a] = tot
+            nsupp[s, a] = c
+    K = np.zeros((nX, nU), dtype=np.int64)
+    for s in range(nX):
+        for a in range(nU):
+            K[s, a] = row_sample_count(alpha, n, s, a, epsilon)
+    snap_alpha = alpha.copy()
+    snap_n = n.copy()
+    # merged model (rebuilt at the first decision)
+    msupp = supp.copy()
+    mnsupp = nsupp.copy()
+    probs = np.zeros(0)
+    off = np.zeros((nX, nU), dtype=np.int64)
+    mK = np.zeros((nX, nU), dtype=np.int64)
+    V = np.zeros(nX)
+    pi = np.zeros(nX, dtype=np.int64)
+    resample = True
+    n_resamples = 0
+    ret = 0.0
+    disc = 1.0
+    for _t in range(horizon):
+        if resample:
+            msupp[:] = supp
+            mnsupp[:] = nsupp
+            probs, off, mK = build_merged(alpha, msupp, mnsupp, K, compat)
+            merged_value_iteration(
+                probs, off, mK, msupp, mnsupp, Rm, gamma, tol, compat, V, pi, pi_steps
+            )
+            snap_alpha[:] = alpha
+            snap_n[:] = n
+            resample = False
+            n_resamples += 1
+        u = pi[x] % nU
+        y = env_step(P, x, u)
+        ret += disc * env_reward(R, Rstd, gaussian, x, u, y)
+        disc *= gamma
+        # posterior update
+        if alpha[x, u, y] == 0.0:  # a transition outside the prior's support
+            c = nsupp[x, u]
+            while c > 0 and supp[x, u, c - 1] > y:
+                supp[x, u, c] = supp[x, u, c - 1]
+                c -= 1
+            supp[x, u, c] = y
+            nsupp[x, u] += 1
+        alpha[x, u, y] += 1.0
+        n[x, u] += 1.0
+        dev = deviation(snap_alpha[x, u], snap_n[x, u], alpha[x, u], n[x, u], compat)
+        if dev > delta:
+            resample = True
+        K[x, u] = row_sample_count(alpha, n, x, u, epsilon)
+        x = y
+    counters = np.zeros(1, dtype=np.int64)
+    counters[0] = n_resamples
+    return ret, counters
+
+
+# ---------------------------------------------------------------------------------------
+# Python side
+
+
+def merged_size(theta: np.ndarray, epsilon: float, compat: bool) -> int:
+    """Number of stored probabilities of the merged model built at the prior."""
+    theta = np.asarray(theta, dtype=np.float64)
+    n = theta.sum(axis=2)
+    var = np.where(theta > 0, theta * (n[..., None] - theta), 0.0) / (n * n * (n + 1))[..., None]
+    k = np.ceil(var.max(axis=2) / epsilon)
+    if not compat:
+        k = np.maximum(k, 1)
+    return int(float((k * (theta > 0).sum(axis=2)).sum()))
+
+
+def make_player(prior, params: dict, trained: Trained, ep: Episode):
+    """A ``play(P, seed)`` running one SBOSS trajectory (see the module docstring)."""
+    if not ep.gamma < 1.0:
+        raise BBRLError(
+            f"sboss needs a discount factor < 1 (the test set has {ep.gamma}): the Guez "
+            "value iteration would not converge"
+        )
+    epsilon = float(params["epsilon"])
+    delta = float(params["delta"])
+    compat = bool(params["compat"])
+    theta = np.ascontiguousarray(prior.theta, dtype=np.float64)
+    Rm = np.ascontiguousarray(prior.reward, dtype=np.float64)
+    size = merged_size(theta, epsilon, compat)
+    if size > MAX_SAMPLE_ENTRIES:
+        raise BBRLError(
+            f"sboss epsilon={epsilon:g}: the merged model would hold {size:,} sampled "
+            f"probabilities at the prior (limit {MAX_SAMPLE_ENTRIES:,}, 8 bytes each)"
+        )
+
+    pi_steps = PI_WARM_STEPS if prior.n_states <= PI_MAX_STATES else 0
+
+    def play(P: np.ndarray, seed: int) -> tuple[float, np.ndarray]:
+        ret, counters = _trajectory(
+            P, ep.R, ep.Rstd, ep.gaussian, ep.initial_state, ep.gamma, ep.horizon, seed,
+            theta, Rm, epsilon, delta, compat, GUEZ_TOLERANCE, pi_steps,
+        )
+        return float(ret), counters
+
+    return play
+
+
+ALGORITHM = Algorithm(
+    name="sboss",
+    params=(
+        Param("epsilon", float, required=True, check=positive,
+              doc="sample-count scale: K(x,u) = max_y ceil(Var_y / epsilon)"),
+        Param("delta", float, required=True, check=positive,
+              doc="resampling threshold on the posterior deviation"),
+        COMPAT,
+    ),
+    make_player=make_player,
+    train=None,
+    counters=("resamples",),
+    has_compat=True,
+    doc=__doc__ or "",
+)

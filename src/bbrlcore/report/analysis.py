@@ -1,0 +1,330 @@
+r"""What the report shows, computed as tables (everything a figure draws is in Parquet).
+
+* :func:`family` — the report's unit of comparison: an algorithm, with its compat variant
+  as a family of its own (``beb`` and ``beb (compat)``), so the published behaviour shows
+  beside the algorithm.
+* :func:`among_best` — 00-decisions §3: within given time bounds take each family's best
+  agent (highest mean); the best of those is the reference; every other family's best
+  agent is compared with it by the one-sided paired Z-test (Appendix C of the paper),
+  each comparison on its own; a family is *among the best* unless the reference is
+  significantly better than its best agent.
+* :func:`constraint_map` — the time-constraint map: for every (offline bound, online bound)
+  cell of a log-spaced grid covering the smallest and largest observed times, the
+  families among the best with agents within both bounds.
+* :func:`hardness` — beyond the paper: for each test MDP, the optimal value from the
+  initial state and the diameter (largest, over ordered pairs of states reachable from
+  the initial state, of the least expected number of steps from one to the other).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+from numba import njit
+
+from .. import stats
+from ..solvers import _lu_solve, guez_policy_iteration, support_of
+
+# ---------------------------------------------------------------------------------------
+# Families and scores
+
+NICE = {
+    "random": "Random",
+    "e-greedy": "e-Greedy",
+    "soft-max": "Soft-max",
+    "opps-ds": "OPPS-DS",
+    "bamcp": "BAMCP",
+    "bfs3": "BFS3",
+    "sboss": "SBOSS",
+    "beb": "BEB",
+    "optimal": "Optimal",
+}
+ORDER = list(NICE)
+
+
+def family(algorithm: str, compat: bool) -> str:
+    """``BEB`` or ``BEB (compat)``."""
+    name = NICE.get(algorithm, algorithm)
+    return f"{name} (compat)" if compat else name
+
+
+def family_order(families: list[str]) -> list[str]:
+    def key(f: str) -> tuple[int, int, str]:
+        base = f.replace(" (compat)", "")
+        idx = [NICE[a] for a in ORDER].index(base) if base in NICE.values() else 99
+        return (idx, int(f.endswith("(compat)")), f)
+
+    return sorted(set(families), key=key)
+
+
+def with_family(summary: pl.DataFrame) -> pl.DataFrame:
+    return summary.with_columns(
+        pl.struct(["algorithm", "compat"])
+        .map_elements(lambda s: family(s["algorithm"], bool(s["compat"])), return_dtype=pl.Utf8)
+        .alias("family")
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Among the best
+
+
+def among_best(
+    scores: pl.DataFrame,
+    returns: dict[str, np.ndarray],
+    alpha: float = 0.05,
+    offline_bound: float = math.inf,
+    online_bound: float = math.inf,
+) -> pl.DataFrame:
+    """Each family's best agent within the bounds, the paired Z against the reference
+    and whether it is among the best.
+
+    ``scores`` has one row per agent with ``family``, ``agent``, ``mean``,
+    ``offline_time_s`` and ``online_time_per_decision_s``; ``returns`` maps each agent to
+    its per-MDP returns (paired across agents by test-MDP index).
+    """
+    ok = scores.filter(
+        (pl.col("offline_time_s") <= offline_bound)
+        & (pl.col("online_time_per_decision_s") <= online_bound)
+    )
+    if ok.is_empty():
+        return pl.DataFrame(
+            schema={"family": pl.Utf8, "agent": pl.Utf8, "mean": pl.Float64,
+                    "z": pl.Float64, "among_best": pl.Boolean, "reference": pl.Boolean}
+        )
+    best = (
+        ok.sort(["mean", "agent"], descending=[True, False])
+        .group_by("family", maintain_order=True)
+        .first()
+        .sort(["mean", "family"], descending=[True, False])
+    )
+    ref_agent = best["agent"][0]
+    ref = returns[ref_agent]
+    t = stats.z_threshold(alpha)
+    zs, flags = [], []
+    for agent in best["agent"]:
+        if agent == ref_agent:
+            zs.append(0.0)
+            flags.append(True)
+            continue
+        z = stats.paired_z(ref, returns[agent])
+        zs.append(float(z))
+        flags.append(not (z > t))
+    return best.select(["family", "agent", "mean"]).with_columns(
+        pl.Series("z", zs, dtype=pl.Float64),
+        pl.Series("among_best", flags, dtype=pl.Boolean),
+        (pl.col("agent") == ref_agent).alias("reference"),
+    )
+
+
+def log_bounds(values: np.ndarray, n: int) -> np.ndarray:
+    """``n`` log-spaced bounds from the smallest positive value to the largest one
+    (both included, so the fastest and the slowest agents can appear)."""
+    v = np.asarray(values, dtype=np.float64)
+    pos = v[v > 0]
+    if pos.size == 0:
+        return np.array([0.0])
+    lo, hi = float(pos.min()), float(pos.max())
+    if hi <= lo * (1 + 1e-12):
+        return np.array([hi])
+    b = np.geomspace(lo, hi, n)
+    b[0], b[-1] = lo, hi
+    return b
+
+
+def constraint_map(
+    scores: pl.DataFrame,
+    returns: dict[str, np.ndarray],
+    alpha: float = 0.05,
+    n_bounds: int = 8,
+) -> pl.DataFrame:
+    """The time-constraint map as a tidy table: one row per cell and admissible family
+    (``family`` null for a cell where no agent fits the bounds)."""
+    off = log_bounds(scores["offline_time_s"].to_numpy(), n_bounds)
+    on = log_bounds(scores["online_time_per_decision_s"].to_numpy(), n_bounds)
+    rows = []
+    for i, ob in enumerate(off):
+        for j, nb in enumerate(on):
+            best = among_best(scores, returns, alpha, ob, nb)
+            if best.is_empty():
+                rows.append({"offline_index": i, "online_index": j, "offline_bound_s": ob,
+                             "online_bound_s": nb, "family": None, "agent": None,
+                             "mean": None, "z": None, "among_best": None})
+                continue
+            for r in best.iter_rows(named=True):
+                rows.append({"offline_index": i, "online_index": j, "offline_bound_s": ob,
+                             "online_bound_s": nb, "family": r["family"], "agent": r["agent"],
+                             "mean": r["mean"], "z": r["z"], "among_best": r["among_best"]})
+    return pl.DataFrame(rows, schema={
+        "offline_index": pl.Int64, "online_index": pl.Int64, "offline_bound_s": pl.Float64,
+        "online_bound_s": pl.Float64, "family": pl.Utf8, "agent": pl.Utf8, "mean": pl.Float64,
+        "z": pl.Float64, "among_best": pl.Boolean})
+
+
+# ---------------------------------------------------------------------------------------
+# Hardness of a test set
+
+
+@njit(cache=True)
+def _reachable(P, start):
+    nX, nU, _ = P.shape
+    seen = np.zeros(nX, dtype=np.bool_)
+    stack = np.empty(nX, dtype=np.int64)
+    top = 0
+    seen[start] = True
+    stack[0] = start
+    top = 1
+    while top > 0:
+        top -= 1
+        s = stack[top]
+        for u in range(nU):
+            for y in range(nX):
+                if P[s, u, y] > 0.0 and not seen[y]:
+                    seen[y] = True
+                    stack[top] = y
+                    top += 1
+    return seen
+
+
+@njit(cache=True)
+def _hitting_times(P, target):
+    """Least expected number of steps to reach ``target`` from every state (inf when the
+    target cannot be reached), by policy iteration on the stochastic shortest path."""
+    nX, nU, _ = P.shape
+    # graph distance to the target (reverse BFS)
+    dist = np.full(nX, -1, dtype=np.int64)
+    dist[target] = 0
+    frontier = np.empty(nX, dtype=np.int64)
+    frontier[0] = target
+    nf = 1
+    level = 0
+    while nf > 0:
+        level += 1
+        nxt = np.empty(nX, dtype=np.int64)
+        nn = 0
+        for s in range(nX):
+            if dist[s] >= 0:
+                continue
+            hit = False
+            for u in range(nU):
+                for k in range(nf):
+                    if P[s, u, frontier[k]] > 0.0:
+                        hit = True
+                        break
+                if hit:
+                    break
+            if hit:
+                dist[s] = level
+                nxt[nn] = s
+                nn += 1
+        frontier = nxt
+        nf = nn
+    h = np.full(nX, np.inf)
+    h[target] = 0.0
+    # proper initial policy: the action most likely to move strictly closer
+    pi = np.zeros(nX, dtype=np.int64)
+    for s in range(nX):
+        if dist[s] <= 0:
+            continue
+        best = -1.0
+        for u in range(nU):
+            p = 0.0
+            for y in range(nX):
+                if dist[y] >= 0 and dist[y] < dist[s]:
+                    p += P[s, u, y]
+            if p > best:
+                best = p
+                pi[s] = u
+    idx = np.full(nX, -1, dtype=np.int64)
+    m = 0
+    for s in range(nX):
+        if dist[s] > 0:
+            idx[s] = m
+            m += 1
+    if m == 0:
+        return h
+    A = np.empty((m, m))
+    b = np.empty(m)
+    for _it in range(200):
+        A[:, :] = 0.0
+        for s in range(nX):
+            i = idx[s]
+            if i < 0:
+                continue
+            A[i, i] += 1.0
+            b[i] = 1.0
+            for y in range(nX):
+                j = idx[y]
+                if j >= 0:
+                    A[i, j] -= P[s, pi[s], y]
+        _lu_solve(A, b)
+        for s in range(nX):
+            if idx[s] >= 0:
+                h[s] = b[idx[s]]
+        changed = False
+        for s in range(nX):
+            if idx[s] < 0:
+                continue
+            cur = 1.0
+            for y in range(nX):
+                if P[s, pi[s], y] > 0.0:
+                    cur += P[s, pi[s], y] * h[y]
+            for u in range(nU):
+                if u == pi[s]:
+                    continue
+                v = 1.0
+                for y in range(nX):
+                    if P[s, u, y] > 0.0:
+                        v += P[s, u, y] * h[y]
+                if v < cur * (1.0 - 1e-12):
+                    cur = v
+                    pi[s] = u
+                    changed = True
+        if not changed:
+            break
+    return h
+
+
+@njit(cache=True)
+def _diameter(P, start):
+    nX = P.shape[0]
+    reach = _reachable(P, start)
+    diam = 0.0
+    for t in range(nX):
+        if not reach[t]:
+            continue
+        h = _hitting_times(P, t)
+        for s in range(nX):
+            if reach[s] and h[s] > diam:
+                diam = h[s]
+    n_unreach = 0
+    for s in range(nX):
+        if not reach[s]:
+            n_unreach += 1
+    return diam, n_unreach
+
+
+def hardness(ts) -> pl.DataFrame:
+    """Per test MDP: optimal value from the initial state, diameter, unreachable states.
+
+    With a random initial state (-1) the value is averaged over the states and the
+    reachable set is taken from state 0.
+    """
+    R = np.ascontiguousarray(ts.test.reward)
+    gamma = ts.gamma if ts.gamma < 1 else 0.95
+    rows = []
+    for i in range(ts.n_mdps):
+        P = np.ascontiguousarray(ts.mdps[i])
+        supp, nsupp = support_of(P)
+        nX = P.shape[0]
+        V = np.zeros(nX)
+        guez_policy_iteration(P, R, supp, nsupp, gamma, 1e-9, V, np.zeros(nX, np.int64),
+                              np.empty((nX, nX)), np.empty(nX))
+        x0 = ts.test.initial_state
+        v0 = float(V.mean()) if x0 < 0 else float(V[x0])
+        diam, unreach = _diameter(P, max(x0, 0))
+        rows.append({"test": ts.test.short_name, "mdp_index": i, "optimal_value": v0,
+                     "diameter": float(diam), "unreachable_states": int(unreach)})
+    return pl.DataFrame(rows)

@@ -1,0 +1,161 @@
+"""The report's figures (matplotlib): score against offline time, score against online time
+per decision, and the time-constraint map. Each function takes the tables of
+:mod:`bbrlcore.report.analysis` and returns a figure; the tables are saved beside them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import polars as pl  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+_COLOURS = ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3",
+            "#8c8c8c", "#ccb974", "#64b5cd", "#1b9e77", "#d95f02", "#7570b3"]
+_MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "*", "p", "d"]
+
+
+def style_map(families: list[str]) -> dict[str, tuple[str, str, bool]]:
+    """A stable (colour, marker, filled) per family; compat variants share their
+    algorithm's colour and marker, drawn hollow."""
+    bases = []
+    for f in families:
+        b = f.replace(" (compat)", "")
+        if b not in bases:
+            bases.append(b)
+    out = {}
+    for f in families:
+        b = f.replace(" (compat)", "")
+        k = bases.index(b)
+        out[f] = (_COLOURS[k % len(_COLOURS)], _MARKERS[k % len(_MARKERS)],
+                  not f.endswith("(compat)"))
+    return out
+
+
+def _zero_floor(values: np.ndarray) -> float:
+    """Where to draw times of (near) zero on a log axis: a decade below the smallest
+    positive time."""
+    pos = values[values > 0]
+    return float(pos.min()) / 10 if pos.size else 1e-6
+
+
+def time_vs_score(
+    scores: pl.DataFrame, time_col: str, xlabel: str, title: str,
+    styles: dict[str, tuple[str, str, bool]],
+) -> tuple[Figure, pl.DataFrame]:
+    """Scatter of every agent: x = a time (log axis), y = mean score with its 95%
+    interval. Agents with zero time are drawn at a floor marked "≈0"."""
+    t = scores[time_col].to_numpy().astype(float)
+    floor = _zero_floor(t)
+    xs = np.where(t > floor, t, floor)
+    data = scores.select(["family", "agent", "mean", "ci_low", "ci_high", time_col]).with_columns(
+        pl.Series("x_plotted", xs))
+    fig, ax = plt.subplots(figsize=(7.5, 4.8), dpi=110)
+    for fam in [f for f in styles if f in set(scores["family"])]:
+        d = data.filter(pl.col("family") == fam)
+        col, mk, filled = styles[fam]
+        y = d["mean"].to_numpy()
+        err = np.vstack([y - d["ci_low"].to_numpy(), d["ci_high"].to_numpy() - y])
+        ax.errorbar(d["x_plotted"].to_numpy(), y, yerr=err, fmt=mk, color=col,
+                    mfc=col if filled else "white", mec=col, ms=6, capsize=2, lw=0.8,
+                    label=f"{fam} ({len(d)})", alpha=0.9)
+    ax.set_xscale("log")
+    if (t <= floor).any():
+        ax.axvline(floor * 1.8, color="0.7", lw=0.6, ls=":")
+        ax.text(floor, ax.get_ylim()[0], " ≈0", va="bottom", ha="left", fontsize=8, color="0.4")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("mean discounted return (95% interval)")
+    ax.set_title(title, fontsize=11)
+    ax.grid(True, which="major", lw=0.4, alpha=0.5)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    fig.tight_layout()
+    return fig, data
+
+
+def _fmt_time(s: float) -> str:
+    if s <= 0:
+        return "0"
+    if s >= 3600:
+        return f"{s / 3600:.3g} h"
+    if s >= 60:
+        return f"{s / 60:.3g} min"
+    if s >= 1:
+        return f"{s:.3g} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.3g} ms"
+    return f"{s * 1e6:.3g} µs"
+
+
+def constraint_map_figure(
+    cmap: pl.DataFrame, title: str, styles: dict[str, tuple[str, str, bool]]
+) -> Figure:
+    """One cell per (online bound, offline bound); inside, a marker for each family
+    among the best with agents within both bounds. Empty cells stay empty (grey)."""
+    off = cmap.select("offline_index", "offline_bound_s").unique().sort("offline_index")
+    on = cmap.select("online_index", "online_bound_s").unique().sort("online_index")
+    n_off, n_on = len(off), len(on)
+    fams = [f for f in styles if f in set(cmap["family"].drop_nulls())]
+    fig, ax = plt.subplots(figsize=(max(6.5, 0.9 * n_on + 3.2), max(4.0, 0.6 * n_off + 1.6)),
+                           dpi=110)
+    k = max(1, len(fams))
+    cols = math.ceil(math.sqrt(k))
+    rows = math.ceil(k / cols)
+    best = cmap.filter(pl.col("among_best").fill_null(False))
+    for i in range(n_off):
+        for j in range(n_on):
+            cell = cmap.filter((pl.col("offline_index") == i) & (pl.col("online_index") == j))
+            empty = cell["family"].null_count() == len(cell)
+            ax.add_patch(plt.Rectangle((j, i), 1, 1, fc="0.93" if empty else "white",
+                                       ec="0.75", lw=0.5))
+            if empty:
+                ax.text(j + 0.5, i + 0.5, "none", ha="center", va="center", fontsize=6,
+                        color="0.6")
+            winners = set(best.filter((pl.col("offline_index") == i)
+                                      & (pl.col("online_index") == j))["family"])
+            for n, fam in enumerate(fams):
+                if fam not in winners:
+                    continue
+                r, c = divmod(n, cols)
+                col, mk, filled = styles[fam]
+                ax.plot(j + (c + 0.5) / cols, i + 1 - (r + 0.5) / rows, mk, color=col,
+                        mfc=col if filled else "white", mec=col, ms=max(3, 9 - k // 2))
+    ax.set_xlim(0, n_on)
+    ax.set_ylim(0, n_off)
+    ax.set_xticks(np.arange(n_on) + 0.5)
+    ax.set_xticklabels([_fmt_time(v) for v in on["online_bound_s"]], rotation=45, ha="right",
+                       fontsize=7)
+    ax.set_yticks(np.arange(n_off) + 0.5)
+    ax.set_yticklabels([_fmt_time(v) for v in off["offline_bound_s"]], fontsize=7)
+    ax.set_xlabel("online time bound (per decision)")
+    ax.set_ylabel("offline time bound")
+    ax.set_title(title, fontsize=11)
+    for fam in fams:
+        col, mk, filled = styles[fam]
+        ax.plot([], [], mk, color=col, mfc=col if filled else "white", mec=col, label=fam)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False,
+              title="among the best", title_fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def hardness_figure(h: pl.DataFrame) -> Figure:
+    """Spread of the optimal value and of the diameter over each test set's MDPs."""
+    tests = h["test"].unique(maintain_order=True).to_list()
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3.2), dpi=110)
+    vals = [h.filter(pl.col("test") == t)["optimal_value"].to_numpy() for t in tests]
+    axes[0].boxplot(vals, tick_labels=tests)
+    axes[0].set_ylabel("optimal value from the initial state")
+    diam = [h.filter(pl.col("test") == t)["diameter"].to_numpy() for t in tests]
+    diam = [d[np.isfinite(d)] for d in diam]
+    axes[1].boxplot(diam, tick_labels=tests)
+    axes[1].set_yscale("log")
+    axes[1].set_ylabel("diameter (expected steps)")
+    for ax in axes:
+        ax.grid(True, axis="y", lw=0.4, alpha=0.5)
+    fig.tight_layout()
+    return fig
