@@ -1,0 +1,175 @@
+"""Export: the constraint map on synthetic agents with a known answer, figures, reports."""
+
+import json
+import shutil
+import subprocess
+
+import numpy as np
+import polars as pl
+import pytest
+
+from bbrlcore import distributions as D
+from bbrlcore import experiment as E
+from bbrlcore import report
+from bbrlcore.report import analysis, figures
+
+
+def synthetic(n=200, seed=0):
+    """A: fast everything, mean 10. B: mean 20, 1 ms per decision. C: like B (paired noise
+    only) but 100 s offline and fast online. Optimal: the oracle (not a contender)."""
+    rng = np.random.default_rng(seed)
+    base = rng.normal(0, 3, n)
+    ret = {
+        "a": base + 10,
+        "b": base + 20 + rng.normal(0, 0.5, n),
+        "c": base + 20 + rng.normal(0, 0.5, n),
+    }
+    scores = pl.DataFrame({
+        "family": ["A", "B", "C"], "agent": ["a", "b", "c"],
+        "mean": [float(ret[k].mean()) for k in "abc"],
+        "offline_time_s": [0.0, 0.0, 100.0],
+        "online_time_per_decision_s": [1e-6, 1e-3, 1e-6],
+    })
+    return scores, ret
+
+
+def cell(cmap, off, on):
+    c = cmap.filter((pl.col("offline_index") == off) & (pl.col("online_index") == on))
+    return set(c.filter(pl.col("among_best"))["family"])
+
+
+def test_constraint_map_known_answer():
+    scores, ret = synthetic()
+    cmap = analysis.constraint_map(scores, ret, alpha=0.05, n_bounds=4)
+    n_off = cmap["offline_index"].max() + 1
+    n_on = cmap["online_index"].max() + 1
+    assert (n_off, n_on) == (1, 4)  # the only positive offline time is 100 s
+    # tight online bound: A and C fit (C's 100 s is within the only offline bound)
+    assert cell(cmap, 0, 0) == {"C"}
+    # loose online bound: B and C tie, A is significantly worse
+    assert cell(cmap, 0, n_on - 1) == {"B", "C"}
+    # bounds cover the extremes: the slowest agents appear
+    assert cmap["online_bound_s"].max() == 1e-3 and cmap["offline_bound_s"].max() == 100.0
+
+
+def test_among_best_with_offline_bound():
+    scores, ret = synthetic()
+    assert set(analysis.among_best(scores, ret, 0.05, offline_bound=1.0, online_bound=1e-5)
+               .filter(pl.col("among_best"))["family"]) == {"A"}
+    assert set(analysis.among_best(scores, ret, 0.05, offline_bound=1.0)
+               .filter(pl.col("among_best"))["family"]) == {"B"}
+    empty = analysis.among_best(scores, ret, 0.05, online_bound=1e-9)
+    assert empty.is_empty()
+
+
+def test_identical_returns_are_not_different():
+    scores, ret = synthetic()
+    ret["c"] = ret["b"].copy()
+    scores = scores.with_columns(pl.Series("mean", [float(ret[k].mean()) for k in "abc"]))
+    best = analysis.among_best(scores, ret)
+    assert set(best.filter(pl.col("among_best"))["family"]) == {"B", "C"}
+
+
+def test_log_bounds_cover_extremes():
+    b = analysis.log_bounds(np.array([0.0, 3e-6, 0.2, 40.0]), 5)
+    assert b[0] == 3e-6 and b[-1] == 40.0 and len(b) == 5
+    assert np.all(np.diff(np.log(b)) > 0)
+    assert list(analysis.log_bounds(np.zeros(3), 5)) == [0.0]
+
+
+def test_figure_has_one_point_per_agent():
+    scores, ret = synthetic()
+    s = scores.with_columns(ci_low=pl.col("mean") - 1, ci_high=pl.col("mean") + 1)
+    styles = figures.style_map(["A", "B", "C"])
+    fig, data = figures.time_vs_score(s, "offline_time_s", "offline", "t", styles)
+    n_points = sum(len(c.lines[0].get_xdata()) for c in fig.axes[0].containers)
+    assert n_points == 3 == data.height
+    # zero times are drawn at a floor below the smallest positive time
+    assert data["x_plotted"].min() > 0 and data["x_plotted"].min() < 100
+    figures.plt.close(fig)
+
+
+@pytest.fixture(scope="module")
+def small_report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report")
+    ts = E.new_test_set(D.builtin("GDL"), 20, 0.95, 40, seed=3)
+    tables = []
+    for prior in ("GDL", "UGDL"):
+        for alg, params in [("random", {}), ("optimal", {}), ("e-greedy", {"epsilon": "0.1"}),
+                            ("e-greedy", {"epsilon": "0.5"}), ("beb", {"beta": "1"}),
+                            ("beb", {"beta": "1", "compat": "true"})]:
+            agent = E.train_agent(alg, params, D.builtin(prior), progress=False)
+            tables.append(E.run_agent(ts, agent, progress=False))
+    from bbrlcore.cli.results import merge_tables, summary_table
+
+    merged = merge_tables(tables)
+    summary = summary_table(merged)
+    index = report.build(merged, summary, out, [ts], pdf=False)
+    return out, index, summary
+
+
+def test_html_report(small_report):
+    out, index, summary = small_report
+    html = index.read_text()
+    assert html.count("<h2") >= 3 and "GDL-UGDL" in html and "GDL-GDL" in html
+    assert html.count("data:image/png;base64,") == 2 * 3 + 1
+    assert "Hardness" in html
+    for name in ["GDL-GDL-best", "GDL-UGDL-constraint-map", "GDL-GDL-offline",
+                 "GDL-GDL-online", "hardness", "summary"]:
+        assert (out / "data" / f"{name}.parquet").exists(), name
+    best = pl.read_parquet(out / "data" / "GDL-GDL-best.parquet")
+    # one row per family (BEB and BEB (compat) apart), the oracle never "among the best"
+    assert sorted(best["family"]) == sorted(["Random", "e-Greedy", "BEB", "BEB (compat)",
+                                             "Optimal"])
+    assert not best.filter(pl.col("family") == "Optimal")["among_best"][0]
+    # normalised scores: Random 0, Optimal 1
+    s = summary.filter(pl.col("experiment") == "GDL-GDL")
+    assert s.filter(pl.col("algorithm") == "random")["normalised_score"][0] == pytest.approx(0)
+    assert s.filter(pl.col("algorithm") == "optimal")["normalised_score"][0] == pytest.approx(1)
+
+
+def test_hardness_of_grid_reports_the_goal_unreachable():
+    ts = E.new_test_set(D.builtin("Grid"), 4, 0.95, 10, seed=1)
+    h = analysis.hardness(ts)
+    assert (h["unreachable_states"] == 1).all()  # the goal cell 24 is never entered
+    assert np.isfinite(h["diameter"].to_numpy()).all() and (h["diameter"] >= 8).all()
+    g = analysis.hardness(E.new_test_set(D.builtin("GC"), 3, 0.95, 10, seed=1))
+    assert (g["unreachable_states"] == 0).all()
+
+
+def test_hitting_times_on_a_known_chain():
+    # a 3-state chain: from 0 reach 2; action 0 advances with prob 0.5, action 1 with 0.25
+    P = np.zeros((3, 2, 3))
+    for s in range(2):
+        P[s, 0, s], P[s, 0, s + 1] = 0.5, 0.5
+        P[s, 1, s], P[s, 1, s + 1] = 0.75, 0.25
+    P[2, :, 0] = 1.0
+    h = analysis._hitting_times(P, 2)
+    assert h[1] == pytest.approx(2.0) and h[0] == pytest.approx(4.0)
+
+
+def test_latex_report(small_report):
+    out, _, _ = small_report
+    tex = (out / "report.tex").read_text()
+    assert tex.startswith("\\documentclass") and tex.rstrip().endswith("\\end{document}")
+    assert "\\toprule" in tex and tex.count("\\includegraphics") == 2 * 3 + 1
+    for line in tex.splitlines():
+        if "includegraphics" in line:
+            name = line.split("{figures/")[1].split("}")[0]
+            assert (out / "figures" / name).exists(), name
+    if shutil.which("pdflatex"):
+        r = report.compile_latex(out)
+        assert r.returncode == 0, r.stdout[-2000:]
+        assert (out / "report.pdf").exists()
+
+
+def test_summary_params_are_json(small_report):
+    _, _, summary = small_report
+    for p in summary["params"]:
+        json.loads(p)
+
+
+def test_cli_report_bad_alpha(tmp_path, bbrl_cmd, env_with_cache):
+    r = subprocess.run(bbrl_cmd + ["report", "x.parquet", "--alpha", "2", "-o", str(tmp_path)],
+                       capture_output=True, text=True, env=env_with_cache)
+    assert r.returncode == 2 and "--alpha" in r.stderr
