@@ -1,0 +1,421 @@
+r"""OPPS-DS: offline prior-based policy search over a discrete set of formula agents.
+
+Offline, OPPS-DS (spec 02 §3) treats every formula of a formula set (``F2``...``F6``, see
+:mod:`bbrlcore.formulas`) as an arm of a multi-armed bandit. Pulling an arm draws one MDP
+from the prior and plays one trajectory of T steps (discount γ) of that formula agent
+(:mod:`bbrlcore.agents.formula_agent`); the payoff is the discounted return. The bandit
+is solved with UCB1 (Auer et al. 2002) under a budget of ``n_draws`` successful pulls:
+
+1. initialisation: arms 0, 1, ... in file order are pulled once each while budget
+   remains (so with ``n_draws`` < |F| the later arms are never tried);
+2. then, while budget remains, pull the arm maximising
+   :math:`\mu_i + c\sqrt{\ln N / n_i}` (N = successful pulls so far), exact ties at random;
+3. the agent is the **most-pulled** arm (random ties), not the best mean.
+
+An arm whose trajectory has a formula failure (00-decisions §7) is discarded: the failed
+pull costs no budget, the arm is never pulled again and can never be the final choice
+(the reference could return it: a defect). If every arm is discarded training fails with
+"no valid formula". Online, the learned agent is that formula agent.
+
+Randomness and resumability. Pull k (k = 0, 1, ... counts attempts, failed ones
+included) seeds numba's generator with ``splitmix64(base + k·φ) >> 32``, where ``base``
+comes from ``SeedSequence([seed, h(agent id)])`` (00-decisions §4); the pull's tie-break,
+MDP draw (Dirichlet rows from the prior's θ) and trajectory use only that stream. The
+whole UCB1 loop runs in numba in batches; between batches the state (arm statistics,
+counters) can be checkpointed atomically, and a resumed training gives exactly the agent
+of an uninterrupted one. The final tie-break uses ``SeedSequence([seed, h(agent id), 1])``.
+
+Agent ids render the formula set by name and seed, never by path (see
+:func:`bbrlcore.formulas.label_of`): ``opps-ds__formula_set=F3@s1__n_draws=1250__c=660``.
+
+Paper: Castronovo, Maes, Fonteneau and Ernst, "Learning exploration/exploitation
+strategies for single trajectory reinforcement learning", EWRL 2012; Castronovo et al.,
+"Benchmarking for Bayesian Reinforcement Learning", PLOS ONE 2016, §4.1; Auer,
+Cesa-Bianchi and Fischer, "Finite-time analysis of the multiarmed bandit problem",
+Machine Learning 47, 2002 (UCB1).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+from numba import njit
+
+from .. import formulas as F
+from ..errors import BBRLError
+from ..formats.artefacts import atomic_path
+from ..seeds import id_hash64
+from ._kernels import dirichlet_row
+from .base import Algorithm, Episode, Param, TrainContext, Trained, at_least_one, positive
+from .formula_agent import feature_counts, formula_trajectory, initial_q, play_formula
+
+# indices of the scalar UCB1 state (int64 array ``st``)
+_ATTEMPTS, _SUCCESS, _BUDGET, _NEXT_INIT = 0, 1, 2, 3
+_GOLDEN = 0x9E3779B97F4A7C15
+
+
+@njit(cache=True)
+def pull_seed(base, k):
+    """Seed (31 bits) of pull ``k``: splitmix64 of ``base + k·φ``."""
+    z = np.uint64(base) + np.uint64(k) * np.uint64(_GOLDEN)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z = z ^ (z >> np.uint64(31))
+    return np.int64(z >> np.uint64(33))
+
+
+@njit(cache=True)
+def ucb1_select(mu, npull, disc, n_total, c):
+    """Arm maximising mu_i + c sqrt(ln N / n_i) over live arms (exact ties at random);
+    -1 when every arm is discarded."""
+    K = mu.shape[0]
+    lnN = np.log(max(n_total, 1))
+    best = -np.inf
+    count = 0
+    for i in range(K):
+        if disc[i]:
+            continue
+        v = mu[i] + c * np.sqrt(lnN / npull[i])
+        if count == 0 or v > best:
+            best = v
+            count = 1
+        elif v == best:
+            count += 1
+    if count == 0:
+        return -1
+    pick = np.random.randint(0, count) if count > 1 else 0
+    for i in range(K):
+        if not disc[i]:
+            v = mu[i] + c * np.sqrt(lnN / npull[i])
+            if v == best:
+                if pick == 0:
+                    return i
+                pick -= 1
+    return -1
+
+
+@njit(cache=True)
+def ucb1_step(mu, npull, disc, st, c):
+    """Choose the arm of the next pull (RNG already seeded); -1 when nothing is left."""
+    K = mu.shape[0]
+    if st[_BUDGET] <= 0:
+        return -1
+    if st[_NEXT_INIT] < K:
+        arm = st[_NEXT_INIT]
+        st[_NEXT_INIT] += 1
+        return arm
+    return ucb1_select(mu, npull, disc, st[_SUCCESS], c)
+
+
+@njit(cache=True)
+def ucb1_record(mu, npull, disc, st, arm, payoff, ok):
+    """Record the outcome of a pull (spec 02 §3.4 update)."""
+    st[_ATTEMPTS] += 1
+    if not ok:
+        disc[arm] = True
+        return
+    n = npull[arm]
+    mu[arm] = mu[arm] * n / (n + 1) + payoff / (n + 1)
+    npull[arm] = n + 1
+    st[_SUCCESS] += 1
+    st[_BUDGET] -= 1
+
+
+@njit(cache=True)
+def bandit_batch(mu, npull, disc, st, c, base, max_attempts, means, sds):
+    """UCB1 on a synthetic Gaussian bandit (payoff ~ N(means[i], sds[i]); a negative sd
+    makes the arm fail): the same loop as :func:`opps_batch`, for tests."""
+    done = 0
+    while done < max_attempts:
+        np.random.seed(pull_seed(base, st[_ATTEMPTS]))
+        arm = ucb1_step(mu, npull, disc, st, c)
+        if arm < 0:
+            return done
+        ok = sds[arm] >= 0.0
+        payoff = means[arm] + max(sds[arm], 0.0) * np.random.standard_normal()
+        ucb1_record(mu, npull, disc, st, arm, payoff, ok)
+        done += 1
+    return done
+
+
+@njit(cache=True)
+def opps_batch(
+    mu, npull, disc, st, c, base, max_attempts,
+    codes, lengths, used, theta, counts, Rm, Rstd, gaussian, initial_state,
+    gamma, horizon, Qinit,
+):  # fmt: skip
+    """Run up to ``max_attempts`` UCB1 pulls of OPPS-DS; returns the number run."""
+    nX, nU, _ = theta.shape
+    P = np.zeros((nX, nU, nX))
+    done = 0
+    while done < max_attempts:
+        np.random.seed(pull_seed(base, st[_ATTEMPTS]))
+        arm = ucb1_step(mu, npull, disc, st, c)
+        if arm < 0:
+            return done
+        for x in range(nX):
+            for u in range(nU):
+                dirichlet_row(theta[x, u], P[x, u])
+        ret, fails = formula_trajectory(
+            P, Rm, Rstd, gaussian, initial_state, gamma, horizon,
+            codes[arm], lengths[arm], used[arm], counts, Rm, Qinit[arm], False, True,
+        )  # fmt: skip
+        ucb1_record(mu, npull, disc, st, arm, ret, fails == 0)
+        done += 1
+    return done
+
+
+# ---------------------------------------------------------------------------------------
+# Python orchestration: parameters, progress, checkpoints
+
+
+class UCB1State:
+    """Arm statistics and counters of a UCB1 run (what a checkpoint holds)."""
+
+    def __init__(self, K: int, n_draws: int) -> None:
+        self.mu = np.zeros(K)
+        self.npull = np.zeros(K, dtype=np.int64)
+        self.disc = np.zeros(K, dtype=np.bool_)
+        self.st = np.zeros(4, dtype=np.int64)
+        self.st[_BUDGET] = n_draws
+        self.elapsed = 0.0  # training seconds spent before this session (resumed runs)
+
+    @property
+    def finished(self) -> bool:
+        return bool(self.st[_BUDGET] <= 0 or self.disc.all())
+
+    def save(self, path: str, fingerprint: str, elapsed: float) -> None:
+        with atomic_path(path) as tmp, open(tmp, "wb") as f:
+            np.savez(f, mu=self.mu, npull=self.npull, disc=self.disc, st=self.st,
+                     elapsed=np.array(elapsed), fingerprint=np.array(fingerprint))
+
+    @classmethod
+    def load(cls, path: str, fingerprint: str, K: int) -> UCB1State:
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                fp = str(z["fingerprint"])
+                s = cls(K, 0)
+                s.mu, s.npull, s.disc, s.st = z["mu"], z["npull"], z["disc"], z["st"]
+                s.elapsed = float(z["elapsed"])
+        except Exception as exc:  # corrupt or foreign file
+            raise BBRLError(f"--checkpoint {path}: unreadable checkpoint ({exc})") from None
+        if fp != fingerprint:
+            raise BBRLError(
+                f"--checkpoint {path}: belongs to another training (different agent, prior, "
+                "seed, gamma or horizon); delete it or choose another path"
+            )
+        if s.mu.shape != (K,):
+            raise BBRLError(f"--checkpoint {path}: wrong number of arms")
+        return s
+
+
+def most_pulled(state: UCB1State, rng: np.random.Generator) -> int:
+    """The most-pulled non-discarded arm (uniform among ties); -1 if none."""
+    live = np.flatnonzero(~state.disc & (state.npull > 0))
+    if len(live) == 0:
+        return -1
+    m = state.npull[live].max()
+    best = live[state.npull[live] == m]
+    return int(best[rng.integers(len(best))]) if len(best) > 1 else int(best[0])
+
+
+def _base_seed(seed: int, agent_id: str) -> int:
+    s = np.random.SeedSequence([int(seed), id_hash64(agent_id)]).generate_state(2, np.uint32)
+    return int(s[0]) | (int(s[1]) << 32)
+
+
+def _fingerprint(prior, agent_id: str, fs: F.FormulaSet, ctx: TrainContext) -> str:
+    h = hashlib.sha256()
+    for a in (prior.theta, prior.reward, prior.reward_std):
+        h.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
+    h.update(str(prior.initial_state).encode())
+    h.update("\n".join(fs.rpn).encode())
+    rec = {"agent": agent_id, "prior": h.hexdigest(), "seed": int(ctx.seed),
+           "gamma": float(ctx.gamma), "horizon": int(ctx.horizon)}
+    return json.dumps(rec, sort_keys=True)
+
+
+def run_ucb1(
+    batch,
+    state: UCB1State,
+    n_draws: int,
+    ctx: TrainContext,
+    fingerprint: str,
+    describe_best=None,
+) -> UCB1State:
+    """Drive ``batch(state, max_attempts) -> attempts run`` until the budget is spent,
+    with progress lines and periodic checkpoints (``ctx.checkpoint``)."""
+    t0 = time.perf_counter()
+    last_ckpt = t0
+    last_report = t0
+    size = 8
+    start_success = int(state.st[_SUCCESS])
+    while not state.finished:
+        tb = time.perf_counter()
+        ran = batch(state, size)
+        dt = time.perf_counter() - tb
+        if ran == 0:
+            break
+        # aim at ~0.25 s batches (capped by the checkpoint interval)
+        target = 0.25
+        if ctx.checkpoint:
+            target = min(target, max(ctx.checkpoint_every / 4, 0.01))
+        size = int(min(max(ran * target / max(dt, 1e-6), 1), 1_000_000))
+        now = time.perf_counter()
+        if ctx.checkpoint and now - last_ckpt >= ctx.checkpoint_every:
+            state.save(ctx.checkpoint, fingerprint, state.elapsed + now - t0)
+            last_ckpt = now
+        done = int(state.st[_SUCCESS])
+        if ctx.progress is not None:
+            ctx.progress(done, n_draws)
+        elif now - last_report >= 5.0:
+            last_report = now
+            el = now - t0
+            rate = (done - start_success) / el if el > 0 else 0.0
+            eta = (n_draws - done) / rate if rate > 0 else math.inf
+            best = int(np.argmax(np.where(state.disc, -1, state.npull)))
+            extra = f", most pulled arm {best}" + (
+                f" ({describe_best(best)})" if describe_best else "")
+            print(f"opps-ds: {done}/{n_draws} pulls, {el:.0f} s elapsed, ETA {eta:.0f} s"
+                  f"{extra}", file=sys.stderr, flush=True)
+    if ctx.checkpoint:
+        state.save(ctx.checkpoint, fingerprint, state.elapsed + time.perf_counter() - t0)
+    return state
+
+
+def _check_formula_set(v: str) -> str | None:
+    if F._NAME.match(v):
+        return None
+    if not Path(v).exists():
+        return "expected F2..F6 or an existing formula-set file (Parquet or .dat)"
+    return None
+
+
+PARAMS = (
+    Param("formula_set", str, required=True, check=_check_formula_set,
+          doc="formula set: F2..F6 (default seed, cached) or a Parquet/.dat file",
+          id_value=F.label_of),
+    Param("n_draws", int, required=True, check=at_least_one,
+          doc="UCB1 budget: successful pulls, initial pulls included"),
+    Param("c", float, default=660.0, check=positive, doc="UCB1 exploration constant"),
+)
+
+
+def _env_of_prior(prior) -> tuple[np.ndarray, np.ndarray, bool, int]:
+    Rm = np.ascontiguousarray(prior.reward, dtype=np.float64)
+    Rstd = np.ascontiguousarray(prior.reward_std, dtype=np.float64)
+    return Rm, Rstd, prior.reward_type == "gaussian", int(prior.initial_state)
+
+
+def train(prior, params: dict[str, Any], ctx: TrainContext) -> Trained:
+    """OPPS-DS offline learning (UCB1 over the formula set); see the module docstring."""
+    fs = F.load(params["formula_set"])
+    n_draws = int(params["n_draws"])
+    c = float(params["c"])
+    agent_id = ALGORITHM.agent_id(params)
+    K = len(fs)
+    if K == 0:
+        raise BBRLError(f"formula_set={params['formula_set']}: empty formula set")
+    theta = np.ascontiguousarray(prior.theta, dtype=np.float64)
+    Rm, Rstd, gaussian, x0 = _env_of_prior(prior)
+    counts = feature_counts(theta)
+    used = np.array([F.variables_used(fs.codes[i, : fs.lengths[i]]) for i in range(K)])
+    # the features' Q at reset depend only on the prior: solved once for all pulls
+    q3 = initial_q(counts, Rm, np.ones(3, dtype=np.bool_), float(ctx.gamma), int(ctx.horizon))
+    Qinit = np.ascontiguousarray(np.where(used[:, :, None, None], q3[None], 0.0))
+    base = _base_seed(ctx.seed, agent_id)
+    fingerprint = _fingerprint(prior, agent_id, fs, ctx)
+
+    state = UCB1State(K, n_draws)
+    if ctx.checkpoint and os.path.exists(ctx.checkpoint):
+        state = UCB1State.load(ctx.checkpoint, fingerprint, K)
+        print(f"opps-ds: resuming from {ctx.checkpoint} "
+              f"({int(state.st[_SUCCESS])}/{n_draws} pulls done)", file=sys.stderr)
+
+    def batch(s: UCB1State, m: int) -> int:
+        return int(opps_batch(
+            s.mu, s.npull, s.disc, s.st, c, np.uint64(base), m,
+            fs.codes, fs.lengths, used, theta, counts, Rm, Rstd, gaussian, x0,
+            float(ctx.gamma), int(ctx.horizon), Qinit,
+        ))  # fmt: skip
+
+    batch(UCB1State(K, 0), 0)  # compile (no pull): offline time excludes compilation
+    t_run = time.perf_counter()
+    run_ucb1(batch, state, n_draws, ctx, fingerprint, describe_best=lambda i: fs.rpn[i])
+    rng = np.random.default_rng(np.random.SeedSequence([int(ctx.seed), id_hash64(agent_id), 1]))
+    arm = most_pulled(state, rng)
+    if arm < 0:
+        raise BBRLError(
+            f"opps-ds: no valid formula in {fs.label} (every arm tried had a formula failure)"
+        )
+    codes = fs.codes[arm, : fs.lengths[arm]]
+    table = pl.DataFrame({
+        "arm": np.arange(K, dtype=np.int64),
+        "rpn": fs.rpn,
+        "infix": [F.infix(fs.codes[i, : fs.lengths[i]]) for i in range(K)],
+        "pulls": state.npull.astype(np.int64),
+        "mean_return": [float(m) if n > 0 else None for m, n in zip(state.mu, state.npull,
+                                                                   strict=True)],
+        "discarded": state.disc.astype(bool),
+    })
+    info = {
+        "formula_set": fs.label,
+        "n_formulas": K,
+        "arm": arm,
+        "rpn": fs.rpn[arm],
+        "infix": F.infix(codes),
+        "pulls": int(state.npull[arm]),
+        "mean_return": float(state.mu[arm]),
+        "successful_pulls": int(state.st[_SUCCESS]),
+        "attempts": int(state.st[_ATTEMPTS]),
+        "discarded_arms": int(state.disc.sum()),
+        "seed": int(ctx.seed),
+        "gamma": float(ctx.gamma),
+        "horizon": int(ctx.horizon),
+    }
+    # offline time without compilation, plus earlier sessions of a resumed training
+    # (the runner reads and removes this key)
+    info["_offline_time_s"] = state.elapsed + time.perf_counter() - t_run
+    return Trained(info=info, table=table)
+
+
+def make_player(prior, params: dict[str, Any], trained: Trained, ep: Episode):
+    """The learned formula agent as a ``play(P, seed)`` trajectory function."""
+    rpn = trained.info.get("rpn") if trained and trained.info else None
+    if not rpn:
+        raise BBRLError("opps-ds agent: no chosen formula in the agent artefact (info.rpn)")
+    codes = F.parse(rpn, "opps-ds agent formula")
+    used = F.variables_used(codes)
+    theta = np.ascontiguousarray(prior.theta, dtype=np.float64)
+    counts = feature_counts(theta)
+    Rm = np.ascontiguousarray(prior.reward, dtype=np.float64)
+    R = np.ascontiguousarray(ep.R, dtype=np.float64)
+    Rstd = np.ascontiguousarray(ep.Rstd, dtype=np.float64)
+
+    def play(P: np.ndarray, seed: int) -> tuple[float, np.ndarray]:
+        ret, fails = play_formula(
+            P, R, Rstd, bool(ep.gaussian), int(ep.initial_state), float(ep.gamma),
+            int(ep.horizon), int(seed), codes, used, counts, Rm,
+        )  # fmt: skip
+        return float(ret), np.array([fails], dtype=np.int64)
+
+    return play
+
+
+ALGORITHM = Algorithm(
+    name="opps-ds",
+    params=PARAMS,
+    make_player=make_player,
+    train=train,
+    counters=("formula_failures",),
+    doc=__doc__ or "",
+)
