@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import base64
 import io
-import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -69,9 +68,10 @@ def _time(s: float | None) -> str:
     return figures._fmt_time(float(s))
 
 
-def _params_text(p: str) -> str:
-    d = json.loads(p) if p else {}
-    return ", ".join(f"{k}={v}" for k, v in d.items() if k != "compat" and v is not None) or "–"
+def _params_text(agent: str) -> str:
+    """Parameters in the agent's declaration order, from its id (compat is the family)."""
+    parts = [p for p in agent.split("__")[1:] if p != "compat=true"]
+    return ", ".join(parts) or "–"
 
 
 def experiment_section(
@@ -119,7 +119,7 @@ def experiment_section(
     for r in table.iter_rows(named=True):
         half = (r["ci_high"] - r["ci_low"]) / 2
         rows.append({
-            "family": r["family"], "params": _params_text(r["params"]),
+            "family": r["family"], "params": _params_text(r["agent"]),
             "mean": f"{r['mean']:.2f}", "half": f"{half:.2f}",
             "offline": _time(r["offline_time_s"]),
             "online": _time(r["online_time_per_decision_s"]),
