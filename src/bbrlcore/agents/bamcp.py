@@ -1,0 +1,484 @@
+r"""BAMCP: Bayes-adaptive Monte-Carlo planning (Guez, Silver & Dayan 2012).
+
+BAMCP plans in the Bayes-adaptive MDP by Monte-Carlo tree search with **root sampling**:
+each of the ``K`` simulations of a decision draws an MDP from the current posterior over
+transitions, and runs one UCT simulation on it from the real state. The values in the
+tree are then averages over MDPs drawn from the posterior, i.e. estimates of the
+Bayes-adaptive values.
+
+One decision at real state ``x`` (spec 02 §4.4), repeated ``K`` times:
+
+1. *Root sampling, lazily.* The simulation draws the row
+   :math:`P(s,a,\cdot) \sim \mathrm{Dir}(\theta(s,a,\cdot) + n(s,a,\cdot))` of a
+   state-action pair only the first time it visits the pair, and keeps it for the rest of
+   the simulation (Guez et al. do the same; the rows are independent Dirichlets, so this
+   is the same posterior MDP, 00-decisions §1). A row is drawn only over its support
+   (the entries with :math:`\theta + n > 0`) as normalised Gamma variates; if they sum to
+   less than 1e-300, all mass goes to one uniformly chosen entry of the support. Each
+   (s, a) carries the stamp of the simulation that last drew it, so nothing is cleared
+   between simulations. Rewards are the prior's known mean rewards ``R(s,a,s')``.
+2. *Tree descent.* In a V-node at depth ``d < D`` choose the action by UCB1,
+   :math:`\bar Q(a) + c\sqrt{\ln(N_v + 1)/n_a}` with ``c = 3.0``; unvisited actions
+   score 1e10 (so they are all tried first, in random order); exact ties are broken
+   uniformly. Step the sampled MDP to ``s'``. If the Q-node already has a child V-node
+   for ``s'`` descend into it; else, if the Q-node had been visited before, create that
+   child (expansion on the second visit of an edge: at most one new node per
+   simulation) and descend; else finish with a rollout.
+3. *Rollout.* Until the simulation has made ``D`` transitions in total (tree plus
+   rollout): with probability 0.5 a uniformly random action, otherwise a uniformly random
+   member of ``G(s)``, the greedy set of a Q-learner trained on the **real** transitions
+   (rate α = 0.2). No value is added at the cut-off.
+4. *Backup.* Every Q-node and V-node on the path adds the discounted return from itself
+   onwards, :math:`r_0 + \gamma r_1 + \dots + \gamma^{D-d-1} r_{D-d-1}`.
+
+The action played is the one with the largest mean root Q-value (unvisited actions count
+0; exact ties uniformly). After the real step, the agent adds the transition to its
+counts ``n``, updates the Q-learner
+:math:`Q(s,a) \mathrel{+}= 0.2\,(r + \gamma Q(s', g) - Q(s,a))` with ``g`` the first
+greedy action of ``s'``, recomputes ``G(s)``, and **discards the tree** (no subtree
+reuse). Each trajectory starts from the prior (``n = 0``, ``Q = 0``, ``G(s)`` = every
+action). A rollout step takes one uniform for the ε test, the action and the transition
+(conditional on ``r < ε``, ``r/ε`` is uniform, and so on): the same distribution with
+fewer draws. Parameters: ``K`` simulations per decision and the depth ``D`` (default: the
+horizon). ``K = 1`` is essentially a random first action.
+
+Memory
+------
+The tree lives in arrays preallocated once per trajectory and reused by every decision
+(a counter is reset, nothing is cleared): at most one V-node per simulation plus the
+root, so the pool holds ``K + 1`` V-nodes. Each V-node stores its visit count and state
+(16 bytes) and a sibling link (4 bytes), and per action a visit count, a return total and
+the head of its child list (16 bytes): children are kept **sparsely** as linked lists
+(a Q-node has at most as many children as its posterior row has support), not as a dense
+``nU·nX`` table. So the tree takes :math:`(K+1)(20 + 16\,n_U)` bytes, about 2.1 MB for
+Grid (nU = 4) at K = 25 000; the posterior, the lazily sampled model (cumulative sums
+over supports) and the stamps add :math:`O(n_X^2 n_U)`. The pool cannot overflow (one
+node per simulation), and the kernel still checks it and raises if it would.
+
+References
+----------
+A. Guez, D. Silver, P. Dayan, "Efficient Bayes-adaptive reinforcement learning using
+sample-based search", NIPS 2012.
+M. Castronovo et al., "Benchmarking for Bayesian Reinforcement Learning", PLOS ONE 2016
+(the BBRL benchmark; its C++ BAMCP is the one specified in spec 02 §4).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from ..errors import BBRLError
+from ._kernels import (
+    argmax_random_tie,
+    env_reset,
+    env_reward,
+    env_step,
+    model_init,
+    model_update,
+)
+from .base import Algorithm, Episode, Param, Trained, at_least_one
+
+#: UCT exploration constant (spec 02 §4.1).
+UCT_C = 3.0
+#: Probability of a uniformly random rollout action (spec 02 §4.1).
+ROLLOUT_EPSILON = 0.5
+#: Learning rate of the rollout policy's Q-learner (spec 02 §4.6).
+QL_RATE = 0.2
+#: The reference's "infinity" (UCB score of an unvisited action).
+INF = 1e10
+
+
+#: Uniforms drawn at once into the kernel's buffer (see :func:`_refill`).
+RBUF = 4096
+
+
+@njit(cache=True)
+def _refill(rbuf):
+    """Refill the buffer of uniforms from numba's generator (seeded once per trajectory).
+
+    The hot loops read uniforms from this buffer instead of calling ``np.random.random``
+    at each site: the same stream of numbers, without the per-call overhead that numba's
+    generator has outside tight loops (measured 3-5x on the search).
+    """
+    for i in range(rbuf.shape[0]):
+        rbuf[i] = np.random.random()
+
+
+@njit(cache=True)
+def _search(
+    x, K, D, gamma, R, alpha, supp, nsupp, cum, stamp, sim0, gset, gcount,
+    vN, vstate, vsib, qN, qW, qhead, path_node, path_a, path_r, scores, tie, rbuf, rstate,
+):  # fmt: skip
+    """Run the K simulations of one decision from real state ``x``; return the number of
+    V-nodes used. Simulation ids run from ``sim0 + 1`` (stamps of the lazy sampler).
+
+    Everything is written out in this one function (UCB1, lazy Dirichlet rows with
+    Marsaglia-Tsang Gamma variates, the rollout) because numba does not make calls to
+    small helpers free. ``rstate`` = [buffer position] is carried across decisions.
+    """
+    nU = qN.shape[1]
+    cap = vN.shape[0]
+    RB = rbuf.shape[0]
+    rp = rstate[0]
+    has_z = False  # Box-Muller: second normal variate of the last pair
+    z_spare = 0.0
+    # root
+    root = 0
+    vN[root] = 0
+    vstate[root] = x
+    vsib[root] = -1
+    for a in range(nU):
+        qN[root, a] = 0
+        qW[root, a] = 0.0
+        qhead[root, a] = -1
+    used = 1
+    for k in range(K):
+        sim = sim0 + 1 + k
+        node = root
+        s = x
+        d = 0
+        plen = 0
+        tail = 0.0
+        disc = 1.0
+        in_tree = True
+        while d < D:
+            if in_tree:
+                # UCB1 (c = 3; unvisited actions 1e10), exact ties uniformly
+                logn = math.log(vN[node] + 1.0)
+                best = -INF
+                nt = 0
+                for a in range(nU):
+                    n = qN[node, a]
+                    if n == 0:
+                        sc = INF
+                    else:
+                        sc = qW[node, a] / n + UCT_C * math.sqrt(logn / n)
+                    if sc > best:
+                        best = sc
+                        tie[0] = a
+                        nt = 1
+                    elif sc == best:
+                        tie[nt] = a
+                        nt += 1
+                if nt == 1:
+                    a = tie[0]
+                else:
+                    if rp == RB:
+                        _refill(rbuf)
+                        rp = 0
+                    a = tie[min(int(rbuf[rp] * nt), nt - 1)]
+                    rp += 1
+                if rp == RB:
+                    _refill(rbuf)
+                    rp = 0
+                v = rbuf[rp]
+                rp += 1
+            else:
+                # rollout: one uniform decides the epsilon test, the action and the
+                # transition (given r < eps, r/eps is uniform on [0, 1); the fractional
+                # part after scaling by the number of choices is again uniform)
+                if rp == RB:
+                    _refill(rbuf)
+                    rp = 0
+                r = rbuf[rp]
+                rp += 1
+                if r < ROLLOUT_EPSILON:
+                    v = r * (nU / ROLLOUT_EPSILON)
+                    a = min(int(v), nU - 1)
+                    v -= a
+                else:
+                    m = gcount[s]
+                    v = (r - ROLLOUT_EPSILON) * (m / (1.0 - ROLLOUT_EPSILON))
+                    j = min(int(v), m - 1)
+                    a = gset[s, j]
+                    v -= j
+            # lazy root sampling: draw row (s, a) from Dir(alpha) on its first use
+            ks = nsupp[s, a]
+            if stamp[s, a] != sim:
+                stamp[s, a] = sim
+                tot = 0.0
+                for i in range(ks):
+                    ga = alpha[s, a, supp[s, a, i]]
+                    # Gamma(ga, 1): Marsaglia & Tsang (2000); boosted by U^(1/ga) below 1
+                    if ga == 1.0:
+                        if rp == RB:
+                            _refill(rbuf)
+                            rp = 0
+                        g = -math.log(1.0 - rbuf[rp])
+                        rp += 1
+                    else:
+                        boost = 1.0
+                        sh = ga
+                        if sh < 1.0:
+                            if rp == RB:
+                                _refill(rbuf)
+                                rp = 0
+                            boost = (1.0 - rbuf[rp]) ** (1.0 / sh)
+                            rp += 1
+                            sh += 1.0
+                        dd = sh - 1.0 / 3.0
+                        cc = 1.0 / math.sqrt(9.0 * dd)
+                        while True:
+                            if has_z:
+                                z = z_spare
+                                has_z = False
+                            else:
+                                if rp + 2 > RB:
+                                    _refill(rbuf)
+                                    rp = 0
+                                rad = math.sqrt(-2.0 * math.log(1.0 - rbuf[rp]))
+                                ang = 2.0 * math.pi * rbuf[rp + 1]
+                                rp += 2
+                                z = rad * math.cos(ang)
+                                z_spare = rad * math.sin(ang)
+                                has_z = True
+                            w = 1.0 + cc * z
+                            if w <= 0.0:
+                                continue
+                            w = w * w * w
+                            if rp == RB:
+                                _refill(rbuf)
+                                rp = 0
+                            uu = 1.0 - rbuf[rp]
+                            rp += 1
+                            z2 = z * z
+                            if uu < 1.0 - 0.0331 * z2 * z2:
+                                break
+                            if math.log(uu) < 0.5 * z2 + dd * (1.0 - w + math.log(w)):
+                                break
+                        g = dd * w * boost
+                    tot += g
+                    cum[s, a, i] = tot
+                if tot < 1e-300:  # all mass on one uniformly chosen entry of the support
+                    if rp == RB:
+                        _refill(rbuf)
+                        rp = 0
+                    pick = min(int(rbuf[rp] * ks), ks - 1)
+                    rp += 1
+                    for i in range(ks):
+                        cum[s, a, i] = 0.0 if i < pick else 1.0
+                else:
+                    inv = 1.0 / tot
+                    for i in range(ks):
+                        cum[s, a, i] *= inv
+                    cum[s, a, ks - 1] = 1.0
+            # step the sampled MDP with the uniform v
+            s2 = supp[s, a, ks - 1]
+            for i in range(ks - 1):
+                if v < cum[s, a, i]:
+                    s2 = supp[s, a, i]
+                    break
+            rew = R[s, a, s2]
+            d += 1
+            if not in_tree:
+                tail += disc * rew
+                disc *= gamma
+                s = s2
+                continue
+            path_node[plen] = node
+            path_a[plen] = a
+            path_r[plen] = rew
+            plen += 1
+            # child V-node for s2 (sparse list); expand on the edge's second visit
+            child = qhead[node, a]
+            while child >= 0 and vstate[child] != s2:
+                child = vsib[child]
+            if child < 0 and qN[node, a] >= 1:
+                if used >= cap:
+                    raise RuntimeError("bamcp: node pool overflow")
+                child = used
+                used += 1
+                vN[child] = 0
+                vstate[child] = s2
+                vsib[child] = qhead[node, a]
+                qhead[node, a] = child
+                for b in range(nU):
+                    qN[child, b] = 0
+                    qW[child, b] = 0.0
+                    qhead[child, b] = -1
+            s = s2
+            if child >= 0:
+                node = child
+            else:
+                in_tree = False  # rollout from s at depth d
+        # backup
+        G = tail
+        for i in range(plen - 1, -1, -1):
+            G = path_r[i] + gamma * G
+            n = path_node[i]
+            a = path_a[i]
+            qN[n, a] += 1
+            qW[n, a] += G
+            vN[n] += 1
+    rstate[0] = rp
+    return used
+
+
+@njit(cache=True)
+def _greedy_root(qN, qW, nU, scores):
+    """Final choice: the largest mean root Q (unvisited: 0), ties uniformly."""
+    for a in range(nU):
+        n = qN[0, a]
+        scores[a] = qW[0, a] / n if n > 0 else 0.0
+    return argmax_random_tie(scores)
+
+
+@njit(cache=True)
+def _ql_update(Qrl, gset, gcount, x, u, y, r, gamma):
+    """Q-learning of the rollout policy on a real transition; recompute G(x)."""
+    nU = Qrl.shape[1]
+    g = gset[y, 0]
+    Qrl[x, u] += QL_RATE * (r + gamma * Qrl[y, g] - Qrl[x, u])
+    best = -INF
+    c = 0
+    for b in range(nU):
+        q = Qrl[x, b]
+        if q > best:
+            best = q
+            c = 0
+            gset[x, c] = b
+            c = 1
+        elif q == best:
+            gset[x, c] = b
+            c += 1
+    gcount[x] = c
+
+
+@njit(cache=True)
+def bamcp_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R, K, D, seed):
+    """One whole BAMCP trajectory on test MDP ``P``.
+
+    Returns ``(discounted_return, max_nodes, capacity)``: the largest number of V-nodes
+    any decision used, and the pool size (``K + 1``).
+    """
+    np.random.seed(seed)
+    nX, nU, _ = theta.shape
+    alpha, _Np, _Pm, supp, nsupp = model_init(theta)
+    cum = np.empty((nX, nU, nX))
+    stamp = np.full((nX, nU), -1, dtype=np.int64)
+    Qrl = np.zeros((nX, nU))
+    gset = np.empty((nX, nU), dtype=np.int64)
+    gcount = np.full(nX, nU, dtype=np.int64)
+    for s in range(nX):
+        for b in range(nU):
+            gset[s, b] = b
+    cap = K + 1
+    vN = np.empty(cap, dtype=np.int64)
+    vstate = np.empty(cap, dtype=np.int64)
+    vsib = np.empty(cap, dtype=np.int32)
+    qN = np.empty((cap, nU), dtype=np.int32)
+    qW = np.empty((cap, nU))
+    qhead = np.empty((cap, nU), dtype=np.int32)
+    path_node = np.empty(D + 1, dtype=np.int64)
+    path_a = np.empty(D + 1, dtype=np.int64)
+    path_r = np.empty(D + 1)
+    scores = np.empty(nU)
+    tie = np.empty(nU, dtype=np.int64)
+    rbuf = np.empty(RBUF)
+    _refill(rbuf)
+    rstate = np.zeros(1, dtype=np.int64)
+
+    x = env_reset(initial_state, nX)
+    ret = 0.0
+    disc = 1.0
+    sim0 = 0
+    max_used = 0
+    for _t in range(T):
+        used = _search(
+            x, K, D, gamma, R, alpha, supp, nsupp, cum, stamp, sim0, gset, gcount,
+            vN, vstate, vsib, qN, qW, qhead, path_node, path_a, path_r, scores, tie, rbuf,
+            rstate,
+        )  # fmt: skip
+        sim0 += K
+        if used > max_used:
+            max_used = used
+        u = _greedy_root(qN, qW, nU, scores)
+        y = env_step(P, x, u)
+        r = env_reward(Renv, Rstd, gaussian, x, u, y)
+        ret += disc * r
+        disc *= gamma
+        model_update(alpha, _Np, _Pm, supp, nsupp, x, u, y)
+        _ql_update(Qrl, gset, gcount, x, u, y, r, gamma)
+        x = y
+    return ret, max_used, cap
+
+
+# ---------------------------------------------------------------------------------------
+# The algorithm
+
+
+def resolve_depth(params: dict[str, Any], episode: Episode) -> int:
+    """``D``, or the horizon when it is None."""
+    D = params.get("D")
+    return int(episode.horizon if D is None else D)
+
+
+def make_player(prior: Any, params: dict[str, Any], trained: Trained | None, episode: Episode):
+    """A player running one BAMCP trajectory per call (see the module docstring)."""
+    K = int(params["K"])
+    D = resolve_depth(params, episode)
+    if D < 1:
+        raise BBRLError(f"bamcp D: must be >= 1 (got {D})")
+    theta = np.ascontiguousarray(prior.theta, dtype=np.float64)
+    R = np.ascontiguousarray(prior.reward, dtype=np.float64)
+    Renv = np.ascontiguousarray(episode.R, dtype=np.float64)
+    Rstd = np.ascontiguousarray(episode.Rstd, dtype=np.float64)
+    gaussian = bool(episode.gaussian)
+    x0 = int(episode.initial_state)
+    gamma = float(episode.gamma)
+    T = int(episode.horizon)
+    empty = np.zeros(0, dtype=np.int64)
+
+    def play(P: np.ndarray, seed: int) -> tuple[float, np.ndarray]:
+        ret, _used, _cap = bamcp_trajectory(
+            np.ascontiguousarray(P, dtype=np.float64), Renv, Rstd, gaussian, x0, gamma, T,
+            theta, R, K, D, int(seed),
+        )  # fmt: skip
+        return float(ret), empty
+
+    return play
+
+
+def play_with_stats(
+    prior: Any, params: dict[str, Any], episode: Episode, P: np.ndarray, seed: int
+) -> tuple[float, int, int]:
+    """One trajectory, returning ``(return, max V-nodes used by a decision, capacity)``
+    (for tests and memory checks)."""
+    K = int(params["K"])
+    D = resolve_depth(params, episode)
+    ret, used, cap = bamcp_trajectory(
+        np.ascontiguousarray(P, dtype=np.float64),
+        np.ascontiguousarray(episode.R, dtype=np.float64),
+        np.ascontiguousarray(episode.Rstd, dtype=np.float64),
+        bool(episode.gaussian), int(episode.initial_state), float(episode.gamma),
+        int(episode.horizon), np.ascontiguousarray(prior.theta, dtype=np.float64),
+        np.ascontiguousarray(prior.reward, dtype=np.float64), K, D, int(seed),
+    )  # fmt: skip
+    return float(ret), int(used), int(cap)
+
+
+def pool_bytes(K: int, n_actions: int) -> int:
+    """Bytes of the tree pool for ``K`` simulations (module docstring, Memory)."""
+    return (K + 1) * (20 + 16 * n_actions)
+
+
+ALGORITHM = Algorithm(
+    name="bamcp",
+    params=(
+        Param("K", int, required=True, check=at_least_one, doc="simulations per decision"),
+        Param(
+            "D",
+            int,
+            default=None,
+            check=at_least_one,
+            doc="maximum depth of a simulation (default: the horizon)",
+        ),
+    ),
+    make_player=make_player,
+    train=None,
+    doc="BAMCP (Guez, Silver, Dayan 2012): Monte-Carlo tree search with root sampling",
+)

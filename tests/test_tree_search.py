@@ -1,0 +1,160 @@
+"""BAMCP and BFS3: they beat Random on GC, are deterministic given the seed, solve a tiny
+MDP whose best first action is known, and their node pools stay within capacity at the
+paper's largest settings."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+from bbrlcore import agents
+from bbrlcore.agents import bamcp, bfs3
+from bbrlcore.agents.base import Episode
+from bbrlcore.distributions import FDMDistribution, builtin
+from bbrlcore.errors import BBRLError
+from bbrlcore.stats import paired_z
+
+MODULES = {"bamcp": bamcp, "bfs3": bfs3}
+
+
+def _episode(prior: FDMDistribution, gamma: float = 0.95, horizon: int = 250) -> Episode:
+    return Episode(
+        prior.reward, prior.reward_std, prior.reward_type == "gaussian", prior.initial_state,
+        gamma, horizon,
+    )  # fmt: skip
+
+
+def _returns(name: str, params: dict, prior, mdps, episode, seed0: int = 1000) -> np.ndarray:
+    algo = agents.get(name)
+    play = algo.make_player(prior, algo.parse_params(params), None, episode)
+    return np.array([play(P, seed0 + i)[0] for i, P in enumerate(mdps)])
+
+
+@pytest.fixture(scope="module")
+def gc_setup():
+    prior = builtin("GC")
+    rng = np.random.default_rng(20240601)
+    mdps = [prior.draw_mdp(rng) for _ in range(200)]
+    ep = _episode(prior)
+    random_returns = _returns("random", {}, prior, mdps, ep)
+    return prior, mdps, ep, random_returns
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "name,params",
+    [("bamcp", {"K": "50", "D": "15"}), ("bfs3", {"K": "20", "C": "5", "D": "15"})],
+)
+def test_beats_random_on_gc(gc_setup, name, params):
+    prior, mdps, ep, rnd = gc_setup
+    ret = _returns(name, params, prior, mdps, ep)
+    z = paired_z(ret, rnd)
+    print(f"{name} {params}: mean {ret.mean():.2f} vs random {rnd.mean():.2f}, Z = {z:.2f}")
+    assert z > norm.ppf(1 - 0.01)
+
+
+@pytest.mark.parametrize(
+    "name,params",
+    [("bamcp", {"K": 30, "D": 8}), ("bfs3", {"K": 6, "C": 3, "D": 5})],
+)
+def test_deterministic_given_seed(name, params):
+    prior = builtin("GC")
+    P = prior.draw_mdp(np.random.default_rng(3))
+    ep = _episode(prior, horizon=30)
+    algo = agents.get(name)
+    play = algo.make_player(prior, algo.parse_params(params), None, ep)
+    a, b, c = play(P, 11)[0], play(P, 11)[0], play(P, 12)[0]
+    assert a == b
+    rets = {play(P, s)[0] for s in range(12, 20)} | {c}
+    assert len(rets) > 1  # the seed matters
+
+
+def _two_state_prior() -> FDMDistribution:
+    """A deterministic 2-state prior: both actions keep the state; action 1 earns 1 and
+    action 0 earns 0, so action 1 is always the best."""
+    theta = np.zeros((2, 2, 2))
+    theta[0, :, 0] = 1.0
+    theta[1, :, 1] = 1.0
+    reward = np.zeros((2, 2, 2))
+    reward[:, 1, :] = 1.0
+    return FDMDistribution("two states", "TWO", theta, reward, 0)
+
+
+@pytest.mark.parametrize(
+    "name,params",
+    [
+        ("bamcp", {"K": 300, "D": 3}),
+        ("bamcp", {"K": 100, "D": 10}),
+        ("bfs3", {"K": 2, "C": 2, "D": 3}),
+        ("bfs3", {"K": 1, "C": 1, "D": 1}),
+    ],
+)
+def test_tiny_mdp_best_action(name, params):
+    prior = _two_state_prior()
+    P = prior.mean_model()
+    ep = _episode(prior, gamma=0.9, horizon=20)
+    ret = _returns(name, params, prior, [P] * 5, ep)
+    best = (1 - 0.9**20) / (1 - 0.9)
+    assert np.allclose(ret, best)
+
+
+# the paper's largest settings; a few decisions each
+LARGEST = [
+    ("bamcp", {"K": 25000, "D": 50}, "Grid"),
+    ("bamcp", {"K": 25000, "D": 50}, "GC"),
+    ("bfs3", {"K": 10000, "C": 15, "D": 50}, "Grid"),
+    ("bfs3", {"K": 10000, "C": 15, "D": 50}, "GC"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,params,dist", LARGEST)
+def test_pool_within_capacity_at_largest_settings(name, params, dist):
+    prior = builtin(dist)
+    P = prior.draw_mdp(np.random.default_rng(5))
+    ep = _episode(prior, horizon=2)
+    _ret, used, cap = MODULES[name].play_with_stats(prior, params, ep, P, 7)
+    if name == "bamcp":
+        assert cap == params["K"] + 1
+        nbytes = bamcp.pool_bytes(params["K"], prior.n_actions)
+    else:
+        N = max(1, params["K"] // params["C"])
+        assert cap == N * params["D"]
+        nbytes = bfs3.pool_bytes(params["K"], params["C"], params["D"], prior.n_actions)
+    assert 1 < used <= cap
+    assert nbytes < 2 * 1024**3
+
+
+def test_pool_use_is_reported():
+    prior = builtin("GC")
+    P = prior.draw_mdp(np.random.default_rng(0))
+    ep = _episode(prior, horizon=5)
+    _r, used, cap = bamcp.play_with_stats(prior, {"K": 40, "D": 10}, ep, P, 1)
+    assert cap == 41 and 1 < used <= cap
+    _r, used, cap = bfs3.play_with_stats(prior, {"K": 12, "C": 3, "D": 4}, ep, P, 1)
+    # the first rollout of a tree creates one node per depth
+    assert cap == 16 and 4 <= used <= cap
+
+
+def test_parameters_and_ids():
+    a = agents.get("bamcp")
+    p = a.parse_params({"K": "500", "D": "15"})
+    assert a.agent_id(p) == "bamcp__K=500__D=15"
+    assert a.agent_id(a.parse_params({"K": "500"})) == "bamcp__K=500"
+    b = agents.get("bfs3")
+    assert b.agent_id(b.parse_params({"K": "1e3", "C": "15", "D": "25"})) == (
+        "bfs3__K=1000__C=15__D=25"
+    )
+    for algo, raw in [(a, {"K": "0"}), (a, {}), (b, {"K": "5"}), (b, {"K": 5, "C": 1, "D": 0})]:
+        with pytest.raises(BBRLError):
+            algo.parse_params(raw)
+    with pytest.raises(BBRLError):
+        a.parse_params({"K": 5, "compat": "true"})
+
+
+def test_depth_defaults_to_horizon():
+    prior = builtin("GC")
+    ep = _episode(prior, horizon=7)
+    assert bamcp.resolve_depth({"K": 3, "D": None}, ep) == 7
+    assert bfs3.resolve_depth({"K": 3, "C": 1, "D": 4}, ep) == 4
