@@ -1,0 +1,111 @@
+"""``bbrl estimate CONFIG [--preset NAME]``: CPU-hours of a workflow configuration.
+
+Uses the plan (:mod:`bbrlcore.plan`) and the cost model (:mod:`bbrlcore.cost`) that the
+Snakemake workflow uses to chunk its runs, so the figure is what the cluster will be asked
+for: per algorithm, the offline training, the runs (N trajectories per experiment and
+configuration) and a fixed overhead per job, in CPU-hours.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .. import cost
+from .. import plan as P
+from ..errors import BBRLError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    e = sub.add_parser(
+        "estimate", help="expected CPU-hours of a workflow configuration (cost model)"
+    )
+    e.add_argument("config", help="workflow configuration (config.yaml)")
+    e.add_argument("--preset", help="apply this preset overlay (quick, tiny, ...)")
+    e.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE",
+        help="override a top-level key (YAML value), like snakemake --config",
+    )
+    e.add_argument(
+        "--benchmarks", metavar="DIR",
+        help=f"benchmarks results directory for calibration (default: ${cost.RESULTS_ENV} "
+        "or benchmarks/results)",
+    )
+    e.set_defaults(func=_estimate)
+
+
+def estimate(plan: P.Plan) -> dict[str, dict[str, Any]]:
+    """Per algorithm: configurations, jobs, offline, run and overhead CPU-hours."""
+    out: dict[str, dict[str, Any]] = {}
+    n = plan.config["n_mdps"]
+    for a in plan.agents:
+        row = out.setdefault(
+            a.algorithm,
+            {"configs": 0, "train_jobs": 0, "run_jobs": 0, "offline_h": 0.0, "run_h": 0.0,
+             "overhead_h": 0.0, "max_chunk_h": 0.0},
+        )
+        row["configs"] += 1
+        for prior in plan.priors:
+            row["train_jobs"] += 1
+            row["offline_h"] += plan.offline_seconds(prior, a) / 3600.0
+        for exp in plan.experiments:
+            chunks = plan.chunks(exp, a)
+            s = plan.seconds_per_trajectory(exp, a)
+            row["run_jobs"] += len(chunks)
+            row["run_h"] += n * s / 3600.0
+            row["max_chunk_h"] = max(
+                row["max_chunk_h"], max(b - c for c, b in chunks) * s / 3600.0
+            )
+        row["overhead_h"] = (row["train_jobs"] + row["run_jobs"]) * cost.JOB_OVERHEAD_S / 3600
+    for row in out.values():
+        row["total_h"] = row["offline_h"] + row["run_h"] + row["overhead_h"]
+    return out
+
+
+def _estimate(args: argparse.Namespace) -> int:
+    import yaml
+
+    overrides: dict[str, Any] = {}
+    if args.preset:
+        overrides["preset"] = args.preset
+    for item in args.set:
+        if "=" not in item:
+            raise BBRLError(f"--set {item!r}: expected KEY=VALUE")
+        k, v = item.split("=", 1)
+        overrides[k.strip()] = yaml.safe_load(v)
+    plan = P.load(args.config, overrides, calibration_dir=args.benchmarks)
+    rows = estimate(plan)
+    cal = cost.calibration(args.benchmarks)
+    c = plan.config
+    print(
+        f"{args.config}" + (f" (preset {c['preset']})" if c.get("preset") else "")
+        + f": {len(plan.experiments)} experiments, {len(plan.agents)} agent configurations "
+        f"per prior, N={c['n_mdps']}, T={c['horizon']}, chunk budget "
+        f"{c['chunk_budget_minutes']:g} min"
+    )
+    hdr = (f"{'algorithm':10s} {'configs':>7s} {'jobs':>6s} {'offline h':>10s} "
+           f"{'runs h':>10s} {'overhead h':>10s} {'total h':>10s} {'max chunk h':>11s}  calib")
+    print(hdr)
+    print("-" * len(hdr))
+    tot = {"configs": 0, "jobs": 0, "offline_h": 0.0, "run_h": 0.0, "overhead_h": 0.0,
+           "total_h": 0.0}
+    for name in sorted(rows, key=lambda k: -rows[k]["total_h"]):
+        r = rows[name]
+        jobs = r["train_jobs"] + r["run_jobs"]
+        f = cal.get(name)
+        print(
+            f"{name:10s} {r['configs']:7d} {jobs:6d} {r['offline_h']:10.3f} "
+            f"{r['run_h']:10.3f} {r['overhead_h']:10.3f} {r['total_h']:10.3f} "
+            f"{r['max_chunk_h']:11.3f}  {f'x{f:.3g}' if f else 'built-in'}"
+        )
+        tot["configs"] += r["configs"]
+        tot["jobs"] += jobs
+        for k in ("offline_h", "run_h", "overhead_h", "total_h"):
+            tot[k] += r[k]
+    print("-" * len(hdr))
+    print(
+        f"{'total':10s} {tot['configs']:7d} {tot['jobs']:6d} {tot['offline_h']:10.3f} "
+        f"{tot['run_h']:10.3f} {tot['overhead_h']:10.3f} {tot['total_h']:10.3f}"
+    )
+    print(f"expected CPU-hours: {tot['total_h']:.1f} (single-core, this machine class)")
+    return 0

@@ -1,0 +1,407 @@
+"""The Snakemake workflow: configuration checks, the DAG, staleness, chunking, estimate.
+
+Workflow runs use the ``tiny`` preset in temporary working directories
+(``snakemake -s Snakefile --directory TMP --configfile CFG``); they share numba's default
+cache directory (keyed by the source tree), which the first run warms.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import polars as pl
+import pytest
+import yaml
+
+from bbrlcore import cost
+from bbrlcore import plan as P
+from bbrlcore.errors import BBRLError
+
+ROOT = Path(__file__).resolve().parents[1]
+SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+BASE = yaml.safe_load((ROOT / "config.yaml").read_text())
+
+
+def _write_cfg(tmp: Path, cfg: dict, name: str = "config.yaml") -> Path:
+    p = tmp / name
+    p.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return p
+
+
+def _snake(workdir: Path, cfg: Path, *args: str, env: dict | None = None):
+    e = dict(os.environ)
+    e["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{e.get('PATH', '')}"
+    e.update(env or {})
+    return subprocess.run(
+        [SNAKEMAKE, "-s", str(ROOT / "Snakefile"), "--directory", str(workdir),
+         "--configfile", str(cfg), *args],
+        capture_output=True, text=True, env=e, cwd=workdir,
+    )
+
+
+def _jobs(dry_run_output: str) -> dict[str, int]:
+    """Job counts per rule from the 'Job stats' table of a dry run."""
+    m = re.search(r"job\s+count\n-+\s+-+\n(.*?)\ntotal\s+(\d+)", dry_run_output, re.S)
+    if m is None:
+        return {}
+    out = {}
+    for line in m.group(1).splitlines():
+        name, n = line.split()
+        out[name] = int(n)
+    out["total"] = int(m.group(2))
+    return out
+
+
+def _planned(dry_run_output: str) -> list[tuple[str, str]]:
+    """(rule, wildcards text) of every job of a dry run."""
+    out = []
+    rule = None
+    for line in dry_run_output.splitlines():
+        m = re.match(r"^(?:local)?rule (\S+):", line)
+        if m:
+            rule = m.group(1)
+            out.append((rule, ""))
+        elif rule and line.strip().startswith("wildcards:"):
+            out[-1] = (rule, line.strip()[len("wildcards:"):].strip())
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Configuration checks (Python level: fast)
+
+
+def test_full_config_is_the_paper():
+    plan = P.load(ROOT / "config.yaml")
+    per_alg: dict[str, int] = {}
+    for a in plan.agents:
+        if not a.param_dict.get("compat"):
+            per_alg[a.algorithm] = per_alg.get(a.algorithm, 0) + 1
+    assert per_alg == {
+        "random": 1, "e-greedy": 11, "soft-max": 10, "opps-ds": 32, "bamcp": 21,
+        "bfs3": 72, "sboss": 41, "beb": 10, "optimal": 1,
+    }
+    assert sum(per_alg.values()) - per_alg["optimal"] == 198
+    compat = [a for a in plan.agents if a.param_dict.get("compat")]
+    assert {a.algorithm for a in compat} == {"soft-max", "beb", "sboss"} and len(compat) == 61
+    assert [e.name for e in plan.experiments] == [
+        "GC-GC", "GDL-GDL", "Grid-Grid", "GC-UGC", "GDL-UGDL", "Grid-UGrid"]
+    c = plan.config
+    assert (c["n_mdps"], c["gamma"], c["horizon"]) == (500, 0.95, 250)
+
+
+def test_quick_preset_keeps_two_configs_per_parameterised_algorithm():
+    plan = P.load(ROOT / "config.yaml", {"preset": "quick"})
+    assert plan.config["n_mdps"] >= 50
+    assert len(plan.experiments) == 6
+    algs = {a.algorithm for a in plan.agents}
+    assert algs == {"random", "e-greedy", "soft-max", "opps-ds", "bamcp", "bfs3", "sboss",
+                    "beb", "optimal"}
+    for alg in algs - {"random", "optimal"}:
+        assert sum(a.algorithm == alg and not a.param_dict.get("compat")
+                   for a in plan.agents) >= 2, alg
+
+
+def _bad(mutate) -> dict:
+    cfg = copy.deepcopy(BASE)
+    mutate(cfg)
+    return cfg
+
+
+BAD_CONFIGS = {
+    "unknown key": (lambda c: c.update(n_mpds=3), "n_mpds: unknown key"),
+    "unknown algorithm": (
+        lambda c: c["algorithms"].update({"e-greedyy": {"epsilon": [0.1]}}),
+        "algorithms.e-greedyy: unknown algorithm",
+    ),
+    "out of range": (
+        lambda c: c["algorithms"]["e-greedy"].update(epsilon=[0.0, 0.1, 1.5]),
+        "algorithms.e-greedy.epsilon[2]=1.5: must be in [0, 1]",
+    ),
+    "wrong type": (
+        lambda c: c["algorithms"]["bamcp"][0].update(K=[1, "many"]),
+        "algorithms.bamcp[0].K[1]='many': expected an integer",
+    ),
+    "empty grid": (
+        lambda c: c["algorithms"]["beb"].update(beta=[]),
+        "algorithms.beb.beta: empty grid",
+    ),
+    "unknown distribution": (
+        lambda c: c["experiments"].append({"test": "GC", "prior": "UGX"}),
+        "experiments[6].prior=UGX: unknown distribution",
+    ),
+    "unknown parameter": (
+        lambda c: c["algorithms"]["e-greedy"].update(eps=[0.1]),
+        "algorithms.e-greedy.eps: unknown parameter of e-greedy",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_CONFIGS))
+def test_plan_refuses_bad_config_naming_the_key(kind):
+    mutate, expected = BAD_CONFIGS[kind]
+    with pytest.raises(BBRLError) as exc:
+        P.load(_bad(mutate))
+    msg = str(exc.value)
+    assert msg.startswith("config.yaml: ") and expected in msg and "\n" not in msg
+
+
+def test_yaml_string_numbers_are_coerced():
+    cfg = _bad(lambda c: c["algorithms"].update(sboss={"epsilon": ["1e-6"], "delta": "1e-3"}))
+    plan = P.load(cfg)
+    s = [a for a in plan.agents if a.algorithm == "sboss"]
+    assert s[0].param_dict == {"epsilon": 1e-6, "delta": 1e-3}
+    assert s[0].key == "sboss__epsilon=1e-06__delta=0.001"
+
+
+def test_preset_errors_name_the_preset_key():
+    cfg = _bad(lambda c: c["presets"]["quick"]["algorithms"].update(beb={"beta": [-1.0]}))
+    with pytest.raises(BBRLError, match=r"presets\.quick\.algorithms\.beb\.beta\[0\]=-1"):
+        P.load(cfg, {"preset": "quick"})
+    with pytest.raises(BBRLError, match="no such preset"):
+        P.load(BASE, {"preset": "huge"})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", sorted(BAD_CONFIGS))
+def test_snakemake_refuses_bad_config_before_any_job(kind, tmp_path):
+    mutate, expected = BAD_CONFIGS[kind]
+    cfg = _write_cfg(tmp_path, _bad(mutate))
+    r = _snake(tmp_path, cfg, "--cores", "1")
+    assert r.returncode != 0
+    assert expected in r.stdout + r.stderr
+    assert not (tmp_path / "results").exists()
+
+
+def test_schema_rejects_what_python_checks_miss():
+    """The JSON schema is validated too (snakemake.utils.validate in common.smk)."""
+    import jsonschema
+
+    schema = yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text())
+    plan = P.load(ROOT / "config.yaml")
+    jsonschema.validate(plan.config, schema)
+    bad = copy.deepcopy(plan.config)
+    bad["experiments"] = []
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema)
+
+
+# ---------------------------------------------------------------------------------------
+# Chunking and the cost model
+
+
+def test_chunks_cover_all_mdps_and_respect_the_budget():
+    plan = P.load(ROOT / "config.yaml")
+    budget = plan.config["chunk_budget_minutes"]
+    for exp in plan.experiments:
+        for a in plan.agents:
+            ch = plan.chunks(exp, a)
+            assert ch[0][0] == 0 and ch[-1][1] == plan.config["n_mdps"]
+            assert all(x[1] == y[0] for x, y in zip(ch, ch[1:], strict=False))
+            worst = max(b - c for c, b in ch) * plan.seconds_per_trajectory(exp, a) / 60
+            # within budget unless a single trajectory is already longer
+            assert worst <= budget or max(b - c for c, b in ch) == 1
+
+
+def test_estimate_moves_when_benchmark_results_change(tmp_path, monkeypatch):
+    monkeypatch.setenv(cost.RESULTS_ENV, str(tmp_path))
+    params = {"K": 500, "D": 15}
+    base = cost.seconds_per_trajectory("bamcp", params, "GC", 250, "GC")
+    rec = {"rows": [{"algorithm": "bamcp", "agent": "bamcp__K=500__D=15", "test": "GC",
+                     "prior": "GC", "ms_per_trajectory": 10 * 1000 * base}]}
+    (tmp_path / "bench.json").write_text(json.dumps(rec))
+    moved = cost.seconds_per_trajectory("bamcp", params, "GC", 250, "GC")
+    assert moved == pytest.approx(10 * base)
+    rec["rows"][0]["ms_per_trajectory"] = 1000 * base / 4
+    (tmp_path / "bench.json").write_text(json.dumps(rec))
+    os.utime(tmp_path / "bench.json", ns=(time.time_ns(), time.time_ns() + 10**9))
+    assert cost.seconds_per_trajectory("bamcp", params, "GC", 250, "GC") == pytest.approx(
+        base / 4)
+    # an explicit directory wins over the environment
+    other = tmp_path / "none"
+    other.mkdir()
+    assert cost.seconds_per_trajectory("bamcp", params, "GC", 250, "GC", other) == (
+        pytest.approx(base))
+
+
+def test_cost_scales_with_parameters():
+    s = cost.seconds_per_trajectory
+    assert s("bamcp", {"K": 1000, "D": 15}, "GC") > s("bamcp", {"K": 100, "D": 15}, "GC")
+    assert s("bfs3", {"K": 10, "C": 5, "D": 15}, "GC") > s("bfs3", {"K": 10, "C": 2, "D": 15},
+                                                            "GC")
+    assert s("sboss", {"epsilon": 1e-6, "delta": 1e-6}, "GC") > s(
+        "sboss", {"epsilon": 1.0, "delta": 9.0}, "GC")
+    assert s("e-greedy", {"epsilon": 0.1}, "Grid", prior="UGrid") > s(
+        "e-greedy", {"epsilon": 0.1}, "GC")
+    assert cost.offline_seconds("opps-ds", {"n_draws": 1000}, "GC") > cost.offline_seconds(
+        "opps-ds", {"n_draws": 10}, "GC") > 0
+
+
+def test_bbrl_estimate_prints_cpu_hours(tmp_path):
+    bbrl = str(Path(sys.executable).with_name("bbrl"))
+    r = subprocess.run([bbrl, "estimate", str(ROOT / "config.yaml"), "--preset", "quick"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "expected CPU-hours" in r.stdout and "bamcp" in r.stdout and "total" in r.stdout
+    bad = _write_cfg(tmp_path, _bad(lambda c: c["algorithms"]["beb"].update(beta=[-2.0])))
+    r = subprocess.run([bbrl, "estimate", str(bad)], capture_output=True, text=True)
+    assert r.returncode == 2 and "algorithms.beb.beta[0]=-2: must be >= 0" in r.stderr
+
+
+# ---------------------------------------------------------------------------------------
+# The conda environment agrees with pyproject.toml (conda channels are not reachable here)
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"\[.*\]", "", name).strip().lower().replace("_", "-")
+
+
+def test_conda_env_agrees_with_pyproject():
+    pyproj = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    env = yaml.safe_load((ROOT / "envs/bbrl.yaml").read_text())
+    specs: dict[str, str] = {}
+    for dep in env["dependencies"]:
+        if isinstance(dep, dict):
+            for d in dep.get("pip", []):
+                m = re.match(r"([A-Za-z0-9_.\-\[\]]+)\s*(.*)", d)
+                specs[_norm(m.group(1))] = m.group(2).replace(" ", "")
+        else:
+            name, _, ver = dep.partition(" ")
+            specs[_norm(name)] = ver.replace(" ", "")
+    for dep in pyproj["dependencies"]:
+        m = re.match(r"([A-Za-z0-9_.\-\[\]]+)\s*(.*)", dep)
+        name, ver = _norm(m.group(1)), m.group(2).replace(" ", "")
+        assert name in specs, f"envs/bbrl.yaml lacks {name}"
+        assert specs[name] == ver, f"{name}: env {specs[name]!r} != pyproject {ver!r}"
+    assert specs["python"] == pyproj["requires-python"]
+    post = (ROOT / "envs/bbrl.post-deploy.sh").read_text()
+    assert "pip install" in post  # bbrlcore itself
+    for smk in (ROOT / "workflow/rules").glob("*.smk"):
+        text = smk.read_text()
+        if "rule " in text:
+            assert text.count("conda:") == text.count("\nrule "), smk.name
+            assert text.count("log:") == text.count("\nrule "), smk.name
+
+
+def test_slurm_profile_is_executor_and_site_settings_only():
+    prof = yaml.safe_load((ROOT / "slurm/config.v8+.yaml").read_text())
+    assert prof["executor"] == "slurm"
+    assert isinstance(prof["jobs"], int) and prof["latency-wait"] >= 5
+    assert {"slurm_partition", "slurm_account"} <= set(prof["default-resources"])
+    assert "set-resources" not in prof  # rules declare their own resources
+    assert not (ROOT / "profiles").exists()  # no workflow profile (00-decisions §8)
+
+
+# ---------------------------------------------------------------------------------------
+# Runs of the tiny preset
+
+
+def _tiny(overlay: dict | None = None) -> dict:
+    cfg = copy.deepcopy(BASE)
+    cfg["preset"] = "tiny"
+    for k, v in (overlay or {}).items():
+        cfg["presets"]["tiny"][k] = v
+    return cfg
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    wd = tmp_path_factory.mktemp("tiny")
+    cfg = _write_cfg(wd, _tiny())
+    t0 = time.perf_counter()
+    r = _snake(wd, cfg, "--cores", "2")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return wd, cfg, time.perf_counter() - t0
+
+
+@pytest.mark.slow
+def test_tiny_runs_end_to_end(tiny_run):
+    wd, cfg, _ = tiny_run
+    plan = P.load(cfg)
+    merged = pl.read_parquet(wd / "results/merged/GC-UGC.parquet")
+    assert merged.height == len(plan.agents) * plan.config["n_mdps"]
+    assert set(merged["agent"]) == {"random", "optimal", "e-greedy__epsilon=0.1",
+                                    "e-greedy__epsilon=0.5", "beb__beta=1",
+                                    "beb__beta=1__compat=true"}
+    s = pl.read_parquet(wd / "results/summary.parquet")
+    assert s.height == len(plan.agents)
+    assert s.filter(pl.col("algorithm") == "optimal")["normalised_score"][0] == 1.0
+    assert s.filter(pl.col("algorithm") == "random")["normalised_score"][0] == 0.0
+    assert (wd / "results/summary.md").read_text().startswith("# bbrl summary")
+    for rule in ("train", "runs", "merge", "warmup_numba", "distributions", "test_sets"):
+        assert any((wd / "results/logs" / rule).rglob("*.log")), rule
+
+
+@pytest.mark.slow
+def test_second_run_does_nothing(tiny_run):
+    wd, cfg, _ = tiny_run
+    r = _snake(wd, cfg, "-n")
+    assert r.returncode == 0
+    assert "Nothing to be done" in r.stdout + r.stderr
+
+
+@pytest.mark.slow
+def test_changing_one_grid_reruns_only_that_algorithm(tiny_run):
+    wd, _, _ = tiny_run
+    algs = copy.deepcopy(BASE["presets"]["tiny"]["algorithms"])
+    algs["e-greedy"] = {"epsilon": [0.1, 0.7]}
+    cfg = _write_cfg(wd, _tiny({"algorithms": algs}), "changed.yaml")
+    r = _snake(wd, cfg, "-n")
+    assert r.returncode == 0, r.stderr[-2000:]
+    jobs = _planned(r.stdout)
+    rules = {rule for rule, _ in jobs}
+    assert rules == {"train", "run", "merge", "summary", "all"}, jobs
+    for rule, wc in jobs:
+        if rule in ("train", "run"):
+            assert "agent=e-greedy__epsilon=0.7" in wc, (rule, wc)
+
+
+@pytest.mark.slow
+def test_version_change_reruns_training_and_runs(tiny_run):
+    wd, cfg, _ = tiny_run
+    r = _snake(wd, cfg, "-n", env={"BBRL_VERSION_OVERRIDE": "99.0.0"})
+    assert r.returncode == 0
+    jobs = _jobs(r.stdout)
+    n_agents = len(P.load(cfg).agents)
+    assert jobs["train"] == n_agents and jobs["run"] == n_agents
+    assert "warmup_numba" not in jobs  # re-warming is not a result
+
+
+@pytest.mark.slow
+def test_chunked_equals_unchunked_except_timing(tiny_run, tmp_path):
+    wd, _, _ = tiny_run
+    algs = {"random": {}, "e-greedy": {"epsilon": [0.1]}}
+    cfg = _write_cfg(tmp_path, _tiny({"algorithms": algs, "chunk_budget_minutes": 1.0e-9,
+                                      "max_chunks": 3}))
+    r = _snake(tmp_path, cfg, "--cores", "2")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    runs = sorted((tmp_path / "results/runs/GC-UGC/e-greedy__epsilon=0.1").glob("*.parquet"))
+    assert [p.name for p in runs] == ["0-2.parquet", "2-5.parquet", "5-8.parquet"]
+    chunked = pl.read_parquet(tmp_path / "results/merged/GC-UGC.parquet")
+    whole = pl.read_parquet(wd / "results/merged/GC-UGC.parquet").filter(
+        pl.col("agent").is_in(["random", "e-greedy__epsilon=0.1"]))
+    drop = ["online_time_s", "offline_time_s"]
+    from polars.testing import assert_frame_equal
+
+    assert_frame_equal(chunked.drop(drop), whole.drop(drop).select(chunked.drop(drop).columns))
+
+
+@pytest.mark.slow
+def test_full_config_dry_run_is_fast_and_small(tmp_path):
+    cfg = _write_cfg(tmp_path, copy.deepcopy(BASE))
+    t0 = time.perf_counter()
+    r = _snake(tmp_path, cfg, "-n", "--quiet", "rules")
+    elapsed = time.perf_counter() - t0
+    assert r.returncode == 0, r.stderr[-2000:]
+    jobs = _jobs(r.stdout + r.stderr)
+    assert 0 < jobs["total"] < 10_000
+    assert elapsed < 30, f"dry run took {elapsed:.1f} s"
+    shutil.rmtree(tmp_path / ".snakemake", ignore_errors=True)

@@ -1,0 +1,24 @@
+# Stage 5: runs, one job per experiment x agent x chunk of test MDPs. The number of chunks
+# comes from the cost model (bbrlcore.cost) so that no chunk is expected to exceed
+# chunk_budget_minutes; it is known when the DAG is built.
+
+
+rule run:
+    input:
+        unpack(run_inputs),
+    output:
+        f"{R}/runs/{{experiment}}/{{agent}}/{{start}}-{{stop}}.parquet",
+    log:
+        f"{R}/logs/runs/{{experiment}}/{{agent}}/{{start}}-{{stop}}.log",
+    params:
+        algorithm=algorithm_of,
+        agent_params=agent_params,
+        version=VERSION,
+    resources:
+        mem_mb=run_mem,
+        runtime=run_runtime,
+    conda:
+        CONDA_ENV
+    shell:
+        "{BBRL} run --experiment {input.test_set} --agent {input.agent}"
+        " --mdps {wildcards.start}:{wildcards.stop} -q -o {output} > {log} 2>&1"

@@ -1,0 +1,21 @@
+# Stage 7: the summary table (00-decisions §5) and a minimal markdown rendering.
+# (The report proper, results/report/index.html, is the export stage's.)
+
+
+rule summary:
+    input:
+        expand(f"{R}/merged/{{experiment}}.parquet", experiment=sorted(EXPERIMENTS)),
+    output:
+        parquet=f"{R}/summary.parquet",
+        markdown=f"{R}/summary.md",
+    log:
+        f"{R}/logs/summary.log",
+    params:
+        version=VERSION,
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    conda:
+        CONDA_ENV
+    shell:
+        "{BBRL} summary {input} -o {output.parquet} --markdown {output.markdown} > {log} 2>&1"

@@ -1,0 +1,25 @@
+# Stage 4: one test set per test distribution (shared by its accurate and inaccurate
+# experiments, so agents are paired across priors).
+
+
+rule test_set:
+    input:
+        f"{R}/distributions/{{test}}.parquet",
+    output:
+        f"{R}/test_sets/{{test}}.parquet",
+    log:
+        f"{R}/logs/test_sets/{{test}}.log",
+    params:
+        n=config["n_mdps"],
+        gamma=config["gamma"],
+        horizon=config["horizon"],
+        seed=config["test_seed"],
+        version=VERSION,
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        CONDA_ENV
+    shell:
+        "{BBRL} experiment new --test {input} --n-mdps {params.n} --gamma {params.gamma}"
+        " --horizon {params.horizon} --seed {params.seed} -o {output} > {log} 2>&1"

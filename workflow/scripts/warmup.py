@@ -1,0 +1,54 @@
+"""Numba warm-up: train and run one algorithm once on a tiny problem, so its kernels are
+compiled into numba's cache before its parallel jobs start (spec 04 §E.1)."""
+
+import sys
+import time
+
+# ruff: noqa: F821  (``snakemake`` is injected by the script directive)
+log = open(snakemake.log[0], "w")  # noqa: SIM115
+sys.stderr = sys.stdout = log
+
+
+import bbrlcore  # noqa: E402
+from bbrlcore import agents, distributions  # noqa: E402
+from bbrlcore import experiment as E  # noqa: E402
+
+#: Cheap parameters per algorithm (same kernels and types as any real configuration).
+CHEAP = {
+    "random": [{}],
+    "optimal": [{}],
+    "e-greedy": [{"epsilon": 0.5}],
+    "soft-max": [{"tau": 1.0}, {"tau": 1.0, "compat": True}],
+    "beb": [{"beta": 1.0}, {"beta": 1.0, "compat": True}],
+    "sboss": [{"epsilon": 1.0, "delta": 1.0}, {"epsilon": 1.0, "delta": 1.0, "compat": True}],
+    "opps-ds": [{"formula_set": "F2", "n_draws": 2}],
+    "bamcp": [{"K": 2, "D": 2}],
+    "bfs3": [{"K": 1, "C": 1, "D": 2}],
+}
+
+prior_d = distributions.load(snakemake.params.prior)
+test_d = distributions.load(snakemake.params.test)
+ts = E.new_test_set(test_d, 1, 0.95, 3, 0)
+available = set(agents.available())
+lines = []
+for name in [snakemake.params.algorithm]:
+    if name not in available:
+        lines.append(f"{name}\tnot installed (skipped)")
+        continue
+    for raw in CHEAP.get(name, [{}]):
+        t0 = time.perf_counter()
+        agent = E.train_agent(name, raw, prior_d, seed=0, gamma=0.95, horizon=3,
+                              progress=False, source="warmup")
+        # run on the prior's own shape (compilation does not depend on sizes)
+        if prior_d.n_states == test_d.n_states and prior_d.n_actions == test_d.n_actions:
+            E.run_agent(ts, agent, range(1), progress=False)
+        else:
+            own = E.new_test_set(prior_d, 1, 0.95, 3, 0)
+            E.run_agent(own, agent, range(1), progress=False)
+        lines.append(f"{agent.agent_id}\t{time.perf_counter() - t0:.2f} s")
+        print(lines[-1], flush=True)
+
+with open(snakemake.output[0], "w") as f:
+    f.write(f"numba cache: {snakemake.params.numba_cache}\n")
+    f.write(f"bbrlcore {bbrlcore.__version__}\n")
+    f.write("\n".join(lines) + "\n")
