@@ -6,7 +6,7 @@
 #
 # Stages (workflow/rules/): distributions -> formula sets -> numba warm-up -> training
 # (prior x agent) -> test sets -> runs (experiment x agent x chunk of test MDPs) -> merge
-# (one table per experiment) -> summary. Outputs live under results_dir (results/).
+# (one table per experiment) -> summary -> report (results/report/index.html). Outputs live under results_dir (results/).
 
 from snakemake.utils import min_version
 
@@ -24,6 +24,7 @@ include: "workflow/rules/test_sets.smk"
 include: "workflow/rules/runs.smk"
 include: "workflow/rules/merge.smk"
 include: "workflow/rules/summary.smk"
+include: "workflow/rules/report.smk"
 
 
 rule all:
@@ -31,3 +32,4 @@ rule all:
     input:
         f"{R}/summary.parquet",
         f"{R}/summary.md",
+        f"{R}/report/index.html",

@@ -89,11 +89,11 @@ def experiment_section(
     data_dir = out / "data"
     fig_dir = out / "figures"
 
-    f1, d1 = figures.time_vs_score(s, "offline_time_s", "offline time (s)", title, styles)
+    f1, d1 = figures.time_vs_score(s, "offline_time_s", "offline time", title, styles)
     fig_off = _save(f1, fig_dir / f"{exp}-offline")
     _write_parquet(d1, data_dir / f"{exp}-offline.parquet")
     f2, d2 = figures.time_vs_score(s, "online_time_per_decision_s",
-                                   "online time per decision (s)", title, styles)
+                                   "online time per decision", title, styles)
     fig_on = _save(f2, fig_dir / f"{exp}-online")
     _write_parquet(d2, data_dir / f"{exp}-online.parquet")
     # Optimal knows the test MDP: an upper reference, not a contender

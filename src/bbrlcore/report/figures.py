@@ -65,9 +65,17 @@ def time_vs_score(
                     mfc=col if filled else "white", mec=col, ms=6, capsize=2, lw=0.8,
                     label=f"{fam} ({len(d)})", alpha=0.9)
     ax.set_xscale("log")
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     if (t <= floor).any():
-        ax.axvline(floor * 1.8, color="0.7", lw=0.6, ls=":")
-        ax.text(floor, ax.get_ylim()[0], " ≈0", va="bottom", ha="left", fontsize=8, color="0.4")
+        # agents with (near) zero time sit at the floor, on a tick of their own
+        ax.axvline(floor * 2.5, color="0.7", lw=0.6, ls=":")
+        lo, hi = ax.get_xlim()
+        ticks = [v for v in ax.get_xticks() if floor * 8 <= v <= hi]
+        ax.set_xticks([floor, *ticks])
+        ax.set_xticklabels(["≈0"] + [_fmt_time(v) for v in ticks])
+        ax.set_xlim(floor / 2, hi)
+    else:
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: _fmt_time(v)))
     ax.set_xlabel(xlabel)
     ax.set_ylabel("mean discounted return (95% interval)")
     ax.set_title(title, fontsize=11)
@@ -99,7 +107,8 @@ def constraint_map_figure(
     off = cmap.select("offline_index", "offline_bound_s").unique().sort("offline_index")
     on = cmap.select("online_index", "online_bound_s").unique().sort("online_index")
     n_off, n_on = len(off), len(on)
-    fams = [f for f in styles if f in set(cmap["family"].drop_nulls())]
+    best_somewhere = set(cmap.filter(pl.col("among_best").fill_null(False))["family"])
+    fams = [f for f in styles if f in best_somewhere]
     fig, ax = plt.subplots(figsize=(max(6.5, 0.9 * n_on + 3.2), max(4.0, 0.6 * n_off + 1.6)),
                            dpi=110)
     k = max(1, len(fams))

@@ -1,0 +1,36 @@
+# Stage 8: the export: figures, tables, the HTML report (results/report/index.html, the
+# entry point a user opens) and the LaTeX report beside it. Every number a figure shows
+# is also in Parquet under results/report/data/.
+
+
+rule report:
+    input:
+        merged=expand(f"{R}/merged/{{experiment}}.parquet", experiment=sorted(EXPERIMENTS)),
+        test_sets=expand(f"{R}/test_sets/{{test}}.parquet", test=PLAN.tests),
+    output:
+        index=report(
+            f"{R}/report/index.html",
+            caption="../report/index.rst",
+            category="Report",
+        ),
+        tex=f"{R}/report/report.tex",
+        figures=report(
+            directory(f"{R}/report/figures"),
+            patterns=["{name}.png"],
+            caption="../report/figure.rst",
+            category="Figures",
+        ),
+        data=directory(f"{R}/report/data"),
+    log:
+        f"{R}/logs/report.log",
+    params:
+        alpha=config.get("alpha", 0.05),
+        version=VERSION,
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    conda:
+        CONDA_ENV
+    shell:
+        "{BBRL} report {input.merged} --test-sets {input.test_sets} --alpha {params.alpha}"
+        " -o {R}/report > {log} 2>&1"
