@@ -100,7 +100,7 @@ def small_report(tmp_path_factory):
                             ("beb", {"beta": "1", "compat": "true"})]:
             agent = E.train_agent(alg, params, D.builtin(prior), progress=False)
             tables.append(E.run_agent(ts, agent, progress=False))
-    from bbrlcore.cli.results import merge_tables, summary_table
+    from bbrlcore.results import merge_tables, summary_table
 
     merged = merge_tables(tables)
     summary = summary_table(merged)

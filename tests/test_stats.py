@@ -11,8 +11,8 @@ import pytest
 from scipy import stats as sps
 
 from bbrlcore import stats
-from bbrlcore.cli.results import merge_tables, summary_table
 from bbrlcore.errors import BBRLError
+from bbrlcore.results import merge_tables, summary_table
 
 
 def test_mean_ci_is_mean_pm_196_sample_std_over_sqrt_n():

@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _report(args: argparse.Namespace) -> int:
     from .. import report
-    from .results import read_runs, summary_table
+    from ..results import read_runs, summary_table
 
     if not (0 < args.alpha < 1):
         raise BBRLError(f"--alpha {args.alpha}: must be in (0, 1)")
