@@ -1,5 +1,5 @@
 # Two commands do everything on a fresh machine with Python >= 3.11:
-#   make run    install into .venv, then run the main job
+#   make run    install into .venv, then run the main job (the workflow's quick preset)
 #   make test   install into .venv (with test tools), then run every test
 PYTHON ?= python3
 VENV ?= .venv
@@ -18,9 +18,10 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/activate
 install: $(VENV)/.installed
 
 run: install
-	$(BIN)/bbrl demo --out results/demo
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --cores all --config preset=quick
 
 test: install
+	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/python -m pytest -q
 
 lint: install

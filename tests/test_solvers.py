@@ -90,3 +90,34 @@ def test_guez_policy_iteration_matches_value_iteration():
             # same greedy values (policies may differ only on near-ties)
             Q = (P * (d.reward + gamma * Vstar)).sum(axis=2)
             assert np.abs(Q[np.arange(nX), pi2] - Q.max(axis=1)).max() < 1e-6
+
+
+def test_q_solve_reaches_the_fixed_point_and_passes_the_stopping_test():
+    from bbrlcore.solvers import q_solve
+
+    gamma = 0.95
+    for name in ["GC", "GDL", "Grid", "UGrid"]:
+        d = D.builtin(name)
+        for seed in range(3):
+            P = d.draw_mdp(np.random.default_rng(seed))
+            supp, nsupp = support_of(P)
+            Q = np.zeros(P.shape[:2])
+            q_solve(P, d.reward, supp, nsupp, gamma, 250, Q)
+            Vstar = optimal_value(P, d.reward, gamma)
+            assert np.abs(Q.max(axis=1) - Vstar).max() < 1e-8
+            # the Q-iteration's stopping test holds at once from there
+            Q2 = Q.copy()
+            assert q_iteration(P, d.reward, supp, nsupp, gamma, 250, Q2) == 1
+            assert np.abs(Q2 - Q).max() <= 0.01
+
+
+def test_q_solve_keeps_the_cap_when_it_binds():
+    from bbrlcore.solvers import q_solve
+
+    d = D.builtin("GC")
+    P = d.draw_mdp(np.random.default_rng(0))
+    supp, nsupp = support_of(P)
+    a, b = np.zeros(P.shape[:2]), np.zeros(P.shape[:2])
+    q_solve(P, d.reward, supp, nsupp, 0.95, 3, a)  # T = 3: a 4-step lookahead
+    q_iteration(P, d.reward, supp, nsupp, 0.95, 3, b)
+    assert np.array_equal(a, b)

@@ -358,7 +358,7 @@ def test_changing_one_grid_reruns_only_that_algorithm(tiny_run):
     assert r.returncode == 0, r.stderr[-2000:]
     jobs = _planned(r.stdout)
     rules = {rule for rule, _ in jobs}
-    assert rules == {"train", "run", "merge", "summary", "all"}, jobs
+    assert rules == {"train", "run", "merge", "summary", "report", "all"}, jobs
     for rule, wc in jobs:
         if rule in ("train", "run"):
             assert "agent=e-greedy__epsilon=0.7" in wc, (rule, wc)

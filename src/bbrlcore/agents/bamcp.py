@@ -8,15 +8,19 @@ Bayes-adaptive values.
 
 One decision at real state ``x`` (spec 02 §4.4), repeated ``K`` times:
 
-1. *Root sampling, lazily.* The simulation draws the row
-   :math:`P(s,a,\cdot) \sim \mathrm{Dir}(\theta(s,a,\cdot) + n(s,a,\cdot))` of a
-   state-action pair only the first time it visits the pair, and keeps it for the rest of
-   the simulation (Guez et al. do the same; the rows are independent Dirichlets, so this
-   is the same posterior MDP, 00-decisions §1). A row is drawn only over its support
-   (the entries with :math:`\theta + n > 0`) as normalised Gamma variates; if they sum to
-   less than 1e-300, all mass goes to one uniformly chosen entry of the support. Each
-   (s, a) carries the stamp of the simulation that last drew it, so nothing is cleared
-   between simulations. Rewards are the prior's known mean rewards ``R(s,a,s')``.
+1. *Root sampling, lazily, row integrated out.* Each simulation stands for one MDP
+   drawn from the posterior, :math:`P(s,a,\cdot) \sim
+   \mathrm{Dir}(\theta(s,a,\cdot) + n(s,a,\cdot))` per pair. Drawing a row only the first
+   time the simulation visits its pair (Guez et al.'s lazy sampling; rows are
+   independent, 00-decisions §1) gives the same posterior MDP; and since a simulation
+   only ever uses the row to draw next states, the row itself can be integrated out:
+   the *k*-th visit of (s, a) within the simulation goes to ``y`` with probability
+   :math:`(\alpha_y + c_y)/(\sum_z \alpha_z + k - 1)`, where ``c`` counts the
+   simulation's earlier moves out of (s, a) (the Pólya urn: the Dirichlet-multinomial is
+   exchangeable). The simulated transitions have exactly the joint distribution of root
+   sampling, without a single Gamma variate. Each (s, a) carries the stamp of the
+   simulation that last used it, so nothing is cleared between simulations. Rewards are
+   the prior's known mean rewards ``R(s,a,s')``.
 2. *Tree descent.* In a V-node at depth ``d < D`` choose the action by UCB1,
    :math:`\bar Q(a) + c\sqrt{\ln(N_v + 1)/n_a}` with ``c = 3.0``; unvisited actions
    score 1e10 (so they are all tried first, in random order); exact ties are broken
@@ -51,8 +55,8 @@ root, so the pool holds ``K + 1`` V-nodes. Each V-node stores its visit count an
 the head of its child list (16 bytes): children are kept **sparsely** as linked lists
 (a Q-node has at most as many children as its posterior row has support), not as a dense
 ``nU·nX`` table. So the tree takes :math:`(K+1)(20 + 16\,n_U)` bytes, about 2.1 MB for
-Grid (nU = 4) at K = 25 000; the posterior, the lazily sampled model (cumulative sums
-over supports) and the stamps add :math:`O(n_X^2 n_U)`. The pool cannot overflow (one
+Grid (nU = 4) at K = 25 000; the posterior, the per-simulation urn counts and the
+stamps add :math:`O(n_X^2 n_U)`. The pool cannot overflow (one
 node per simulation), and the kernel still checks it and raises if it would.
 
 References
@@ -110,22 +114,20 @@ def _refill(rbuf):
 
 @njit(cache=True)
 def _search(
-    x, K, D, gamma, R, alpha, supp, nsupp, cum, stamp, sim0, gset, gcount,
+    x, K, D, gamma, R, alpha, Np, supp, nsupp, cnt, ctot, stamp, sim0, gset, gcount,
     vN, vstate, vsib, qN, qW, qhead, path_node, path_a, path_r, scores, tie, rbuf, rstate,
 ):  # fmt: skip
     """Run the K simulations of one decision from real state ``x``; return the number of
     V-nodes used. Simulation ids run from ``sim0 + 1`` (stamps of the lazy sampler).
 
-    Everything is written out in this one function (UCB1, lazy Dirichlet rows with
-    Marsaglia-Tsang Gamma variates, the rollout) because numba does not make calls to
-    small helpers free. ``rstate`` = [buffer position] is carried across decisions.
+    Everything is written out in this one function (UCB1, the urn draws of root
+    sampling, the rollout) because numba does not make calls to small helpers free.
+    ``rstate`` = [buffer position] is carried across decisions.
     """
     nU = qN.shape[1]
     cap = vN.shape[0]
     RB = rbuf.shape[0]
     rp = rstate[0]
-    has_z = False  # Box-Muller: second normal variate of the last pair
-    z_spare = 0.0
     # root
     root = 0
     vN[root] = 0
@@ -196,82 +198,26 @@ def _search(
                     j = min(int(v), m - 1)
                     a = gset[s, j]
                     v -= j
-            # lazy root sampling: draw row (s, a) from Dir(alpha) on its first use
+            # root sampling, with the lazily drawn row integrated out (Polya urn): the
+            # k-th visit of (s, a) in this simulation goes to y with probability
+            # (alpha_y + c_y) / (n + k), c = this simulation's earlier draws from (s, a)
             ks = nsupp[s, a]
             if stamp[s, a] != sim:
                 stamp[s, a] = sim
-                tot = 0.0
                 for i in range(ks):
-                    ga = alpha[s, a, supp[s, a, i]]
-                    # Gamma(ga, 1): Marsaglia & Tsang (2000); boosted by U^(1/ga) below 1
-                    if ga == 1.0:
-                        if rp == RB:
-                            _refill(rbuf)
-                            rp = 0
-                        g = -math.log(1.0 - rbuf[rp])
-                        rp += 1
-                    else:
-                        boost = 1.0
-                        sh = ga
-                        if sh < 1.0:
-                            if rp == RB:
-                                _refill(rbuf)
-                                rp = 0
-                            boost = (1.0 - rbuf[rp]) ** (1.0 / sh)
-                            rp += 1
-                            sh += 1.0
-                        dd = sh - 1.0 / 3.0
-                        cc = 1.0 / math.sqrt(9.0 * dd)
-                        while True:
-                            if has_z:
-                                z = z_spare
-                                has_z = False
-                            else:
-                                if rp + 2 > RB:
-                                    _refill(rbuf)
-                                    rp = 0
-                                rad = math.sqrt(-2.0 * math.log(1.0 - rbuf[rp]))
-                                ang = 2.0 * math.pi * rbuf[rp + 1]
-                                rp += 2
-                                z = rad * math.cos(ang)
-                                z_spare = rad * math.sin(ang)
-                                has_z = True
-                            w = 1.0 + cc * z
-                            if w <= 0.0:
-                                continue
-                            w = w * w * w
-                            if rp == RB:
-                                _refill(rbuf)
-                                rp = 0
-                            uu = 1.0 - rbuf[rp]
-                            rp += 1
-                            z2 = z * z
-                            if uu < 1.0 - 0.0331 * z2 * z2:
-                                break
-                            if math.log(uu) < 0.5 * z2 + dd * (1.0 - w + math.log(w)):
-                                break
-                        g = dd * w * boost
-                    tot += g
-                    cum[s, a, i] = tot
-                if tot < 1e-300:  # all mass on one uniformly chosen entry of the support
-                    if rp == RB:
-                        _refill(rbuf)
-                        rp = 0
-                    pick = min(int(rbuf[rp] * ks), ks - 1)
-                    rp += 1
-                    for i in range(ks):
-                        cum[s, a, i] = 0.0 if i < pick else 1.0
-                else:
-                    inv = 1.0 / tot
-                    for i in range(ks):
-                        cum[s, a, i] *= inv
-                    cum[s, a, ks - 1] = 1.0
-            # step the sampled MDP with the uniform v
-            s2 = supp[s, a, ks - 1]
+                    cnt[s, a, i] = 0.0
+                ctot[s, a] = 0.0
+            target = v * (Np[s, a] + ctot[s, a])
+            acc = 0.0
+            idx = ks - 1
             for i in range(ks - 1):
-                if v < cum[s, a, i]:
-                    s2 = supp[s, a, i]
+                acc += alpha[s, a, supp[s, a, i]] + cnt[s, a, i]
+                if target < acc:
+                    idx = i
                     break
+            cnt[s, a, idx] += 1.0
+            ctot[s, a] += 1.0
+            s2 = supp[s, a, idx]
             rew = R[s, a, s2]
             d += 1
             if not in_tree:
@@ -357,8 +303,9 @@ def bamcp_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R,
     """
     np.random.seed(seed)
     nX, nU, _ = theta.shape
-    alpha, _Np, _Pm, supp, nsupp = model_init(theta)
-    cum = np.empty((nX, nU, nX))
+    alpha, Np, _Pm, supp, nsupp = model_init(theta)
+    cnt = np.empty((nX, nU, nX))
+    ctot = np.empty((nX, nU))
     stamp = np.full((nX, nU), -1, dtype=np.int64)
     Qrl = np.zeros((nX, nU))
     gset = np.empty((nX, nU), dtype=np.int64)
@@ -389,7 +336,7 @@ def bamcp_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R,
     max_used = 0
     for _t in range(T):
         used = _search(
-            x, K, D, gamma, R, alpha, supp, nsupp, cum, stamp, sim0, gset, gcount,
+            x, K, D, gamma, R, alpha, Np, supp, nsupp, cnt, ctot, stamp, sim0, gset, gcount,
             vN, vstate, vsib, qN, qW, qhead, path_node, path_a, path_r, scores, tie, rbuf,
             rstate,
         )  # fmt: skip
@@ -401,7 +348,7 @@ def bamcp_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R,
         r = env_reward(Renv, Rstd, gaussian, x, u, y)
         ret += disc * r
         disc *= gamma
-        model_update(alpha, _Np, _Pm, supp, nsupp, x, u, y)
+        model_update(alpha, Np, _Pm, supp, nsupp, x, u, y)
         _ql_update(Qrl, gset, gcount, x, u, y, r, gamma)
         x = y
     return ret, max_used, cap

@@ -32,7 +32,7 @@ import numpy as np
 from numba import njit
 
 from ..formulas import eval_rpn
-from ..solvers import q_iteration
+from ..solvers import q_solve
 from ._kernels import argmax_random_tie, env_reset, env_reward, env_step, model_init, model_update
 
 
@@ -55,7 +55,7 @@ def initial_q(counts, Rm, used, gamma, horizon):
     for k in range(3):
         if used[k]:
             N, Np, Pm, supp, nsupp = model_init(counts[k])
-            q_iteration(Pm, Rm, supp, nsupp, gamma, horizon, Q[k])
+            q_solve(Pm, Rm, supp, nsupp, gamma, horizon, Q[k])
     return Q
 
 
@@ -79,11 +79,11 @@ def formula_trajectory(
     N2, Np2, P2, s2, ns2 = model_init(counts[2])
     if solve_reset:
         if used[0]:
-            q_iteration(P0, Rm, s0, ns0, gamma, horizon, Q[0])
+            q_solve(P0, Rm, s0, ns0, gamma, horizon, Q[0])
         if used[1]:
-            q_iteration(P1, Rm, s1, ns1, gamma, horizon, Q[1])
+            q_solve(P1, Rm, s1, ns1, gamma, horizon, Q[1])
         if used[2]:
-            q_iteration(P2, Rm, s2, ns2, gamma, horizon, Q[2])
+            q_solve(P2, Rm, s2, ns2, gamma, horizon, Q[2])
     else:
         Q[:] = Qinit
     stack = np.empty(max(n_codes, 1))
@@ -107,13 +107,13 @@ def formula_trajectory(
         disc *= gamma
         if used[0]:
             model_update(N0, Np0, P0, s0, ns0, x, u, y)
-            q_iteration(P0, Rm, s0, ns0, gamma, horizon, Q[0])
+            q_solve(P0, Rm, s0, ns0, gamma, horizon, Q[0])
         if used[1]:
             model_update(N1, Np1, P1, s1, ns1, x, u, y)
-            q_iteration(P1, Rm, s1, ns1, gamma, horizon, Q[1])
+            q_solve(P1, Rm, s1, ns1, gamma, horizon, Q[1])
         if used[2]:
             model_update(N2, Np2, P2, s2, ns2, x, u, y)
-            q_iteration(P2, Rm, s2, ns2, gamma, horizon, Q[2])
+            q_solve(P2, Rm, s2, ns2, gamma, horizon, Q[2])
         x = y
     return ret, fails
 

@@ -25,7 +25,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ..solvers import q_iteration
+from ..solvers import q_solve
 from ._kernels import env_reset, env_reward, env_step, model_init, model_update
 from .base import COMPAT, Algorithm, Episode, Param, Trained, positive
 
@@ -74,7 +74,7 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, theta
     x = env_reset(initial_state, nX)
     N, Np, Pm, supp, nsupp = model_init(theta)
     Q = np.zeros((nX, nU))
-    q_iteration(Pm, Rm, supp, nsupp, gamma, horizon, Q)
+    q_solve(Pm, Rm, supp, nsupp, gamma, horizon, Q)
     ret = 0.0
     disc = 1.0
     for _t in range(horizon):
@@ -86,7 +86,7 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, theta
         ret += disc * env_reward(R, Rstd, gaussian, x, u, y)
         disc *= gamma
         model_update(N, Np, Pm, supp, nsupp, x, u, y)
-        q_iteration(Pm, Rm, supp, nsupp, gamma, horizon, Q)
+        q_solve(Pm, Rm, supp, nsupp, gamma, horizon, Q)
         x = y
     return ret
 
