@@ -54,17 +54,20 @@ def finish(p: subprocess.Popen, timeout: float = 600) -> tuple[int, str]:
     return p.returncode, out
 
 
-def run_pids(pattern: str) -> list[int]:
-    """PIDs of `bbrl run` processes whose command line contains ``pattern``."""
+def run_pids(workdir: Path, *patterns: str) -> list[int]:
+    """PIDs of `bbrl run` processes working in ``workdir`` whose command line contains
+    every pattern."""
     pids = []
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
             continue
         try:
             cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            cwd = os.readlink(d / "cwd")
         except OSError:
             continue
-        if "bbrl" in cmd and " run " in cmd and pattern in cmd and "bash" not in cmd:
+        if ("bbrl" in cmd and " run " in cmd and "bash" not in cmd
+                and Path(cwd) == workdir and all(p in cmd for p in patterns)):
             pids.append(int(d.name))
     return pids
 
@@ -101,9 +104,7 @@ def test_killed_run_job_resumes_without_recomputing(tmp_path, uninterrupted):
     killed = None
     t0 = time.time()
     while p.poll() is None and time.time() - t0 < 600:
-        pids = run_pids(f"{tmp_path}/results/agents/GC/bamcp")
-        pids = [q for q in pids if "--mdps 12:24" in
-                (Path(f"/proc/{q}/cmdline").read_bytes().replace(b"\0", b" ").decode())]
+        pids = run_pids(tmp_path, "agents/GC/bamcp", "--mdps 12:24")
         if pids:
             time.sleep(1.5)  # well inside the trajectory loop (start-up ~1 s, ~4 s of work)
             assert not victim.exists(), "the chunk finished before it could be killed"
@@ -140,7 +141,7 @@ def test_corrupted_artefact_fails_the_job_with_a_clear_error(tmp_path):
     assert rc != 0
     logs = list((tmp_path / "results/logs/runs").rglob("*.log"))
     text = "\n".join(p.read_text() for p in logs)
-    assert f"{ts}: not a readable Parquet file" in text, text[-2000:]
+    assert "results/test_sets/GC.parquet: not a readable Parquet file" in text, text[-2000:]
     assert "regenerate" in text
     # the failed jobs left no output behind
     assert not list((tmp_path / "results/runs").rglob(".*.tmp"))
