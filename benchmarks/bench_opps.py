@@ -79,6 +79,9 @@ def main() -> None:
                 "ms_per_trajectory_mean": round(1e3 * statistics.fmean(per), 3),
                 "mean_return": round(float(np.mean(rets)), 3),
                 "original_train_s": orig[0], "original_ms_per_trajectory": orig[1],
+                # the keys the cost model (bbrlcore.cost) reads
+                "algorithm": "opps-ds", "test": prior_name,
+                "ms_per_trajectory": round(1e3 * statistics.fmean(per), 3),
             }
             rows.append(row)
             print(row, file=sys.stderr, flush=True)

@@ -103,6 +103,10 @@ def main() -> None:
             "n_mdps": n,
             "ms_per_trajectory_best": round(best, 1),
             "ms_per_trajectory_median": round(med, 1),
+            # the keys the cost model (bbrlcore.cost) reads
+            "algorithm": name,
+            "test": dist,
+            "ms_per_trajectory": round(best, 1),
             "original_ms": ref_ms,
             "ratio_best": round(best / ref_ms, 3),
         }
@@ -123,6 +127,9 @@ def main() -> None:
                         "decisions": T_SCALING,
                         "ms_per_decision_best": round(best / T_SCALING, 3),
                         "ms_per_decision_median": round(med / T_SCALING, 3),
+                        "algorithm": name,
+                        "test": dist,
+                        "ms_per_decision": round(best / T_SCALING, 3),
                     }
                     scaling.append(row)
                     print(row)
