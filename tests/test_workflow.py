@@ -405,3 +405,23 @@ def test_full_config_dry_run_is_fast_and_small(tmp_path):
     assert 0 < jobs["total"] < 10_000
     assert elapsed < 30, f"dry run took {elapsed:.1f} s"
     shutil.rmtree(tmp_path / ".snakemake", ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_snakemake_report_has_a_caption_for_every_figure(tiny_run, tmp_path):
+    """The export stage ran (results/report/index.html) and `snakemake --report` works,
+    with a caption for every figure."""
+    wd, cfg, _ = tiny_run
+    assert (wd / "results/report/index.html").exists()
+    figures = sorted((wd / "results/report/figures").glob("*.png"))
+    assert figures
+    out = tmp_path / "report.html"
+    r = _snake(wd, cfg, "--report", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    html = out.read_text()
+    for f in figures:
+        assert f.name in html, f.name
+    n_exp = len(P.load(cfg).experiments)
+    assert html.count("Time-constraint map for experiment") == n_exp
+    assert html.count("with its 95% interval") == 2 * n_exp  # offline and online figures
+    assert "Hardness of the test sets" in html
