@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from . import cost
+from .agents.base import show_value
 from .errors import BBRLError
 
 #: Top-level keys and their defaults (``...`` = required).
@@ -117,7 +118,7 @@ class AgentConfig:
         for k, v in self.params:
             if k == "formula_set" and formula_paths and v in formula_paths:
                 v = formula_paths[v]
-            out.append(f"--param {k}={_show(v)}")
+            out.append(f"--param {k}={show_value(v)}")
         return " ".join(out)
 
 
@@ -231,16 +232,6 @@ class Plan:
 
 # ---------------------------------------------------------------------------------------
 # Loading and checking
-
-
-def _show(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        return format(v, ".12g")
-    return str(v)
 
 
 def _fail(source: str, key: str, msg: str) -> BBRLError:
@@ -491,7 +482,7 @@ def _expand(name, params, grid, gkey, fail, fsets) -> list[dict[str, Any]]:
             if tv is not None and p.check is not None:
                 err = p.check(tv)
                 if err:
-                    raise fail(f"{w}={_show(tv)}", err)
+                    raise fail(f"{w}={show_value(tv)}", err)
             if k == "formula_set":
                 _check_formula_set(tv, w, fail, fsets)
             typed.append(tv)
@@ -525,5 +516,5 @@ def _key(name: str, params: tuple[tuple[str, Any], ...]) -> str:
             continue
         if k == "formula_set" and isinstance(v, str) and ("/" in v or "." in v):
             v = Path(v).stem
-        parts.append(f"{k}={_show(v)}")
+        parts.append(f"{k}={show_value(v)}")
     return "__".join(parts)

@@ -159,6 +159,26 @@ def _lu_solve(A, b):
 
 
 @njit(cache=True)
+def _evaluate_policy(P, R, supp, nsupp, gamma, pi, A, b):
+    """Exact value of the deterministic policy ``pi``: solve
+    :math:`(I-\\gamma P_\\pi)V = r_\\pi` (dense); the values are returned in ``b``."""
+    nX = b.shape[0]
+    for i in range(nX):
+        for j in range(nX):
+            A[i, j] = 0.0
+        A[i, i] = 1.0
+        u = pi[i]
+        acc = 0.0
+        for k in range(nsupp[i, u]):
+            y = supp[i, u, k]
+            p = P[i, u, y]
+            A[i, y] -= gamma * p
+            acc += p * R[i, u, y]
+        b[i] = acc
+    _lu_solve(A, b)
+
+
+@njit(cache=True)
 def guez_policy_iteration(P, R, supp, nsupp, gamma, tol, V, pi, A, b):
     r"""The Guez value iteration's answer, reached by policy iteration (in place).
 
@@ -174,20 +194,7 @@ def guez_policy_iteration(P, R, supp, nsupp, gamma, tol, V, pi, A, b):
     tol2 = tol * tol
     sweeps = 0
     for _it in range(100):
-        # evaluate pi exactly
-        for i in range(nX):
-            for j in range(nX):
-                A[i, j] = 0.0
-            A[i, i] = 1.0
-            u = pi[i]
-            acc = 0.0
-            for k in range(nsupp[i, u]):
-                y = supp[i, u, k]
-                p = P[i, u, y]
-                A[i, y] -= gamma * p
-                acc += p * R[i, u, y]
-            b[i] = acc
-        _lu_solve(A, b)
+        _evaluate_policy(P, R, supp, nsupp, gamma, pi, A, b)  # V of pi, exactly
         for i in range(nX):
             V[i] = b[i]
         # one Guez sweep from the evaluated values
@@ -261,19 +268,7 @@ def q_solve(P, R, supp, nsupp, gamma, horizon, Q):
                 best = Q[x, u]
                 pi[x] = u
     for _it in range(200):
-        for i in range(nX):
-            for j in range(nX):
-                A[i, j] = 0.0
-            A[i, i] = 1.0
-            u = pi[i]
-            acc = 0.0
-            for k in range(nsupp[i, u]):
-                y = supp[i, u, k]
-                p = P[i, u, y]
-                A[i, y] -= gamma * p
-                acc += p * R[i, u, y]
-            b[i] = acc
-        _lu_solve(A, b)
+        _evaluate_policy(P, R, supp, nsupp, gamma, pi, A, b)
         stable = True
         for x in range(nX):
             for u in range(nU):

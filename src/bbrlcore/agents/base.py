@@ -115,7 +115,7 @@ class Algorithm:
             if value is not None and p.check is not None:
                 err = p.check(value)
                 if err:
-                    raise BBRLError(f"{source} {p.name}={_show(value)}: {err}")
+                    raise BBRLError(f"{source} {p.name}={show_value(value)}: {err}")
             out[p.name] = value
         return out
 
@@ -130,11 +130,12 @@ class Algorithm:
                 if v:
                     parts.append("compat=true")
                 continue
-            parts.append(f"{p.name}={p.id_value(v) if p.id_value else _show(v)}")
+            parts.append(f"{p.name}={p.id_value(v) if p.id_value else show_value(v)}")
         return "__".join(parts)
 
 
-def _show(v: Any) -> str:
+def show_value(v: Any) -> str:
+    """A parameter value as agent ids and messages show it (floats with ``.12g``)."""
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, int):

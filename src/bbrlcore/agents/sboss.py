@@ -86,7 +86,7 @@ import numpy as np
 from numba import njit
 
 from ..errors import BBRLError
-from ..solvers import GUEZ_MAX_SWEEPS, GUEZ_TOLERANCE
+from ..solvers import GUEZ_MAX_SWEEPS, GUEZ_TOLERANCE, _lu_solve
 from ._kernels import env_reset, env_reward, env_step
 from .base import COMPAT, Algorithm, Episode, Param, Trained, positive
 
@@ -321,32 +321,8 @@ def _evaluate(probs, off, mK, supp, nsupp, Rm, gamma, pi, V):
             A[x, y] -= gamma * p
             acc += p * Rm[x, u, y]
         b[x] = acc
-    _solve_dominant(A, b)
+    _lu_solve(A, b)
     V[:] = b
-
-
-@njit(cache=True)
-def _solve_dominant(A, b):
-    """Solve A z = b in place (z in ``b``) by Gaussian elimination without pivoting.
-
-    Stable here: A = I - gamma P is strictly diagonally dominant (gamma < 1), a property
-    elimination preserves.
-    """
-    n = b.shape[0]
-    for i in range(n):
-        piv = A[i, i]
-        for r in range(i + 1, n):
-            f = A[r, i]
-            if f != 0.0:
-                f /= piv
-                for c in range(i + 1, n):
-                    A[r, c] -= f * A[i, c]
-                b[r] -= f * b[i]
-    for i in range(n - 1, -1, -1):
-        acc = b[i]
-        for c in range(i + 1, n):
-            acc -= A[i, c] * b[c]
-        b[i] = acc / A[i, i]
 
 
 @njit(cache=True)
