@@ -85,16 +85,21 @@ def model_init(counts):
 
 
 @njit(cache=True)
+def support_insert(supp, nsupp, x, u, y):
+    """Insert ``y`` into the sorted support ``supp[x, u, :nsupp[x, u]]`` (not present)."""
+    k = nsupp[x, u]
+    while k > 0 and supp[x, u, k - 1] > y:
+        supp[x, u, k] = supp[x, u, k - 1]
+        k -= 1
+    supp[x, u, k] = y
+    nsupp[x, u] += 1
+
+
+@njit(cache=True)
 def model_update(N, Np, P, supp, nsupp, x, u, y):
     """Observe (x, u, y): N(x,u,y) += 1, Np(x,u) += 1, recompute row (x, u) of P."""
     if N[x, u, y] == 0.0:
-        # insert y into the sorted support of (x, u)
-        k = nsupp[x, u]
-        while k > 0 and supp[x, u, k - 1] > y:
-            supp[x, u, k] = supp[x, u, k - 1]
-            k -= 1
-        supp[x, u, k] = y
-        nsupp[x, u] += 1
+        support_insert(supp, nsupp, x, u, y)
     N[x, u, y] += 1.0
     Np[x, u] += 1.0
     inv = 1.0 / Np[x, u]

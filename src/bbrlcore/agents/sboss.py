@@ -87,7 +87,7 @@ from numba import njit
 
 from ..errors import BBRLError
 from ..solvers import GUEZ_MAX_SWEEPS, GUEZ_TOLERANCE, _lu_solve
-from ._kernels import env_reset, env_reward, env_step
+from ._kernels import env_reset, env_reward, env_step, support_insert
 from .base import COMPAT, Algorithm, Episode, Param, Trained, positive
 
 #: Reward of the reference's filler actions (compat): C's INT_MIN.
@@ -436,12 +436,7 @@ def _trajectory(
         disc *= gamma
         # posterior update
         if alpha[x, u, y] == 0.0:  # a transition outside the prior's support
-            c = nsupp[x, u]
-            while c > 0 and supp[x, u, c - 1] > y:
-                supp[x, u, c] = supp[x, u, c - 1]
-                c -= 1
-            supp[x, u, c] = y
-            nsupp[x, u] += 1
+            support_insert(supp, nsupp, x, u, y)
         alpha[x, u, y] += 1.0
         n[x, u] += 1.0
         dev = deviation(snap_alpha[x, u], snap_n[x, u], alpha[x, u], n[x, u], compat)
