@@ -6,9 +6,9 @@ import math
 
 import numpy as np
 import pytest
-from numba import njit
 
 from bbrlcore.agents import get, sboss
+from bbrlcore.agents._rng import rng_new
 from bbrlcore.agents.base import Episode
 from bbrlcore.distributions import builtin
 from bbrlcore.errors import BBRLError
@@ -173,7 +173,8 @@ def test_merged_model_is_sparse_at_tiny_epsilon():
     theta = builtin("GC").theta
     K = sboss.sample_counts(theta, 1e-6)
     supp, nsupp = _support(theta)
-    probs, off, mK = sboss.build_merged(theta, supp, nsupp, K, False)
+    probs, off, mK, soff, rexp = sboss.build_merged(theta, supp, nsupp, K, builtin("GC").reward,
+                                                    False, rng_new(1))
     assert (mK == 83334).all()
     assert probs.shape == (15 * 83334 * 2,)  # ~20 MB, not 5 * 3*83334 * 5 doubles
     assert probs.nbytes < 25e6
@@ -189,19 +190,15 @@ def test_merged_model_deterministic_rows():
     theta = builtin("GDL").theta
     K = sboss.sample_counts(theta, 0.01)
     supp, nsupp = _support(theta)
-    probs, off, mK = sboss.build_merged(theta, supp, nsupp, K, False)
+    R = builtin("GDL").reward
+    probs, off, mK, soff, rexp = sboss.build_merged(theta, supp, nsupp, K, R, False, rng_new(1))
     assert (mK == np.maximum(K, 1)).all()
     # the deterministic rows' single sample is the known transition
     for x in (1, 2, 3, 4, 8):
         for u in range(2):
             assert nsupp[x, u] == 1 and probs[off[x, u]] == 1.0
-    probs_c, _, mK_c = sboss.build_merged(theta, supp, nsupp, K, True)
+    probs_c, _, mK_c, _, _ = sboss.build_merged(theta, supp, nsupp, K, R, True, rng_new(1))
     assert (mK_c == K).all() and probs_c.size == int((K * nsupp).sum())
-
-
-@njit
-def _numba_seed(seed):
-    np.random.seed(seed)
 
 
 def _dense_merged(probs, off, mK, supp, nsupp, Rm, compat):
@@ -254,14 +251,22 @@ def _dense_guez(Pm, Rmm, gamma, tol):
 def test_merged_vi_matches_dense_reference(prior, eps, compat, pi_steps):
     d = builtin(prior)
     theta = d.theta.copy()
-    _numba_seed(3)
     K = sboss.sample_counts(theta, eps)
     supp, nsupp = _support(theta)
-    probs, off, mK = sboss.build_merged(theta, supp, nsupp, K, compat)
+    probs, off, mK, soff, rexp = sboss.build_merged(theta, supp, nsupp, K, d.reward, compat,
+                                                    rng_new(3))
+    # each sample's expected reward is sum_j p_j R(x, u, y_j)
+    for x in range(d.n_states):
+        for u in range(d.n_actions):
+            ns = nsupp[x, u]
+            ys = supp[x, u, :ns]
+            for k in range(mK[x, u]):
+                p = probs[off[x, u] + k * ns: off[x, u] + (k + 1) * ns]
+                assert rexp[soff[x, u] + k] == pytest.approx(float(p @ d.reward[x, u, ys]))
     V = np.zeros(d.n_states)
     pi = np.zeros(d.n_states, dtype=np.int64)
     sboss.merged_value_iteration(
-        probs, off, mK, supp, nsupp, d.reward, 0.95, 1e-4, compat, V, pi, pi_steps
+        probs, off, mK, soff, rexp, supp, nsupp, 0.95, 1e-4, compat, V, pi, pi_steps
     )
     Pm, Rmm = _dense_merged(probs, off, mK, supp, nsupp, d.reward, compat)
     Vd, pid = _dense_guez(Pm, Rmm, 0.95, 1e-4)

@@ -43,7 +43,7 @@ GUEZ_TOLERANCE = 1e-4
 GUEZ_MAX_SWEEPS = 1_000_000
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def support_of(P):
     """Return ``(supp, nsupp)``: for each (x, u) the successors y with P > 0, increasing."""
     nX, nU, _ = P.shape
@@ -60,7 +60,7 @@ def support_of(P):
     return supp, nsupp
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def q_iteration(P, R, supp, nsupp, gamma, horizon, Q):
     """BBRL Q-iteration, warm-started from ``Q`` and updated in place.
 
@@ -92,7 +92,7 @@ def q_iteration(P, R, supp, nsupp, gamma, horizon, Q):
             return sweeps
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def guez_value_iteration(P, R, supp, nsupp, gamma, tol, V, pi):
     """Guez value iteration, warm-started from ``V``; ``V`` and ``pi`` updated in place.
 
@@ -125,16 +125,24 @@ def guez_value_iteration(P, R, supp, nsupp, gamma, tol, V, pi):
             return sweeps
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _lu_solve(A, b):
-    """Solve A x = b in place (Gaussian elimination, partial pivoting); x returned in b."""
+    """Solve A x = b in place (Gaussian elimination, partial pivoting); x returned in b.
+
+    The pivot row is copied to a separate buffer and each row is updated through a
+    view (rows of 12 or more entries), so the inner loop has no possible aliasing and
+    vectorises (about twice as fast as plain ``A[i, j]`` indexing at n = 25; the
+    arithmetic, hence the result, is the same).
+    """
     n = b.shape[0]
+    r = np.empty(n)
     for k in range(n):
         piv = k
         big = abs(A[k, k])
         for i in range(k + 1, n):
-            if abs(A[i, k]) > big:
-                big = abs(A[i, k])
+            v = abs(A[i, k])
+            if v > big:
+                big = v
                 piv = i
         if piv != k:
             for j in range(n):
@@ -145,12 +153,21 @@ def _lu_solve(A, b):
             b[k] = b[piv]
             b[piv] = tmp
         inv = 1.0 / A[k, k]
+        m = n - k - 1
+        for j in range(m):
+            r[j] = A[k, k + 1 + j]
+        bk = b[k]
         for i in range(k + 1, n):
             f = A[i, k] * inv
             if f != 0.0:
-                for j in range(k + 1, n):
-                    A[i, j] -= f * A[k, j]
-                b[i] -= f * b[k]
+                if m >= 12:
+                    row = A[i, k + 1:]
+                    for j in range(m):
+                        row[j] -= f * r[j]
+                else:  # short rows: a view costs more than it saves
+                    for j in range(m):
+                        A[i, k + 1 + j] -= f * r[j]
+                b[i] -= f * bk
     for k in range(n - 1, -1, -1):
         acc = b[k]
         for j in range(k + 1, n):
@@ -158,7 +175,7 @@ def _lu_solve(A, b):
         b[k] = acc / A[k, k]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _evaluate_policy(P, R, supp, nsupp, gamma, pi, A, b):
     """Exact value of the deterministic policy ``pi``: solve
     :math:`(I-\\gamma P_\\pi)V = r_\\pi` (dense); the values are returned in ``b``."""
@@ -178,7 +195,7 @@ def _evaluate_policy(P, R, supp, nsupp, gamma, pi, A, b):
     _lu_solve(A, b)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def guez_policy_iteration(P, R, supp, nsupp, gamma, tol, V, pi, A, b):
     r"""The Guez value iteration's answer, reached by policy iteration (in place).
 
@@ -222,7 +239,7 @@ def guez_policy_iteration(P, R, supp, nsupp, gamma, tol, V, pi, A, b):
     return sweeps + guez_value_iteration(P, R, supp, nsupp, gamma, tol, V, pi)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def q_solve(P, R, supp, nsupp, gamma, horizon, Q):
     r"""The BBRL Q-iteration's answer, warm-started from ``Q`` (updated in place).
 

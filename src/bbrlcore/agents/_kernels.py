@@ -1,8 +1,10 @@
 """numba building blocks shared by the agents' trajectory kernels.
 
 Environment (a drawn test MDP), the counting model of the posterior mean (spec 01 §2.3),
-tie-breaking rules and Dirichlet sampling. All randomness comes from numba's internal
-generator, seeded once per trajectory by the kernel (``np.random.seed(seed)``).
+tie-breaking rules and Dirichlet sampling. Randomness comes from numba's internal
+generator, seeded once per trajectory by the kernel (``np.random.seed(seed)``), except in
+kernels that carry their own :mod:`._rng` state (SBOSS): they call the environment
+through :func:`env_transition`, which takes the uniform draw as an argument.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from numba import njit
 # The environment
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def env_reset(initial_state, nX):
     """Initial state: the fixed one, or uniform over the states when it is -1."""
     if initial_state < 0:
@@ -22,14 +24,14 @@ def env_reset(initial_state, nX):
     return initial_state
 
 
-@njit(cache=True)
-def env_step(P, x, u):
-    """Draw the next state: the smallest y with s <= sum_{k<=y} P(x,u,k).
+@njit(cache=True, error_model="numpy")
+def env_transition(P, x, u, s):
+    """Next state for the uniform draw ``s`` in [0, 1): the smallest y with
+    s < sum_{k<=y} P(x,u,k).
 
     Rounding may leave a row summing to slightly less than 1; the draw then falls back to
     the last state of the row's support (not to state 0 as the reference does).
     """
-    s = np.random.random()
     acc = 0.0
     nX = P.shape[2]
     last = 0
@@ -43,7 +45,13 @@ def env_step(P, x, u):
     return last
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
+def env_step(P, x, u):
+    """Draw the next state with numba's generator (see :func:`env_transition`)."""
+    return env_transition(P, x, u, np.random.random())
+
+
+@njit(cache=True, error_model="numpy")
 def env_reward(R, Rstd, gaussian, x, u, y):
     """Reward of the transition: the mean, plus Gaussian noise for Gaussian rewards."""
     if gaussian:
@@ -55,7 +63,7 @@ def env_reward(R, Rstd, gaussian, x, u, y):
 # The counting model (posterior mean of the Dirichlet)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def model_init(counts):
     """Counting model from initial pseudo-counts: ``(N, Np, P, supp, nsupp)``.
 
@@ -84,7 +92,7 @@ def model_init(counts):
     return N, Np, P, supp, nsupp
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def support_insert(supp, nsupp, x, u, y):
     """Insert ``y`` into the sorted support ``supp[x, u, :nsupp[x, u]]`` (not present)."""
     k = nsupp[x, u]
@@ -95,7 +103,7 @@ def support_insert(supp, nsupp, x, u, y):
     nsupp[x, u] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def model_update(N, Np, P, supp, nsupp, x, u, y):
     """Observe (x, u, y): N(x,u,y) += 1, Np(x,u) += 1, recompute row (x, u) of P."""
     if N[x, u, y] == 0.0:
@@ -112,7 +120,7 @@ def model_update(N, Np, P, supp, nsupp, x, u, y):
 # Action choice
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def argmax_random_tie(q):
     """Index of the maximum of ``q``; exact ties broken uniformly at random."""
     n = q.shape[0]
@@ -141,7 +149,7 @@ def argmax_random_tie(q):
 # Dirichlet sampling
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def dirichlet_row(alpha, out):
     """Draw ``out ~ Dir(alpha)`` as normalised Gamma variates.
 

@@ -100,7 +100,7 @@ INF = 1e10
 RBUF = 4096
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _refill(rbuf):
     """Refill the buffer of uniforms from numba's generator (seeded once per trajectory).
 
@@ -112,7 +112,7 @@ def _refill(rbuf):
         rbuf[i] = np.random.random()
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _search(
     x, K, D, gamma, R, alpha, Np, supp, nsupp, cnt, ctot, stamp, sim0, gset, gcount,
     vN, vstate, vsib, qN, qW, qhead, path_node, path_a, path_r, scores, tie, rbuf, rstate,
@@ -264,7 +264,7 @@ def _search(
     return used
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _greedy_root(qN, qW, nU, scores):
     """Final choice: the largest mean root Q (unvisited: 0), ties uniformly."""
     for a in range(nU):
@@ -273,7 +273,7 @@ def _greedy_root(qN, qW, nU, scores):
     return argmax_random_tie(scores)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _ql_update(Qrl, gset, gcount, x, u, y, r, gamma):
     """Q-learning of the rollout policy on a real transition; recompute G(x)."""
     nU = Qrl.shape[1]
@@ -294,7 +294,7 @@ def _ql_update(Qrl, gset, gcount, x, u, y, r, gamma):
     gcount[x] = c
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def bamcp_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R, K, D, seed):
     """One whole BAMCP trajectory on test MDP ``P``.
 

@@ -37,14 +37,14 @@ from .base import COMPAT, Algorithm, Episode, Param, Trained, non_negative
 _NO_COUNTERS = np.zeros(0, dtype=np.int64)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _set_bonus(Rb, Rm, Np, b, x, u):
     bonus = b / (1.0 + Np[x, u])
     for y in range(Rm.shape[2]):
         Rb[x, u, y] = Rm[x, u, y] + bonus
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, theta, Rm, b, tol):
     np.random.seed(seed)
     nX, nU, _ = P.shape

@@ -75,7 +75,7 @@ from .base import Algorithm, Episode, Param, Trained, at_least_one
 RBUF = 4096
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _refill(rbuf):
     """Refill the buffer of uniforms from numba's generator (seeded once per trajectory).
 
@@ -87,7 +87,7 @@ def _refill(rbuf):
         rbuf[i] = np.random.random()
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _draw(pc, pcsum, supp, nsupp, s, b, r):
     """Next state for the uniform ``r`` from the predictive pc(s, b, .) / pcsum(s, b)."""
     r *= pcsum[s, b]
@@ -101,7 +101,7 @@ def _draw(pc, pcsum, supp, nsupp, s, b, r):
     return supp[s, b, k - 1]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _backup(node, R, gamma, vmin, vmax, vstate, vU, vL, qU, qL, nsucc, sstate, smult, schild, C):
     """Bellman backup of the bounds of ``node`` (spec 02 §5.7)."""
     s = vstate[node]
@@ -133,7 +133,7 @@ def _backup(node, R, gamma, vmin, vmax, vstate, vU, vL, qU, qL, nsucc, sstate, s
     vL[node] = best_l
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _fsss(
     x, a, s1, N, C, D, gamma, R, vmin, vmax, pc, pcsum, supp, nsupp,
     vstate, vU, vL, qU, qL, nsucc, sstate, smult, schild,
@@ -299,7 +299,7 @@ def _fsss(
     return vU[root], used
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def bfs3_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R, K, C, D, seed):
     """One whole BFS3 trajectory on test MDP ``P``.
 

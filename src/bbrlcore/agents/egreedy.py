@@ -24,7 +24,7 @@ from .base import Algorithm, Episode, Param, Trained, in_unit_interval
 _NO_COUNTERS = np.zeros(0, dtype=np.int64)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, theta, Rm, epsilon):
     np.random.seed(seed)
     nX, nU, _ = P.shape

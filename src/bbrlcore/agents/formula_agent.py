@@ -47,7 +47,7 @@ def feature_counts(theta: np.ndarray) -> np.ndarray:
     return c
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def initial_q(counts, Rm, used, gamma, horizon):
     """Q of each used feature's initial model, solved from zero; shape (3, nX, nU)."""
     _, nX, nU, _ = counts.shape
@@ -59,7 +59,7 @@ def initial_q(counts, Rm, used, gamma, horizon):
     return Q
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def formula_trajectory(
     P, R, Rstd, gaussian, initial_state, gamma, horizon,
     codes, n_codes, used, counts, Rm, Qinit, solve_reset, stop_on_failure,
@@ -118,7 +118,7 @@ def formula_trajectory(
     return ret, fails
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def play_formula(
     P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, codes, used, counts, Rm
 ):  # fmt: skip

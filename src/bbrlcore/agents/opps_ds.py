@@ -63,7 +63,7 @@ _ATTEMPTS, _SUCCESS, _BUDGET, _NEXT_INIT = 0, 1, 2, 3
 _GOLDEN = 0x9E3779B97F4A7C15
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def pull_seed(base, k):
     """Seed (31 bits) of pull ``k``: splitmix64 of ``base + k·φ``."""
     z = np.uint64(base) + np.uint64(k) * np.uint64(_GOLDEN)
@@ -73,7 +73,7 @@ def pull_seed(base, k):
     return np.int64(z >> np.uint64(33))
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def ucb1_select(mu, npull, disc, n_total, c):
     """Arm maximising mu_i + c sqrt(ln N / n_i) over live arms (exact ties at random);
     -1 when every arm is discarded."""
@@ -103,7 +103,7 @@ def ucb1_select(mu, npull, disc, n_total, c):
     return -1
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def ucb1_step(mu, npull, disc, st, c):
     """Choose the arm of the next pull (RNG already seeded); -1 when nothing is left."""
     K = mu.shape[0]
@@ -116,7 +116,7 @@ def ucb1_step(mu, npull, disc, st, c):
     return ucb1_select(mu, npull, disc, st[_SUCCESS], c)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def ucb1_record(mu, npull, disc, st, arm, payoff, ok):
     """Record the outcome of a pull (spec 02 §3.4 update)."""
     st[_ATTEMPTS] += 1
@@ -130,7 +130,7 @@ def ucb1_record(mu, npull, disc, st, arm, payoff, ok):
     st[_BUDGET] -= 1
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def bandit_batch(mu, npull, disc, st, c, base, max_attempts, means, sds):
     """UCB1 on a synthetic Gaussian bandit (payoff ~ N(means[i], sds[i]); a negative sd
     makes the arm fail): the same loop as :func:`opps_batch`, for tests."""
@@ -147,7 +147,7 @@ def bandit_batch(mu, npull, disc, st, c, base, max_attempts, means, sds):
     return done
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def opps_batch(
     mu, npull, disc, st, c, base, max_attempts,
     codes, lengths, used, theta, counts, Rm, Rstd, gaussian, initial_state,

@@ -15,7 +15,7 @@ from .base import Algorithm, Episode, Trained
 _NO_COUNTERS = np.zeros(0, dtype=np.int64)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed):
     np.random.seed(seed)
     nX, nU, _ = P.shape

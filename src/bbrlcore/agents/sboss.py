@@ -68,9 +68,14 @@ sweeps of the same size. In default mode small δ resamples at nearly every step
 prior (the paper's algorithm, not an implementation choice), so small ε with small δ is
 expensive: the cost is :math:`O(\text{resamples} \times \sum K'|S| \times \text{sweeps})`.
 The ``resamples`` counter (first build included) records the rate. Dirichlet rows are
-drawn over the support only, as normalised Gamma variates; integer shapes up to 8 (the
-posterior counts of the integer priors) use the exact identity
-:math:`\Gamma(k,1) = -\log \prod_{i\le k} U_i`, which is faster than the general sampler.
+drawn over the support only, as normalised Gamma variates from the kernel's own
+xoshiro256** generator (:mod:`._rng`, seeded from the trajectory seed); integer shapes up
+to 8 (the posterior counts of the integer priors) use the exact identity
+:math:`\Gamma(k,1) = -\log \prod_{i\le k} U_i`. Each sample also stores its expected
+reward :math:`\bar r = \sum_j p_j R(x,u,y_j)` (rewards are known), so a sweep computes
+:math:`Q = \bar r + \gamma \sum_j p_j V(y_j)`. Between two rebuilds a step costs a
+transition draw, the count update and the deviation test; K(x, u) of the pairs observed
+since the last rebuild is recomputed at the next one (the only place K is read).
 
 Paper: P. S. Castro and D. Precup, "Smarter sampling in model-based Bayesian
 reinforcement learning", ECML PKDD 2010 (LNCS 6321); BOSS: J. Asmuth,
@@ -87,7 +92,8 @@ from numba import njit
 
 from ..errors import BBRLError
 from ..solvers import GUEZ_MAX_SWEEPS, GUEZ_TOLERANCE, _lu_solve
-from ._kernels import env_reset, env_reward, env_step, support_insert
+from ._kernels import env_transition, support_insert
+from ._rng import rng_gamma, rng_new, rng_normal, rng_randint, rng_uniform
 from .base import COMPAT, Algorithm, Episode, Param, Trained, positive
 
 #: Reward of the reference's filler actions (compat): C's INT_MIN.
@@ -105,7 +111,7 @@ PI_MAX_STATES = 200
 # Sample counts and posterior deviation
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def row_sample_count(alpha, n, x, u, epsilon):
     """K(x,u) = max_y ceil(Var_y / epsilon) with the Dirichlet marginal variances."""
     nX = alpha.shape[2]
@@ -120,7 +126,7 @@ def row_sample_count(alpha, n, x, u, epsilon):
     return np.int64(math.ceil(best / (nn * nn * (nn + 1.0)) / epsilon))
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def sample_counts(alpha, epsilon):
     """K for every pair of the posterior ``alpha`` (shape (nX, nU))."""
     nX, nU, _ = alpha.shape
@@ -138,63 +144,80 @@ def sample_counts(alpha, epsilon):
     return K
 
 
-@njit(cache=True)
-def deviation(snap_row, snap_n, row, n, compat):
-    """Posterior deviation sum_y |a~_y/n~ - a_y/n| / sigma~_y of one pair.
+@njit(cache=True, error_model="numpy")
+def pair_deviation(snap_alpha, snap_n, alpha, n, x, u, compat):
+    """Posterior deviation sum_y |a~_y/n~ - a_y/n| / sigma~_y of pair (x, u).
 
-    A term with sigma~ = 0 is +inf if the probability changed; if it did not, it is 0
-    (default) or NaN (compat: the whole deviation is then NaN).
+    ``snap_alpha``/``snap_n`` is the snapshot of the posterior taken at the last
+    resampling, ``alpha``/``n`` the current one. A term with sigma~ = 0 (a~_y = 0, or
+    a~_y = n~: a single-entry snapshot row) is +inf if the probability changed; if it did
+    not, it is 0 (default) or NaN (compat: the whole deviation is then NaN, whatever the
+    other terms are). "Changed" is tested exactly (a_y > 0, resp. a_y != n), not by
+    comparing rounded quotients.
     """
-    dev = 0.0
-    sn = snap_n
+    nX = alpha.shape[2]
+    sn = snap_n[x, u]
+    nn = n[x, u]
+    if compat:  # any 0/0 term makes the sum NaN: look for one first (no division)
+        for y in range(nX):
+            sa = snap_alpha[x, u, y]
+            if sa == 0.0:
+                if alpha[x, u, y] == 0.0:
+                    return np.nan
+            elif sa == sn:
+                if alpha[x, u, y] == nn:
+                    return np.nan
     isn = 1.0 / sn
-    inn = 1.0 / n
+    inn = 1.0 / nn
     ivar = 1.0 / (sn * sn * (sn + 1.0))
-    for y in range(row.shape[0]):
-        sa = snap_row[y]
-        diff = abs(sa * isn - row[y] * inn)
-        var = sa * (sn - sa) * ivar
-        if var > 0.0:
-            dev += diff / math.sqrt(var)
-        elif diff > 0.0:
-            dev = np.inf
-        elif compat:
-            return np.nan  # 0/0: the whole sum is NaN, whatever the other terms are
+    dev = 0.0
+    for y in range(nX):
+        sa = snap_alpha[x, u, y]
+        a = alpha[x, u, y]
+        if sa == 0.0:
+            if a != 0.0:
+                return np.inf
+        elif sa == sn:
+            if a != nn:
+                return np.inf
+        else:
+            dev += abs(sa * isn - a * inn) / math.sqrt(sa * (sn - sa) * ivar)
     return dev
+
+
+@njit(cache=True, error_model="numpy")
+def deviation(snap_row, snap_n, row, n, compat):
+    """:func:`pair_deviation` of one row given as 1-D arrays (snapshot, current)."""
+    m = row.shape[0]
+    sa = np.empty((1, 1, m))
+    a = np.empty((1, 1, m))
+    sa[0, 0, :] = snap_row
+    a[0, 0, :] = row
+    sn = np.full((1, 1), snap_n)
+    nn = np.full((1, 1), n)
+    return pair_deviation(sa, sn, a, nn, 0, 0, compat)
 
 
 # ---------------------------------------------------------------------------------------
 # The sparse merged model
 
 
-@njit(cache=True)
-def gamma_variate(a):
-    """One Gamma(a, 1) variate (a > 0).
-
-    Small integer shapes (the posterior counts of integer priors) use the exact identity
-    Gamma(k, 1) = -log(U_1 ... U_k) with uniform U_i in (0, 1], several times faster than
-    the general sampler; other shapes use ``np.random.gamma``.
-    """
-    if a <= 8.0 and a == math.floor(a):
-        prod = 1.0 - np.random.random()
-        for _i in range(int(a) - 1):
-            prod *= 1.0 - np.random.random()
-        return -math.log(prod)
-    return np.random.gamma(a, 1.0)
-
-
-@njit(cache=True)
-def build_merged(alpha, supp, nsupp, K, compat):
-    """Draw the merged model's samples; return ``(probs, off, mK)``.
+@njit(cache=True, error_model="numpy")
+def build_merged(alpha, supp, nsupp, K, Rm, compat, rs):
+    """Draw the merged model's samples; return ``(probs, off, mK, soff, rexp)``.
 
     ``mK[x, u]`` samples of pair (x, u) (``max(K, 1)`` by default, ``K`` in compat), each a
     Dirichlet draw over the support ``supp[x, u, :nsupp[x, u]]``; sample k's probabilities
-    are ``probs[off[x, u] + k * nsupp[x, u] + j]``, j over the support.
+    are ``probs[off[x, u] + k * nsupp[x, u] + j]``, j over the support, and its expected
+    reward :math:`\\sum_j p_j R(x, u, y_j)` is ``rexp[soff[x, u] + k]``. Random draws come
+    from the generator state ``rs`` (:mod:`._rng`).
     """
     nX, nU = K.shape
     mK = np.empty((nX, nU), dtype=np.int64)
     off = np.empty((nX, nU), dtype=np.int64)
+    soff = np.empty((nX, nU), dtype=np.int64)
     total = 0
+    nsamp = 0
     for x in range(nX):
         for u in range(nU):
             k = K[x, u]
@@ -202,41 +225,51 @@ def build_merged(alpha, supp, nsupp, K, compat):
                 k = 1
             mK[x, u] = k
             off[x, u] = total
+            soff[x, u] = nsamp
             total += k * nsupp[x, u]
+            nsamp += k
     probs = np.empty(total)
+    rexp = np.empty(nsamp)
     for x in range(nX):
         for u in range(nU):
             ns = nsupp[x, u]
             base = off[x, u]
+            sb = soff[x, u]
             if ns == 1:  # a single-entry row: Dir is a point mass, the known transition
+                r1 = Rm[x, u, supp[x, u, 0]]
                 for k in range(mK[x, u]):
                     probs[base + k] = 1.0
+                    rexp[sb + k] = r1
                 continue
             for k in range(mK[x, u]):
                 start = base + k * ns
                 s = 0.0
                 for j in range(ns):
-                    g = gamma_variate(alpha[x, u, supp[x, u, j]])
+                    g = rng_gamma(rs, alpha[x, u, supp[x, u, j]])
                     probs[start + j] = g
                     s += g
                 if s < 1e-300:  # all mass on one uniformly chosen support entry
-                    pick = np.random.randint(0, ns)
+                    pick = rng_randint(rs, ns)
                     for j in range(ns):
                         probs[start + j] = 1.0 if j == pick else 0.0
                 else:
                     inv = 1.0 / s
                     for j in range(ns):
                         probs[start + j] *= inv
-    return probs, off, mK
+                r = 0.0
+                for j in range(ns):
+                    r += probs[start + j] * Rm[x, u, supp[x, u, j]]
+                rexp[sb + k] = r
+    return probs, off, mK, soff, rexp
 
 
-@njit(cache=True)
-def _fillers(mK, compat):
-    """Lowest filler merged index of each state (-1: none; fillers exist only in compat)."""
+@njit(cache=True, error_model="numpy")
+def _fillers(mK, compat, filler):
+    """Lowest filler merged index of each state into ``filler`` (-1: none; compat only)."""
     nX, nU = mK.shape
-    filler = np.full(nX, -1, dtype=np.int64)
+    filler[:] = -1
     if not compat:
-        return filler
+        return
     kmax = 1
     for x in range(nX):
         for u in range(nU):
@@ -248,15 +281,17 @@ def _fillers(mK, compat):
                 m = u + mK[x, u] * nU
                 if filler[x] < 0 or m < filler[x]:
                     filler[x] = m
-    return filler
 
 
-@njit(cache=True, fastmath={"reassoc", "contract"})
-def _sweep(probs, off, mK, supp, nsupp, Rm, gamma, filler, V, Vnew, pi, w):
+@njit(cache=True, error_model="numpy", fastmath={"reassoc", "contract"})
+def _sweep(probs, off, mK, soff, rexp, supp, nsupp, gamma, filler, V, Vnew, pi, w):
     """One Jacobi sweep ``Vnew = max_m Q(x, m | V)``; returns sum_x (Vnew - V)^2.
 
-    ``pi[x]`` gets the lowest merged index m = u + k nU reaching the maximum (the
-    reference's strict ">" scan in increasing m).
+    :math:`Q(x, m) = \\bar r_m + \\gamma \\sum_j p_{m,j} V(y_j)` with the sample's
+    expected reward :math:`\\bar r_m` (the rewards are known, so
+    :math:`\\sum_j p_j (R_j + \\gamma V_j)` splits). ``pi[x]`` gets the lowest merged
+    index m = u + k nU reaching the maximum (the reference's strict ">" scan in
+    increasing m).
     """
     nX, nU = mK.shape
     diff2 = 0.0
@@ -264,23 +299,24 @@ def _sweep(probs, off, mK, supp, nsupp, Rm, gamma, filler, V, Vnew, pi, w):
         best = -np.inf
         bm = -1
         for u in range(nU):
-            ns = nsupp[x, u]
             kk = mK[x, u]
             if kk == 0:
                 continue
+            ns = nsupp[x, u]
             for j in range(ns):
-                y = supp[x, u, j]
-                w[j] = Rm[x, u, y] + gamma * V[y]
+                w[j] = V[supp[x, u, j]]
             base = off[x, u]
+            sb = soff[x, u]
             for k in range(kk):
-                start = base + k * ns
+                row = probs[base + k * ns: base + (k + 1) * ns]  # a view: the loop vectorises
                 acc = 0.0
                 for j in range(ns):
-                    acc += probs[start + j] * w[j]
-                if acc > best:
-                    best = acc
+                    acc += row[j] * w[j]
+                q = rexp[sb + k] + gamma * acc
+                if q > best:
+                    best = q
                     bm = u + k * nU
-                elif acc == best:
+                elif q == best:
                     m = u + k * nU
                     if m < bm:
                         bm = m
@@ -297,12 +333,13 @@ def _sweep(probs, off, mK, supp, nsupp, Rm, gamma, filler, V, Vnew, pi, w):
     return diff2
 
 
-@njit(cache=True)
-def _evaluate(probs, off, mK, supp, nsupp, Rm, gamma, pi, V):
+@njit(cache=True, error_model="numpy")
+def _evaluate(probs, off, mK, soff, rexp, supp, nsupp, gamma, pi, V, A, b):
     """V = value of the merged policy ``pi`` (exact linear solve of (I - gamma P) V = r)."""
     nX, nU = mK.shape
-    A = np.zeros((nX, nX))
-    b = np.zeros(nX)
+    for i in range(nX):
+        for j in range(nX):
+            A[i, j] = 0.0
     for x in range(nX):
         A[x, x] = 1.0
         m = pi[x]
@@ -314,20 +351,16 @@ def _evaluate(probs, off, mK, supp, nsupp, Rm, gamma, pi, V):
             continue
         ns = nsupp[x, u]
         start = off[x, u] + k * ns
-        acc = 0.0
         for j in range(ns):
-            y = supp[x, u, j]
-            p = probs[start + j]
-            A[x, y] -= gamma * p
-            acc += p * Rm[x, u, y]
-        b[x] = acc
+            A[x, supp[x, u, j]] -= gamma * probs[start + j]
+        b[x] = rexp[soff[x, u] + k]
     _lu_solve(A, b)
     V[:] = b
 
 
-@njit(cache=True)
-def merged_value_iteration(probs, off, mK, supp, nsupp, Rm, gamma, tol, compat, V, pi,
-                           pi_steps):
+@njit(cache=True, error_model="numpy")
+def merged_value_iteration(probs, off, mK, soff, rexp, supp, nsupp, gamma, tol, compat, V,
+                           pi, pi_steps):
     """Guez value iteration on the sparse merged model; ``V``, ``pi`` updated in place.
 
     Jacobi sweeps from the given ``V`` until the Euclidean norm of a sweep's change is at
@@ -342,15 +375,19 @@ def merged_value_iteration(probs, off, mK, supp, nsupp, Rm, gamma, tol, compat, 
     the result are the Guez value iteration's. Returns the number of Jacobi sweeps.
     """
     nX = V.shape[0]
-    filler = _fillers(mK, compat)
+    filler = np.empty(nX, dtype=np.int64)
+    _fillers(mK, compat, filler)
     Vnew = np.empty(nX)
     w = np.empty(nX)
     tol2 = tol * tol
     sweeps = 0
     if pi_steps > 0:
         prev = np.full(nX, -1, dtype=np.int64)
+        A = np.empty((nX, nX))
+        b = np.empty(nX)
         for _i in range(pi_steps):
-            diff2 = _sweep(probs, off, mK, supp, nsupp, Rm, gamma, filler, V, Vnew, pi, w)
+            diff2 = _sweep(probs, off, mK, soff, rexp, supp, nsupp, gamma, filler, V, Vnew,
+                           pi, w)
             same = True
             for x in range(nX):
                 if pi[x] != prev[x]:
@@ -363,9 +400,9 @@ def merged_value_iteration(probs, off, mK, supp, nsupp, Rm, gamma, tol, compat, 
                 if diff2 <= tol2:
                     return sweeps
                 break
-            _evaluate(probs, off, mK, supp, nsupp, Rm, gamma, pi, V)
+            _evaluate(probs, off, mK, soff, rexp, supp, nsupp, gamma, pi, V, A, b)
     while True:
-        diff2 = _sweep(probs, off, mK, supp, nsupp, Rm, gamma, filler, V, Vnew, pi, w)
+        diff2 = _sweep(probs, off, mK, soff, rexp, supp, nsupp, gamma, filler, V, Vnew, pi, w)
         V[:] = Vnew
         sweeps += 1
         if diff2 <= tol2 or sweeps >= GUEZ_MAX_SWEEPS:
@@ -376,14 +413,14 @@ def merged_value_iteration(probs, off, mK, supp, nsupp, Rm, gamma, tol, compat, 
 # One trajectory
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _trajectory(
     P, R, Rstd, gaussian, initial_state, gamma, horizon, seed,
     theta, Rm, epsilon, delta, compat, tol, pi_steps,
 ):
-    np.random.seed(seed)
+    rs = rng_new(seed)
     nX, nU, _ = P.shape
-    x = env_reset(initial_state, nX)
+    x = initial_state if initial_state >= 0 else rng_randint(rs, nX)
     # reset: posterior = prior
     alpha = theta.copy()
     n = np.zeros((nX, nU))
@@ -404,14 +441,13 @@ def _trajectory(
     for s in range(nX):
         for a in range(nU):
             K[s, a] = row_sample_count(alpha, n, s, a, epsilon)
+    # pairs observed since the last rebuild: their K is recomputed at the next rebuild
+    # (K is only read there, so this equals recomputing it after every update)
+    dirty = np.zeros(nX * nU, dtype=np.int64)
+    is_dirty = np.zeros((nX, nU), dtype=np.bool_)
+    n_dirty = 0
     snap_alpha = alpha.copy()
     snap_n = n.copy()
-    # merged model (rebuilt at the first decision)
-    msupp = supp.copy()
-    mnsupp = nsupp.copy()
-    probs = np.zeros(0)
-    off = np.zeros((nX, nU), dtype=np.int64)
-    mK = np.zeros((nX, nU), dtype=np.int64)
     V = np.zeros(nX)
     pi = np.zeros(nX, dtype=np.int64)
     resample = True
@@ -420,29 +456,37 @@ def _trajectory(
     disc = 1.0
     for _t in range(horizon):
         if resample:
-            msupp[:] = supp
-            mnsupp[:] = nsupp
-            probs, off, mK = build_merged(alpha, msupp, mnsupp, K, compat)
-            merged_value_iteration(
-                probs, off, mK, msupp, mnsupp, Rm, gamma, tol, compat, V, pi, pi_steps
-            )
+            for i in range(n_dirty):
+                s = dirty[i] // nU
+                a = dirty[i] % nU
+                K[s, a] = row_sample_count(alpha, n, s, a, epsilon)
+                is_dirty[s, a] = False
+            n_dirty = 0
+            probs, off, mK, soff, rexp = build_merged(alpha, supp, nsupp, K, Rm, compat, rs)
+            merged_value_iteration(probs, off, mK, soff, rexp, supp, nsupp, gamma, tol,
+                                   compat, V, pi, pi_steps)
             snap_alpha[:] = alpha
             snap_n[:] = n
             resample = False
             n_resamples += 1
         u = pi[x] % nU
-        y = env_step(P, x, u)
-        ret += disc * env_reward(R, Rstd, gaussian, x, u, y)
+        y = env_transition(P, x, u, rng_uniform(rs))
+        r = R[x, u, y]
+        if gaussian:
+            r += Rstd[x, u, y] * rng_normal(rs)
+        ret += disc * r
         disc *= gamma
         # posterior update
         if alpha[x, u, y] == 0.0:  # a transition outside the prior's support
             support_insert(supp, nsupp, x, u, y)
         alpha[x, u, y] += 1.0
         n[x, u] += 1.0
-        dev = deviation(snap_alpha[x, u], snap_n[x, u], alpha[x, u], n[x, u], compat)
-        if dev > delta:
+        if not is_dirty[x, u]:
+            is_dirty[x, u] = True
+            dirty[n_dirty] = x * nU + u
+            n_dirty += 1
+        if pair_deviation(snap_alpha, snap_n, alpha, n, x, u, compat) > delta:
             resample = True
-        K[x, u] = row_sample_count(alpha, n, x, u, epsilon)
         x = y
     counters = np.zeros(1, dtype=np.int64)
     counters[0] = n_resamples

@@ -32,7 +32,7 @@ from .base import COMPAT, Algorithm, Episode, Param, Trained, positive
 _NO_COUNTERS = np.zeros(0, dtype=np.int64)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def boltzmann_action(q, tau):
     """Draw u with probability exp(q_u/tau)/sum_v exp(q_v/tau) (stable)."""
     n = q.shape[0]
@@ -54,7 +54,7 @@ def boltzmann_action(q, tau):
     return n - 1
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def compat_action(q, tau):
     """The reference's rule: first u with f <= sum_{v<=u} exp(q_v/tau) (unnormalised)."""
     n = q.shape[0]
@@ -67,7 +67,7 @@ def compat_action(q, tau):
     return n - 1
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, theta, Rm, tau, compat):
     np.random.seed(seed)
     nX, nU, _ = P.shape
