@@ -5,7 +5,7 @@ Milliseconds per 250-step trajectory (γ = 0.95) over 100 test MDPs, numba cache
 BEB (β = 0.5) and SBOSS (ε = 1, δ = 1, default and compat) on the six experiments of the
 paper, next to the original C++ library measured on this machine class.
 
-    .venv/bin/python benchmarks/bench_core.py [--n-mdps 100] [--repeats 3]
+    .venv/bin/python benchmarks/bench_core.py [--n-mdps 100] [--repeats 5]
 
 Writes ``benchmarks/results/core_agents.json`` (read by the cost model) and
 ``benchmarks/results/core_agents.md``. The best of ``--repeats`` passes is kept (the
@@ -54,7 +54,7 @@ AGENTS = [
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n-mdps", type=int, default=100)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--out", default=str(Path(__file__).parent / "results"))
     args = ap.parse_args()
     installed = set(agents.available())

@@ -409,6 +409,34 @@ def merged_value_iteration(probs, off, mK, soff, rexp, supp, nsupp, gamma, tol, 
             return sweeps
 
 
+@njit(cache=True, error_model="numpy")
+def prior_values(theta, Rm, gamma, epsilon, compat, tol, pi_steps):
+    """Values of one merged model drawn at the prior (generator seed 0), solved from zero.
+
+    Every trajectory's first solve starts from these values instead of zero: fewer
+    policy-iteration steps, same stopping test. They depend only on the agent (prior,
+    parameters, gamma), so each trajectory remains a function of its own seed.
+    """
+    nX, nU, _ = theta.shape
+    supp = np.zeros((nX, nU, nX), dtype=np.int64)
+    nsupp = np.zeros((nX, nU), dtype=np.int64)
+    for s in range(nX):
+        for a in range(nU):
+            c = 0
+            for z in range(nX):
+                if theta[s, a, z] > 0.0:
+                    supp[s, a, c] = z
+                    c += 1
+            nsupp[s, a] = c
+    K = sample_counts(theta, epsilon)
+    probs, off, mK, soff, rexp = build_merged(theta, supp, nsupp, K, Rm, compat, rng_new(0))
+    V = np.zeros(nX)
+    pi = np.zeros(nX, dtype=np.int64)
+    merged_value_iteration(probs, off, mK, soff, rexp, supp, nsupp, gamma, tol, compat, V, pi,
+                           pi_steps)
+    return V
+
+
 # ---------------------------------------------------------------------------------------
 # One trajectory
 
@@ -416,7 +444,7 @@ def merged_value_iteration(probs, off, mK, soff, rexp, supp, nsupp, gamma, tol, 
 @njit(cache=True, error_model="numpy")
 def _trajectory(
     P, R, Rstd, gaussian, initial_state, gamma, horizon, seed,
-    theta, Rm, epsilon, delta, compat, tol, pi_steps,
+    theta, Rm, epsilon, delta, compat, tol, pi_steps, V_init,
 ):
     rs = rng_new(seed)
     nX, nU, _ = P.shape
@@ -448,8 +476,11 @@ def _trajectory(
     n_dirty = 0
     snap_alpha = alpha.copy()
     snap_n = n.copy()
-    V = np.zeros(nX)
+    V = V_init.copy()  # the first solve starts from values of a merged model at the prior
     pi = np.zeros(nX, dtype=np.int64)
+    # compat: per pair, a y with a~_y = a_y = 0 since the last rebuild (-1: none known); while
+    # it stays unobserved the deviation is NaN, so the full test is skipped
+    nan_witness = np.full((nX, nU), -1, dtype=np.int64)
     resample = True
     n_resamples = 0
     ret = 0.0
@@ -467,6 +498,7 @@ def _trajectory(
                                    compat, V, pi, pi_steps)
             snap_alpha[:] = alpha
             snap_n[:] = n
+            nan_witness[:] = -1
             resample = False
             n_resamples += 1
         u = pi[x] % nU
@@ -485,7 +517,18 @@ def _trajectory(
             is_dirty[x, u] = True
             dirty[n_dirty] = x * nU + u
             n_dirty += 1
-        if pair_deviation(snap_alpha, snap_n, alpha, n, x, u, compat) > delta:
+        if compat:
+            w = nan_witness[x, u]
+            if w < 0 or alpha[x, u, w] != 0.0:
+                w = -1
+                for z in range(nX):
+                    if snap_alpha[x, u, z] == 0.0 and alpha[x, u, z] == 0.0:
+                        w = z
+                        break
+                nan_witness[x, u] = w
+            if w < 0 and pair_deviation(snap_alpha, snap_n, alpha, n, x, u, compat) > delta:
+                resample = True
+        elif pair_deviation(snap_alpha, snap_n, alpha, n, x, u, compat) > delta:
             resample = True
         x = y
     counters = np.zeros(1, dtype=np.int64)
@@ -528,11 +571,12 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
         )
 
     pi_steps = PI_WARM_STEPS if prior.n_states <= PI_MAX_STATES else 0
+    V_init = prior_values(theta, Rm, ep.gamma, epsilon, compat, GUEZ_TOLERANCE, pi_steps)
 
     def play(P: np.ndarray, seed: int) -> tuple[float, np.ndarray]:
         ret, counters = _trajectory(
             P, ep.R, ep.Rstd, ep.gaussian, ep.initial_state, ep.gamma, ep.horizon, seed,
-            theta, Rm, epsilon, delta, compat, GUEZ_TOLERANCE, pi_steps,
+            theta, Rm, epsilon, delta, compat, GUEZ_TOLERANCE, pi_steps, V_init,
         )
         return float(ret), counters
 
