@@ -102,13 +102,15 @@ def rng_new(seed):
     return rs
 
 
+# The generator's functions come in two forms: ``*_s`` functions take the four state
+# words as scalars and return ``(value, s0, s1, s2, s3)``, so a hot loop can keep the state
+# in registers (stores to other arrays then never force it back to memory); the ``rng_*``
+# functions take the ``uint64[4]`` state array and are thin wrappers.
+
+
 @njit(cache=True, error_model="numpy", inline="always")
-def rng_next(rs):
-    """The next 64-bit output of xoshiro256** (advances ``rs`` in place)."""
-    s0 = rs[0]
-    s1 = rs[1]
-    s2 = rs[2]
-    s3 = rs[3]
+def next_s(s0, s1, s2, s3):
+    """xoshiro256**: the next 64-bit output and the new state."""
     t = s1 * np.uint64(5)
     t = (t << np.uint64(7)) | (t >> np.uint64(57))
     result = t * np.uint64(9)
@@ -119,17 +121,103 @@ def rng_next(rs):
     s0 ^= s3
     s2 ^= t
     s3 = (s3 << np.uint64(45)) | (s3 >> np.uint64(19))
-    rs[0] = s0
-    rs[1] = s1
-    rs[2] = s2
-    rs[3] = s3
-    return result
+    return result, s0, s1, s2, s3
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def uniform_s(s0, s1, s2, s3):
+    """A uniform double in [0, 1) (53 random bits)."""
+    z, s0, s1, s2, s3 = next_s(s0, s1, s2, s3)
+    return float(z >> np.uint64(11)) * _TWO_M53, s0, s1, s2, s3
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def exponential_s(s0, s1, s2, s3):
+    """A standard exponential variate (ziggurat)."""
+    while True:
+        z, s0, s1, s2, s3 = next_s(s0, s1, s2, s3)
+        ri = z >> np.uint64(3)
+        idx = np.int64(ri & np.uint64(0xFF))
+        ri = ri >> np.uint64(8)
+        x = float(ri) * _ZIG_WE[idx]
+        if ri < _ZIG_KE[idx]:
+            return x, s0, s1, s2, s3  # inside the layer's rectangle: ~99% of draws
+        u, s0, s1, s2, s3 = uniform_s(s0, s1, s2, s3)
+        if idx == 0:
+            return _ZIG_R - math.log1p(-u), s0, s1, s2, s3  # the tail beyond r
+        if (_ZIG_FE[idx - 1] - _ZIG_FE[idx]) * u + _ZIG_FE[idx] < math.exp(-x):
+            return x, s0, s1, s2, s3
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def normal_s(s0, s1, s2, s3):
+    """A standard normal variate (Marsaglia polar method)."""
+    while True:
+        a, s0, s1, s2, s3 = uniform_s(s0, s1, s2, s3)
+        b, s0, s1, s2, s3 = uniform_s(s0, s1, s2, s3)
+        a = 2.0 * a - 1.0
+        b = 2.0 * b - 1.0
+        q = a * a + b * b
+        if 0.0 < q < 1.0:
+            return a * math.sqrt(-2.0 * math.log(q) / q), s0, s1, s2, s3
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def gamma_s(a, s0, s1, s2, s3):
+    """A Gamma(a, 1) variate, a > 0.
+
+    Integer shapes up to 8 (posterior counts of integer priors) are sums of ``a``
+    standard exponentials; other shapes use Marsaglia and Tsang's method (a separate,
+    not inlined, function: it keeps the hot loops of the integer case small).
+    """
+    if a <= 8.0 and a == math.floor(a):
+        g, s0, s1, s2, s3 = exponential_s(s0, s1, s2, s3)
+        for _i in range(int(a) - 1):
+            e, s0, s1, s2, s3 = exponential_s(s0, s1, s2, s3)
+            g += e
+        return g, s0, s1, s2, s3
+    return _gamma_mt_s(a, s0, s1, s2, s3)
+
+
+@njit(cache=True, error_model="numpy")
+def _gamma_mt_s(a, s0, s1, s2, s3):
+    """Marsaglia and Tsang's Gamma(a, 1) sampler (boosted for a < 1)."""
+    boost = 1.0
+    if a < 1.0:
+        # Gamma(a) = Gamma(a + 1) * U^(1/a); may underflow to 0 for tiny a (callers
+        # that normalise handle an all-zero sum)
+        u, s0, s1, s2, s3 = uniform_s(s0, s1, s2, s3)
+        boost = (1.0 - u) ** (1.0 / a)
+        a += 1.0
+    d = a - 1.0 / 3.0
+    c = 1.0 / math.sqrt(9.0 * d)
+    while True:
+        z, s0, s1, s2, s3 = normal_s(s0, s1, s2, s3)
+        v = 1.0 + c * z
+        if v <= 0.0:
+            continue
+        v = v * v * v
+        u, s0, s1, s2, s3 = uniform_s(s0, s1, s2, s3)
+        u = 1.0 - u
+        z2 = z * z
+        if u < 1.0 - 0.0331 * z2 * z2:
+            return d * v * boost, s0, s1, s2, s3
+        if math.log(u) < 0.5 * z2 + d * (1.0 - v + math.log(v)):
+            return d * v * boost, s0, s1, s2, s3
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def rng_next(rs):
+    """The next 64-bit output of xoshiro256** (advances ``rs`` in place)."""
+    z, rs[0], rs[1], rs[2], rs[3] = next_s(rs[0], rs[1], rs[2], rs[3])
+    return z
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def rng_uniform(rs):
     """A uniform double in [0, 1) (53 random bits)."""
-    return float(rng_next(rs) >> np.uint64(11)) * _TWO_M53
+    u, rs[0], rs[1], rs[2], rs[3] = uniform_s(rs[0], rs[1], rs[2], rs[3])
+    return u
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -148,59 +236,19 @@ def rng_randint(rs, n):
 @njit(cache=True, error_model="numpy", inline="always")
 def rng_exponential(rs):
     """A standard exponential variate (ziggurat)."""
-    while True:
-        ri = rng_next(rs) >> np.uint64(3)
-        idx = np.int64(ri & np.uint64(0xFF))
-        ri = ri >> np.uint64(8)
-        x = float(ri) * _ZIG_WE[idx]
-        if ri < _ZIG_KE[idx]:
-            return x  # inside the layer's rectangle: ~99% of draws
-        if idx == 0:
-            return _ZIG_R - math.log1p(-rng_uniform(rs))  # the tail beyond r
-        if (_ZIG_FE[idx - 1] - _ZIG_FE[idx]) * rng_uniform(rs) + _ZIG_FE[idx] < math.exp(-x):
-            return x
+    x, rs[0], rs[1], rs[2], rs[3] = exponential_s(rs[0], rs[1], rs[2], rs[3])
+    return x
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def rng_normal(rs):
     """A standard normal variate (Marsaglia polar method)."""
-    while True:
-        a = 2.0 * rng_uniform(rs) - 1.0
-        b = 2.0 * rng_uniform(rs) - 1.0
-        s = a * a + b * b
-        if 0.0 < s < 1.0:
-            return a * math.sqrt(-2.0 * math.log(s) / s)
+    z, rs[0], rs[1], rs[2], rs[3] = normal_s(rs[0], rs[1], rs[2], rs[3])
+    return z
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def rng_gamma(rs, a):
-    """A Gamma(a, 1) variate, a > 0.
-
-    Integer shapes up to 8 (posterior counts of integer priors) are sums of ``a``
-    standard exponentials; other shapes use Marsaglia and Tsang's method.
-    """
-    if a <= 8.0 and a == math.floor(a):
-        g = rng_exponential(rs)
-        for _i in range(int(a) - 1):
-            g += rng_exponential(rs)
-        return g
-    boost = 1.0
-    if a < 1.0:
-        # Gamma(a) = Gamma(a + 1) * U^(1/a); may underflow to 0 for tiny a (callers
-        # that normalise handle an all-zero sum)
-        boost = rng_uniform_pos(rs) ** (1.0 / a)
-        a += 1.0
-    d = a - 1.0 / 3.0
-    c = 1.0 / math.sqrt(9.0 * d)
-    while True:
-        z = rng_normal(rs)
-        v = 1.0 + c * z
-        if v <= 0.0:
-            continue
-        v = v * v * v
-        u = rng_uniform_pos(rs)
-        z2 = z * z
-        if u < 1.0 - 0.0331 * z2 * z2:
-            return d * v * boost
-        if math.log(u) < 0.5 * z2 + d * (1.0 - v + math.log(v)):
-            return d * v * boost
+    """A Gamma(a, 1) variate, a > 0 (see :func:`gamma_s`)."""
+    g, rs[0], rs[1], rs[2], rs[3] = gamma_s(a, rs[0], rs[1], rs[2], rs[3])
+    return g

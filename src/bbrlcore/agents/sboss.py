@@ -93,7 +93,7 @@ from numba import njit
 from ..errors import BBRLError
 from ..solvers import GUEZ_MAX_SWEEPS, GUEZ_TOLERANCE, _lu_solve
 from ._kernels import env_transition, support_insert
-from ._rng import rng_gamma, rng_new, rng_normal, rng_randint, rng_uniform
+from ._rng import gamma_s, normal_s, rng_new, rng_randint, uniform_s
 from .base import COMPAT, Algorithm, Episode, Param, Trained, positive
 
 #: Reward of the reference's filler actions (compat): C's INT_MIN.
@@ -230,6 +230,9 @@ def build_merged(alpha, supp, nsupp, K, Rm, compat, rs):
             nsamp += k
     probs = np.empty(total)
     rexp = np.empty(nsamp)
+    s0, s1, s2, s3 = rs[0], rs[1], rs[2], rs[3]  # generator state in registers (see _rng)
+    # plain index arithmetic, no array views: a view costs two atomic reference-count
+    # updates, more than these short loops
     for x in range(nX):
         for u in range(nU):
             ns = nsupp[x, u]
@@ -244,22 +247,25 @@ def build_merged(alpha, supp, nsupp, K, Rm, compat, rs):
             for k in range(mK[x, u]):
                 start = base + k * ns
                 s = 0.0
+                r = 0.0
                 for j in range(ns):
-                    g = rng_gamma(rs, alpha[x, u, supp[x, u, j]])
+                    y = supp[x, u, j]
+                    g, s0, s1, s2, s3 = gamma_s(alpha[x, u, y], s0, s1, s2, s3)
                     probs[start + j] = g
                     s += g
+                    r += g * Rm[x, u, y]
                 if s < 1e-300:  # all mass on one uniformly chosen support entry
-                    pick = rng_randint(rs, ns)
+                    v, s0, s1, s2, s3 = uniform_s(s0, s1, s2, s3)
+                    pick = min(np.int64(v * ns), ns - 1)
                     for j in range(ns):
                         probs[start + j] = 1.0 if j == pick else 0.0
+                    rexp[sb + k] = Rm[x, u, supp[x, u, pick]]
                 else:
                     inv = 1.0 / s
                     for j in range(ns):
                         probs[start + j] *= inv
-                r = 0.0
-                for j in range(ns):
-                    r += probs[start + j] * Rm[x, u, supp[x, u, j]]
-                rexp[sb + k] = r
+                    rexp[sb + k] = r * inv
+    rs[0], rs[1], rs[2], rs[3] = s0, s1, s2, s3
     return probs, off, mK, soff, rexp
 
 
@@ -308,10 +314,15 @@ def _sweep(probs, off, mK, soff, rexp, supp, nsupp, gamma, filler, V, Vnew, pi, 
             base = off[x, u]
             sb = soff[x, u]
             for k in range(kk):
-                row = probs[base + k * ns: base + (k + 1) * ns]  # a view: the loop vectorises
+                start = base + k * ns
                 acc = 0.0
-                for j in range(ns):
-                    acc += row[j] * w[j]
+                if ns >= 8:  # a view: no index arithmetic, the loop vectorises
+                    row = probs[start: start + ns]
+                    for j in range(ns):
+                        acc += row[j] * w[j]
+                else:  # short rows: a view (two atomic reference counts) costs more
+                    for j in range(ns):
+                        acc += probs[start + j] * w[j]
                 q = rexp[sb + k] + gamma * acc
                 if q > best:
                     best = q
@@ -478,6 +489,9 @@ def _trajectory(
     snap_n = n.copy()
     V = V_init.copy()  # the first solve starts from values of a merged model at the prior
     pi = np.zeros(nX, dtype=np.int64)
+    act = np.zeros(nX, dtype=np.int64)
+    # the generator state lives in registers during the steps (see _rng)
+    s0, s1, s2, s3 = rs[0], rs[1], rs[2], rs[3]
     # compat: per pair, a y with a~_y = a_y = 0 since the last rebuild (-1: none known); while
     # it stays unobserved the deviation is NaN, so the full test is skipped
     nan_witness = np.full((nX, nU), -1, dtype=np.int64)
@@ -493,19 +507,25 @@ def _trajectory(
                 K[s, a] = row_sample_count(alpha, n, s, a, epsilon)
                 is_dirty[s, a] = False
             n_dirty = 0
+            rs[0], rs[1], rs[2], rs[3] = s0, s1, s2, s3
             probs, off, mK, soff, rexp = build_merged(alpha, supp, nsupp, K, Rm, compat, rs)
+            s0, s1, s2, s3 = rs[0], rs[1], rs[2], rs[3]
             merged_value_iteration(probs, off, mK, soff, rexp, supp, nsupp, gamma, tol,
                                    compat, V, pi, pi_steps)
+            for z in range(nX):
+                act[z] = pi[z] % nU  # the real action of the best merged action
             snap_alpha[:] = alpha
             snap_n[:] = n
             nan_witness[:] = -1
             resample = False
             n_resamples += 1
-        u = pi[x] % nU
-        y = env_transition(P, x, u, rng_uniform(rs))
+        u = act[x]
+        v, s0, s1, s2, s3 = uniform_s(s0, s1, s2, s3)
+        y = env_transition(P, x, u, v)
         r = R[x, u, y]
         if gaussian:
-            r += Rstd[x, u, y] * rng_normal(rs)
+            v, s0, s1, s2, s3 = normal_s(s0, s1, s2, s3)
+            r += Rstd[x, u, y] * v
         ret += disc * r
         disc *= gamma
         # posterior update
