@@ -194,8 +194,12 @@ class Plan:
         """Chunks of the run: a power of two (stable under small recalibrations), at most
         ``max_chunks`` and N, each expected within ``chunk_budget_minutes``."""
         n = self.config["n_mdps"]
-        total = n * self.seconds_per_trajectory(exp, agent)
-        need = max(1, math.ceil(total / (60.0 * self.config["chunk_budget_minutes"])))
+        spt = self.seconds_per_trajectory(exp, agent)
+        # whole trajectories per chunk within the budget; chunks of n // k or n // k + 1
+        # MDPs, so the largest one (ceil(n / k)) must fit, not just the average
+        per_chunk = max(1, math.floor(60.0 * self.config["chunk_budget_minutes"] / spt)
+                        if spt > 0 else n)
+        need = max(1, math.ceil(n / per_chunk))
         pow2 = 1 << (need - 1).bit_length()
         return max(1, min(pow2, self.config["max_chunks"], n))
 
