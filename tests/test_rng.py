@@ -10,6 +10,7 @@ from scipy import stats
 
 from bbrlcore.agents._rng import (
     rng_exponential,
+    rng_fill_uniform,
     rng_gamma,
     rng_new,
     rng_next,
@@ -87,6 +88,15 @@ def test_uniform():
     u = _draw(0, 1, 200_000, 0.0)
     assert u.min() >= 0.0 and u.max() < 1.0
     assert stats.kstest(u, "uniform").pvalue > 1e-3
+
+
+def test_fill_uniform_is_the_same_stream_in_blocks():
+    """The tree searches' buffer refills give exactly the successive uniforms."""
+    rs = rng_new(11)
+    buf = np.empty(1000)
+    rng_fill_uniform(rs, buf[:300])
+    rng_fill_uniform(rs, buf[300:])
+    assert np.array_equal(buf, _draw(0, 11, 1000, 0.0))
 
 
 def test_randint():

@@ -252,3 +252,15 @@ def rng_gamma(rs, a):
     """A Gamma(a, 1) variate, a > 0 (see :func:`gamma_s`)."""
     g, rs[0], rs[1], rs[2], rs[3] = gamma_s(a, rs[0], rs[1], rs[2], rs[3])
     return g
+
+
+@njit(cache=True, error_model="numpy")
+def rng_fill_uniform(rs, buf):
+    """Fill ``buf`` with uniforms in [0, 1) (the same numbers as successive
+    :func:`rng_uniform` calls). Tree searches read their uniforms from such a buffer, so
+    that the generator's state is not carried through their long loops."""
+    s0, s1, s2, s3 = rs[0], rs[1], rs[2], rs[3]
+    for i in range(buf.shape[0]):
+        v, s0, s1, s2, s3 = uniform_s(s0, s1, s2, s3)
+        buf[i] = v
+    rs[0], rs[1], rs[2], rs[3] = s0, s1, s2, s3

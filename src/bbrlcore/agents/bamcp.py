@@ -84,6 +84,7 @@ from ._kernels import (
     model_init,
     model_update,
 )
+from ._rng import rng_fill_uniform, rng_new
 from .base import Algorithm, Episode, Param, Trained, at_least_one
 
 #: UCT exploration constant (spec 02 §4.1).
@@ -96,35 +97,26 @@ QL_RATE = 0.2
 INF = 1e10
 
 
-#: Uniforms drawn at once into the kernel's buffer (see :func:`_refill`).
+#: Uniforms drawn at once into the kernel's buffer: the search's hot loops read them from
+#: there (the kernel's own xoshiro256** generator, ``_rng``, fills it).
 RBUF = 4096
 
 
 @njit(cache=True, error_model="numpy")
-def _refill(rbuf):
-    """Refill the buffer of uniforms from numba's generator (seeded once per trajectory).
-
-    The hot loops read uniforms from this buffer instead of calling ``np.random.random``
-    at each site: the same stream of numbers, without the per-call overhead that numba's
-    generator has outside tight loops (measured 3-5x on the search).
-    """
-    for i in range(rbuf.shape[0]):
-        rbuf[i] = np.random.random()
-
-
-@njit(cache=True, error_model="numpy")
 def _search(
-    x, K, D, gamma, R, alpha, Np, supp, nsupp, cnt, ctot, stamp, sim0, gset, gcount,
-    vN, vstate, vsib, qN, qW, qhead, path_node, path_a, path_r, scores, tie, rbuf, rstate,
+    x, nX, nU, K, D, gamma, rsup, asup, Np, supp, nsupp, urn, utot, stamp, sim0, gset, gcount,
+    vN, vstate, vsib, qN, qW, qhead, path_node, path_a, path_r, scores, tie, rbuf, rstate, rs,
+    clog, isq, inv,
 ):  # fmt: skip
     """Run the K simulations of one decision from real state ``x``; return the number of
     V-nodes used. Simulation ids run from ``sim0 + 1`` (stamps of the lazy sampler).
 
     Everything is written out in this one function (UCB1, the urn draws of root
     sampling, the rollout) because numba does not make calls to small helpers free.
-    ``rstate`` = [buffer position] is carried across decisions.
+    ``rstate`` = [buffer position] is carried across decisions. The arrays come flat
+    (pair p = s nU + a; a pair's support entries at p nX + i; a node's actions at
+    node nU + a): one multiply-add per index instead of a stride per dimension.
     """
-    nU = qN.shape[1]
     cap = vN.shape[0]
     RB = rbuf.shape[0]
     rp = rstate[0]
@@ -134,9 +126,9 @@ def _search(
     vstate[root] = x
     vsib[root] = -1
     for a in range(nU):
-        qN[root, a] = 0
-        qW[root, a] = 0.0
-        qhead[root, a] = -1
+        qN[root * nU + a] = 0
+        qW[root * nU + a] = 0.0
+        qhead[root * nU + a] = -1
     used = 1
     for k in range(K):
         sim = sim0 + 1 + k
@@ -150,15 +142,16 @@ def _search(
         while d < D:
             if in_tree:
                 # UCB1 (c = 3; unvisited actions 1e10), exact ties uniformly
-                logn = math.log(vN[node] + 1.0)
+                # (tables: clog[m] = c sqrt(ln(m + 1)), isq[n] = 1/sqrt(n), inv[n] = 1/n)
+                cl = clog[vN[node]]
                 best = -INF
                 nt = 0
                 for a in range(nU):
-                    n = qN[node, a]
+                    n = qN[node * nU + a]
                     if n == 0:
                         sc = INF
                     else:
-                        sc = qW[node, a] / n + UCT_C * math.sqrt(logn / n)
+                        sc = qW[node * nU + a] * inv[n] + cl * isq[n]
                     if sc > best:
                         best = sc
                         tie[0] = a
@@ -170,12 +163,12 @@ def _search(
                     a = tie[0]
                 else:
                     if rp == RB:
-                        _refill(rbuf)
+                        rng_fill_uniform(rs, rbuf)
                         rp = 0
                     a = tie[min(int(rbuf[rp] * nt), nt - 1)]
                     rp += 1
                 if rp == RB:
-                    _refill(rbuf)
+                    rng_fill_uniform(rs, rbuf)
                     rp = 0
                 v = rbuf[rp]
                 rp += 1
@@ -184,7 +177,7 @@ def _search(
                 # transition (given r < eps, r/eps is uniform on [0, 1); the fractional
                 # part after scaling by the number of choices is again uniform)
                 if rp == RB:
-                    _refill(rbuf)
+                    rng_fill_uniform(rs, rbuf)
                     rp = 0
                 r = rbuf[rp]
                 rp += 1
@@ -196,29 +189,34 @@ def _search(
                     m = gcount[s]
                     v = (r - ROLLOUT_EPSILON) * (m / (1.0 - ROLLOUT_EPSILON))
                     j = min(int(v), m - 1)
-                    a = gset[s, j]
+                    a = gset[s * nU + j]
                     v -= j
             # root sampling, with the lazily drawn row integrated out (Polya urn): the
             # k-th visit of (s, a) in this simulation goes to y with probability
             # (alpha_y + c_y) / (n + k), c = this simulation's earlier draws from (s, a)
-            ks = nsupp[s, a]
-            if stamp[s, a] != sim:
-                stamp[s, a] = sim
+            # (urn[base + i] = alpha + c of the i-th support state, utot = their sum; the
+            # urn is refilled from asup, alpha in support order, when a simulation first
+            # visits the pair)
+            pa = s * nU + a
+            base = pa * nX
+            ks = nsupp[pa]
+            if stamp[pa] != sim:
+                stamp[pa] = sim
                 for i in range(ks):
-                    cnt[s, a, i] = 0.0
-                ctot[s, a] = 0.0
-            target = v * (Np[s, a] + ctot[s, a])
+                    urn[base + i] = asup[base + i]
+                utot[pa] = Np[pa]
+            target = v * utot[pa]
             acc = 0.0
             idx = ks - 1
             for i in range(ks - 1):
-                acc += alpha[s, a, supp[s, a, i]] + cnt[s, a, i]
+                acc += urn[base + i]
                 if target < acc:
                     idx = i
                     break
-            cnt[s, a, idx] += 1.0
-            ctot[s, a] += 1.0
-            s2 = supp[s, a, idx]
-            rew = R[s, a, s2]
+            urn[base + idx] += 1.0
+            utot[pa] += 1.0
+            s2 = supp[base + idx]
+            rew = rsup[base + idx]
             d += 1
             if not in_tree:
                 tail += disc * rew
@@ -230,22 +228,22 @@ def _search(
             path_r[plen] = rew
             plen += 1
             # child V-node for s2 (sparse list); expand on the edge's second visit
-            child = qhead[node, a]
+            child = qhead[node * nU + a]
             while child >= 0 and vstate[child] != s2:
                 child = vsib[child]
-            if child < 0 and qN[node, a] >= 1:
+            if child < 0 and qN[node * nU + a] >= 1:
                 if used >= cap:
                     raise RuntimeError("bamcp: node pool overflow")
                 child = used
                 used += 1
                 vN[child] = 0
                 vstate[child] = s2
-                vsib[child] = qhead[node, a]
-                qhead[node, a] = child
+                vsib[child] = qhead[node * nU + a]
+                qhead[node * nU + a] = child
                 for b in range(nU):
-                    qN[child, b] = 0
-                    qW[child, b] = 0.0
-                    qhead[child, b] = -1
+                    qN[child * nU + b] = 0
+                    qW[child * nU + b] = 0.0
+                    qhead[child * nU + b] = -1
             s = s2
             if child >= 0:
                 node = child
@@ -257,11 +255,19 @@ def _search(
             G = path_r[i] + gamma * G
             n = path_node[i]
             a = path_a[i]
-            qN[n, a] += 1
-            qW[n, a] += G
+            qN[n * nU + a] += 1
+            qW[n * nU + a] += G
             vN[n] += 1
     rstate[0] = rp
     return used
+
+
+@njit(cache=True, error_model="numpy")
+def _support_order(alpha, R, supp, nsupp, asup, rsup, s, a):
+    """Copy row (s, a) of the posterior counts and rewards in support order."""
+    for i in range(nsupp[s, a]):
+        asup[s, a, i] = alpha[s, a, supp[s, a, i]]
+        rsup[s, a, i] = R[s, a, supp[s, a, i]]
 
 
 @njit(cache=True, error_model="numpy")
@@ -302,10 +308,16 @@ def bamcp_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R,
     any decision used, and the pool size (``K + 1``).
     """
     np.random.seed(seed)
+    rs = rng_new(seed)
     nX, nU, _ = theta.shape
     alpha, Np, _Pm, supp, nsupp = model_init(theta)
-    cnt = np.empty((nX, nU, nX))
-    ctot = np.empty((nX, nU))
+    urn = np.empty((nX, nU, nX))
+    utot = np.empty((nX, nU))
+    asup = np.empty((nX, nU, nX))  # alpha and R in support order (see _support_order)
+    rsup = np.empty((nX, nU, nX))
+    for s in range(nX):
+        for b in range(nU):
+            _support_order(alpha, R, supp, nsupp, asup, rsup, s, b)
     stamp = np.full((nX, nU), -1, dtype=np.int64)
     Qrl = np.zeros((nX, nU))
     gset = np.empty((nX, nU), dtype=np.int64)
@@ -326,7 +338,15 @@ def bamcp_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R,
     scores = np.empty(nU)
     tie = np.empty(nU, dtype=np.int64)
     rbuf = np.empty(RBUF)
-    _refill(rbuf)
+    rng_fill_uniform(rs, rbuf)
+    # UCB1 tables (visit counts never exceed K)
+    clog = np.empty(K + 1)
+    isq = np.empty(K + 1)
+    inv = np.empty(K + 1)
+    for m in range(K + 1):
+        clog[m] = UCT_C * math.sqrt(math.log(m + 1.0))
+        isq[m] = 1.0 / math.sqrt(m) if m > 0 else 0.0
+        inv[m] = 1.0 / m if m > 0 else 0.0
     rstate = np.zeros(1, dtype=np.int64)
 
     x = env_reset(initial_state, nX)
@@ -336,9 +356,10 @@ def bamcp_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R,
     max_used = 0
     for _t in range(T):
         used = _search(
-            x, K, D, gamma, R, alpha, Np, supp, nsupp, cnt, ctot, stamp, sim0, gset, gcount,
-            vN, vstate, vsib, qN, qW, qhead, path_node, path_a, path_r, scores, tie, rbuf,
-            rstate,
+            x, nX, nU, K, D, gamma, rsup.ravel(), asup.ravel(), Np.ravel(), supp.ravel(),
+            nsupp.ravel(), urn.ravel(), utot.ravel(), stamp.ravel(), sim0, gset.ravel(), gcount,
+            vN, vstate, vsib, qN.ravel(), qW.ravel(), qhead.ravel(), path_node, path_a, path_r,
+            scores, tie, rbuf, rstate, rs, clog, isq, inv,
         )  # fmt: skip
         sim0 += K
         if used > max_used:
@@ -349,6 +370,7 @@ def bamcp_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R,
         ret += disc * r
         disc *= gamma
         model_update(alpha, Np, _Pm, supp, nsupp, x, u, y)
+        _support_order(alpha, R, supp, nsupp, asup, rsup, x, u)
         _ql_update(Qrl, gset, gcount, x, u, y, r, gamma)
         x = y
     return ret, max_used, cap

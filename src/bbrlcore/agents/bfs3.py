@@ -69,22 +69,12 @@ from numba import njit
 
 from ..errors import BBRLError
 from ._kernels import argmax_random_tie, env_reset, env_reward, env_step, model_init, model_update
+from ._rng import rng_fill_uniform, rng_new
 from .base import Algorithm, Episode, Param, Trained, at_least_one
 
-#: Uniforms drawn at once into the kernel's buffer (see :func:`_refill`).
+#: Uniforms drawn at once into the kernel's buffer: the search's hot loops read them from
+#: there (the kernel's own xoshiro256** generator, ``_rng``, fills it).
 RBUF = 4096
-
-
-@njit(cache=True, error_model="numpy")
-def _refill(rbuf):
-    """Refill the buffer of uniforms from numba's generator (seeded once per trajectory).
-
-    The hot loops read uniforms from this buffer instead of calling ``np.random.random``
-    at each site: the same stream of numbers, without numba's per-call overhead outside
-    tight loops.
-    """
-    for i in range(rbuf.shape[0]):
-        rbuf[i] = np.random.random()
 
 
 @njit(cache=True, error_model="numpy")
@@ -137,13 +127,14 @@ def _backup(node, R, gamma, vmin, vmax, vstate, vU, vL, qU, qL, nsucc, sstate, s
 def _fsss(
     x, a, s1, N, C, D, gamma, R, vmin, vmax, pc, pcsum, supp, nsupp,
     vstate, vU, vL, qU, qL, nsucc, sstate, smult, schild,
-    path_node, path_b, path_s, path_y, path_old, tie, rbuf, rstate,
+    path_node, path_b, path_s, path_y, path_old, tie, rbuf, rstate, rs,
 ):  # fmt: skip
     """N rollouts in a fresh FSSS tree rooted at ``s1`` (reached by x, a -> s1); returns
     ``(root upper bound, nodes used)``. ``pc`` holds the real posterior counts on entry
     and on exit (path pseudo-counts are added and restored exactly). The expansion, the
     predictive draws and the tie-breaks are written out here (numba does not make calls
-    to small helpers free); ``rstate`` = [buffer position]."""
+    to small helpers free); ``rstate`` = [buffer position]; ``rs`` = the generator that
+    refills the buffer."""
     nU = qU.shape[1]
     cap = vstate.shape[0]
     RB = rbuf.shape[0]
@@ -196,7 +187,7 @@ def _fsss(
                                 flip = p > 0.5
                                 pp = 1.0 - p if flip else p
                                 if rp == RB:
-                                    _refill(rbuf)
+                                    rng_fill_uniform(rs, rbuf)
                                     rp = 0
                                 uu = rbuf[rp]
                                 rp += 1
@@ -243,7 +234,7 @@ def _fsss(
                 b = tie[0]
             else:
                 if rp == RB:
-                    _refill(rbuf)
+                    rng_fill_uniform(rs, rbuf)
                     rp = 0
                 b = tie[min(int(rbuf[rp] * nt), nt - 1)]
                 rp += 1
@@ -267,7 +258,7 @@ def _fsss(
                 j = tie[0]
             else:
                 if rp == RB:
-                    _refill(rbuf)
+                    rng_fill_uniform(rs, rbuf)
                     rp = 0
                 j = tie[min(int(rbuf[rp] * nt), nt - 1)]
                 rp += 1
@@ -307,6 +298,7 @@ def bfs3_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R, 
     one FSSS tree used, and the pool size (``N·D``).
     """
     np.random.seed(seed)
+    rs = rng_new(seed)
     nX, nU, _ = theta.shape
     N = max(1, K // C)
     vmax = R.max() / (1.0 - gamma)
@@ -329,7 +321,7 @@ def bfs3_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R, 
     path_y = np.empty(D, dtype=np.int64)
     tie = np.empty(max(nU, C), dtype=np.int64)
     rbuf = np.empty(RBUF)
-    _refill(rbuf)
+    rng_fill_uniform(rs, rbuf)
     rstate = np.zeros(1, dtype=np.int64)
     q = np.empty(nU)
 
@@ -345,7 +337,7 @@ def bfs3_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R, 
                 U, used = _fsss(
                     x, a, s1, N, C, D, gamma, R, vmin, vmax, pc, pcsum, supp, nsupp,
                     vstate, vU, vL, qU, qL, nsucc, sstate, smult, schild,
-                    path_node, path_b, path_s, path_y, path_old, tie, rbuf, rstate,
+                    path_node, path_b, path_s, path_y, path_old, tie, rbuf, rstate, rs,
                 )  # fmt: skip
                 if used > max_used:
                     max_used = used
