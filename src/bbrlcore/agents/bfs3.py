@@ -72,6 +72,9 @@ from ._kernels import argmax_random_tie, env_reset, env_reward, env_step, model_
 from ._rng import rng_fill_uniform, rng_new
 from .base import Algorithm, Episode, Param, Trained, at_least_one
 
+#: Largest number of trials drawn by inversion (beyond, (1 - p)**n may underflow).
+BINOMIAL_INVERSION_MAX = 200
+
 #: Uniforms drawn at once into the kernel's buffer: the search's hot loops read them from
 #: there (the kernel's own xoshiro256** generator, ``_rng``, fills it).
 RBUF = 4096
@@ -127,7 +130,7 @@ def _backup(node, R, gamma, vmin, vmax, vstate, vU, vL, qU, qL, nsucc, sstate, s
 def _fsss(
     x, a, s1, N, C, D, gamma, R, vmin, vmax, pc, pcsum, supp, nsupp,
     vstate, vU, vL, qU, qL, nsucc, sstate, smult, schild,
-    path_node, path_b, path_s, path_y, path_old, tie, rbuf, rstate, rs,
+    path_node, path_b, path_s, path_y, path_old, tie, rbuf, rstate, rs, bstep,
 ):  # fmt: skip
     """N rollouts in a fresh FSSS tree rooted at ``s1`` (reached by x, a -> s1); returns
     ``(root upper bound, nodes used)``. ``pc`` holds the real posterior counts on entry
@@ -181,7 +184,7 @@ def _fsss(
                             p = pc[s, b, y] / rest_p if pc[s, b, y] < rest_p else 1.0
                             if p >= 1.0:
                                 m = rest_n
-                            elif rest_n > 200:  # inversion would underflow
+                            elif rest_n > BINOMIAL_INVERSION_MAX:  # would underflow
                                 m = np.random.binomial(rest_n, p)
                             else:
                                 flip = p > 0.5
@@ -196,7 +199,8 @@ def _fsss(
                                 cdf = pk
                                 m = 0
                                 while uu >= cdf and m < rest_n:
-                                    pk *= ratio * (rest_n - m) / (m + 1)
+                                    # bstep[n, m] = (n - m) / (m + 1): no division here
+                                    pk *= ratio * bstep[rest_n, m]
                                     m += 1
                                     cdf += pk
                                 if flip:
@@ -321,6 +325,12 @@ def bfs3_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R, 
     path_y = np.empty(D, dtype=np.int64)
     tie = np.empty(max(nU, C), dtype=np.int64)
     rbuf = np.empty(RBUF)
+    # steps of the binomial inversion: pmf(m + 1) = pmf(m) (p / (1 - p)) (n - m) / (m + 1)
+    nb = min(C, BINOMIAL_INVERSION_MAX) + 1
+    bstep = np.zeros((nb, nb))
+    for n_ in range(nb):
+        for m_ in range(n_):
+            bstep[n_, m_] = (n_ - m_) / (m_ + 1.0)
     rng_fill_uniform(rs, rbuf)
     rstate = np.zeros(1, dtype=np.int64)
     q = np.empty(nU)
@@ -337,7 +347,7 @@ def bfs3_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R, 
                 U, used = _fsss(
                     x, a, s1, N, C, D, gamma, R, vmin, vmax, pc, pcsum, supp, nsupp,
                     vstate, vU, vL, qU, qL, nsucc, sstate, smult, schild,
-                    path_node, path_b, path_s, path_y, path_old, tie, rbuf, rstate, rs,
+                    path_node, path_b, path_s, path_y, path_old, tie, rbuf, rstate, rs, bstep,
                 )  # fmt: skip
                 if used > max_used:
                     max_used = used
