@@ -123,10 +123,16 @@ def train_mem(wildcards):
     return PLAN.train_mem_mb(AGENTS[wildcards.agent])
 
 
+#: Slurm time limits are this many times the cost model's estimate (plus 10 minutes): the
+#: benchmarks that calibrate it keep the best of several passes, and a machine of this
+#: class can run everything 1.6-1.8 times slower for a while (benchmarks/README.md).
+RUNTIME_SAFETY = 3
+
+
 def train_runtime(wildcards):
-    """Minutes: twice the estimated offline time plus 10 minutes."""
+    """Minutes: RUNTIME_SAFETY times the estimated offline time plus 10 minutes."""
     s = PLAN.offline_seconds(wildcards.prior, AGENTS[wildcards.agent])
-    return int(10 + 2 * s / 60)
+    return int(10 + RUNTIME_SAFETY * s / 60)
 
 
 def run_experiment_of(wildcards):
@@ -147,10 +153,11 @@ def run_mem(wildcards):
 
 
 def run_runtime(wildcards):
-    """Minutes: twice the chunk's estimate plus 10 minutes (process start, loading)."""
+    """Minutes: RUNTIME_SAFETY times the chunk's estimate plus 10 minutes (process start,
+    loading)."""
     exp = EXPERIMENTS[wildcards.experiment]
     size = int(wildcards.stop) - int(wildcards.start)
-    return int(10 + 2 * PLAN.run_minutes(exp, AGENTS[wildcards.agent], size))
+    return int(10 + RUNTIME_SAFETY * PLAN.run_minutes(exp, AGENTS[wildcards.agent], size))
 
 
 def distribution_spec(wildcards):
