@@ -349,6 +349,11 @@ def bamcp_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R,
         inv[m] = 1.0 / m if m > 0 else 0.0
     rstate = np.zeros(1, dtype=np.int64)
 
+    # flat views for the search (same memory; the 2-D/3-D forms serve the updates)
+    rsup_f, asup_f, Np_f, supp_f = rsup.ravel(), asup.ravel(), Np.ravel(), supp.ravel()
+    nsupp_f, urn_f, utot_f, stamp_f = nsupp.ravel(), urn.ravel(), utot.ravel(), stamp.ravel()
+    gset_f, qN_f, qW_f, qhead_f = gset.ravel(), qN.ravel(), qW.ravel(), qhead.ravel()
+
     x = env_reset(initial_state, nX)
     ret = 0.0
     disc = 1.0
@@ -356,10 +361,9 @@ def bamcp_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R,
     max_used = 0
     for _t in range(T):
         used = _search(
-            x, nX, nU, K, D, gamma, rsup.ravel(), asup.ravel(), Np.ravel(), supp.ravel(),
-            nsupp.ravel(), urn.ravel(), utot.ravel(), stamp.ravel(), sim0, gset.ravel(), gcount,
-            vN, vstate, vsib, qN.ravel(), qW.ravel(), qhead.ravel(), path_node, path_a, path_r,
-            scores, tie, rbuf, rstate, rs, clog, isq, inv,
+            x, nX, nU, K, D, gamma, rsup_f, asup_f, Np_f, supp_f, nsupp_f, urn_f, utot_f,
+            stamp_f, sim0, gset_f, gcount, vN, vstate, vsib, qN_f, qW_f, qhead_f, path_node,
+            path_a, path_r, scores, tie, rbuf, rstate, rs, clog, isq, inv,
         )  # fmt: skip
         sim0 += K
         if used > max_used:
