@@ -13,6 +13,22 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
+# config.yaml is read by Snakemake; check its YAML first, so that a syntax error names the
+# file and the line (Snakemake's own message names neither).
+import os as _os
+
+from snakemake.exceptions import WorkflowError as _WorkflowError
+
+from bbrlcore.errors import BBRLError as _BBRLError
+from bbrlcore.plan import check_yaml_file as _check_yaml_file
+
+if _os.path.exists("config.yaml"):
+    try:
+        _check_yaml_file("config.yaml")
+    except _BBRLError as _exc:
+        raise _WorkflowError(str(_exc)) from None
+
+
 configfile: "config.yaml"
 
 
@@ -27,9 +43,21 @@ include: "workflow/rules/summary.smk"
 include: "workflow/rules/report.smk"
 
 
+onstart:
+    record_lock_owner()
+
+
+onsuccess:
+    release_lock_owner()
+
+
+onerror:
+    release_lock_owner()
+
+
 rule all:
+    """Every declared artefact: a missing one is regenerated, and what depends on it is
+    refreshed (merge, summary, report)."""
     default_target: True
     input:
-        f"{R}/summary.parquet",
-        f"{R}/summary.md",
-        f"{R}/report/index.html",
+        all_outputs(),

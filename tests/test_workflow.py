@@ -287,8 +287,8 @@ def test_conda_env_agrees_with_pyproject():
     for smk in (ROOT / "workflow/rules").glob("*.smk"):
         text = smk.read_text()
         if "rule " in text:
-            assert text.count("conda:") == text.count("\nrule "), smk.name
-            assert text.count("log:") == text.count("\nrule "), smk.name
+            assert text.count("\n    conda:") == text.count("\nrule "), smk.name
+            assert text.count("\n    log:") == text.count("\nrule "), smk.name
 
 
 def test_slurm_profile_is_executor_and_site_settings_only():
@@ -297,7 +297,11 @@ def test_slurm_profile_is_executor_and_site_settings_only():
     assert isinstance(prof["jobs"], int) and prof["latency-wait"] >= 5
     assert {"slurm_partition", "slurm_account"} <= set(prof["default-resources"])
     assert "set-resources" not in prof  # rules declare their own resources
-    assert not (ROOT / "profiles").exists()  # no workflow profile (00-decisions §8)
+    # the workflow's default profile sets nothing a site profile sets (00-decisions §8):
+    # only what makes a plain rerun resume after a kill
+    default = yaml.safe_load((ROOT / "profiles/default/config.yaml").read_text())
+    assert default == {"rerun-incomplete": True}
+    assert sorted(p.name for p in (ROOT / "profiles").iterdir()) == ["default"]
 
 
 # ---------------------------------------------------------------------------------------

@@ -24,8 +24,10 @@ Learning", PLOS ONE 11(6), 2016, §5.1.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +39,14 @@ from .errors import BBRLError
 from .formats import artefacts, dat
 
 REWARD_TYPES = ("constant", "gaussian")
+
+#: Largest total concentration of a row: a Dirichlet beyond it is numerically a point
+#: mass, and posterior variances (n^2 (n + 1) in SBOSS) must stay far from overflow.
+MAX_CONCENTRATION = 1e15
+#: Largest |reward|: returns and value bounds (Rmax / (1 - gamma)) must stay finite.
+MAX_REWARD = 1e12
+#: Largest number of transitions nX * nU * nX of a distribution (8 bytes each per array).
+MAX_ENTRIES = 50_000_000
 
 
 @dataclass(frozen=True, eq=False)
@@ -170,22 +180,44 @@ class FDMDistribution:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], source: str = "distribution") -> FDMDistribution:
+        """The inverse of :meth:`to_dict`; any problem is one :class:`BBRLError` naming
+        ``source`` (the file the dictionary came from)."""
+        if not isinstance(d, dict):
+            raise BBRLError(f"{source}: malformed embedded distribution (not a JSON object)")
         try:
-            shape = (int(d["n_states"]), int(d["n_actions"]), int(d["n_states"]))
+            for key in ("n_states", "n_actions", "initial_state"):
+                if isinstance(d[key], bool) or not isinstance(d[key], int):
+                    raise ValueError(f"{key} must be an integer, got {d[key]!r}")
+            for key in ("name", "short_name", "reward_type"):
+                if not isinstance(d.get(key, "constant"), str):
+                    raise ValueError(f"{key} must be a string")
+            nX, nU = d["n_states"], d["n_actions"]
+            if not (1 <= nX and 1 <= nU and nX * nU * nX <= MAX_ENTRIES):
+                raise ValueError(f"bad size {nX} states x {nU} actions")
+            shape = (nX, nU, nX)
             var = d.get("reward_variance")
+
+            def arr(v: Any, what: str) -> np.ndarray:
+                if not isinstance(v, list):
+                    raise ValueError(f"{what} must be a list of numbers")
+                a = np.asarray(v, dtype=np.float64)
+                if a.size != nX * nU * nX:
+                    raise ValueError(f"{what} holds {a.size} values, expected {nX * nU * nX}")
+                return a.reshape(shape)
+
             return cls(
-                name=str(d["name"]),
-                short_name=str(d["short_name"]),
-                theta=np.asarray(d["theta"], dtype=np.float64).reshape(shape),
-                reward=np.asarray(d["reward"], dtype=np.float64).reshape(shape),
-                initial_state=int(d["initial_state"]),
-                reward_type=str(d.get("reward_type", "constant")),
-                reward_variance=None
-                if var is None
-                else np.asarray(var, dtype=np.float64).reshape(shape),
+                name=d["name"],
+                short_name=d["short_name"],
+                theta=arr(d["theta"], "theta"),
+                reward=arr(d["reward"], "reward"),
+                initial_state=d["initial_state"],
+                reward_type=d.get("reward_type", "constant"),
+                reward_variance=None if var is None else arr(var, "reward_variance"),
             )
         except (KeyError, ValueError, TypeError) as exc:
             raise BBRLError(f"{source}: malformed embedded distribution ({exc})") from None
+        except BBRLError as exc:
+            raise BBRLError(f"{source}: {exc}") from None
 
     def to_dat(self) -> str:
         """The original ``DirMultiDistribution`` text (spec 01 §1.2)."""
@@ -229,23 +261,48 @@ def validate(d: FDMDistribution, source: str | None = None) -> None:
         raise BBRLError(f"{src}: rewards have shape {r.shape}, expected {th.shape}")
     if not np.isfinite(th).all():
         raise BBRLError(f"{src}: non-finite Dirichlet concentration")
+    if th.size > MAX_ENTRIES:
+        raise BBRLError(
+            f"{src}: {th.shape[0]} states x {th.shape[1]} actions is too large "
+            f"({th.size:,} transitions; limit {MAX_ENTRIES:,})"
+        )
     if (th < 0).any():
         x, u, y = np.argwhere(th < 0)[0]
         raise BBRLError(
             f"{src}: negative Dirichlet concentration theta({x},{u},{y}) = {th[x, u, y]:g}"
         )
-    empty = th.sum(axis=2) <= 0
+    with np.errstate(over="ignore"):
+        sums = th.sum(axis=2)
+    empty = sums <= 0
     if empty.any():
         x, u = np.argwhere(empty)[0]
         raise BBRLError(f"{src}: row (x={x}, u={u}) has no positive concentration")
+    big = ~(sums <= MAX_CONCENTRATION)
+    if big.any():
+        x, u = np.argwhere(big)[0]
+        raise BBRLError(
+            f"{src}: row (x={x}, u={u}) has total concentration {sums[x, u]:g}, above "
+            f"{MAX_CONCENTRATION:g} (numerically a point mass; agents' posterior arithmetic "
+            "would overflow): scale the row down"
+        )
     if not np.isfinite(r).all():
         raise BBRLError(f"{src}: non-finite reward")
+    if np.abs(r).max() > MAX_REWARD:
+        x, u, y = np.argwhere(np.abs(r) > MAX_REWARD)[0]
+        raise BBRLError(
+            f"{src}: reward R({x},{u},{y}) = {r[x, u, y]:g} is out of range "
+            f"(|R| <= {MAX_REWARD:g})"
+        )
     if d.reward_type not in REWARD_TYPES:
         raise BBRLError(f"{src}: unknown reward type {d.reward_type!r}")
     if d.reward_variance is not None:
         v = d.reward_variance
-        if v.shape != th.shape or (v < 0).any() or not np.isfinite(v).all():
-            raise BBRLError(f"{src}: reward variances must be finite, >= 0, shape {th.shape}")
+        if (v.shape != th.shape or not np.isfinite(v).all() or (v < 0).any()
+                or (v > MAX_REWARD**2).any()):
+            raise BBRLError(
+                f"{src}: reward variances must be finite, in [0, {MAX_REWARD**2:g}], "
+                f"shape {th.shape}"
+            )
     if not (-1 <= d.initial_state < th.shape[0]):
         raise BBRLError(
             f"{src}: initial state {d.initial_state} outside -1..{th.shape[0] - 1}"
@@ -273,6 +330,9 @@ def parse_dat(text: str, source: str = "<text>") -> FDMDistribution:
     ini = rd.integer("initial state")
     if nX < 1 or nU < 1:
         raise BBRLError(f"{source}: need at least one state and one action (got {nX}, {nU})")
+    if nX * nU * nX > MAX_ENTRIES:
+        raise BBRLError(f"{source}: {nX} states x {nU} actions is too large "
+                        f"({nX * nU * nX:,} transitions; limit {MAX_ENTRIES:,})")
     theta = rd.matrix(nX, nU, "theta")
     rtype = rd.integer("reward type")
     if rtype not in (0, 1):
@@ -330,22 +390,36 @@ def write_parquet(d: FDMDistribution, path: str | Path) -> None:
 
 def read_parquet(path: str | Path) -> FDMDistribution:
     table, meta = artefacts.read_artefact(path, "distribution")
+    m = artefacts.MetaReader(path, meta, "distribution")
+    nX = m.int("n_states", lo=1, hi=MAX_ENTRIES)
+    nU = m.int("n_actions", lo=1, hi=MAX_ENTRIES)
+    if nX * nU * nX > MAX_ENTRIES:
+        raise m.fail("n_states", f"too large ({nX} states x {nU} actions)")
+    if len(table) != nX * nU * nX:
+        raise BBRLError(f"{path}: {len(table)} transition rows, expected {nX * nU * nX} "
+                        f"({nX} states x {nU} actions); {artefacts.REGENERATE['distribution']}")
     try:
-        nX, nU = int(meta["n_states"]), int(meta["n_actions"])
         t = table.sort(["x", "u", "y"])
         shape = (nX, nU, nX)
+        flat = (t["x"].to_numpy().astype(np.int64) * nU + t["u"].to_numpy()) * nX + t["y"]
+        if not np.array_equal(np.asarray(flat), np.arange(nX * nU * nX)):
+            raise BBRLError(f"{path}: the (x, u, y) columns do not list every transition "
+                            f"of {nX} states x {nU} actions exactly once")
         var = t["reward_variance"].to_numpy() if "reward_variance" in t.columns else None
         return FDMDistribution(
-            name=meta["name"],
-            short_name=meta["short_name"],
+            name=m.str("name"),
+            short_name=m.str("short_name"),
             theta=t["theta"].to_numpy().astype(np.float64).reshape(shape),
             reward=t["reward"].to_numpy().astype(np.float64).reshape(shape),
-            initial_state=int(meta["initial_state"]),
-            reward_type=meta.get("reward_type", "constant"),
-            reward_variance=None if var is None else var.reshape(shape),
+            initial_state=m.int("initial_state", lo=-1, hi=nX - 1),
+            reward_type=m.str("reward_type", default="constant"),
+            reward_variance=None if var is None else var.astype(np.float64).reshape(shape),
         )
-    except (KeyError, ValueError, pl.exceptions.PolarsError) as exc:
+    except (KeyError, ValueError, TypeError, pl.exceptions.PolarsError) as exc:
         raise BBRLError(f"{path}: malformed distribution artefact ({exc})") from None
+    except BBRLError as exc:
+        msg = str(exc)
+        raise BBRLError(msg if msg.startswith(str(path)) else f"{path}: {msg}") from None
 
 
 # ---------------------------------------------------------------------------------------
@@ -444,6 +518,17 @@ def load(spec: str | Path) -> FDMDistribution:
     if p.suffix == ".parquet" or _is_parquet(p):
         return read_parquet(p)
     return read_dat(p)
+
+
+#: What a distribution's short name may hold (it names files and experiments).
+SHORT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+]*")
+
+
+def renamed(d: FDMDistribution, short_name: str) -> FDMDistribution:
+    """The same distribution under another short name (the long name is kept)."""
+    if not SHORT_NAME.fullmatch(short_name):
+        raise BBRLError(f"--short-name {short_name!r}: letters, digits, '_', '.' and '+' only")
+    return dataclasses.replace(d, short_name=short_name)
 
 
 def _is_parquet(p: Path) -> bool:

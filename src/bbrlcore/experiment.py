@@ -70,14 +70,13 @@ def new_test_set(
     test: FDMDistribution, n_mdps: int, gamma: float, horizon: int, seed: int
 ) -> TestSet:
     """Draw a test set (checks the parameters with clear errors)."""
-    if n_mdps < 1:
-        raise BBRLError(f"--n-mdps must be >= 1, got {n_mdps}")
+    if not 1 <= n_mdps <= MAX_MDPS:
+        raise BBRLError(f"--n-mdps must be in [1, {MAX_MDPS}], got {n_mdps}")
     if not (0 < gamma <= 1):
         raise BBRLError(f"--gamma must be in (0, 1], got {gamma}")
-    if horizon < 1:
-        raise BBRLError(f"--horizon must be >= 1, got {horizon}")
-    if seed < 0:
-        raise BBRLError(f"--seed must be >= 0, got {seed}")
+    if not 1 <= horizon <= MAX_HORIZON:
+        raise BBRLError(f"--horizon must be in [1, {MAX_HORIZON}], got {horizon}")
+    seeds.check_seed(seed, "--seed")
     mdps = np.stack([test.draw_mdp(seeds.mdp_rng(seed, i)) for i in range(n_mdps)])
     return TestSet(test, mdps, float(gamma), int(horizon), int(seed))
 
@@ -102,16 +101,60 @@ def write_test_set(ts: TestSet, path: str | Path) -> None:
 
 
 def read_test_set(path: str | Path) -> TestSet:
+    """Read a test-set artefact, validating its contents: the embedded test distribution,
+    γ, T and seed, one row per MDP index ``0..N-1``, and every MDP row a probability
+    distribution (finite, non-negative, summing to one within :data:`ROW_SUM_TOLERANCE`).
+    Any problem is one :class:`BBRLError` naming the file (and the MDP and row)."""
     table, meta = artefacts.read_artefact(path, "test-set")
+    m = artefacts.MetaReader(path, meta, "test-set")
+    regen = artefacts.REGENERATE["test-set"]
+    test = FDMDistribution.from_dict(m.dict("test_distribution"), str(path))
+    n = m.int("n_mdps", lo=1, hi=MAX_MDPS)
+    gamma = m.float("gamma", lo=0.0, hi=1.0, lo_open=True)
+    horizon = m.int("horizon", lo=1, hi=MAX_HORIZON)
+    seed = m.int("seed", lo=0, hi=seeds.MAX_SEED)
+    nX, nU = test.n_states, test.n_actions
+    if set(table.columns) < {"mdp_index", "P"}:
+        raise BBRLError(f"{path}: test-set table lacks the mdp_index or P column; {regen}")
+    if len(table) != n:
+        raise BBRLError(f"{path}: {len(table)} MDP rows, but the metadata says n_mdps={n}; "
+                        f"{regen}")
     try:
-        test = FDMDistribution.from_dict(meta["test_distribution"], str(path))
-        nX, nU = test.n_states, test.n_actions
-        P = np.asarray(table.sort("mdp_index")["P"].to_numpy(), dtype=np.float64)
-        mdps = P.reshape(len(table), nX, nU, nX)
-        return TestSet(test, mdps, float(meta["gamma"]), int(meta["horizon"]), int(meta["seed"]))
-    except (KeyError, ValueError, pl.exceptions.PolarsError) as exc:
-        raise BBRLError(f"{path}: malformed test-set artefact ({exc}); "
-                        f"{artefacts.REGENERATE['test-set']}") from None
+        table = table.sort("mdp_index")
+        idx = table["mdp_index"].to_numpy()
+        if not np.array_equal(idx, np.arange(n)):
+            raise BBRLError(f"{path}: mdp_index is not 0..{n - 1} (each once); {regen}")
+        P = np.asarray(table["P"].to_numpy(), dtype=np.float64)
+        if P.shape != (n, nX * nU * nX):
+            raise BBRLError(f"{path}: MDP rows hold {P.shape[1:] or 'ragged'} values, expected "
+                            f"{nX * nU * nX} ({nX} states x {nU} actions); {regen}")
+    except (ValueError, TypeError, pl.exceptions.PolarsError) as exc:
+        raise BBRLError(f"{path}: malformed test-set artefact ({exc}); {regen}") from None
+    mdps = P.reshape(n, nX, nU, nX)
+    check_mdps(mdps, str(path))
+    return TestSet(test, mdps, gamma, horizon, seed)
+
+
+#: Tolerance on the sum of each transition row of a test MDP.
+ROW_SUM_TOLERANCE = 1e-9
+#: Limits of a test set (larger values are refused with a clear error).
+MAX_MDPS = 10_000_000
+MAX_HORIZON = 100_000_000
+
+
+def check_mdps(mdps: np.ndarray, source: str) -> None:
+    """Every row ``P[i, x, u, :]`` finite, non-negative and summing to one; else one
+    :class:`BBRLError` naming ``source``, the MDP and the row."""
+    bad_val = ~np.isfinite(mdps) | (mdps < 0)
+    if bad_val.any():
+        i, x, u, y = (int(v) for v in np.argwhere(bad_val)[0])
+        raise BBRLError(f"{source}: MDP {i}, row (x={x}, u={u}): P(y={y}) = {mdps[i, x, u, y]} "
+                        "is not a probability; " + artefacts.REGENERATE["test-set"])
+    err = np.abs(mdps.sum(axis=3) - 1.0)
+    if (err > ROW_SUM_TOLERANCE).any():
+        i, x, u = (int(v) for v in np.argwhere(err > ROW_SUM_TOLERANCE)[0])
+        raise BBRLError(f"{source}: MDP {i}, row (x={x}, u={u}) sums to "
+                        f"{mdps[i, x, u].sum():.12g}, not 1; " + artefacts.REGENERATE["test-set"])
 
 
 # ---------------------------------------------------------------------------------------
@@ -154,8 +197,11 @@ def train_agent(
     params = alg.parse_params(raw_params, source=source)
     if not (0 < gamma <= 1):
         raise BBRLError(f"--gamma must be in (0, 1], got {gamma}")
-    if horizon < 1:
-        raise BBRLError(f"--horizon must be >= 1, got {horizon}")
+    if not 1 <= horizon <= MAX_HORIZON:
+        raise BBRLError(f"--horizon must be in [1, {MAX_HORIZON}], got {horizon}")
+    seeds.check_seed(seed, "--seed")
+    alg.check_setting(params, prior, gamma, horizon,
+                      source="" if source == "--param" else source)
     ctx = TrainContext(
         seed=seed,
         gamma=gamma,
@@ -236,27 +282,40 @@ def write_agent(agent: TrainedAgent, path: str | Path) -> None:
 
 
 def read_agent(path: str | Path) -> TrainedAgent:
+    """Read an agent artefact, validating its metadata (algorithm, parameters re-checked
+    by the algorithm, prior, times, seed, γ, T): one :class:`BBRLError` naming the file on
+    any problem."""
     table, meta = artefacts.read_artefact(path, "agent")
+    m = artefacts.MetaReader(path, meta, "agent")
+    name = m.str("algorithm")
     try:
-        prior = FDMDistribution.from_dict(meta["prior_distribution"], str(path))
+        alg = agents.get(name)
+    except BBRLError as exc:
+        raise BBRLError(f"{path}: {exc}") from None
+    params = alg.parse_params(m.dict("params"), source=f"{path}: params", stored=True)
+    prior = FDMDistribution.from_dict(m.dict("prior_distribution"), str(path))
+    agent_id = m.str("agent")
+    if agent_id.split("__", 1)[0] != alg.name:
+        raise m.fail("agent", f"{agent_id!r} is not an id of {alg.name}")
+    try:
         learned = None
         if "learned" in table.columns:
             learned = pl.DataFrame(table["learned"][0].to_list())
-        return TrainedAgent(
-            algorithm=meta["algorithm"],
-            agent_id=meta["agent"],
-            params=meta["params"],
-            prior=prior,
-            offline_time_s=float(meta["offline_time_s"]),
-            seed=int(meta["seed"]),
-            gamma=float(meta["gamma"]),
-            horizon=int(meta["horizon"]),
-            info=meta.get("info", {}),
-            table=learned,
-        )
-    except (KeyError, ValueError, TypeError) as exc:
+    except (ValueError, TypeError, IndexError, pl.exceptions.PolarsError) as exc:
         raise BBRLError(f"{path}: malformed agent artefact ({exc}); "
                         f"{artefacts.REGENERATE['agent']}") from None
+    return TrainedAgent(
+        algorithm=alg.name,
+        agent_id=agent_id,
+        params=params,
+        prior=prior,
+        offline_time_s=m.float("offline_time_s", lo=0.0),
+        seed=m.int("seed", lo=0, hi=seeds.MAX_SEED),
+        gamma=m.float("gamma", lo=0.0, hi=1.0, lo_open=True),
+        horizon=m.int("horizon", lo=1, hi=MAX_HORIZON),
+        info=m.dict("info", default={}),
+        table=learned,
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -304,6 +363,8 @@ def run_agent(
                 f"horizon={ts.horizon}",
                 file=sys.stderr,
             )
+    alg.check_setting(agent.params, agent.prior, ts.gamma, ts.horizon,
+                      source=f"agent {agent.agent_id}")
     idx = np.arange(ts.n_mdps) if mdps is None else np.asarray(list(mdps), dtype=np.int64)
     trained = _as_trained(agent)
     play = alg.make_player(agent.prior, agent.params, trained, ts.episode())
@@ -362,7 +423,7 @@ def run_agent(
     }
     for j, c in enumerate(alg.counters):
         cols[c] = counters[:, j]
-    return pl.DataFrame(cols)
+    return pl.DataFrame(cols).cast(RUN_COLUMNS)  # type: ignore[arg-type]
 
 
 def _as_trained(agent: TrainedAgent):
@@ -370,6 +431,27 @@ def _as_trained(agent: TrainedAgent):
 
     return Trained(info=agent.info, table=agent.table)
 
+
+#: Columns every run table has, with their types (agent counters come on top).
+RUN_COLUMNS: dict[str, type[pl.DataType]] = {
+    "experiment": pl.String,
+    "test": pl.String,
+    "prior": pl.String,
+    "algorithm": pl.String,
+    "agent": pl.String,
+    "params": pl.String,
+    "compat": pl.Boolean,
+    "mdp_index": pl.Int64,
+    "discounted_return": pl.Float64,
+    "online_time_s": pl.Float64,
+    "n_steps": pl.Int64,
+    "offline_time_s": pl.Float64,
+    "seed": pl.Int64,
+    "gamma": pl.Float64,
+    "horizon": pl.Int64,
+    "test_seed": pl.Int64,
+    "bbrlcore_version": pl.String,
+}
 
 #: Columns whose values depend on timing (excluded when comparing runs).
 TIMING_COLUMNS = ("online_time_s", "offline_time_s")

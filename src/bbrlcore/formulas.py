@@ -637,6 +637,10 @@ def _label(meta: dict[str, Any], rpn: list[str]) -> str:
     return f"F{ms}@dat-{_sha8(rpn)}"
 
 
+#: Largest formula size that can be generated (F8 already holds millions of formulas).
+MAX_FORMULA_SIZE = 8
+
+
 def generate(
     max_size: int,
     *,
@@ -655,8 +659,11 @@ def generate(
     >>> generate(2).rpn[:3]
     ['X0 INV', 'X1 OPP', 'X1 INV']
     """
-    if max_size < 1:
-        raise BBRLError(f"--max-size {max_size}: must be >= 1")
+    if not 1 <= max_size <= MAX_FORMULA_SIZE:
+        raise BBRLError(f"--max-size {max_size}: must be in [1, {MAX_FORMULA_SIZE}] (the number "
+                        "of formulas grows exponentially with the size)")
+    if isinstance(seed, bool) or not 0 <= seed <= 2**63 - 1:
+        raise BBRLError(f"--seed {seed}: must be an integer in [0, 2^63 - 1]")
     if not 1 <= n_points <= 65535:
         raise BBRLError(f"--n-points {n_points}: must be in [1, 65535]")
     if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):

@@ -31,6 +31,7 @@ import copy
 import itertools
 import math
 import re
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +40,8 @@ from typing import Any
 from . import cost
 from .agents.base import show_value
 from .errors import BBRLError
+from .experiment import MAX_HORIZON, MAX_MDPS
+from .seeds import MAX_SEED
 
 #: Top-level keys and their defaults (``...`` = required).
 DEFAULTS: dict[str, Any] = {
@@ -118,7 +121,7 @@ class AgentConfig:
         for k, v in self.params:
             if k == "formula_set" and formula_paths and v in formula_paths:
                 v = formula_paths[v]
-            out.append(f"--param {k}={show_value(v)}")
+            out.append("--param " + shlex.quote(f"{k}={show_value(v)}"))
         return " ".join(out)
 
 
@@ -131,6 +134,8 @@ class Plan:
     agents: list[AgentConfig]
     available: set[str] = field(default_factory=set)
     results_dir_calibration: str | None = None
+    #: every distribution of the experiments, loaded and checked (name -> distribution)
+    dists: dict[str, Any] = field(default_factory=dict)
 
     # -- derived ----------------------------------------------------------------------
     @property
@@ -273,6 +278,31 @@ def apply_preset(
     return cfg, from_preset
 
 
+def check_yaml_file(path: str | Path) -> Any:
+    """Parse a YAML file; a syntax error is one :class:`BBRLError` naming the file and the
+    line (``config.yaml: line 17, column 9: ...``)."""
+    import yaml
+
+    p = Path(path)
+    try:
+        return yaml.safe_load(p.read_text())
+    except OSError as exc:
+        raise BBRLError(f"{p}: cannot read ({exc.strerror})") from None
+    except yaml.MarkedYAMLError as exc:
+        def at(mark: Any) -> str:
+            return f"line {mark.line + 1}, column {mark.column + 1}"
+
+        msg = f"{p}: not valid YAML"
+        if exc.problem_mark is not None:
+            msg += f" at {at(exc.problem_mark)}"
+        msg += f": {exc.problem or exc.context or 'syntax error'}"
+        if exc.context and exc.context_mark is not None and exc.problem:
+            msg += f" ({exc.context} at {at(exc.context_mark)})"
+        raise BBRLError(msg) from None
+    except yaml.YAMLError as exc:
+        raise BBRLError(f"{p}: not valid YAML ({str(exc).splitlines()[0]})") from None
+
+
 def load(
     config: Mapping[str, Any] | str | Path,
     overrides: Mapping[str, Any] | None = None,
@@ -282,16 +312,10 @@ def load(
 ) -> Plan:
     """Check ``config`` (a mapping or a YAML file) and expand it into a :class:`Plan`."""
     if isinstance(config, (str, Path)):
-        import yaml
 
         p = Path(config)
         source = source or p.name
-        try:
-            config = yaml.safe_load(p.read_text()) or {}
-        except OSError as exc:
-            raise BBRLError(f"{p}: cannot read ({exc.strerror})") from None
-        except yaml.YAMLError as exc:
-            raise BBRLError(f"{p}: not valid YAML ({str(exc).splitlines()[0]})") from None
+        config = check_yaml_file(p) or {}
         if not isinstance(config, Mapping):
             raise BBRLError(f"{p}: expected a mapping of configuration keys")
     source = source or "config.yaml"
@@ -320,9 +344,17 @@ def load(
     dists = cfg["distributions"]
     if not isinstance(dists, Mapping):
         raise fail("distributions", "must be a mapping name -> file")
+    loaded: dict[str, Any] = {}
     for name, path in dists.items():
-        if not isinstance(path, str) or not Path(path).exists():
+        if not isinstance(name, str) or not distributions.SHORT_NAME.fullmatch(name):
+            raise fail(f"distributions.{name}", "a distribution name is letters, digits, "
+                       "'_', '.' and '+' (it names files and experiments)")
+        if not isinstance(path, str) or not Path(path).is_file():
             raise fail(f"distributions.{name}", f"{path!r}: no such file")
+        try:  # a malformed file is refused here, before any job
+            loaded[name] = distributions.renamed(distributions.load(path), name)
+        except BBRLError as exc:
+            raise fail(f"distributions.{name}", str(exc)) from None
     exps = cfg["experiments"]
     if not isinstance(exps, list) or not exps:
         raise fail("experiments", "must be a non-empty list of {test, prior}")
@@ -341,6 +373,16 @@ def load(
         ex = Experiment(e["test"], e["prior"])
         if ex in experiments:
             raise fail(f"experiments[{i}]", f"experiment {ex.name} listed twice")
+        for role in ("test", "prior"):
+            if e[role] not in loaded:
+                loaded[e[role]] = distributions.builtin(e[role])
+        t, pr = loaded[ex.test], loaded[ex.prior]
+        if (t.n_states, t.n_actions) != (pr.n_states, pr.n_actions):
+            raise fail(
+                f"experiments[{i}]",
+                f"test {ex.test} has {t.n_states} states and {t.n_actions} actions, prior "
+                f"{ex.prior} has {pr.n_states} and {pr.n_actions}: they must be equal",
+            )
         experiments.append(ex)
 
     fsets = cfg["formula_sets"]
@@ -391,7 +433,21 @@ def load(
                         raise fail(gkey, f"configuration {key} also listed in {seen[key]}")
                     seen[key] = where(gkey)
                     out.append(AgentConfig(name, ordered, key))
+    # cross-field checks: every configuration where it will be trained and run
+    priors = sorted({e.prior for e in experiments})
+    for a in out:
+        alg = agents_mod.get(a.algorithm) if a.algorithm in available else None
+        if alg is None:
+            continue
+        full = alg.parse_params(a.param_dict, stored=True)  # with the defaults
+        for prior in priors:
+            try:
+                alg.check_setting(full, loaded[prior], cfg["gamma"], cfg["horizon"])
+            except BBRLError as exc:
+                raise _fail(source, seen[a.key], f"{exc} (gamma={cfg['gamma']:g}, "
+                            f"horizon={cfg['horizon']})") from None
     plan = Plan(cfg, experiments, out, available, calibration_dir)
+    plan.dists = loaded
     return plan
 
 
@@ -428,6 +484,14 @@ def _check_scalars(cfg: dict[str, Any], fail) -> None:
     integer("horizon", 1)
     integer("test_seed", 0)
     integer("train_seed", 0)
+    for k in ("test_seed", "train_seed"):
+        if cfg[k] > MAX_SEED:
+            raise fail(f"{k}={cfg[k]}", "must be <= 2^63 - 1 (seeds are 64-bit)")
+    integer("n_mdps", 1)
+    if cfg["n_mdps"] > MAX_MDPS:
+        raise fail(f"n_mdps={cfg['n_mdps']}", f"must be <= {MAX_MDPS}")
+    if cfg["horizon"] > MAX_HORIZON:
+        raise fail(f"horizon={cfg['horizon']}", f"must be <= {MAX_HORIZON}")
     integer("max_chunks", 1)
     g = number("gamma")
     if not 0 < g <= 1:

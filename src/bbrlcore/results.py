@@ -18,6 +18,7 @@ import polars as pl
 
 from . import stats
 from .errors import BBRLError
+from .experiment import RUN_COLUMNS
 from .formats import artefacts
 
 #: Columns of the summary table, in order.
@@ -41,11 +42,79 @@ SUMMARY_COLUMNS = (
 
 _KEY = ["experiment", "agent", "mdp_index"]
 
+#: What must agree between all run tables of one experiment: its test set (test
+#: distribution, seed, γ, T) and the bbrlcore version that ran them.
+SAME_WITHIN_EXPERIMENT = ("test", "test_seed", "gamma", "horizon", "bbrlcore_version")
 
-def merge_tables(tables: list[pl.DataFrame]) -> pl.DataFrame:
-    """Concatenate run tables (missing counter columns become null) and sort them."""
+
+def check_run_table(table: pl.DataFrame, source: str) -> None:
+    """Columns and values of a run (or merged) table; one :class:`BBRLError` naming
+    ``source`` on any problem."""
+    hint = artefacts.REGENERATE["run"]
+    for col, dtype in RUN_COLUMNS.items():
+        if col not in table.columns:
+            raise BBRLError(f"{source}: run table lacks the column {col!r}; {hint}")
+        if table[col].dtype != dtype:
+            raise BBRLError(f"{source}: column {col!r} has type {table[col].dtype}, expected "
+                            f"{dtype}; {hint}")
+    for col in ("experiment", "agent", "mdp_index", "discounted_return", "online_time_s"):
+        if table[col].null_count():
+            raise BBRLError(f"{source}: column {col!r} has missing values; {hint}")
+    checks = {
+        "discounted_return": "finite",
+        "online_time_s": "finite and >= 0",
+        "offline_time_s": "finite and >= 0",
+        "gamma": "in (0, 1]",
+    }
+    ret = table["discounted_return"].to_numpy()
+    bad = {
+        "discounted_return": ~np.isfinite(ret),
+        "online_time_s": ~(table["online_time_s"].to_numpy() >= 0)
+        | ~np.isfinite(table["online_time_s"].to_numpy()),
+        "offline_time_s": ~(table["offline_time_s"].fill_null(0.0).to_numpy() >= 0)
+        | ~np.isfinite(table["offline_time_s"].fill_null(0.0).to_numpy()),
+        "gamma": ~((table["gamma"].fill_null(0.0).to_numpy() > 0)
+                   & (table["gamma"].fill_null(0.0).to_numpy() <= 1)),
+    }
+    for col, mask in bad.items():
+        if mask.any():
+            row = table.row(int(np.argmax(mask)), named=True)
+            raise BBRLError(f"{source}: {col} must be {checks[col]}, got {row[col]} "
+                            f"(agent {row['agent']}, MDP {row['mdp_index']}); {hint}")
+    if (table["mdp_index"] < 0).any() or (table["n_steps"].fill_null(1) < 1).any() or (
+            table["horizon"].fill_null(1) < 1).any():
+        raise BBRLError(f"{source}: negative MDP index, or fewer than 1 step; {hint}")
+
+
+def merge_tables(tables: list[pl.DataFrame], sources: list[str] | None = None) -> pl.DataFrame:
+    """Concatenate run tables (missing counter columns become null) and sort them.
+
+    Refuses an (experiment, agent, MDP) present twice, and run tables of one experiment
+    that differ in their test set, γ, T or bbrlcore version
+    (:data:`SAME_WITHIN_EXPERIMENT`); ``sources`` (file names) are named in the error.
+    """
     if not tables:
         raise BBRLError("merge: no run tables")
+    sources = sources or [f"table {i}" for i in range(len(tables))]
+    seen: dict[str, tuple[tuple[object, ...], str]] = {}
+    for t, src in zip(tables, sources, strict=True):
+        cols = [c for c in SAME_WITHIN_EXPERIMENT if c in t.columns]
+        groups = t.select(["experiment", *cols]).unique(maintain_order=True)
+        for row in groups.iter_rows(named=True):
+            exp = row["experiment"]
+            key = tuple(row.get(c) for c in SAME_WITHIN_EXPERIMENT)
+            if exp not in seen:
+                seen[exp] = (key, src)
+                continue
+            first, first_src = seen[exp]
+            if key != first:
+                diff = [f"{c} {a!r} vs {b!r}" for c, a, b in
+                        zip(SAME_WITHIN_EXPERIMENT, first, key, strict=True) if a != b]
+                where = f"within {src}" if src == first_src else f"{first_src} vs {src}"
+                raise BBRLError(
+                    f"merge: experiment {exp}: run tables from different test sets or "
+                    f"versions ({where}: {', '.join(diff)}); rerun them alike"
+                )
     merged = pl.concat(tables, how="diagonal_relaxed")
     dup = merged.select(_KEY).is_duplicated()
     if dup.any():
@@ -58,13 +127,16 @@ def merge_tables(tables: list[pl.DataFrame]) -> pl.DataFrame:
 
 
 def read_runs(paths: list[str]) -> pl.DataFrame:
+    """Read run or merged tables (validated, see :func:`check_run_table`) and merge them
+    (:func:`merge_tables`)."""
     tables = []
     for p in paths:
         table, meta = artefacts.read_artefact(p, None)
         if meta.get("kind") not in ("run", "merged"):
             raise BBRLError(f"{p}: a {meta.get('kind')!r} artefact, expected a run table")
+        check_run_table(table, str(p))
         tables.append(table)
-    return merge_tables(tables)
+    return merge_tables(tables, [str(p) for p in paths])
 
 
 def summary_table(merged: pl.DataFrame) -> pl.DataFrame:

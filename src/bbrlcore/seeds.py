@@ -18,6 +18,19 @@ import hashlib
 
 import numpy as np
 
+#: Largest seed of a test set or of offline learning (seeds are stored as int64).
+MAX_SEED = 2**63 - 1
+
+
+def check_seed(seed: int, where: str) -> int:
+    """``seed`` if it is an integer in [0, :data:`MAX_SEED`]; else a :class:`BBRLError`
+    naming ``where`` (``--seed``, ``test_seed``, ...)."""
+    from .errors import BBRLError
+
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise BBRLError(f"{where} {seed}: must be an integer in [0, 2^63 - 1]")
+    return seed
+
 
 def id_hash64(agent_id: str) -> int:
     """A stable 64-bit number from the SHA-256 of ``agent_id``."""

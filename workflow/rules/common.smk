@@ -1,9 +1,11 @@
 # Helpers shared by every stage: configuration (preset overlay, checks), the plan
-# (agent configurations, chunks, resources) and input/param functions.
+# (agent configurations, chunks, resources), input/param functions, and the lock guard.
 
+import json
 import os
+import re
 import shlex
-import shutil
+import socket
 import sys
 from pathlib import Path
 
@@ -30,27 +32,88 @@ except WorkflowError as exc:  # keep it to one line naming the key
     first = [l for l in str(exc).splitlines() if l.strip()]
     raise WorkflowError(f"{_CONFIG_NAME}: " + (first[1] if len(first) > 1 else first[0])) from None
 
-R = config["results_dir"].rstrip("/")
+R = config["results_dir"].rstrip("/") or "."
 VERSION = bbrlcore.__version__
 EXPERIMENTS = {e.name: e for e in PLAN.experiments}
 AGENTS = {a.key: a for a in PLAN.agents}
 CONDA_ENV = "../../envs/bbrl.yaml"
 
-# The bbrl command: from PATH (a conda env, an activated venv), else beside this Python.
-if shutil.which("bbrl"):
-    BBRL = "bbrl"
-else:
-    BBRL = shlex.quote(str(Path(sys.executable).with_name("bbrl")))
+# The `bbrl` command of the shell rules: the one installed beside this Python (the
+# bbrlcore that planned this workflow) comes first on PATH; jobs inherit the environment
+# (a conda env, with --sdm conda, puts its own first).
+_BIN = Path(sys.executable).parent
+if (_BIN / "bbrl").exists():
+    os.environ["PATH"] = f"{_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
+# ---- a stale lock left by a killed run -------------------------------------------------
+# Snakemake locks the working directory while it runs; a SIGKILLed snakemake leaves the
+# lock behind, and the next run would stop with a LockException. The main process records
+# who holds the lock (onstart, in the Snakefile); a later run removes the lock only when
+# that process is provably gone (same host, no process with that PID and start time).
+_OWNER = Path(".snakemake") / "bbrl-lock-owner.json"
+
+
+def _process_start(pid):
+    """The start time of process ``pid`` (clock ticks since boot), None if there is none."""
+    try:
+        stat = Path(f"/proc/{int(pid)}/stat").read_text()
+    except (OSError, ValueError):
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def record_lock_owner():
+    _OWNER.parent.mkdir(exist_ok=True)
+    pid = os.getpid()
+    info = {"pid": pid, "host": socket.gethostname(), "start": _process_start(pid)}
+    _OWNER.write_text(json.dumps(info))
+
+
+def release_lock_owner():
+    _OWNER.unlink(missing_ok=True)
+
+
+def clear_stale_lock():
+    locks = Path(".snakemake") / "locks"
+    if not locks.is_dir() or not any(locks.iterdir()) or not _OWNER.is_file():
+        return
+    try:
+        owner = json.loads(_OWNER.read_text())
+        pid, host, start = owner["pid"], owner["host"], owner["start"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    if host != socket.gethostname() or start is None:
+        return
+    if _process_start(pid) == start:
+        return  # the snakemake that holds the lock is running
+    for f in locks.iterdir():
+        f.unlink(missing_ok=True)
+    release_lock_owner()
+    print(
+        f"bbrl: removed the lock left by snakemake process {pid}, which no longer runs "
+        "(killed); incomplete outputs are redone (rerun-incomplete)",
+        file=sys.stderr,
+    )
+
+
+if workflow.is_main_process:
+    clear_stale_lock()
+
+
+def one_of(names):
+    """A wildcard constraint matching exactly these names."""
+    return "|".join(re.escape(n) for n in sorted(names)) or "NONE"
 
 
 wildcard_constraints:
-    experiment="|".join(sorted(EXPERIMENTS)) or "NONE",
-    dist="|".join(PLAN.distributions),
-    test="|".join(PLAN.tests),
-    prior="|".join(PLAN.priors),
+    experiment=one_of(EXPERIMENTS),
+    dist=one_of(PLAN.distributions),
+    test=one_of(PLAN.tests),
+    prior=one_of(PLAN.priors),
     agent="[^/]+",
     fs="[^/]+",
-    algorithm="|".join(PLAN.algorithms),
+    algorithm=one_of(PLAN.algorithms),
     start=r"\d+",
     stop=r"\d+",
 
@@ -77,6 +140,19 @@ def all_chunks(exp_name):
 
 
 FORMULA_PATHS = {fs: f"{R}/formula_sets/{fs}.parquet" for fs in PLAN.formula_sets_used}
+
+
+def all_outputs():
+    """Every artefact the workflow declares, so that a missing one (a deleted chunk,
+    agent or merged table) is regenerated and what depends on it refreshed."""
+    out = [f"{R}/distributions/{d}.parquet" for d in PLAN.distributions]
+    out += [f"{R}/test_sets/{t}.parquet" for t in PLAN.tests]
+    out += list(FORMULA_PATHS.values())
+    out += [agent_path(prior, key) for prior in PLAN.priors for key in AGENTS]
+    out += [p for exp in sorted(EXPERIMENTS) for p in all_chunks(exp)]
+    out += [f"{R}/merged/{exp}.parquet" for exp in sorted(EXPERIMENTS)]
+    out += [f"{R}/summary.parquet", f"{R}/summary.md", f"{R}/report/index.html"]
+    return out
 
 
 def formula_paths():
@@ -161,4 +237,37 @@ def run_runtime(wildcards):
 
 
 def distribution_spec(wildcards):
-    return shlex.quote(PLAN.distribution_spec(wildcards.dist))
+    return PLAN.distribution_spec(wildcards.dist)
+
+
+def warmup_inputs(wildcards):
+    """A prior and a test distribution of the plan, as artefacts (user distributions
+    included): the warm-up compiles on their shapes."""
+    return {
+        "prior": f"{R}/distributions/{PLAN.priors[0]}.parquet",
+        "test": f"{R}/distributions/{PLAN.tests[0]}.parquet",
+    }
+
+
+def fs_setting(wildcards, key, default=None):
+    return config["formula_sets"][wildcards.fs].get(key, default)
+
+
+def fs_max_size(wildcards):
+    return fs_setting(wildcards, "max_size")
+
+
+def fs_seed(wildcards):
+    return fs_setting(wildcards, "seed", 1)
+
+
+def fs_mem(wildcards):
+    return 16000 if fs_max_size(wildcards) >= 6 else 4000
+
+
+def fs_runtime(wildcards):
+    return 600 if fs_max_size(wildcards) >= 6 else 60
+
+
+def merge_inputs(wildcards):
+    return all_chunks(wildcards.experiment)

@@ -1,4 +1,5 @@
-# Stage 1: the distributions (priors and test distributions) as Parquet artefacts.
+# Stage 1: the distributions (priors and test distributions) as Parquet artefacts, each
+# under its name in the configuration (which names the experiments: {test}-{prior}).
 
 
 rule distribution:
@@ -15,6 +16,5 @@ rule distribution:
     conda:
         CONDA_ENV
     shell:
-        "({BBRL} distribution export {params.spec} -o {output}.dat"
-        " && {BBRL} distribution import {output}.dat -o {output}"
-        " && rm -f {output}.dat) > {log} 2>&1"
+        "bbrl distribution import {params.spec:q} --short-name {wildcards.dist}"
+        " -o {output:q} > {log:q} 2>&1"

@@ -1,10 +1,6 @@
 # Stage 6: one table per experiment (every agent, every test MDP), chunks concatenated.
 
 
-def merge_inputs(wildcards):
-    return all_chunks(wildcards.experiment)
-
-
 rule merge:
     input:
         merge_inputs,
@@ -20,4 +16,4 @@ rule merge:
     conda:
         CONDA_ENV
     shell:
-        "{BBRL} merge {input} -o {output} > {log} 2>&1"
+        "bbrl merge {input:q} -o {output:q} > {log:q} 2>&1"

@@ -25,6 +25,7 @@ rule report:
         f"{R}/logs/report.log",
     params:
         alpha=config.get("alpha", 0.05),
+        outdir=f"{R}/report",
         version=VERSION,
     resources:
         mem_mb=4000,
@@ -32,5 +33,5 @@ rule report:
     conda:
         CONDA_ENV
     shell:
-        "{BBRL} report {input.merged} --test-sets {input.test_sets} --alpha {params.alpha}"
-        " -o {R}/report > {log} 2>&1"
+        "bbrl report {input.merged:q} --test-sets {input.test_sets:q}"
+        " --alpha {params.alpha} -o {params.outdir:q} > {log:q} 2>&1"

@@ -20,5 +20,5 @@ rule run:
     conda:
         CONDA_ENV
     shell:
-        "{BBRL} run --experiment {input.test_set} --agent {input.agent}"
-        " --mdps {wildcards.start}:{wildcards.stop} -q -o {output} > {log} 2>&1"
+        "bbrl run --experiment {input.test_set:q} --agent {input.agent:q}"
+        " --mdps {wildcards.start}:{wildcards.stop} -q -o {output:q} > {log:q} 2>&1"

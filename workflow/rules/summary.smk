@@ -18,4 +18,5 @@ rule summary:
     conda:
         CONDA_ENV
     shell:
-        "{BBRL} summary {input} -o {output.parquet} --markdown {output.markdown} > {log} 2>&1"
+        "bbrl summary {input:q} -o {output.parquet:q} --markdown {output.markdown:q}"
+        " > {log:q} 2>&1"

@@ -21,5 +21,5 @@ rule test_set:
     conda:
         CONDA_ENV
     shell:
-        "{BBRL} experiment new --test {input} --n-mdps {params.n} --gamma {params.gamma}"
-        " --horizon {params.horizon} --seed {params.seed} -o {output} > {log} 2>&1"
+        "bbrl experiment new --test {input:q} --n-mdps {params.n} --gamma {params.gamma}"
+        " --horizon {params.horizon} --seed {params.seed} -o {output:q} > {log:q} 2>&1"

@@ -6,6 +6,8 @@ rule warmup_numba:
     jobs do not all compile and write numba's cache at the same time (one job per
     algorithm: they compile in parallel). Its output is an ``ancient`` input of that
     algorithm's training and runs: re-warming never reruns results."""
+    input:
+        unpack(warmup_inputs),
     output:
         f"{R}/warmup/{{algorithm}}.txt",
     log:
@@ -15,8 +17,6 @@ rule warmup_numba:
         # not bbrlcore's version: the numba cache directory (keyed by the version and the
         # source tree) decides when kernels must be compiled again
         numba_cache=os.environ.get("NUMBA_CACHE_DIR", ""),
-        prior=PLAN.priors[0],
-        test=PLAN.tests[0],
     priority: 100
     resources:
         mem_mb=2000,
@@ -49,6 +49,6 @@ rule train:
     conda:
         CONDA_ENV
     shell:
-        "{BBRL} train --agent {params.algorithm} {params.cli} --prior {input.prior}"
+        "bbrl train --agent {params.algorithm:q} {params.cli} --prior {input.prior:q}"
         " --seed {params.seed} --gamma {params.gamma} --horizon {params.horizon}"
-        " {params.checkpoint} -o {output} > {log} 2>&1"
+        " {params.checkpoint} -o {output:q} > {log:q} 2>&1"

@@ -26,8 +26,8 @@ CHEAP = {
     "bfs3": [{"K": 1, "C": 1, "D": 2}],
 }
 
-prior_d = distributions.load(snakemake.params.prior)
-test_d = distributions.load(snakemake.params.test)
+prior_d = distributions.read_parquet(snakemake.input.prior)
+test_d = distributions.read_parquet(snakemake.input.test)
 ts = E.new_test_set(test_d, 1, 0.95, 3, 0)
 available = set(agents.available())
 lines = []

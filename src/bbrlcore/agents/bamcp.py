@@ -85,7 +85,7 @@ from ._kernels import (
     model_update,
 )
 from ._rng import rng_fill_uniform, rng_new
-from .base import Algorithm, Episode, Param, Trained, at_least_one
+from .base import MAX_AGENT_MEMORY_BYTES, Algorithm, Episode, Param, Trained, at_least_one
 
 #: UCT exploration constant (spec 02 §4.1).
 UCT_C = 3.0
@@ -439,6 +439,16 @@ def pool_bytes(K: int, n_actions: int) -> int:
     return (K + 1) * (20 + 16 * n_actions)
 
 
+def _setting_check(params: dict, prior, gamma: float, horizon: int) -> str | None:
+    K = int(params["K"])
+    D = int(horizon if params.get("D") is None else params["D"])
+    need = pool_bytes(K, prior.n_actions) + 24 * (K + D + 1)  # tree, UCB tables, path
+    if need > MAX_AGENT_MEMORY_BYTES:
+        return (f"the search tree would need {need / 2**30:.1f} GiB "
+                f"(limit {MAX_AGENT_MEMORY_BYTES / 2**30:.0f} GiB): choose a smaller K")
+    return None
+
+
 ALGORITHM = Algorithm(
     name="bamcp",
     params=(
@@ -454,4 +464,5 @@ ALGORITHM = Algorithm(
     make_player=make_player,
     train=None,
     doc="BAMCP (Guez, Silver, Dayan 2012): Monte-Carlo tree search with root sampling",
+    setting_check=_setting_check,
 )

@@ -92,12 +92,30 @@ class Algorithm:
     counters: tuple[str, ...] = ()
     has_compat: bool = False
     doc: str = ""
+    #: Cross-field check of a configuration where it will run: ``setting_check(params,
+    #: prior, gamma, horizon)`` returns an error text or None (e.g. "needs gamma < 1", a
+    #: search tree that would not fit in memory). The workflow calls it for every agent
+    #: configuration and prior before any job runs; ``bbrl train`` and ``bbrl run`` too.
+    setting_check: Callable[[dict[str, Any], Any, float, int], str | None] | None = None
 
     # -----------------------------------------------------------------------------------
-    def parse_params(self, raw: dict[str, Any], *, source: str = "--param") -> dict[str, Any]:
+    def parse_params(
+        self, raw: dict[str, Any], *, source: str = "--param", stored: bool = False
+    ) -> dict[str, Any]:
         """Coerce, check and complete parameters (strings from the command line or typed
-        values from a config); raise :class:`BBRLError` naming the key on any problem."""
+        values from a config); raise :class:`BBRLError` naming the key on any problem.
+
+        ``stored=True`` reads parameters recorded in an artefact: ``null`` stands for a
+        default of None, and string parameters (file references such as a formula set,
+        which may have moved since) are type-checked but not looked up.
+        """
         known = {p.name: p for p in self.params}
+        if not isinstance(raw, dict):
+            raise BBRLError(f"{source}: expected a mapping of parameters")
+        if stored:
+            raw = {k: v for k, v in raw.items()
+                   if not (v is None and k in known and known[k].default is None
+                           and not known[k].required)}
         for key in raw:
             if key not in known:
                 expected = ", ".join(known) or "none"
@@ -112,12 +130,25 @@ class Algorithm:
                 raise BBRLError(f"{source} {p.name}: required by {self.name} and missing")
             else:
                 value = p.default
-            if value is not None and p.check is not None:
+            if value is not None and p.check is not None and not (stored and p.type is str):
                 err = p.check(value)
                 if err:
                     raise BBRLError(f"{source} {p.name}={show_value(value)}: {err}")
             out[p.name] = value
         return out
+
+    def check_setting(
+        self, params: dict[str, Any], prior: Any, gamma: float, horizon: int,
+        *, source: str = "",
+    ) -> None:
+        """Raise :class:`BBRLError` (prefixed by ``source``) when the configuration cannot
+        run on ``prior`` with ``gamma`` and ``horizon`` (see :attr:`setting_check`)."""
+        if self.setting_check is None:
+            return
+        err = self.setting_check(params, prior, gamma, horizon)
+        if err:
+            where = f"{source}: " if source else ""
+            raise BBRLError(f"{where}{self.agent_id(params)} on {prior.short_name}: {err}")
 
     def agent_id(self, params: dict[str, Any]) -> str:
         """``algorithm__name=value...`` in declaration order (00-decisions §5)."""
@@ -158,14 +189,18 @@ def coerce(p: Param, value: Any, where: str) -> Any:
         if isinstance(value, bool):
             raise BBRLError(f"{where}={value!r}: expected an integer")
         if isinstance(value, int):
-            return value
-        try:
-            f = float(value)
-        except (TypeError, ValueError):
-            raise BBRLError(f"{where}={value!r}: expected an integer") from None
-        if not math.isfinite(f) or f != int(f):
-            raise BBRLError(f"{where}={value!r}: expected an integer")
-        return int(f)
+            out = value
+        else:
+            try:
+                f = float(value)
+            except (TypeError, ValueError):
+                raise BBRLError(f"{where}={value!r}: expected an integer") from None
+            if not math.isfinite(f) or f != int(f):
+                raise BBRLError(f"{where}={value!r}: expected an integer")
+            out = int(f)
+        if not -(2**63) <= out < 2**63:
+            raise BBRLError(f"{where}={value!r}: out of range (a 64-bit integer)")
+        return out
     if t is float:
         if isinstance(value, bool):
             raise BBRLError(f"{where}={value!r}: expected a number")
@@ -175,6 +210,8 @@ def coerce(p: Param, value: Any, where: str) -> Any:
             raise BBRLError(f"{where}={value!r}: expected a number") from None
         if math.isnan(f):
             raise BBRLError(f"{where}={value!r}: expected a number, got NaN")
+        if math.isinf(f):
+            raise BBRLError(f"{where}={value!r}: expected a finite number")
         return f
     if t is str:
         if not isinstance(value, str):
@@ -200,6 +237,21 @@ def non_negative(v: float) -> str | None:
 
 def at_least_one(v: int) -> str | None:
     return None if v >= 1 else "must be an integer >= 1"
+
+
+def int_between(lo: int, hi: int) -> Callable[[int], str | None]:
+    """A check: an integer in [lo, hi]."""
+
+    def check(v: int) -> str | None:
+        return None if lo <= v <= hi else f"must be an integer in [{lo}, {hi:,}]"
+
+    return check
+
+
+#: Largest memory a built-in agent may preallocate for one trajectory (search trees,
+#: sampled models); configurations beyond it are refused up front.
+MAX_AGENT_MEMORY_BYTES = 16 * 2**30
+
 
 
 COMPAT = Param(

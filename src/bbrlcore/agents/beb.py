@@ -90,6 +90,12 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
     return play
 
 
+def _setting_check(params: dict, prior, gamma: float, horizon: int) -> str | None:
+    if not gamma < 1.0:
+        return "needs a discount factor < 1 (the Guez value iteration would not converge)"
+    return None
+
+
 ALGORITHM = Algorithm(
     name="beb",
     params=(
@@ -99,4 +105,5 @@ ALGORITHM = Algorithm(
     make_player=make_player,
     has_compat=True,
     doc=__doc__ or "",
+    setting_check=_setting_check,
 )

@@ -70,7 +70,7 @@ from numba import njit
 from ..errors import BBRLError
 from ._kernels import argmax_random_tie, env_reset, env_reward, env_step, model_init, model_update
 from ._rng import rng_fill_uniform, rng_new
-from .base import Algorithm, Episode, Param, Trained, at_least_one
+from .base import MAX_AGENT_MEMORY_BYTES, Algorithm, Episode, Param, Trained, at_least_one
 
 #: Largest number of trials drawn by inversion (beyond, (1 - p)**n may underflow).
 BINOMIAL_INVERSION_MAX = 200
@@ -423,6 +423,21 @@ def pool_bytes(K: int, C: int, D: int, n_actions: int) -> int:
     return max(1, K // C) * D * (24 + n_actions * (20 + 12 * C))
 
 
+def _setting_check(params: dict, prior, gamma: float, horizon: int) -> str | None:
+    if not gamma < 1.0:
+        return "needs a discount factor < 1 (its value bounds are [0, Rmax / (1 - gamma)])"
+    if float(prior.reward.min()) < 0.0:
+        return ("needs non-negative rewards (its lower value bound is 0, spec 02 §5); "
+                "shift the rewards")
+    K, C = int(params["K"]), int(params["C"])
+    D = int(horizon if params.get("D") is None else params["D"])
+    need = max(1, K // C) * D * (24 + prior.n_actions * (20 + 12 * C))
+    if need > MAX_AGENT_MEMORY_BYTES:
+        return (f"the FSSS node pool would need {need / 2**30:.1f} GiB "
+                f"(limit {MAX_AGENT_MEMORY_BYTES / 2**30:.0f} GiB): choose a smaller K or D")
+    return None
+
+
 ALGORITHM = Algorithm(
     name="bfs3",
     params=(
@@ -439,4 +454,5 @@ ALGORITHM = Algorithm(
     make_player=make_player,
     train=None,
     doc="BFS3 (Asmuth & Littman 2011): FSSS in the belief MDP",
+    setting_check=_setting_check,
 )

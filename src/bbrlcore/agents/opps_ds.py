@@ -55,7 +55,15 @@ from ..errors import BBRLError
 from ..formats.artefacts import atomic_path
 from ..seeds import id_hash64
 from ._kernels import dirichlet_row
-from .base import Algorithm, Episode, Param, TrainContext, Trained, at_least_one, positive
+from .base import (
+    Algorithm,
+    Episode,
+    Param,
+    TrainContext,
+    Trained,
+    int_between,
+    positive,
+)
 from .formula_agent import feature_counts, formula_trajectory, initial_q, play_formula
 
 # indices of the scalar UCB1 state (int64 array ``st``)
@@ -304,7 +312,7 @@ PARAMS = (
     Param("formula_set", str, required=True, check=_check_formula_set,
           doc="formula set: F2..F6 (default seed, cached) or a Parquet/.dat file",
           id_value=F.label_of),
-    Param("n_draws", int, required=True, check=at_least_one,
+    Param("n_draws", int, required=True, check=int_between(1, 10**9),
           doc="UCB1 budget: successful pulls, initial pulls included"),
     Param("c", float, default=660.0, check=positive, doc="UCB1 exploration constant"),
 )

@@ -571,24 +571,27 @@ def merged_size(theta: np.ndarray, epsilon: float, compat: bool) -> int:
     return int(float((k * (theta > 0).sum(axis=2)).sum()))
 
 
+def _setting_check(params: dict, prior, gamma: float, horizon: int) -> str | None:
+    if not gamma < 1.0:
+        return "needs a discount factor < 1 (the Guez value iteration would not converge)"
+    theta = np.ascontiguousarray(prior.theta, dtype=np.float64)
+    size = merged_size(theta, float(params["epsilon"]), bool(params["compat"]))
+    if size > MAX_SAMPLE_ENTRIES:
+        return (f"the merged model would hold {size:,} sampled probabilities at the prior "
+                f"(limit {MAX_SAMPLE_ENTRIES:,}, 8 bytes each): choose a larger epsilon")
+    return None
+
+
 def make_player(prior, params: dict, trained: Trained, ep: Episode):
     """A ``play(P, seed)`` running one SBOSS trajectory (see the module docstring)."""
-    if not ep.gamma < 1.0:
-        raise BBRLError(
-            f"sboss needs a discount factor < 1 (the test set has {ep.gamma}): the Guez "
-            "value iteration would not converge"
-        )
+    err = _setting_check(params, prior, ep.gamma, ep.horizon)
+    if err:
+        raise BBRLError(f"sboss: {err}")
     epsilon = float(params["epsilon"])
     delta = float(params["delta"])
     compat = bool(params["compat"])
     theta = np.ascontiguousarray(prior.theta, dtype=np.float64)
     Rm = np.ascontiguousarray(prior.reward, dtype=np.float64)
-    size = merged_size(theta, epsilon, compat)
-    if size > MAX_SAMPLE_ENTRIES:
-        raise BBRLError(
-            f"sboss epsilon={epsilon:g}: the merged model would hold {size:,} sampled "
-            f"probabilities at the prior (limit {MAX_SAMPLE_ENTRIES:,}, 8 bytes each)"
-        )
 
     pi_steps = PI_WARM_STEPS if prior.n_states <= PI_MAX_STATES else 0
     V_init = prior_values(theta, Rm, ep.gamma, epsilon, compat, GUEZ_TOLERANCE, pi_steps)
@@ -617,4 +620,5 @@ ALGORITHM = Algorithm(
     counters=("resamples",),
     has_compat=True,
     doc=__doc__ or "",
+    setting_check=_setting_check,
 )

@@ -41,9 +41,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from ._io import check
+
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        io = getattr(args, "io", None)
+        if io is not None:
+            check(io, args)
         rc = args.func(args)
     except BBRLError as exc:
         print(f"bbrl: error: {exc}", file=sys.stderr)

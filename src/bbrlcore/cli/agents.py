@@ -9,6 +9,12 @@ from .. import agents
 from .. import distributions as D
 from .. import experiment as E
 from ..errors import BBRLError
+from ._io import IO
+
+
+def _param_files(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """Files named by ``--param k=FILE`` (a formula set)."""
+    return [("--param", item.split("=", 1)[1].strip()) for item in args.param if "=" in item]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -27,7 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     tr.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     tr.add_argument("-o", "--output", required=True, help="output agent .parquet")
-    tr.set_defaults(func=_train)
+    tr.set_defaults(func=_train, io=IO(inputs=("prior",), outputs=("output", "checkpoint"),
+                                       extra_inputs=_param_files))
 
     rn = sub.add_parser("run", help="play an agent on a test set, one trajectory per MDP")
     rn.add_argument("--experiment", required=True, help="test-set .parquet (bbrl experiment new)")
@@ -35,7 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     rn.add_argument("--mdps", help="slice START:STOP of test MDPs (default: all)")
     rn.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     rn.add_argument("-o", "--output", required=True, help="output run .parquet")
-    rn.set_defaults(func=_run)
+    rn.set_defaults(func=_run, io=IO(inputs=("experiment", "agent"), outputs=("output",)))
 
     ls = sub.add_parser("agents", help="list the algorithms and their parameters")
     ls.set_defaults(func=_list)

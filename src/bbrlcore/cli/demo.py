@@ -10,6 +10,7 @@ import polars as pl
 from .. import agents
 from .. import distributions as D
 from .. import experiment as E
+from ._io import IO
 
 #: (algorithm, parameters) played by the demo when their module is installed.
 DEMO_AGENTS: list[tuple[str, dict[str, str]]] = [
@@ -32,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--prior", default=None, help="prior (default: the test distribution)")
     p.add_argument("--n-mdps", type=int, default=50, help="test MDPs (50)")
     p.add_argument("--out", default="results/demo", help="output directory")
-    p.set_defaults(func=_demo)
+    p.set_defaults(func=_demo, io=IO(inputs=("test", "prior"), outdirs=("out",)))
 
 
 def _demo(args: argparse.Namespace) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from .. import distributions as D
+from ._io import IO
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -14,18 +15,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     show = s.add_parser("show", help="describe a built-in distribution or a file")
     show.add_argument("distribution", help="GC, GDL, Grid, UGC, UGDL, UGrid, a .dat or .parquet")
     show.add_argument("--dat", action="store_true", help="print the original .dat text")
-    show.set_defaults(func=_show)
+    show.set_defaults(func=_show, io=IO(inputs=("distribution",)))
 
     imp = s.add_parser("import", help="convert an original .dat file to a Parquet artefact")
-    imp.add_argument("file", help=".dat file (plain or zlib-compressed)")
+    imp.add_argument("file", help=".dat file (plain or zlib-compressed), a built-in name or "
+                     "a distribution .parquet")
+    imp.add_argument("--short-name", help="rename the distribution (its short name names "
+                     "experiments: {test}-{prior})")
     imp.add_argument("-o", "--output", required=True, help="output .parquet")
-    imp.set_defaults(func=_import)
+    imp.set_defaults(func=_import, io=IO(inputs=("file",), outputs=("output",)))
 
     exp = s.add_parser("export", help="write a distribution in the original .dat format")
     exp.add_argument("distribution", help="built-in name, .dat or .parquet")
     exp.add_argument("-o", "--output", required=True, help="output .dat")
     exp.add_argument("--compress", action="store_true", help="zlib-compress (level 9)")
-    exp.set_defaults(func=_export)
+    exp.set_defaults(func=_export, io=IO(inputs=("distribution",), outputs=("output",)))
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -35,7 +39,9 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    d = D.read_dat(args.file)
+    d = D.load(args.file)
+    if args.short_name is not None and args.short_name != d.short_name:
+        d = D.renamed(d, args.short_name)
     D.write_parquet(d, args.output)
     print(f"wrote {args.output} ({d.short_name}: {d.n_states} states, {d.n_actions} actions)")
     return 0

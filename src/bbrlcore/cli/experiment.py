@@ -6,6 +6,7 @@ import argparse
 
 from .. import distributions as D
 from .. import experiment as E
+from ._io import IO
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -24,11 +25,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     new.add_argument("--seed", type=int, default=0, help="seed of the test set (0)")
     new.add_argument("-o", "--output", required=True, help="output .parquet")
-    new.set_defaults(func=_new)
+    new.set_defaults(func=_new, io=IO(inputs=("test",), outputs=("output",)))
 
     show = s.add_parser("show", help="describe a test set")
     show.add_argument("file")
-    show.set_defaults(func=_show)
+    show.set_defaults(func=_show, io=IO(inputs=("file",)))
 
 
 def _new(args: argparse.Namespace) -> int:

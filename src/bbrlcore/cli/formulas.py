@@ -8,6 +8,7 @@ import time
 
 from .. import formulas as F
 from ..errors import BBRLError
+from ._io import IO
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -31,17 +32,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "(seed 1 reproduces the original F2..F6 files byte for byte)")
     g.add_argument("-o", "--output", required=True,
                    help="output file: .parquet (artefact) or .dat (original text format)")
-    g.set_defaults(func=_generate)
+    g.set_defaults(func=_generate, io=IO(outputs=("output",)))
 
     i = sub.add_parser("import", help="convert an original formula-set file to Parquet")
     i.add_argument("file", help="original FormulaVector file (plain or zlib-compressed)")
     i.add_argument("-o", "--output", required=True)
-    i.set_defaults(func=_import)
+    i.set_defaults(func=_import, io=IO(inputs=("file",), outputs=("output",)))
 
     s = sub.add_parser("show", help="print a formula set (name F2..F6, Parquet or .dat)")
     s.add_argument("set", help="F2..F6, a Parquet formula set or an original file")
     s.add_argument("--head", type=int, default=None, help="print only the first rows")
-    s.set_defaults(func=_show)
+    s.set_defaults(func=_show, io=IO(inputs=("set",)))
 
 
 def _write(fs: F.FormulaSet, out: str) -> None:

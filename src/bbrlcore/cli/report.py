@@ -6,6 +6,7 @@ import argparse
 
 from .. import experiment as E
 from ..errors import BBRLError
+from ._io import IO
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -17,7 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--n-bounds", type=int, default=8, help="bounds per time axis (8)")
     p.add_argument("--no-pdf", action="store_true", help="do not run pdflatex")
     p.add_argument("-o", "--output", default="results/report", help="output directory")
-    p.set_defaults(func=_report)
+    p.set_defaults(func=_report, io=IO(inputs=("merged", "test_sets"), outdirs=("output",)))
 
 
 def _report(args: argparse.Namespace) -> int:

@@ -12,19 +12,20 @@ from pathlib import Path
 
 from ..formats import artefacts
 from ..results import markdown, read_runs, summary_table
+from ._io import IO
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     m = sub.add_parser("merge", help="concatenate run tables (chunks) into one table")
     m.add_argument("runs", nargs="+", metavar="RUN", help="run .parquet files")
     m.add_argument("-o", "--output", required=True, help="output merged .parquet")
-    m.set_defaults(func=_merge)
+    m.set_defaults(func=_merge, io=IO(inputs=("runs",), outputs=("output",)))
 
     s = sub.add_parser("summary", help="one row per experiment x agent: scores and times")
     s.add_argument("merged", nargs="+", metavar="MERGED", help="merged (or run) .parquet files")
     s.add_argument("-o", "--output", required=True, help="output summary .parquet")
     s.add_argument("--markdown", help="also write a markdown table to this file")
-    s.set_defaults(func=_summary)
+    s.set_defaults(func=_summary, io=IO(inputs=("merged",), outputs=("output", "markdown")))
 
 
 def _merge(args: argparse.Namespace) -> int:

@@ -10,7 +10,9 @@ job never leaves a half-written artefact behind.
 from __future__ import annotations
 
 import json
+import math
 import os
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -38,17 +40,67 @@ REGENERATE = {
 }
 
 
+def check_output_path(path: str | os.PathLike[str], *, directory: bool = False) -> None:
+    """Refuse an output path that cannot be written, before any work is done.
+
+    The path must not be an existing directory (or, with ``directory=True``, an existing
+    regular file); its first existing ancestor must be a writable directory (missing
+    directories are created when the output is written). Raises :class:`BBRLError`
+    naming the path.
+    """
+    target = Path(path)
+    if directory:
+        if target.exists() and not target.is_dir():
+            raise BBRLError(f"{target}: cannot write the output directory: a file is there")
+    elif target.is_dir():
+        raise BBRLError(f"{target}: cannot write: is a directory")
+    anc = target.parent if str(target.parent) else Path(".")
+    while not anc.exists():
+        if anc.is_symlink():  # a dangling link
+            raise BBRLError(f"{target}: cannot write: {anc} is a broken symbolic link")
+        if anc == anc.parent:
+            break
+        anc = anc.parent
+    if anc.exists() and not anc.is_dir():
+        raise BBRLError(f"{target}: cannot write: {anc} is not a directory")
+    if not os.access(anc, os.W_OK | os.X_OK):
+        raise BBRLError(f"{target}: cannot write: directory {anc} is not writable")
+    try:  # the only sure test (read-only or special filesystems, root's permissions)
+        fd, probe = tempfile.mkstemp(prefix=".bbrl-probe.", dir=anc)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise BBRLError(f"{target}: cannot write in {anc} ({exc.strerror or exc})") from None
+
+
+def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """Whether two paths name the same file (after symbolic links; missing files compare
+    by their resolved paths)."""
+    pa, pb = Path(a), Path(b)
+    try:
+        if pa.exists() and pb.exists():
+            return os.path.samefile(pa, pb)
+    except OSError:
+        pass
+    return pa.resolve() == pb.resolve()
+
+
 @contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; rename it onto ``path`` on success.
 
-    On any exception the temporary file is removed and ``path`` is left untouched.
+    On any exception the temporary file is removed and ``path`` is left untouched. An
+    operating-system error (no space, permission, not a directory, ...) becomes one
+    :class:`BBRLError` naming ``path``.
     """
     target = Path(path)
+    check_output_path(target)
     parent = target.parent if str(target.parent) else Path(".")
-    if not parent.exists():
+    try:
         parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
+    except OSError as exc:
+        raise BBRLError(f"{target}: cannot write ({exc.strerror or exc})") from None
     os.close(fd)
     tmp_path = Path(tmp)
     try:
@@ -57,6 +109,9 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
         os.umask(umask)
         os.chmod(tmp_path, 0o666 & ~umask)  # mkstemp creates files readable by owner only
         os.replace(tmp_path, target)
+    except OSError as exc:
+        tmp_path.unlink(missing_ok=True)
+        raise BBRLError(f"{target}: cannot write ({exc.strerror or exc})") from None
     except BaseException:
         tmp_path.unlink(missing_ok=True)
         raise
@@ -129,10 +184,113 @@ def _meta_from_schema(p: Path, metadata: dict | None, kind: str | None) -> dict[
         raise BBRLError(f"{p}: a Parquet file but not a bbrl artefact (no 'bbrl' metadata); {hint}")
     try:
         meta = json.loads(raw)
-    except json.JSONDecodeError:
-        raise BBRLError(f"{p}: corrupt bbrl metadata; {hint}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise BBRLError(f"{p}: corrupt bbrl metadata (not JSON); {hint}") from None
+    if not isinstance(meta, dict):
+        raise BBRLError(f"{p}: corrupt bbrl metadata (a JSON {type(meta).__name__}, "
+                        f"expected an object); {hint}")
     if kind is not None and meta.get("kind") != kind:
         raise BBRLError(
             f"{p}: is a {meta.get('kind')!r} artefact, expected a {kind!r} artefact; {hint}"
         )
+    version = meta.get("bbrlcore_version")
+    if not isinstance(version, str) or not version:
+        raise BBRLError(f"{p}: corrupt bbrl metadata (no bbrlcore_version); {hint}")
+    warn_version(p, version)
     return meta
+
+
+_WARNED: set[tuple[str, str]] = set()
+
+
+def warn_version(p: str | os.PathLike[str], version: str) -> None:
+    """The rule for artefacts of another bbrlcore version: **accept with a warning** naming
+    both versions (once per file), on stderr. Nothing is silently mixed: a run table
+    records the version that ran it, and merging refuses run tables of different versions
+    within an experiment (:func:`bbrlcore.results.merge_tables`)."""
+    if version == __version__:
+        return
+    key = (str(Path(p).resolve()), version)
+    if key in _WARNED:
+        return
+    _WARNED.add(key)
+    print(
+        f"bbrl: warning: {p} was written by bbrlcore {version}; this is bbrlcore "
+        f"{__version__} (regenerate it if the difference matters)",
+        file=sys.stderr,
+    )
+
+
+_MISSING: Any = object()
+
+
+class MetaReader:
+    """Typed access to an artefact's metadata: a missing key or a value of the wrong JSON
+    type is one :class:`BBRLError` naming the file and the key.
+
+    Examples
+    --------
+    >>> m = MetaReader("x.parquet", {"gamma": 0.95, "seed": "7"}, None)
+    >>> m.float("gamma", lo=0.0, hi=1.0)
+    0.95
+    >>> m.int("seed")
+    Traceback (most recent call last):
+    ...
+    bbrlcore.errors.BBRLError: x.parquet: metadata 'seed' must be an integer, got '7'; ...
+    """
+
+    def __init__(self, path: str | os.PathLike[str], meta: dict[str, Any],
+                 kind: str | None) -> None:
+        self.path = Path(path)
+        self.meta = meta
+        self.hint = REGENERATE.get(kind or "", "regenerate it with bbrl")
+
+    def fail(self, key: str, msg: str) -> BBRLError:
+        return BBRLError(f"{self.path}: metadata {key!r} {msg}; {self.hint}")
+
+    def _get(self, key: str, default: Any) -> Any:
+        if key in self.meta:
+            return self.meta[key]
+        if default is _MISSING:
+            raise self.fail(key, "is missing")
+        return default
+
+    def int(self, key: str, *, lo: int | None = None, hi: int | None = None,
+            default: Any = _MISSING) -> int:
+        v = self._get(key, default)
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise self.fail(key, f"must be an integer, got {_show(v)}")
+        if (lo is not None and v < lo) or (hi is not None and v > hi):
+            raise self.fail(key, f"must be in [{lo}, {hi}], got {v}")
+        return v
+
+    def float(self, key: str, *, lo: float | None = None, hi: float | None = None,
+              lo_open: bool = False, default: Any = _MISSING) -> float:
+        v = self._get(key, default)
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise self.fail(key, f"must be a number, got {_show(v)}")
+        f = float(v)
+        if not math.isfinite(f):
+            raise self.fail(key, f"must be finite, got {f}")
+        if (lo is not None and (f < lo or (lo_open and f == lo))) or (
+                hi is not None and f > hi):
+            left = "(" if lo_open else "["
+            raise self.fail(key, f"must be in {left}{lo}, {hi}], got {f:g}")
+        return f
+
+    def str(self, key: str, *, default: Any = _MISSING) -> str:
+        v = self._get(key, default)
+        if not isinstance(v, str):
+            raise self.fail(key, f"must be a string, got {_show(v)}")
+        return v
+
+    def dict(self, key: str, *, default: Any = _MISSING) -> dict[str, Any]:
+        v = self._get(key, default)
+        if not isinstance(v, dict):
+            raise self.fail(key, f"must be a JSON object, got {_show(v)}")
+        return v
+
+
+def _show(v: Any) -> str:
+    s = json.dumps(v) if not isinstance(v, str) else repr(v)
+    return s if len(s) <= 40 else s[:37] + "..."

@@ -9,6 +9,7 @@ significant digits.
 
 from __future__ import annotations
 
+import math
 import zlib
 from pathlib import Path
 
@@ -44,6 +45,10 @@ def fmt_real(v: float) -> str:
     return format(v, ".15g")
 
 
+#: Largest integer field accepted (sizes, indices, flags); larger ones are refused.
+MAX_INT = 2**31 - 1
+
+
 class Reader:
     """Sequential reader of BBRL fields with line numbers in its errors."""
 
@@ -71,15 +76,18 @@ class Reader:
     def integer(self, what: str) -> int:
         s = self.line().strip()
         try:
-            return int(s)
+            v = int(s)
         except ValueError:
             try:
                 f = float(s)
             except ValueError:
                 raise self._fail(f"expected an integer ({what}), found {s!r}") from None
-            if f != int(f):
+            if not math.isfinite(f) or f != int(f):
                 raise self._fail(f"expected an integer ({what}), found {s!r}") from None
-            return int(f)
+            v = int(f)
+        if abs(v) > MAX_INT:
+            raise self._fail(f"{what} {s!r} is out of range (|value| <= {MAX_INT})")
+        return v
 
     def real(self, what: str) -> float:
         s = self.line().strip()

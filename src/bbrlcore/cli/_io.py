@@ -1,0 +1,94 @@
+"""What each command reads and writes, checked before it does any work.
+
+Every subcommand declares its file arguments with :class:`IO` (``set_defaults(io=...)``);
+:func:`check` runs before the command and refuses, with one line naming the path:
+
+* an output that resolves to one of the command's inputs (``bbrl run --experiment e.parquet
+  ... -o e.parquet`` would replace its input);
+* two outputs that are the same file;
+* an output that cannot be written (an existing directory, a path below a regular file, a
+  directory that is not writable), so that ``bbrl run`` fails before playing a single
+  trajectory rather than after all of them;
+* an output directory (``bbrl report -o DIR``) where a file is, or that would overwrite one
+  of the inputs.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import BBRLError
+from ..formats import artefacts
+
+#: (argument label, path) pairs
+Paths = list[tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class IO:
+    """File arguments of a command: attribute names of the parsed arguments holding input
+    paths, output files and output directories (a value may be a path, a list of paths or
+    None). ``extra_inputs`` finds inputs hidden in other arguments (``--param
+    formula_set=FILE``). Inputs that are not existing files (built-in names) are ignored."""
+
+    inputs: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = ()
+    outdirs: tuple[str, ...] = ()
+    extra_inputs: Callable[[argparse.Namespace], Paths] | None = None
+
+
+#: Positional file arguments (shown in upper case in messages, as in ``--help``).
+_POSITIONAL = {"file", "runs", "merged", "distribution", "set", "config"}
+
+
+def _label(attr: str) -> str:
+    if attr in _POSITIONAL:
+        return attr.upper()
+    return "-o" if attr == "output" else "--" + attr.replace("_", "-")
+
+
+def _values(args: argparse.Namespace, attrs: tuple[str, ...]) -> Paths:
+    out: Paths = []
+    for attr in attrs:
+        v = getattr(args, attr, None)
+        for item in v if isinstance(v, list) else [v]:
+            if item is not None and str(item) != "":
+                out.append((_label(attr), str(item)))
+    return out
+
+
+#: Files and directories ``bbrl report`` writes inside its output directory.
+REPORT_FILES = ("index.html", "report.tex", "report.pdf", "data", "figures")
+
+
+def check(io: IO, args: argparse.Namespace) -> None:
+    """Refuse bad output paths before the command runs (see the module docstring)."""
+    inputs = [(lab, p) for lab, p in _values(args, io.inputs) if Path(p).is_file()]
+    if io.extra_inputs is not None:
+        inputs += [(lab, p) for lab, p in io.extra_inputs(args) if Path(p).is_file()]
+    outputs = _values(args, io.outputs)
+    for i, (lab, out) in enumerate(outputs):
+        artefacts.check_output_path(out)
+        for ilab, inp in inputs:
+            if artefacts.same_file(out, inp):
+                raise BBRLError(
+                    f"{lab} {out}: is the input {inp} ({ilab}); writing it would replace "
+                    "the input: choose another output path"
+                )
+        for olab, other in outputs[:i]:
+            if artefacts.same_file(out, other):
+                raise BBRLError(f"{lab} {out}: the same file as {olab} {other}")
+    for lab, d in _values(args, io.outdirs):
+        artefacts.check_output_path(d, directory=True)
+        written = [Path(d) / name for name in REPORT_FILES]
+        for ilab, inp in inputs:
+            for w in written:
+                pi, pw = Path(inp).resolve(), w.resolve()
+                if pi == pw or pw in pi.parents:
+                    raise BBRLError(
+                        f"{lab} {d}: would overwrite the input {inp} ({ilab}); choose "
+                        "another output directory"
+                    )
