@@ -118,7 +118,7 @@ def test_killed_run_job_resumes_without_recomputing(tmp_path, uninterrupted):
     before = mtimes(tmp_path / "results")
     assert before  # some work had finished
 
-    rc, out = finish(snakemake(tmp_path, cfg, "--rerun-incomplete"))
+    rc, out = finish(snakemake(tmp_path, cfg))  # a plain rerun (profiles/default)
     assert rc == 0, out[-3000:]
     after = mtimes(tmp_path / "results")
     # nothing finished was recomputed or lost; the killed chunk was redone
@@ -157,3 +157,33 @@ def test_tiny_twice_and_other_chunks_give_identical_returns(tmp_path, uninterrup
     assert len(list((tmp_path / "results/runs/GC-GC/random").glob("*.parquet"))) == 4
     assert again["discounted_return"].to_list() == uninterrupted["discounted_return"].to_list()
     assert again["seed"].to_list() == uninterrupted["seed"].to_list()
+
+
+@pytest.mark.slow
+def test_sigkill_of_snakemake_then_a_plain_rerun_resumes(tmp_path, uninterrupted):
+    """SIGKILL of the whole snakemake process group mid-run leaves a lock and incomplete
+    outputs; a plain rerun removes the stale lock, redoes the unfinished jobs, and gives the
+    uninterrupted run's returns. A concurrent run is still refused while one runs."""
+    cfg = config(tmp_path, **OVERLAY, max_chunks=2)
+    p = snakemake(tmp_path, cfg)
+    t0 = time.time()
+    killed = False
+    while p.poll() is None and time.time() - t0 < 600:
+        if run_pids(tmp_path, "agents/GC/bamcp"):
+            # while it runs, a second snakemake is refused (the lock holds)
+            rc2, out2 = finish(snakemake(tmp_path, cfg))
+            assert rc2 != 0 and "cannot be locked" in out2, out2[-2000:]
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                killed = True
+            break
+        time.sleep(0.05)
+    p.communicate()
+    assert killed, "the run finished before it could be killed"
+    assert list((tmp_path / ".snakemake" / "locks").iterdir()), "no stale lock to test"
+
+    rc, out = finish(snakemake(tmp_path, cfg))  # plain: no --unlock, no --rerun-incomplete
+    assert rc == 0, out[-3000:]
+    assert "removed the lock left by snakemake process" in out
+    merged = pl.read_parquet(tmp_path / "results/merged/GC-GC.parquet")
+    assert_frame_equal(merged.drop(TIMING), uninterrupted.drop(TIMING))

@@ -430,3 +430,70 @@ def test_snakemake_report_has_a_caption_for_every_figure(tiny_run, tmp_path):
     assert html.count("Time-constraint map for experiment") == n_exp
     assert html.count("with its 95% interval") == 2 * n_exp  # offline and online figures
     assert "Hardness of the test sets" in html
+
+
+# ---------------------------------------------------------------------------------------
+# Regenerating what is missing; user distributions; paths with spaces
+
+
+@pytest.mark.slow
+def test_missing_artefacts_come_back_with_identical_returns(tmp_path):
+    """A user distribution whose name sorts before the built-ins (test and prior), a
+    results directory with a space: everything runs. Then one chunk, one trained agent and
+    one merged table are deleted: a plain rerun regenerates exactly those and what depends
+    on them (merge, summary, report), with identical returns."""
+    from bbrlcore import distributions as D
+
+    D.write_dat(D.builtin("GC"), tmp_path / "chain.dat")
+    cfg = _write_cfg(tmp_path, _tiny({
+        "results_dir": "my results",
+        "distributions": {"AB": str(tmp_path / "chain.dat")},
+        "experiments": [{"test": "AB", "prior": "UGC"}, {"test": "GC", "prior": "AB"}],
+        "algorithms": {"random": {}, "e-greedy": {"epsilon": [0.1]}, "optimal": {}},
+    }))
+    res = tmp_path / "my results"
+    r = _snake(tmp_path, cfg, "--cores", "2")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    before = {e: pl.read_parquet(res / f"merged/{e}.parquet") for e in ("AB-UGC", "GC-AB")}
+    assert before["AB-UGC"]["experiment"].unique().to_list() == ["AB-UGC"]
+    assert before["GC-AB"]["prior"].unique().to_list() == ["AB"]
+
+    (res / "runs/GC-AB/random/0-8.parquet").unlink()
+    (res / "agents/UGC/e-greedy__epsilon=0.1.parquet").unlink()
+    (res / "merged/AB-UGC.parquet").unlink()
+    r = _snake(tmp_path, cfg, "-n")
+    planned = sorted(_planned(r.stdout))
+    assert planned == sorted([
+        ("run", "experiment=GC-AB, agent=random, start=0, stop=8"),
+        ("train", "prior=UGC, agent=e-greedy__epsilon=0.1"),
+        ("run", "experiment=AB-UGC, agent=e-greedy__epsilon=0.1, start=0, stop=8"),
+        ("merge", "experiment=AB-UGC"), ("merge", "experiment=GC-AB"),
+        ("summary", ""), ("report", ""), ("all", ""),
+    ]), planned
+    r = _snake(tmp_path, cfg, "--cores", "2")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    from polars.testing import assert_frame_equal
+
+    drop = ["online_time_s", "offline_time_s"]
+    for e, df in before.items():
+        assert_frame_equal(pl.read_parquet(res / f"merged/{e}.parquet").drop(drop), df.drop(drop))
+    assert "Nothing to be done" in _snake(tmp_path, cfg, "-n").stdout
+
+
+@pytest.mark.slow
+def test_snakemake_refuses_a_malformed_distribution_and_bad_yaml_before_any_job(tmp_path):
+    bad = tmp_path / "bad.dat"
+    bad.write_text("Serializable\n0\nIMDPDistribution\n2\nx\nX\n")
+    cfg = _write_cfg(tmp_path, _tiny({"distributions": {"AB": str(bad)},
+                                      "experiments": [{"test": "AB", "prior": "AB"}]}))
+    r = _snake(tmp_path, cfg, "--cores", "1")
+    assert r.returncode != 0
+    assert f"distributions.AB: {bad}: line 7: expected section 'MDPDistribution'" in r.stderr
+    assert not (tmp_path / "results").exists()
+    # a YAML syntax error in config.yaml: the file and the line
+    text = (ROOT / "config.yaml").read_text().replace("n_mdps: 500", "n_mdps: [500", 1)
+    (tmp_path / "config.yaml").write_text(text)
+    r = subprocess.run([SNAKEMAKE, "-s", str(ROOT / "Snakefile"), "--directory", str(tmp_path),
+                        "-n"], capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode != 0
+    assert "config.yaml: not valid YAML at line 18, column 1" in r.stdout + r.stderr

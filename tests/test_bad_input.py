@@ -1,0 +1,514 @@
+"""Bad input, one class per test (issue "Reliability, round two"): every case ends in one
+line ``bbrl: error: ...`` naming the file or key, exit status 2, and no file left behind.
+
+Commands run in-process (``bbrlcore.cli.main``), so an unexpected exception fails the test
+with its traceback instead of hiding in a subprocess.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bbrlcore import distributions as D
+from bbrlcore import experiment as E
+from bbrlcore import plan as P
+from bbrlcore.cli import main
+from bbrlcore.errors import BBRLError
+from bbrlcore.formats import artefacts
+
+ROOT = Path(__file__).resolve().parents[1]
+BASE = yaml.safe_load((ROOT / "config.yaml").read_text())
+
+
+def bbrl(capsys, *args: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    rc = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def refused(capsys, needle: str, *args: str) -> str:
+    """Run a command that must be refused: rc 2, one line naming ``needle``."""
+    rc, out, err = bbrl(capsys, *args)
+    lines = [ln for ln in err.strip().splitlines() if not ln.startswith("bbrl: warning:")]
+    assert rc == 2, (out, err)
+    assert len(lines) == 1 and lines[0].startswith("bbrl: error: "), err
+    assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+def no_leftovers(d: Path) -> None:
+    assert not list(d.rglob(".*.tmp")), list(d.rglob(".*.tmp"))
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """A small test set, an agent, a run table and a distribution file."""
+    d = tmp_path_factory.mktemp("bad")
+    ts = E.new_test_set(D.builtin("GC"), 6, 0.95, 30, seed=2)
+    E.write_test_set(ts, d / "ts.parquet")
+    agent = E.train_agent("e-greedy", {"epsilon": "0.1"}, D.builtin("GC"), progress=False)
+    E.write_agent(agent, d / "agent.parquet")
+    run = E.run_agent(ts, agent, progress=False)
+    E.write_run(run, d / "run.parquet", {"agent": agent.agent_id})
+    D.write_dat(D.builtin("GC"), d / "GC.dat")
+    D.write_parquet(D.builtin("GC"), d / "GC.parquet")
+    return d
+
+
+@pytest.fixture
+def wd(files, tmp_path, monkeypatch):
+    for f in files.iterdir():
+        (tmp_path / f.name).write_bytes(f.read_bytes())
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+# ---------------------------------------------------------------------------------------
+# Output paths
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["run", "--experiment", "ts.parquet", "--agent", "agent.parquet", "-o", "ts.parquet"],
+     "is the input ts.parquet (--experiment)"),
+    (["run", "--experiment", "ts.parquet", "--agent", "agent.parquet", "-o", "./agent.parquet"],
+     "is the input agent.parquet (--agent)"),
+    (["distribution", "import", "GC.dat", "-o", "GC.dat"], "is the input GC.dat"),
+    (["merge", "run.parquet", "ts.parquet", "-o", "run.parquet"], "is the input run.parquet"),
+    (["summary", "run.parquet", "-o", "s.parquet", "--markdown", "s.parquet"],
+     "the same file as -o s.parquet"),
+    (["experiment", "new", "--test", "GC.parquet", "-o", "GC.parquet"], "is the input"),
+    (["train", "--agent", "beb", "--param", "beta=1", "--prior", "GC.parquet",
+      "-o", "GC.parquet"], "is the input GC.parquet (--prior)"),
+])
+def test_an_output_is_never_one_of_the_inputs(capsys, wd, args, needle):
+    before = {p.name: p.read_bytes() for p in wd.iterdir() if p.is_file()}
+    refused(capsys, needle, *args)
+    after = {p.name: p.read_bytes() for p in wd.iterdir() if p.is_file()}
+    assert after == before
+    no_leftovers(wd)
+
+
+def test_a_report_never_overwrites_its_inputs(capsys, wd):
+    (wd / "data").mkdir()
+    (wd / "run.parquet").rename(wd / "data" / "run.parquet")
+    refused(capsys, "-o .: would overwrite the input data/run.parquet", "report",
+            "data/run.parquet", "-o", ".")
+    refused(capsys, "ts.parquet: cannot write the output directory: a file is there",
+            "report", "data/run.parquet", "--test-sets", "ts.parquet", "-o", "ts.parquet")
+
+
+def test_a_symbolic_link_to_an_input_is_the_input(capsys, wd):
+    (wd / "link.parquet").symlink_to(wd / "ts.parquet")
+    refused(capsys, "is the input", "run", "--experiment", "ts.parquet", "--agent",
+            "agent.parquet", "-o", "link.parquet")
+
+
+@pytest.mark.parametrize("out, needle", [
+    ("adir", "is a directory"),
+    ("ts.parquet/x.parquet", "ts.parquet is not a directory"),
+    ("ts.parquet/deeper/x.parquet", "ts.parquet is not a directory"),
+    ("/sys/x.parquet", "cannot write"),
+    ("/proc/x.parquet", "cannot write"),
+])
+def test_unwritable_outputs_are_refused_before_any_trajectory(capsys, wd, monkeypatch, out,
+                                                              needle):
+    (wd / "adir").mkdir()
+    calls = []
+    monkeypatch.setattr(E, "run_agent", lambda *a, **k: calls.append(1))
+    refused(capsys, needle, "run", "--experiment", "ts.parquet", "--agent", "agent.parquet",
+            "-o", out)
+    assert calls == []  # refused before playing anything
+    no_leftovers(wd)
+
+
+# ---------------------------------------------------------------------------------------
+# Contents of artefacts
+
+
+def _rewrite(path: Path, *, table=None, meta=None) -> None:
+    t = pq.read_table(path)
+    m = json.loads(t.schema.metadata[b"bbrl"])
+    if table is not None:
+        t = table(t)
+    if meta is not None:
+        meta(m)
+    pq.write_table(t.replace_schema_metadata({b"bbrl": json.dumps(m).encode()}), path)
+
+
+def _set_P(t: pa.Table, i: int, k: int, value: float) -> pa.Table:
+    P = t.column("P").to_pylist()
+    P[i][k] = value
+    col = pa.array(P, type=t.schema.field("P").type)
+    return t.set_column(t.schema.get_field_index("P"), "P", col)
+
+
+@pytest.mark.parametrize("edit, needle", [
+    (lambda t: _set_P(t, 2, 9, float("nan")), "MDP 2, row (x=0, u=1): P(y=4) = nan"),
+    (lambda t: _set_P(_set_P(t, 1, 0, -0.5), 1, 1, 1.5), "MDP 1, row (x=0, u=0): P(y=0) = -0.5"),
+    (lambda t: _set_P(t, 3, 0, 0.123), "MDP 3, row (x=0, u=0) sums to"),
+    (lambda t: t.slice(0, 4), "4 MDP rows, but the metadata says n_mdps=6"),
+    (lambda t: t.set_column(0, "mdp_index", pa.array([0, 1, 2, 3, 3, 5], pa.int64())),
+     "mdp_index is not 0..5"),
+])
+def test_test_set_contents_are_validated(capsys, wd, edit, needle):
+    _rewrite(wd / "ts.parquet", table=edit)
+    msg = refused(capsys, needle, "run", "--experiment", "ts.parquet", "--agent",
+                  "agent.parquet", "-o", "out.parquet")
+    assert "ts.parquet" in msg
+    assert not (wd / "out.parquet").exists()
+
+
+META_EDITS = [
+    ("ts.parquet", "test-set", lambda m: m.update(gamma="x"), "'gamma' must be a number"),
+    ("ts.parquet", "test-set", lambda m: m.update(horizon=2.5), "'horizon' must be an integer"),
+    ("ts.parquet", "test-set", lambda m: m.update(seed=2**64), "'seed' must be in"),
+    ("ts.parquet", "test-set", lambda m: m.pop("n_mdps"), "'n_mdps' is missing"),
+    ("ts.parquet", "test-set", lambda m: m.update(test_distribution=[1, 2]),
+     "'test_distribution' must be a JSON object"),
+    ("ts.parquet", "test-set", lambda m: m["test_distribution"].update(n_states="5"),
+     "n_states must be an integer"),
+    ("agent.parquet", "agent", lambda m: m.update(params={"epsilon": "lots"}),
+     "params epsilon='lots': expected a number"),
+    ("agent.parquet", "agent", lambda m: m.update(params={"epsilon": 3.0}),
+     "must be in [0, 1]"),
+    ("agent.parquet", "agent", lambda m: m.update(algorithm="e-greedyy"), "unknown algorithm"),
+    ("agent.parquet", "agent", lambda m: m.update(offline_time_s=None),
+     "'offline_time_s' must be a number"),
+    ("agent.parquet", "agent", lambda m: m.update(info="x"), "'info' must be a JSON object"),
+    ("agent.parquet", "agent", lambda m: m["prior_distribution"].update(theta="x"),
+     "theta must be a list"),
+]
+
+
+@pytest.mark.parametrize("name, kind, edit, needle", META_EDITS)
+def test_metadata_of_the_wrong_type_is_one_line(capsys, wd, name, kind, edit, needle):
+    _rewrite(wd / name, meta=edit)
+    msg = refused(capsys, needle, "run", "--experiment", "ts.parquet", "--agent",
+                  "agent.parquet", "-o", "out.parquet")
+    assert msg.startswith(f"bbrl: error: {name}: ")
+
+
+def test_metadata_that_is_not_an_object_is_one_line(capsys, wd):
+    t = pq.read_table(wd / "ts.parquet")
+    pq.write_table(t.replace_schema_metadata({b"bbrl": b"[1, 2]"}), wd / "ts.parquet")
+    refused(capsys, "corrupt bbrl metadata", "experiment", "show", "ts.parquet")
+
+
+def test_run_table_contents_are_validated(capsys, wd):
+    def nan_return(t: pa.Table) -> pa.Table:
+        col = t.column("discounted_return").to_pylist()
+        col[1] = float("nan")
+        i = t.schema.get_field_index("discounted_return")
+        return t.set_column(i, "discounted_return", pa.array(col, pa.float64()))
+
+    _rewrite(wd / "run.parquet", table=nan_return)
+    refused(capsys, "run.parquet: discounted_return must be finite", "summary", "run.parquet",
+            "-o", "s.parquet")
+    _rewrite(wd / "run.parquet", table=lambda t: t.drop_columns(["horizon"]))
+    refused(capsys, "lacks the column 'horizon'", "merge", "run.parquet", "-o", "m.parquet")
+    assert not (wd / "m.parquet").exists() and not (wd / "s.parquet").exists()
+
+
+# ---------------------------------------------------------------------------------------
+# Merging runs that do not belong together; other versions
+
+
+def _run_of(wd: Path, name: str, **ts_kw) -> Path:
+    kw = {"n_mdps": 6, "gamma": 0.95, "horizon": 30, "seed": 2} | ts_kw
+    ts = E.new_test_set(D.builtin("GC"), kw["n_mdps"], kw["gamma"], kw["horizon"], kw["seed"])
+    agent = E.read_agent(wd / "agent.parquet")
+    table = E.run_agent(ts, agent, range(3, 6), progress=False)
+    E.write_run(table, wd / name, {})
+    return wd / name
+
+
+@pytest.mark.parametrize("kw, needle", [
+    ({"seed": 3}, "test_seed 2 vs 3"),
+    ({"horizon": 40}, "horizon 30 vs 40"),
+    ({"gamma": 0.9}, "gamma 0.95 vs 0.9"),
+])
+def test_merge_refuses_chunks_of_different_test_sets(capsys, wd, kw, needle):
+    E.write_run(E.read_run(wd / "run.parquet").filter(pl.col("mdp_index") < 3),
+                wd / "a.parquet", {})
+    _run_of(wd, "b.parquet", **kw)
+    msg = refused(capsys, needle, "merge", "a.parquet", "b.parquet", "-o", "m.parquet")
+    assert "experiment GC-GC" in msg and "a.parquet vs b.parquet" in msg
+    refused(capsys, needle, "summary", "a.parquet", "b.parquet", "-o", "s.parquet")
+    assert not (wd / "m.parquet").exists()
+
+
+def test_another_version_warns_naming_both_and_merge_refuses_mixing(capsys, wd, monkeypatch):
+    import bbrlcore
+
+    _run_of(wd, "old.parquet")
+    _rewrite(wd / "old.parquet", meta=lambda m: m.update(bbrlcore_version="0.0.1"),
+             table=lambda t: t.set_column(
+                 t.schema.get_field_index("bbrlcore_version"), "bbrlcore_version",
+                 pa.array(["0.0.1"] * t.num_rows, pa.string())))
+    rc, _, err = bbrl(capsys, "summary", "old.parquet", "-o", "s.parquet")
+    assert rc == 0
+    warning = [ln for ln in err.splitlines() if ln.startswith("bbrl: warning:")]
+    assert len(warning) == 1
+    assert "written by bbrlcore 0.0.1" in warning[0]
+    assert f"this is bbrlcore {bbrlcore.__version__}" in warning[0]
+    E.write_run(E.read_run(wd / "run.parquet").filter(pl.col("mdp_index") < 3),
+                wd / "new.parquet", {})
+    refused(capsys, "bbrlcore_version", "merge", "new.parquet", "old.parquet", "-o",
+            "m.parquet")
+
+
+# ---------------------------------------------------------------------------------------
+# Numbers that do not fit
+
+
+def _dat_with(wd: Path, line: int, value: str) -> Path:
+    lines = (wd / "GC.dat").read_text().split("\n")
+    lines[line] = value
+    p = wd / "edited.dat"
+    p.write_text("\n".join(lines))
+    return p
+
+
+@pytest.mark.parametrize("line, value, needle", [
+    (10, "nan", "line 11: expected an integer (number of states), found 'nan'"),
+    (10, "inf", "found 'inf'"),
+    (10, "1e30", "number of states '1e30' is out of range"),
+    (10, "100000", "is too large"),
+    (12, "-7", "initial state -7 outside -1..4"),
+    (13, "1e308\t1e308\t0\t0\t0", "total concentration inf"),
+    (13, "1e20\t1\t0\t0\t0", "total concentration 1e+20"),
+    (13, "nan\t1\t0\t0\t0", "non-finite Dirichlet concentration"),
+])
+def test_numbers_that_do_not_fit_in_a_dat_file(capsys, wd, line, value, needle):
+    msg = refused(capsys, needle, "distribution", "import", _dat_with(wd, line, value),
+                  "-o", "d.parquet")
+    assert "edited.dat" in msg  # the file, not only the distribution
+    assert not (wd / "d.parquet").exists()
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["train", "--agent", "opps-ds", "--param", "formula_set=F2", "--param", "n_draws=1e20",
+      "--prior", "GC"], "n_draws='1e20': out of range"),
+    (["train", "--agent", "opps-ds", "--param", "formula_set=F2", "--param", "n_draws=1e15",
+      "--prior", "GC"], "n_draws=1000000000000000: must be an integer in [1, 1,000,000,000]"),
+    (["train", "--agent", "bamcp", "--param", "K=1e12", "--prior", "GC"],
+     "the search tree would need"),
+    (["train", "--agent", "bfs3", "--param", "K=1e9", "--param", "C=1", "--prior", "GC"],
+     "the FSSS node pool would need"),
+    (["train", "--agent", "sboss", "--param", "epsilon=1e-12", "--param", "delta=1",
+      "--prior", "UGrid"], "the merged model would hold"),
+    (["train", "--agent", "beb", "--param", "beta=inf", "--prior", "GC"], "a finite number"),
+    (["train", "--agent", "beb", "--param", "beta=1", "--prior", "GC", "--seed", str(2**63)],
+     "--seed 9223372036854775808"),
+    (["train", "--agent", "beb", "--param", "beta=1", "--prior", "GC", "--gamma", "1"],
+     "needs a discount factor < 1"),
+    (["experiment", "new", "--test", "GC", "--seed", str(2**63)], "--seed 9223372036854775808"),
+    (["experiment", "new", "--test", "GC", "--horizon", str(10**12)], "--horizon"),
+    (["formulas", "generate", "--max-size", "40"], "--max-size 40"),
+])
+def test_numbers_that_do_not_fit_in_parameters(capsys, wd, args, needle):
+    refused(capsys, needle, *args, "-o", "x.parquet")
+    assert not (wd / "x.parquet").exists()
+    no_leftovers(wd)
+
+
+def test_run_checks_the_setting_of_a_stored_agent(capsys, wd):
+    """An agent trained at gamma < 1 cannot run on a gamma = 1 test set (BEB)."""
+    E.write_agent(E.train_agent("beb", {"beta": "1"}, D.builtin("GC"), progress=False),
+                  wd / "beb.parquet")
+    E.write_test_set(E.new_test_set(D.builtin("GC"), 2, 1.0, 10, 0), wd / "g1.parquet")
+    refused(capsys, "needs a discount factor < 1", "run", "--experiment", "g1.parquet",
+            "--agent", "beb.parquet", "-o", "out.parquet")
+
+
+def test_distribution_errors_name_the_file(capsys, wd):
+    d = D.builtin("GC")
+    D.write_parquet(d, wd / "d.parquet")
+    _rewrite(wd / "d.parquet", table=lambda t: t.set_column(
+        t.schema.get_field_index("theta"), "theta",
+        pa.array([-1.0] + t.column("theta").to_pylist()[1:], pa.float64())))
+    msg = refused(capsys, "negative Dirichlet concentration", "distribution", "show",
+                  "d.parquet")
+    assert msg.startswith("bbrl: error: d.parquet: ")
+
+
+# ---------------------------------------------------------------------------------------
+# Configuration: cross-field checks before any job
+
+
+def _bad(mutate) -> dict:
+    cfg = copy.deepcopy(BASE)
+    mutate(cfg)
+    return cfg
+
+
+CROSS_FIELD = {
+    "gamma 1 with beb": (lambda c: (c.update(gamma=1.0), c["algorithms"].pop("bfs3"),
+                                    c["algorithms"].pop("sboss")),
+                         "algorithms.beb: beb__beta=0.25 on GC: needs a discount factor < 1"),
+    "gamma 1 with sboss": (lambda c: (c.update(gamma=1.0), c["algorithms"].pop("bfs3"),
+                                      c["algorithms"].pop("beb")),
+                           "algorithms.sboss[0]: sboss__epsilon=1__delta=9 on GC: needs"),
+    "sizes differ": (lambda c: c["experiments"].append({"test": "GC", "prior": "Grid"}),
+                     "experiments[6]: test GC has 5 states and 3 actions, prior Grid has 25"),
+    "seed too large": (lambda c: c.update(test_seed=2**63), "test_seed=9223372036854775808"),
+    "K too large": (lambda c: c["algorithms"]["bamcp"][1].update(K=[1.0e20]),
+                    "algorithms.bamcp[1].K[0]=1e+20: out of range"),
+    "K too large for memory": (lambda c: c["algorithms"]["bamcp"][1].update(K=[10**10]),
+                               "the search tree would need"),
+    "bad extra distribution": (lambda c: c.update(distributions={"AB": "nowhere.dat"}),
+                               "distributions.AB: 'nowhere.dat': no such file"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(CROSS_FIELD))
+def test_cross_field_checks_name_the_key(kind):
+    mutate, expected = CROSS_FIELD[kind]
+    with pytest.raises(BBRLError) as exc:
+        P.load(_bad(mutate))
+    msg = str(exc.value)
+    assert msg.startswith("config.yaml: ") and expected in msg and "\n" not in msg, msg
+
+
+def test_a_malformed_extra_distribution_is_refused_up_front(tmp_path):
+    bad = tmp_path / "bad.dat"
+    bad.write_text(D.builtin("GC").to_dat().replace("\n5\n3\n0\n", "\n5\n3\n9\n", 1))
+    cfg = _bad(lambda c: c.update(distributions={"AB": str(bad)}))
+    with pytest.raises(BBRLError, match=r"distributions\.AB: .*bad\.dat: .*initial state 9"):
+        P.load(cfg)
+
+
+def test_yaml_errors_name_the_file_and_the_line(tmp_path):
+    p = tmp_path / "config.yaml"
+    p.write_text((ROOT / "config.yaml").read_text().replace("n_mdps: 500", "n_mdps: [500", 1))
+    with pytest.raises(BBRLError) as exc:
+        P.load(p)
+    assert str(exc.value).startswith(f"{p}: not valid YAML at line ")
+
+
+# ---------------------------------------------------------------------------------------
+# Every reader, fed arbitrary input (hypothesis)
+
+READERS = {
+    # kind -> (file name, command using it as input)
+    "distribution": ("x.parquet", ["distribution", "show", "x.parquet"]),
+    "dat": ("x.dat", ["distribution", "import", "x.dat", "-o", "out.parquet"]),
+    "test-set": ("x.parquet", ["run", "--experiment", "x.parquet", "--agent", "agent.parquet",
+                               "-o", "out.parquet"]),
+    "agent": ("x.parquet", ["run", "--experiment", "ts.parquet", "--agent", "x.parquet",
+                            "-o", "out.parquet"]),
+    "run": ("x.parquet", ["summary", "x.parquet", "-o", "out.parquet"]),
+    "formula-set": ("x.parquet", ["formulas", "show", "x.parquet"]),
+    "formula-dat": ("x.dat", ["formulas", "import", "x.dat", "-o", "out.parquet"]),
+}
+
+
+def _check_refused_cleanly(capsys, wd: Path, args: list[str]) -> None:
+    (wd / "out.parquet").unlink(missing_ok=True)
+    rc, out, err = bbrl(capsys, *args)
+    if rc == 0:  # the input happened to be valid: nothing to check
+        return
+    lines = [ln for ln in err.strip().splitlines() if not ln.startswith("bbrl: warning:")]
+    assert rc == 2, err
+    assert len(lines) == 1 and lines[0].startswith("bbrl: error: "), err
+    assert not (wd / "out.parquet").exists()
+    no_leftovers(wd)
+
+
+HEALTH = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+#: Examples per property (more with BBRL_HYPOTHESIS_EXAMPLES=N for a longer search).
+EXAMPLES = int(os.environ.get("BBRL_HYPOTHESIS_EXAMPLES", 40))
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=HEALTH)
+@given(data=st.binary(max_size=2000), kind=st.sampled_from(sorted(READERS)))
+def test_every_reader_refuses_arbitrary_bytes(capsys, wd, data, kind):
+    name, args = READERS[kind]
+    (wd / name).write_bytes(data)
+    _check_refused_cleanly(capsys, wd, args)
+
+
+TOKENS = st.one_of(
+    st.sampled_from(["nan", "inf", "-inf", "1e308", "-1", "0", "1e400", "", "x", "2147483648",
+                     "3.5", "\t", "Serializable", "DirMultiDistribution", "1e-320"]),
+    st.text(max_size=8),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.integers(-(2**70), 2**70).map(str),
+)
+
+
+@settings(max_examples=2 * EXAMPLES, deadline=None, suppress_health_check=HEALTH)
+@given(edits=st.lists(st.tuples(st.integers(0, 60), st.integers(0, 4), TOKENS),
+                      min_size=1, max_size=4))
+def test_dat_files_with_arbitrary_edits(capsys, wd, edits):
+    lines = (wd / "GC.dat").read_text().split("\n")
+    for line, field, token in edits:
+        i = line % len(lines)
+        fields = lines[i].split("\t")
+        fields[field % len(fields)] = token
+        lines[i] = "\t".join(fields)
+    (wd / "x.dat").write_text("\n".join(lines))
+    _check_refused_cleanly(capsys, wd, READERS["dat"][1])
+    _check_refused_cleanly(capsys, wd, ["experiment", "new", "--test", "x.dat", "--n-mdps",
+                                        "2", "--horizon", "5", "-o", "out.parquet"])
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner,
+                                                                max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=2 * EXAMPLES, deadline=None, suppress_health_check=HEALTH)
+@given(kind=st.sampled_from(["distribution", "test-set", "agent", "run"]),
+       mutation=st.one_of(
+           st.tuples(st.just("replace"), JSON),
+           st.tuples(st.text(min_size=1, max_size=20), JSON),
+       ))
+def test_artefacts_with_arbitrary_metadata(capsys, wd, kind, mutation):
+    src = {"distribution": "GC.parquet", "test-set": "ts.parquet", "agent": "agent.parquet",
+           "run": "run.parquet"}[kind]
+    t = pq.read_table(wd / src)
+    meta = json.loads(t.schema.metadata[b"bbrl"])
+    key, value = mutation
+    if key == "replace":
+        meta = value
+    else:  # change (or add) one field; pick an existing one by its position when possible
+        keys = sorted(meta)
+        meta[keys[sum(map(ord, key)) % len(keys)] if key[0].isdigit() else key] = value
+    pq.write_table(t.replace_schema_metadata({b"bbrl": json.dumps(meta).encode()}),
+                   wd / "x.parquet")
+    _check_refused_cleanly(capsys, wd, READERS[kind][1])
+
+
+def test_numpy_is_quiet_in_validation():
+    """Validation of a row summing to +inf raises no floating-point warning as an error."""
+    theta = np.ones((2, 1, 2))
+    theta[0, 0] = [1e308, 1e308]
+    with pytest.raises(BBRLError, match="total concentration inf"):
+        D.FDMDistribution("x", "X", theta, np.zeros_like(theta), 0)
+
+
+def test_check_output_path_is_the_one_write_mechanism(tmp_path):
+    """atomic_path refuses what check_output_path refuses (one mechanism)."""
+    (tmp_path / "f").write_text("x")
+    for bad in (tmp_path / "f" / "g.parquet", tmp_path):
+        with pytest.raises(BBRLError):
+            with artefacts.atomic_path(bad):
+                pass
