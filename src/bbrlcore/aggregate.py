@@ -70,9 +70,10 @@ on the same distribution. bbrl's pairing allows a second, **paired** version (co
 \tfrac12\mathbb 1[x_i = y_i]\big)`, the chance that X beats Y *on the same test MDP*.
 Both satisfy :math:`P(X>Y) + P(Y>X) = 1`.
 
-Stratified bootstrap (Efron & Tibshirani, *An Introduction to the Bootstrap*, 1993,
-§3.4 and §6; Agarwal et al. 2021, §4)
-------------------------------------------------------------------------------------
+Stratified bootstrap (Efron & Tibshirani, *An Introduction to the Bootstrap*, Chapman &
+Hall 1993: the bootstrap of several samples and the percentile interval; Agarwal et al.
+2021, §4 and their appendix)
+------------------------------------------------------------------------------------------
 Each experiment's test MDPs are an i.i.d. sample of its test distribution, and the
 experiments are fixed: the **strata**. A replicate draws, in each stratum, :math:`N_e`
 MDP indices uniformly with replacement and recomputes the metric; the 95% interval is the
@@ -102,11 +103,11 @@ Resampling library: a vectorised numpy stratified bootstrap, not rliable nor
 
 * rliable 1.2.0 installs with our pins but does not import: its dependency ``arch``
   (7.2.0) fails against pandas 3 (``deprecate_kwarg() missing 1 required positional
-  argument``), which this environment has through Snakemake; it would also bring
-  statsmodels, arch, seaborn and absl-py (~150 MB), its resampling draws from numpy's
-  global random state (``np.random.choice``, so its ``random_state`` argument does not
-  make runs reproducible), it needs the same number of runs for every task, and it does
-  not pair algorithms (above);
+  argument``), which this environment has through snakemake-executor-plugin-slurm; it
+  would also bring statsmodels, arch, seaborn, absl-py and their dependencies (about
+  80 MB); its resampling draws from numpy's global random state (``np.random.choice``, so its
+  ``random_state`` argument does not make runs reproducible), it needs the same number
+  of runs for every task, and it does not pair algorithms (above);
 * ``scipy.stats.bootstrap`` resamples observations jointly along one axis (``paired=True``
   pairs several samples, which we need) but has no strata: resampling the pooled MDPs
   would let one experiment's share of the data vary between replicates, which is not how
@@ -114,8 +115,16 @@ Resampling library: a vectorised numpy stratified bootstrap, not rliable nor
   intervals of between-experiment metrics. It is used in the tests as a cross-check
   where the two coincide (a single stratum).
 
-The estimators are rliable's definitions (checked against rliable in the tests' hand
-computed values); the bootstrap is 40 lines of numpy.
+The estimators are rliable's definitions, computed with what rliable calls
+(``scipy.stats.trim_mean``, ``scipy.stats.mannwhitneyu``'s U) and checked against both in
+the tests; the bootstrap is numpy plus two small numba kernels (the IQM/profile pass and
+the Mann–Whitney pass), about 1 s for the paper's size (6 experiments × 500 MDPs, 11
+families, 2000 resamples) where plain numpy took 11 s. The tests check that a replicate's
+statistics equal the estimators on the resampled data, and that the 95% intervals cover
+a known truth at about 95% on simulated data (measured: 0.937 for the mean, 0.941 for the
+IQM and 0.939 for the paired probability of improvement with 3 strata of 50 MDPs, 4000
+datasets; 0.93, 0.93 and 0.91 with strata of 20: the percentile interval is slightly
+narrow for small samples, as is well known, and approaches its level as N grows).
 
 Multiple comparisons
 --------------------
@@ -135,10 +144,11 @@ Parquet artefacts of kind ``aggregate``):
 ``best_agents``     one row per experiment × family: ``experiment, test, prior, family,
                     algorithm, compat, agent, n, mean, ci_low, ci_high,
                     normalised_score, offline_time_s, online_time_per_decision_s``
-``metrics``         one row per family: ``family, n_experiments, n_scores``, then for
-                    each of ``mean, median, iqm, optimality_gap``: the estimate and its
-                    ``_ci_low``, ``_ci_high``
+``metrics``         one row per family, best IQM first: ``family, n_experiments,
+                    n_scores``, then for each of ``mean, median, iqm, optimality_gap``:
+                    the estimate and its ``_ci_low``, ``_ci_high``
 ``profiles``        one row per family × τ: ``family, tau, fraction, ci_low, ci_high``
+                    (pointwise bands)
 ``improvement``     one row per ordered pair: ``family_x, family_y, probability, ci_low,
                     ci_high, paired_probability, paired_ci_low, paired_ci_high``
 ``among_best``      one row per experiment × family: ``experiment, family, agent, mean,

@@ -89,7 +89,8 @@ def render(agg: agg_mod.Aggregates) -> str:
     conf = round(100 * meta["confidence"], 2)
     conf_s = f"{conf:g}%"
     lines = [
-        f"bbrl aggregate: {len(meta['experiments'])} experiments "
+        f"bbrl aggregate: {len(meta['experiments'])} "
+        f"experiment{'s' if len(meta['experiments']) != 1 else ''} "
         f"({', '.join(meta['experiments'])}); scores normalised per experiment "
         "(Random's mean = 0, Optimal's mean = 1)",
         "best agent of each family per experiment, offline bound "
