@@ -16,9 +16,9 @@ import pytest
 from scipy import stats as sps
 from scipy.optimize import brentq
 
+from bbrlcore import __version__, stats
 from bbrlcore import aggregate as A
 from bbrlcore import plan as P
-from bbrlcore import stats
 from bbrlcore.errors import BBRLError
 from bbrlcore.formats import artefacts
 from bbrlcore.report import analysis
@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def run_table(exp, alg, agent, returns, online=0.5, steps=250, offline=0.0, compat=False):
+    """A run table with every column a run table has (bbrlcore.experiment.RUN_COLUMNS)."""
     n = len(returns)
     test, prior = exp.split("-")
     return pl.DataFrame({
@@ -39,7 +40,10 @@ def run_table(exp, alg, agent, returns, online=0.5, steps=250, offline=0.0, comp
         "compat": [compat] * n, "mdp_index": np.arange(n, dtype=np.int64),
         "discounted_return": np.asarray(returns, dtype=float),
         "online_time_s": np.full(n, online), "n_steps": np.full(n, steps, dtype=np.int64),
-        "offline_time_s": np.full(n, offline), "test_seed": np.zeros(n, dtype=np.int64),
+        "offline_time_s": np.full(n, offline),
+        "seed": np.arange(n, dtype=np.int64) + 1000, "gamma": np.full(n, 0.95),
+        "horizon": np.full(n, steps, dtype=np.int64), "test_seed": np.zeros(n, dtype=np.int64),
+        "bbrlcore_version": [__version__] * n,
     })
 
 
