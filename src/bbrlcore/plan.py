@@ -21,6 +21,9 @@ Configuration (see ``config.yaml`` for the paper's full one):
 * ``n_mdps``, ``gamma``, ``horizon``, ``test_seed``, ``train_seed``: the protocol.
 * ``chunk_budget_minutes``, ``max_chunks``: run jobs are split into at most
   ``max_chunks`` chunks so that no chunk is expected to exceed the budget.
+* ``alpha``, ``multiple_comparisons``, ``bootstrap_resamples``, ``bootstrap_seed``: the
+  statistics of the report (level of the "among the best" Z-tests; ``none`` or ``holm``;
+  resamples and seed of the stratified bootstrap of :mod:`bbrlcore.aggregate`).
 * ``preset`` and ``presets``: ``preset: quick`` replaces the top-level keys of the base
   configuration by those of ``presets.quick`` (an overlay).
 """
@@ -57,6 +60,10 @@ DEFAULTS: dict[str, Any] = {
     "chunk_budget_minutes": 60.0,
     "max_chunks": 64,
     "checkpoint_every_seconds": 600.0,
+    "alpha": 0.05,
+    "multiple_comparisons": "none",
+    "bootstrap_resamples": 2000,
+    "bootstrap_seed": 0,
     "distributions": {},
     "formula_sets": {},
     "experiments": ...,
@@ -493,6 +500,14 @@ def _check_scalars(cfg: dict[str, Any], fail) -> None:
     if cfg["horizon"] > MAX_HORIZON:
         raise fail(f"horizon={cfg['horizon']}", f"must be <= {MAX_HORIZON}")
     integer("max_chunks", 1)
+    integer("bootstrap_resamples", 100)
+    integer("bootstrap_seed", 0)
+    a = number("alpha")
+    if not 0 < a < 1:
+        raise fail(f"alpha={a}", "must be in (0, 1)")
+    if cfg["multiple_comparisons"] not in ("none", "holm"):
+        raise fail(f"multiple_comparisons={cfg['multiple_comparisons']!r}",
+                   "expected none or holm")
     g = number("gamma")
     if not 0 < g <= 1:
         raise fail(f"gamma={g}", "must be in (0, 1]")

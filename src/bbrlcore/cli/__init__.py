@@ -15,7 +15,8 @@ from ..errors import BBRLError
 
 #: Subcommand modules, in the order ``bbrl --help`` lists them.
 _SUBMODULES = (
-    "distribution", "experiment", "agents", "formulas", "results", "report", "estimate", "demo",
+    "distribution", "experiment", "agents", "formulas", "results", "aggregate", "report",
+    "estimate", "demo",
 )
 
 

@@ -37,6 +37,7 @@ REGENERATE = {
     "formula-set": "regenerate it with `bbrl formulas generate ... -o OUT.parquet`",
     "merged": "regenerate it by re-running the workflow (delete the file first)",
     "summary": "regenerate it by re-running the workflow (delete the file first)",
+    "aggregate": "regenerate it with `bbrl aggregate MERGED... -o DIR`",
 }
 
 

@@ -7,7 +7,9 @@ r"""What the report shows, computed as tables (everything a figure draws is in P
   agent (highest mean); the best of those is the reference; every other family's best
   agent is compared with it by the one-sided paired Z-test (Appendix C of the paper),
   each comparison on its own; a family is *among the best* unless the reference is
-  significantly better than its best agent.
+  significantly better than its best agent. ``correction="holm"`` replaces the
+  per-comparison decisions by Holm's step-down procedure over the m comparisons
+  (:func:`bbrlcore.stats.holm`): family-wise error at most α instead of min(1, m·α).
 * :func:`constraint_map` — the time-constraint map: for every (offline bound, online bound)
   cell of a log-spaced grid covering the smallest and largest observed times, the
   families among the best with agents within both bounds.
@@ -77,14 +79,19 @@ def among_best(
     alpha: float = 0.05,
     offline_bound: float = math.inf,
     online_bound: float = math.inf,
+    correction: str = "none",
 ) -> pl.DataFrame:
     """Each family's best agent within the bounds, the paired Z against the reference
     and whether it is among the best.
 
     ``scores`` has one row per agent with ``family``, ``agent``, ``mean``,
     ``offline_time_s`` and ``online_time_per_decision_s``; ``returns`` maps each agent to
-    its per-MDP returns (paired across agents by test-MDP index).
+    its per-MDP returns (paired across agents by test-MDP index). ``correction`` is
+    ``"none"`` (the paper: each family at level ``alpha`` on its own, ``z >
+    Φ⁻¹(1 − α)``) or ``"holm"`` (Holm's step-down over the one-sided p-values
+    ``1 − Φ(z)`` of the m non-reference families; family-wise error at most ``alpha``).
     """
+    stats.check_correction(correction)
     ok = scores.filter(
         (pl.col("offline_time_s") <= offline_bound)
         & (pl.col("online_time_per_decision_s") <= online_bound)
@@ -112,6 +119,11 @@ def among_best(
         z = stats.paired_z(ref, returns[agent])
         zs.append(float(z))
         flags.append(not (z > t))
+    if correction == "holm":
+        others = [i for i, a in enumerate(best["agent"]) if a != ref_agent]
+        rejected = stats.holm([stats.z_pvalue(zs[i]) for i in others], alpha)
+        for i, r in zip(others, rejected, strict=True):
+            flags[i] = not bool(r)
     return best.select(["family", "agent", "mean"]).with_columns(
         pl.Series("z", zs, dtype=pl.Float64),
         pl.Series("among_best", flags, dtype=pl.Boolean),
@@ -139,15 +151,17 @@ def constraint_map(
     returns: dict[str, np.ndarray],
     alpha: float = 0.05,
     n_bounds: int = 8,
+    correction: str = "none",
 ) -> pl.DataFrame:
     """The time-constraint map as a tidy table: one row per cell and admissible family
-    (``family`` null for a cell where no agent fits the bounds)."""
+    (``family`` null for a cell where no agent fits the bounds); ``correction`` as in
+    :func:`among_best`, applied within each cell."""
     off = log_bounds(scores["offline_time_s"].to_numpy(), n_bounds)
     on = log_bounds(scores["online_time_per_decision_s"].to_numpy(), n_bounds)
     rows = []
     for i, ob in enumerate(off):
         for j, nb in enumerate(on):
-            best = among_best(scores, returns, alpha, ob, nb)
+            best = among_best(scores, returns, alpha, ob, nb, correction)
             if best.is_empty():
                 rows.append({"offline_index": i, "online_index": j, "offline_bound_s": ob,
                              "online_bound_s": nb, "family": None, "agent": None,

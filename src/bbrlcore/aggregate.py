@@ -1,0 +1,1012 @@
+r"""Statistics across experiments: normalised scores, aggregate metrics with stratified
+bootstrap intervals, performance profiles and probabilities of improvement.
+
+The paper (Castronovo et al. 2016) compares agents one experiment at a time. This module
+aggregates over experiments the way Agarwal et al. recommend ("Deep Reinforcement
+Learning at the Edge of the Statistical Precipice", NeurIPS 2021, and their library
+rliable), using what bbrl's design adds: every agent plays the *same* test MDPs, so
+every comparison can be paired. Everything is a polars table ("tables first"); figures
+are drawn from the tables.
+
+Normalised score
+----------------
+For agent *a* on test MDP *i* of experiment *e*, with discounted return :math:`R_{a,e,i}`,
+
+.. math:: x_{a,e,i} = \frac{R_{a,e,i} - \bar R_{\mathrm{Random},e}}
+                           {\bar R_{\mathrm{Optimal},e} - \bar R_{\mathrm{Random},e}}
+
+where :math:`\bar R` are the experiment's **means** of Random and Optimal over its N test
+MDPs. Random scores 0 and Optimal 1 on average; a single MDP can score below 0 or above 1.
+Why the means and not the per-MDP returns of Random and Optimal: each is one noisy
+trajectory, so on a given MDP the span :math:`R_{\mathrm{Optimal},e,i} -
+R_{\mathrm{Random},e,i}` can be near zero or negative (Random can be lucky, Optimal
+unlucky) and the ratio explodes or changes sign. With the means the score is an affine
+transform of the return within an experiment: orderings, paired differences, Z statistics
+and per-experiment intervals are those of the returns, rescaled, and the mean of an
+agent's per-MDP scores is exactly the ``normalised_score`` of ``summary.parquet``. The
+normalising means are taken as fixed (the intervals are conditional on them), as rliable
+does with its human and random reference scores.
+
+Which agents are compared
+-------------------------
+Within each experiment, each **family** (an algorithm; its compat variant a family of its
+own, as in the report, unless ``separate_compat=False``) is represented by its **best
+agent**: the highest mean return among its agents within the offline-time and
+online-time-per-decision bounds (ties broken by agent id), the paper's selection. Optimal
+is the reference, not a contender; Random is a contender (its scores are near 0). The
+selection uses the same test MDPs as the statistics, so the best agent's scores are
+slightly optimistic (the winner's curse); the paper's tables share this.
+
+Aggregate metrics (Agarwal et al. 2021, §4; rliable's ``metrics``)
+-----------------------------------------------------------------
+With the best agent's scores :math:`x_{e,i}` (E experiments, :math:`N_e` MDPs each):
+
+* **mean**: mean over experiments of the per-experiment mean score,
+  :math:`\frac1E\sum_e \bar x_e` (each experiment weighs the same);
+* **median**: median over experiments of :math:`\bar x_e` (with few experiments it moves in
+  jumps and its interval is wide: Agarwal et al. recommend the IQM instead);
+* **IQM**, the interquartile mean: the mean of the middle half of all pooled scores,
+  ``scipy.stats.trim_mean(x, 0.25)``, which removes :math:`k = \lfloor n/4 \rfloor` scores
+  from each end of the n pooled scores (so for n = 10 the mean of the 6 middle ones).
+  Robust to outlying MDPs like the median, but uses half the data, so it is far less
+  noisy than the median;
+* **optimality gap**: :math:`\gamma - \frac1n\sum \min(x, \gamma)` with γ = 1, how far the
+  scores fall short of Optimal's mean (scores above 1 do not compensate for others).
+
+IQM, optimality gap and the performance profile pool every (experiment, MDP) score, as
+rliable does; when experiments have different N, one with more MDPs weighs more.
+
+**Performance profile** (run-score distribution): :math:`F(\tau)`, the fraction of pooled
+scores above τ, over a grid of τ. An algorithm whose profile lies above another's
+everywhere is better on every quantile (stochastic dominance).
+
+**Probability of improvement** of family X over family Y: within experiment e,
+:math:`P_e(X > Y) = \frac{1}{N_e^2}\sum_{i,j}\big(\mathbb 1[x_i > y_j] + \tfrac12
+\mathbb 1[x_i = y_j]\big)`, the Mann–Whitney U statistic divided by :math:`N_e^2`; then
+averaged over experiments. This is rliable's ``probability_of_improvement`` (column
+``probability``): the chance that a random trajectory of X beats a random trajectory of Y
+on the same distribution. bbrl's pairing allows a second, **paired** version (column
+``paired_probability``): :math:`\frac1{N_e}\sum_i\big(\mathbb 1[x_i > y_i] +
+\tfrac12\mathbb 1[x_i = y_i]\big)`, the chance that X beats Y *on the same test MDP*.
+Both satisfy :math:`P(X>Y) + P(Y>X) = 1`.
+
+Stratified bootstrap (Efron & Tibshirani, *An Introduction to the Bootstrap*, Chapman &
+Hall 1993: the bootstrap of several samples and the percentile interval; Agarwal et al.
+2021, §4 and their appendix)
+------------------------------------------------------------------------------------------
+Each experiment's test MDPs are an i.i.d. sample of its test distribution, and the
+experiments are fixed: the **strata**. A replicate draws, in each stratum, :math:`N_e`
+MDP indices uniformly with replacement and recomputes the metric; the 95% interval is the
+2.5% and 97.5% percentiles of the replicates (the percentile method, rliable's default).
+Two refinements of "strata = experiments" follow from bbrl's design:
+
+* **paired**: a replicate draws its indices once and applies them to *every* family
+  (Random and Optimal included), so differences and probabilities of improvement keep the
+  pairing. rliable bootstraps each algorithm on its own (and X and Y independently for
+  the probability of improvement), which is right for independent runs but discards the
+  pairing here.
+* **shared test sets**: the two experiments of a test distribution (GC-GC and GC-UGC)
+  play the *same* test MDPs, so they are not independent samples. The resampling unit is
+  the test set: experiments with the same ``test`` (and ``test_seed`` when recorded)
+  and the same MDP indices share the drawn indices; an experiment with a test set of its
+  own is its own stratum.
+
+A resample is kept as **counts** (how often each MDP was drawn), so a metric of a
+resample is a weighted statistic of the original scores: means are one matrix product,
+and the IQM and the profiles use the sorted scores with cumulative counts, which gives
+exactly ``trim_mean`` of the resampled data without sorting each replicate. Replicates
+are drawn by ``numpy.random.default_rng(seed)`` in blocks of :data:`BLOCK`: the same seed
+and the same number of resamples give the same tables on any machine.
+
+Resampling library: a vectorised numpy stratified bootstrap, not rliable nor
+``scipy.stats.bootstrap``, because
+
+* rliable 1.2.0 installs with our pins but does not import: its dependency ``arch``
+  (7.2.0) fails against pandas 3 (``deprecate_kwarg() missing 1 required positional
+  argument``), which this environment has through snakemake-executor-plugin-slurm; it
+  would also bring statsmodels, arch, seaborn, absl-py and their dependencies (about
+  80 MB); its resampling draws from numpy's global random state (``np.random.choice``, so its
+  ``random_state`` argument does not make runs reproducible), it needs the same number
+  of runs for every task, and it does not pair algorithms (above);
+* ``scipy.stats.bootstrap`` resamples observations jointly along one axis (``paired=True``
+  pairs several samples, which we need) but has no strata: resampling the pooled MDPs
+  would let one experiment's share of the data vary between replicates, which is not how
+  the data were sampled (each experiment has exactly :math:`N_e` MDPs) and inflates the
+  intervals of between-experiment metrics. It is used in the tests as a cross-check
+  where the two coincide (a single stratum).
+
+The estimators are rliable's definitions, computed with what rliable calls
+(``scipy.stats.trim_mean``, ``scipy.stats.mannwhitneyu``'s U) and checked against both in
+the tests; the bootstrap is numpy plus two small numba kernels (the IQM/profile pass and
+the Mann–Whitney pass), about 1 s for the paper's size (6 experiments × 500 MDPs, 11
+families, 2000 resamples) where plain numpy took 11 s. The tests check that a replicate's
+statistics equal the estimators on the resampled data, and that the 95% intervals cover
+a known truth at about 95% on simulated data (measured: 0.937 for the mean, 0.941 for the
+IQM and 0.939 for the paired probability of improvement with 3 strata of 50 MDPs, 4000
+datasets; 0.93, 0.93 and 0.91 with strata of 20: the percentile interval is slightly
+narrow for small samples, as is well known, and approaches its level as N grows).
+
+Multiple comparisons
+--------------------
+:func:`among_best_table` applies the paper's "among the best" per experiment (one-sided
+paired Z-tests of each family's best agent against the reference) with ``correction=
+"none"`` (the paper: each test at level α; family-wise error up to min(1, m·α) for m
+comparisons) or ``"holm"`` (Holm 1979, step-down: family-wise error at most α); see
+:mod:`bbrlcore.stats`. The table records the level used (``familywise_error``).
+
+Tables (:func:`compute` returns them all; :func:`write_tables` writes them as bbrl
+Parquet artefacts of kind ``aggregate``):
+
+==================  =====================================================================
+``normalised``      one row per experiment × agent × test MDP: ``experiment, test, prior,
+                    algorithm, compat, family, agent, mdp_index, discounted_return,
+                    random_mean, optimal_mean, normalised_score``
+``best_agents``     one row per experiment × family: ``experiment, test, prior, family,
+                    algorithm, compat, agent, n, mean, ci_low, ci_high,
+                    normalised_score, offline_time_s, online_time_per_decision_s``
+``metrics``         one row per family, best IQM first: ``family, n_experiments,
+                    n_scores``, then for each of ``mean, median, iqm, optimality_gap``:
+                    the estimate and its ``_ci_low``, ``_ci_high``
+``profiles``        one row per family × τ: ``family, tau, fraction, ci_low, ci_high``
+                    (pointwise bands)
+``improvement``     one row per ordered pair: ``family_x, family_y, probability, ci_low,
+                    ci_high, paired_probability, paired_ci_low, paired_ci_high``
+``among_best``      one row per experiment × family: ``experiment, family, agent, mean,
+                    z, p_value, p_adjusted, among_best, reference, correction, alpha,
+                    familywise_error``
+==================  =====================================================================
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+from numba import njit
+
+from . import stats
+from .errors import BBRLError
+
+#: Columns the merged run table must have.
+REQUIRED_COLUMNS = (
+    "experiment", "test", "prior", "algorithm", "agent", "compat", "mdp_index",
+    "discounted_return", "online_time_s", "n_steps", "offline_time_s",
+)
+#: The aggregate metrics, in the order of the ``metrics`` table.
+METRICS = ("mean", "median", "iqm", "optimality_gap")
+#: Default number of bootstrap resamples (the ``bootstrap_resamples`` config key).
+DEFAULT_RESAMPLES = 2000
+#: Fewest resamples accepted: percentile intervals need the tails of many replicates.
+MIN_RESAMPLES = 100
+#: Replicates drawn and evaluated together (fixed, so results do not depend on memory).
+BLOCK = 256
+#: Tables of :func:`compute`, and the file name each gets from :func:`write_tables`.
+TABLE_FILES = {
+    "normalised": "aggregate-normalised.parquet",
+    "best_agents": "aggregate-best-agents.parquet",
+    "metrics": "aggregate-metrics.parquet",
+    "profiles": "aggregate-profiles.parquet",
+    "improvement": "aggregate-improvement.parquet",
+    "among_best": "aggregate-among-best.parquet",
+}
+
+Strata = Sequence[np.ndarray] | np.ndarray
+
+
+# ---------------------------------------------------------------------------------------
+# Point estimators on arrays (rliable's definitions)
+
+
+def _as_strata(x: Strata, name: str = "scores") -> list[np.ndarray]:
+    """A 1-D array is one stratum; a 2-D array is rliable's (runs x tasks), one stratum
+    per column; a sequence of 1-D arrays is one stratum each (sizes may differ)."""
+    if isinstance(x, np.ndarray) and x.ndim == 2:
+        out = [np.asarray(x[:, j], dtype=np.float64) for j in range(x.shape[1])]
+    elif isinstance(x, np.ndarray) and x.ndim == 1:
+        out = [np.asarray(x, dtype=np.float64)]
+    elif isinstance(x, np.ndarray):
+        raise BBRLError(f"{name}: a {x.ndim}-D array, expected 1-D or 2-D (runs x tasks)")
+    else:
+        out = [np.asarray(s, dtype=np.float64).ravel() for s in x]
+    if not out or any(s.size == 0 for s in out):
+        raise BBRLError(f"{name}: empty (every stratum needs at least one score)")
+    if any(not np.all(np.isfinite(s)) for s in out):
+        raise BBRLError(f"{name}: contains NaN or infinite scores")
+    return out
+
+
+def aggregate_mean(scores: Strata) -> float:
+    """Mean over strata of the per-stratum mean (rliable ``aggregate_mean``).
+
+    Examples
+    --------
+    >>> aggregate_mean([np.array([0.0, 1.0]), np.array([1.0, 1.0, 1.0, 1.0])])
+    0.75
+    """
+    return float(np.mean([s.mean() for s in _as_strata(scores)]))
+
+
+def aggregate_median(scores: Strata) -> float:
+    """Median over strata of the per-stratum mean (rliable ``aggregate_median``).
+
+    Examples
+    --------
+    >>> aggregate_median([np.array([0.0]), np.array([0.2]), np.array([1.0, 0.0])])
+    0.2
+    """
+    return float(np.median([s.mean() for s in _as_strata(scores)]))
+
+
+def iqm(scores: Strata) -> float:
+    """Interquartile mean of the pooled scores: ``scipy.stats.trim_mean(x, 0.25)``,
+    the mean after removing ``floor(n/4)`` scores from each end (rliable
+    ``aggregate_iqm``).
+
+    Examples
+    --------
+    n = 10 removes 2 from each end: the mean of 2..7.
+
+    >>> iqm(np.arange(10.0))
+    4.5
+    >>> iqm(np.array([0.0, 1.0, 2.0, 100.0, 4.0]))  # n = 5: removes 0 and 100
+    2.3333333333333335
+    """
+    from scipy.stats import trim_mean
+
+    return float(trim_mean(np.concatenate(_as_strata(scores)), 0.25))
+
+
+def optimality_gap(scores: Strata, gamma: float = 1.0) -> float:
+    """``gamma - mean(min(x, gamma))`` over the pooled scores (rliable
+    ``aggregate_optimality_gap``; γ = 1 is Optimal's mean).
+
+    Examples
+    --------
+    >>> round(optimality_gap(np.array([0.5, 1.5, 0.8, 1.0])), 12)
+    0.175
+    """
+    x = np.concatenate(_as_strata(scores))
+    return float(gamma - np.mean(np.minimum(x, gamma)))
+
+
+def performance_profile(scores: Strata, taus: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Fraction of the pooled scores strictly above each τ (rliable's score
+    distribution, ``run_score_deviation``).
+
+    Examples
+    --------
+    >>> performance_profile(np.array([0.0, 0.5, 1.0, 1.2]), [0.0, 0.5, 1.1]).tolist()
+    [0.75, 0.5, 0.25]
+    """
+    x = np.sort(np.concatenate(_as_strata(scores)))
+    t = np.asarray(taus, dtype=np.float64)
+    return (x.size - np.searchsorted(x, t, side="right")) / x.size
+
+
+def _check_same_strata(x: list[np.ndarray], y: list[np.ndarray], paired: bool) -> None:
+    if len(x) != len(y):
+        raise BBRLError(f"probability of improvement: {len(x)} and {len(y)} strata")
+    if paired and any(a.size != b.size for a, b in zip(x, y, strict=True)):
+        raise BBRLError("paired probability of improvement: strata of different sizes")
+
+
+def probability_of_improvement(x: Strata, y: Strata) -> float:
+    """P(X > Y): per stratum, the Mann–Whitney U of X against Y over ``n_x · n_y`` (ties
+    count one half), averaged over strata (rliable ``probability_of_improvement``).
+
+    Examples
+    --------
+    Of the 4 pairs (1 vs 0), (1 vs 2), (3 vs 0), (3 vs 2), three are wins:
+
+    >>> probability_of_improvement(np.array([1.0, 3.0]), np.array([0.0, 2.0]))
+    0.75
+    """
+    xs, ys = _as_strata(x, "x"), _as_strata(y, "y")
+    _check_same_strata(xs, ys, paired=False)
+    ps = []
+    for a, b in zip(xs, ys, strict=True):
+        b = np.sort(b)
+        lo = np.searchsorted(b, a, side="left")
+        hi = np.searchsorted(b, a, side="right")
+        ps.append(float(np.sum(lo + 0.5 * (hi - lo))) / (a.size * b.size))
+    return float(np.mean(ps))
+
+
+def paired_probability_of_improvement(x: Strata, y: Strata) -> float:
+    """Paired P(X > Y): per stratum, the fraction of test MDPs on which X's score beats
+    Y's on the *same* MDP (ties one half), averaged over strata.
+
+    Examples
+    --------
+    >>> paired_probability_of_improvement(np.array([1.0, 3.0]), np.array([0.0, 3.0]))
+    0.75
+    """
+    xs, ys = _as_strata(x, "x"), _as_strata(y, "y")
+    _check_same_strata(xs, ys, paired=True)
+    return float(np.mean([np.mean((a > b) + 0.5 * (a == b))
+                          for a, b in zip(xs, ys, strict=True)]))
+
+
+# ---------------------------------------------------------------------------------------
+# The stratified bootstrap
+
+
+def _check_resampling(n_resamples: int, seed: int, confidence: float) -> None:
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)):
+        raise BBRLError(f"n_resamples={n_resamples!r}: expected an integer")
+    if n_resamples < MIN_RESAMPLES:
+        raise BBRLError(f"n_resamples={n_resamples}: must be >= {MIN_RESAMPLES}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise BBRLError(f"seed={seed!r}: expected an integer >= 0")
+    if not (0.0 < confidence < 1.0):
+        raise BBRLError(f"confidence={confidence}: must be in (0, 1)")
+
+
+def _index_blocks(
+    sizes: Sequence[int], n_resamples: int, seed: int
+) -> Iterator[list[np.ndarray]]:
+    """Blocks of at most :data:`BLOCK` replicates: for each stratum, an int array
+    (replicates, N_s) of MDP indices drawn uniformly with replacement."""
+    rng = np.random.default_rng(seed)
+    done = 0
+    while done < n_resamples:
+        b = min(BLOCK, n_resamples - done)
+        yield [rng.integers(0, n, size=(b, n)) for n in sizes]
+        done += b
+
+
+def stratified_indices(
+    sizes: Sequence[int], n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+) -> list[np.ndarray]:
+    """The resampled indices :func:`compute` uses: one ``(n_resamples, N_s)`` array per
+    stratum, each row N_s indices into that stratum drawn uniformly with replacement.
+
+    Parameters
+    ----------
+    sizes : sequence of int
+        Number of observations (test MDPs) in each stratum, each >= 1.
+    n_resamples : int
+        Number of bootstrap replicates (>= 100).
+    seed : int
+        Seed of ``numpy.random.default_rng``.
+
+    Examples
+    --------
+    >>> idx = stratified_indices([3, 5], n_resamples=100, seed=1)
+    >>> [a.shape for a in idx]
+    [(100, 3), (100, 5)]
+    >>> bool(idx[1].max() < 5)
+    True
+    """
+    _check_resampling(n_resamples, seed, 0.95)
+    if not sizes or any(int(n) < 1 for n in sizes):
+        raise BBRLError(f"sizes={list(sizes)}: every stratum needs at least one observation")
+    blocks = list(_index_blocks([int(n) for n in sizes], n_resamples, seed))
+    return [np.concatenate([blk[s] for blk in blocks]) for s in range(len(sizes))]
+
+
+def _counts(idx: np.ndarray) -> np.ndarray:
+    """(b, n) indices -> (b, n) float counts of each index in each row."""
+    b, n = idx.shape
+    flat = (idx + n * np.arange(b)[:, None]).ravel()
+    return np.bincount(flat, minlength=b * n).reshape(b, n).astype(np.float64)
+
+
+@njit(cache=True)
+def _pooled_kernel(cp, order, vals, pos, k, iqm_out, prof_out):  # pragma: no cover (numba)
+    """IQM and profile of every family for every replicate, from counts ``cp`` (b, n),
+    each family's sort order ``order`` (n, F) and sorted scores ``vals`` (n, F), and the
+    profile's thresholds as positions ``pos`` (F, T) in the sorted scores."""
+    b, n = cp.shape
+    F = order.shape[1]
+    T = pos.shape[1]
+    hi = n - k
+    cum = np.empty(n + 1)
+    for f in range(F):
+        for r in range(b):
+            cum[0] = 0.0
+            acc = 0.0
+            for j in range(n):
+                c = cp[r, order[j, f]]
+                before = cum[j]
+                after = before + c
+                cum[j + 1] = after
+                # copies of the j-th smallest score within the ranks [k, n - k)
+                inside = min(after, hi) - max(before, k)
+                if inside > 0.0:
+                    acc += inside * vals[j, f]
+            iqm_out[r, f] = acc / (n - 2 * k)
+            for t in range(T):
+                prof_out[r, f, t] = (n - cum[pos[f, t]]) / n
+
+
+@njit(cache=True)
+def _mw_kernel(c, order, pair_j, lo, hi, out):  # pragma: no cover (numba)
+    """Adds each pair's Mann-Whitney probability of one experiment to ``out`` (b, P):
+    ``sum_i c_i (C_j(<x_i) + C_j(<=x_i)) / 2 / N^2`` where ``C_j`` counts the resampled
+    scores of family j below x_i (``lo``, ``hi``: searchsorted positions, (P, N))."""
+    b, N = c.shape
+    F = order.shape[1]
+    P = pair_j.shape[0]
+    cums = np.empty((F, N + 1))
+    norm = 0.5 / (N * N)
+    for r in range(b):
+        for f in range(F):
+            cums[f, 0] = 0.0
+            for m in range(N):
+                cums[f, m + 1] = cums[f, m] + c[r, order[m, f]]
+        for q in range(P):
+            j = pair_j[q]
+            acc = 0.0
+            for i in range(N):
+                ci = c[r, i]
+                if ci != 0.0:
+                    acc += ci * (cums[j, lo[q, i]] + cums[j, hi[q, i]])
+            out[r, q] += acc * norm
+
+
+@dataclass
+class _Problem:
+    """Scores ready for the bootstrap: per experiment an (N_e, F) matrix whose rows are
+    the test MDPs (same order for every family) and whose columns are the families."""
+
+    experiments: list[str]
+    families: list[str]
+    X: list[np.ndarray]
+    stratum: list[int]  # resampling stratum of each experiment
+    sizes: list[int]  # MDPs of each stratum
+    taus: np.ndarray
+    # derived (sort orders and searchsorted positions, computed once)
+    pooled: np.ndarray = field(init=False)  # (Ntot, F)
+    order: np.ndarray = field(init=False)  # (Ntot, F): argsort of each pooled column
+    vals: np.ndarray = field(init=False)  # (Ntot, F): sorted pooled scores
+    pos: np.ndarray = field(init=False)  # (F, T): thresholds' positions in vals
+    pairs: list[tuple[int, int]] = field(init=False)
+    pair_j: np.ndarray = field(init=False)
+    exp_order: list[np.ndarray] = field(init=False)
+    exp_lo: list[np.ndarray] = field(init=False)
+    exp_hi: list[np.ndarray] = field(init=False)
+    wins: list[np.ndarray] = field(init=False)  # (N_e, P): paired wins (ties 1/2)
+
+    def __post_init__(self) -> None:
+        self.pooled = np.ascontiguousarray(np.concatenate(self.X, axis=0))
+        self.order = np.ascontiguousarray(np.argsort(self.pooled, axis=0, kind="stable"))
+        self.vals = np.ascontiguousarray(np.take_along_axis(self.pooled, self.order, 0))
+        F = len(self.families)
+        self.pos = np.stack([np.searchsorted(self.vals[:, f], self.taus, side="right")
+                             for f in range(F)]).astype(np.int64)
+        self.pairs = [(i, j) for i in range(F) for j in range(i + 1, F)]
+        self.pair_j = np.array([j for _, j in self.pairs], dtype=np.int64)
+        self.exp_order, self.exp_lo, self.exp_hi, self.wins = [], [], [], []
+        P = len(self.pairs)
+        for x in self.X:
+            o = np.argsort(x, axis=0, kind="stable")
+            sx = np.take_along_axis(x, o, 0)
+            lo = np.empty((P, x.shape[0]), dtype=np.int64)
+            hi = np.empty((P, x.shape[0]), dtype=np.int64)
+            w = np.empty((x.shape[0], P))
+            for q, (i, j) in enumerate(self.pairs):
+                lo[q] = np.searchsorted(sx[:, j], x[:, i], side="left")
+                hi[q] = np.searchsorted(sx[:, j], x[:, i], side="right")
+                w[:, q] = (x[:, i] > x[:, j]) + 0.5 * (x[:, i] == x[:, j])
+            self.exp_order.append(np.ascontiguousarray(o))
+            self.exp_lo.append(lo)
+            self.exp_hi.append(hi)
+            self.wins.append(w)
+
+
+def _evaluate(p: _Problem, counts: list[np.ndarray]) -> dict[str, np.ndarray]:
+    """Every statistic for a block of replicates given as per-experiment (b, N_e) counts
+    (all ones gives the point estimates). Shapes: metrics (b, F), profile (b, F, T),
+    improvement (b, P) and paired (b, P) for the pairs i < j."""
+    b = counts[0].shape[0]
+    F = len(p.families)
+    E = len(p.X)
+    means = np.stack([c @ x / x.shape[0] for c, x in zip(counts, p.X, strict=True)], axis=1)
+    out: dict[str, np.ndarray] = {
+        "mean": means.mean(axis=1),
+        "median": np.median(means, axis=1),
+    }
+    cp = np.ascontiguousarray(np.concatenate(counts, axis=1))  # (b, Ntot)
+    n = cp.shape[1]
+    out["optimality_gap"] = 1.0 - cp @ np.minimum(p.pooled, 1.0) / n
+    iqm_ = np.empty((b, F))
+    prof = np.empty((b, F, p.taus.size))
+    _pooled_kernel(cp, p.order, p.vals, p.pos, int(0.25 * n), iqm_, prof)  # trim_mean's cut
+    out["iqm"] = iqm_
+    out["profile"] = prof
+    P = len(p.pairs)
+    mw = np.zeros((b, P))
+    paired = np.zeros((b, P))
+    if P:
+        for e in range(E):
+            c = np.ascontiguousarray(counts[e])
+            _mw_kernel(c, p.exp_order[e], p.pair_j, p.exp_lo[e], p.exp_hi[e], mw)
+            paired += c @ p.wins[e] / c.shape[1]
+    out["improvement"] = mw / E
+    out["paired"] = paired / E
+    return out
+
+
+def _bootstrap(
+    p: _Problem, n_resamples: int, seed: int, confidence: float
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Point estimates and percentile interval bounds (low, high) of every statistic."""
+    point = _evaluate(p, [np.ones((1, x.shape[0])) for x in p.X])
+    point = {k: v[0] for k, v in point.items()}
+    reps: dict[str, list[np.ndarray]] = {k: [] for k in point}
+    for blk in _index_blocks(p.sizes, n_resamples, seed):
+        strata_counts = [_counts(i) for i in blk]
+        res = _evaluate(p, [strata_counts[s] for s in p.stratum])
+        for k, v in res.items():
+            reps[k].append(v)
+    a = (1.0 - confidence) / 2.0
+    low, high = {}, {}
+    for k, v in reps.items():
+        arr = np.concatenate(v, axis=0)
+        low[k], high[k] = np.quantile(arr, [a, 1.0 - a], axis=0)
+    return point, low, high
+
+
+# ---------------------------------------------------------------------------------------
+# Tables
+
+
+def _check_merged(merged: pl.DataFrame) -> None:
+    if not isinstance(merged, pl.DataFrame):
+        raise BBRLError(f"aggregate: expected a polars DataFrame, got {type(merged).__name__}")
+    missing = [c for c in REQUIRED_COLUMNS if c not in merged.columns]
+    if missing:
+        raise BBRLError(f"aggregate: the table has no column {', '.join(missing)} "
+                        "(expected a merged run table)")
+    if merged.is_empty():
+        raise BBRLError("aggregate: the merged run table is empty")
+    dup = merged.select("experiment", "agent", "mdp_index").is_duplicated()
+    if dup.any():
+        r = merged.filter(dup).row(0, named=True)
+        raise BBRLError(f"aggregate: experiment {r['experiment']}, agent {r['agent']}, MDP "
+                        f"{r['mdp_index']} appears more than once (merge the chunks first)")
+    bad = merged.filter(~pl.col("discounted_return").cast(pl.Float64).is_finite()
+                        | pl.col("discounted_return").is_null())
+    if not bad.is_empty():
+        r = bad.row(0, named=True)
+        raise BBRLError(f"aggregate: experiment {r['experiment']}, agent {r['agent']}, MDP "
+                        f"{r['mdp_index']}: discounted_return is {r['discounted_return']}")
+
+
+def _family(algorithm: str, compat: bool, separate_compat: bool) -> str:
+    from .report.analysis import NICE, family
+
+    if separate_compat:
+        return family(algorithm, bool(compat))
+    return NICE.get(algorithm, algorithm)
+
+
+def _family_order(families: Sequence[str]) -> list[str]:
+    from .report.analysis import family_order
+
+    return family_order(list(families))
+
+
+def _with_family(df: pl.DataFrame, separate_compat: bool) -> pl.DataFrame:
+    pairs = df.select("algorithm", "compat").unique()
+    fam = pairs.with_columns(
+        pl.Series("family", [_family(a, bool(c), separate_compat)
+                             for a, c in pairs.iter_rows()], dtype=pl.Utf8))
+    return df.join(fam, on=["algorithm", "compat"], how="left")
+
+
+def _bound(value: float | None, name: str) -> float:
+    if value is None:
+        return math.inf
+    v = float(value)
+    if math.isnan(v) or v < 0:
+        raise BBRLError(f"{name}={value}: must be a number >= 0 (seconds)")
+    return v
+
+
+def _references(merged: pl.DataFrame) -> pl.DataFrame:
+    """Per experiment: Random's and Optimal's mean return (checked)."""
+    rows = []
+    for (exp,), g in merged.group_by(["experiment"], maintain_order=True):
+        ref = {}
+        for alg, nice in (("random", "Random"), ("optimal", "Optimal")):
+            a = g.filter(pl.col("algorithm") == alg)
+            agents = a["agent"].unique().to_list()
+            if not agents:
+                raise BBRLError(f"experiment {exp}: no {nice} agent (algorithm {alg!r}); "
+                                "normalised scores need Random and Optimal in every "
+                                "experiment")
+            if len(agents) > 1:
+                raise BBRLError(f"experiment {exp}: {len(agents)} {nice} agents "
+                                f"({', '.join(sorted(agents))}), expected one")
+            ref[alg] = float(a["discounted_return"].cast(pl.Float64).mean())
+        if not ref["optimal"] > ref["random"]:
+            raise BBRLError(
+                f"experiment {exp}: Optimal's mean return ({ref['optimal']:.6g}) is not above "
+                f"Random's ({ref['random']:.6g}); cannot normalise")
+        rows.append({"experiment": exp, "random_mean": ref["random"],
+                     "optimal_mean": ref["optimal"]})
+    return pl.DataFrame(rows)
+
+
+def normalised_scores(merged: pl.DataFrame, separate_compat: bool = True) -> pl.DataFrame:
+    """Per-MDP normalised scores of every agent: Random's mean = 0, Optimal's mean = 1.
+
+    Parameters
+    ----------
+    merged : polars.DataFrame
+        A merged run table (columns :data:`REQUIRED_COLUMNS`), any number of experiments,
+        each with a Random and an Optimal agent.
+    separate_compat : bool
+        Whether a compat variant is a family of its own (``"BEB (compat)"``).
+
+    Returns
+    -------
+    polars.DataFrame
+        ``experiment, test, prior, algorithm, compat, family, agent, mdp_index,
+        discounted_return, random_mean, optimal_mean, normalised_score``, sorted by
+        experiment, agent and MDP.
+
+    Examples
+    --------
+    Random's returns 1 and 3 (mean 2), Optimal's 11 and 13 (mean 12): a return of 7 scores
+    (7 − 2) / (12 − 2) = 0.5.
+    """
+    _check_merged(merged)
+    ref = _references(merged)
+    t = _with_family(merged, separate_compat).join(ref, on="experiment", how="left")
+    t = t.with_columns(
+        ((pl.col("discounted_return").cast(pl.Float64) - pl.col("random_mean"))
+         / (pl.col("optimal_mean") - pl.col("random_mean"))).alias("normalised_score"))
+    return t.select(
+        "experiment", "test", "prior", "algorithm", "compat", "family", "agent", "mdp_index",
+        pl.col("discounted_return").cast(pl.Float64), "random_mean", "optimal_mean",
+        "normalised_score",
+    ).sort("experiment", "agent", "mdp_index")
+
+
+def best_agents(
+    merged: pl.DataFrame,
+    offline_bound: float | None = None,
+    online_bound: float | None = None,
+    separate_compat: bool = True,
+) -> pl.DataFrame:
+    """Each family's best agent in each experiment within the time bounds.
+
+    The best agent has the highest mean return among the family's agents whose offline
+    time is at most ``offline_bound`` seconds and whose mean online time per decision is at
+    most ``online_bound`` seconds (``None``: no bound); ties go to the smaller agent id.
+    Optimal is left out (it is the reference); a family with no agent within the bounds
+    in an experiment has no row for it.
+
+    Returns
+    -------
+    polars.DataFrame
+        ``experiment, test, prior, family, algorithm, compat, agent, n, mean, ci_low,
+        ci_high, normalised_score, offline_time_s, online_time_per_decision_s`` (the
+        columns of ``summary.parquet``), sorted by experiment and family.
+
+    Examples
+    --------
+    With e-greedy agents of means 6 (0.001 s per decision) and 9 (0.1 s per decision),
+    ``online_bound=0.01`` selects the first, no bound the second.
+    """
+    from .results import summary_table
+
+    _check_merged(merged)
+    off = _bound(offline_bound, "offline_bound")
+    on = _bound(online_bound, "online_bound")
+    s = summary_table(merged).filter(pl.col("algorithm") != "optimal")
+    s = _with_family(s, separate_compat).filter(
+        (pl.col("offline_time_s") <= off) & (pl.col("online_time_per_decision_s") <= on))
+    cols = ["experiment", "test", "prior", "family", "algorithm", "compat", "agent", "n",
+            "mean", "ci_low", "ci_high", "normalised_score", "offline_time_s",
+            "online_time_per_decision_s"]
+    if s.is_empty():
+        return pl.DataFrame(schema={c: s.schema[c] for c in cols})
+    best = (s.sort(["mean", "agent"], descending=[True, False])
+            .group_by(["experiment", "family"], maintain_order=True).first())
+    rank = {f: i for i, f in enumerate(_family_order(best["family"].unique().to_list()))}
+    return (best.with_columns(pl.col("family").replace_strict(rank, return_dtype=pl.Int64)
+                              .alias("_r"))
+            .sort("experiment", "_r").select(cols))
+
+
+def default_taus(scores: np.ndarray) -> np.ndarray:
+    """τ grid of the profiles: from min(0, 1st percentile) to max(1, 99th percentile) of
+    the scores, the ends rounded outwards to multiples of 0.05, in steps of 0.01 (0.05
+    when that would exceed 401 points), so round thresholds such as 0.25 are on the grid.
+
+    Examples
+    --------
+    >>> default_taus(np.array([0.2, 0.9]))[[0, 25, -1]].tolist()
+    [0.0, 0.25, 1.0]
+    """
+    lo = min(0.0, float(np.quantile(scores, 0.01)))
+    hi = max(1.0, float(np.quantile(scores, 0.99)))
+    a, b = math.floor(lo * 20), math.ceil(hi * 20)  # in units of 0.05
+    per = 5 if 5 * (b - a) + 1 <= 401 else 1
+    return np.round(np.arange(a * per, b * per + 1) / (20 * per), 10)
+
+
+@dataclass
+class Aggregates:
+    """What :func:`compute` returns: the tables (see the module docstring), the families
+    left out of the cross-experiment tables because they lack an agent within the bounds
+    in some experiment (family -> those experiments), and the settings that made them."""
+
+    tables: dict[str, pl.DataFrame]
+    excluded: dict[str, list[str]]
+    meta: dict[str, Any]
+
+
+def _problem(
+    normalised: pl.DataFrame, best: pl.DataFrame, taus: Sequence[float] | None
+) -> tuple[_Problem, dict[str, list[str]]]:
+    experiments = sorted(best["experiment"].unique().to_list())
+    all_exps = sorted(normalised["experiment"].unique().to_list())
+    present = best.group_by("family").agg(pl.col("experiment"))
+    excluded: dict[str, list[str]] = {}
+    families = []
+    for fam, exps in present.iter_rows():
+        missing = sorted(set(all_exps) - set(exps))
+        if missing:
+            excluded[fam] = missing
+        else:
+            families.append(fam)
+    if not families:
+        raise BBRLError("aggregate: no algorithm has an agent within the time bounds in "
+                        f"every experiment ({', '.join(all_exps)})")
+    families = _family_order(families)
+    experiments = all_exps
+    X, keys = [], []
+    for exp in experiments:
+        agents = {r["family"]: r["agent"] for r in
+                  best.filter(pl.col("experiment") == exp).iter_rows(named=True)}
+        g = normalised.filter(pl.col("experiment") == exp)
+        ref_idx = g.filter(pl.col("algorithm") == "random").sort("mdp_index")["mdp_index"]
+        cols = []
+        for fam in families:
+            a = g.filter(pl.col("agent") == agents[fam]).sort("mdp_index")
+            if not a["mdp_index"].equals(ref_idx):
+                raise BBRLError(
+                    f"experiment {exp}: agent {agents[fam]} has {a.height} test MDPs, Random "
+                    f"has {len(ref_idx)} (or other indices): the scores cannot be paired; "
+                    "merge every chunk of every run")
+            cols.append(a["normalised_score"].to_numpy())
+        X.append(np.column_stack(cols))
+        first = g.row(0, named=True)
+        keys.append((first["test"], first.get("test_seed"), tuple(ref_idx.to_list())))
+    strata_keys: list[Any] = []
+    stratum = []
+    for key in keys:
+        if key not in strata_keys:
+            strata_keys.append(key)
+        stratum.append(strata_keys.index(key))
+    sizes = [len(k[2]) for k in strata_keys]
+    pooled = np.concatenate(X, axis=0)
+    t = default_taus(pooled) if taus is None else np.asarray(taus, dtype=np.float64).ravel()
+    if t.size == 0 or not np.all(np.isfinite(t)):
+        raise BBRLError("taus: expected a non-empty list of finite thresholds")
+    return _Problem(experiments, families, X, stratum, sizes, t), excluded
+
+
+def among_best_table(
+    merged: pl.DataFrame,
+    alpha: float = 0.05,
+    correction: str = "none",
+    offline_bound: float | None = None,
+    online_bound: float | None = None,
+    separate_compat: bool = True,
+) -> pl.DataFrame:
+    """The paper's "among the best" in every experiment, with a correction option.
+
+    Per experiment, :func:`bbrlcore.report.analysis.among_best` (Optimal left out) with
+    one-sided p-values ``1 − Φ(z)``, Holm-adjusted ones when ``correction="holm"``, and
+    the family-wise error level guaranteed for the m comparisons of the experiment
+    (:func:`bbrlcore.stats.familywise_error`).
+
+    Returns
+    -------
+    polars.DataFrame
+        ``experiment, family, agent, mean, z, p_value, p_adjusted, among_best, reference,
+        correction, alpha, familywise_error``.
+    """
+    from .report.analysis import among_best
+    from .results import summary_table
+
+    _check_merged(merged)
+    stats.check_correction(correction)
+    stats.z_threshold(alpha)  # checks alpha
+    off = _bound(offline_bound, "offline_bound")
+    on = _bound(online_bound, "online_bound")
+    s = _with_family(summary_table(merged).filter(pl.col("algorithm") != "optimal"),
+                     separate_compat)
+    parts = []
+    for exp in sorted(s["experiment"].unique().to_list()):
+        se = s.filter(pl.col("experiment") == exp)
+        m = merged.filter(pl.col("experiment") == exp)
+        returns = {a: g.sort("mdp_index")["discounted_return"].cast(pl.Float64).to_numpy()
+                   for (a,), g in m.group_by(["agent"])}
+        b = among_best(se, returns, alpha, off, on, correction)
+        if b.is_empty():
+            continue
+        p = np.array([np.nan if r else stats.z_pvalue(z)
+                      for z, r in zip(b["z"], b["reference"], strict=True)])
+        others = ~b["reference"].to_numpy()
+        adj = p.copy()
+        if correction == "holm":
+            adj[others] = stats.holm_adjusted(p[others])
+        m_cmp = int(others.sum())
+        parts.append(b.select("family", "agent", "mean", "z").with_columns(
+            pl.lit(exp).alias("experiment"),
+            pl.Series("p_value", p, dtype=pl.Float64).fill_nan(None),
+            pl.Series("p_adjusted", adj, dtype=pl.Float64).fill_nan(None),
+            b["among_best"], b["reference"],
+            pl.lit(correction).alias("correction"),
+            pl.lit(float(alpha)).alias("alpha"),
+            pl.lit(stats.familywise_error(m_cmp, alpha, correction)).alias("familywise_error"),
+        ))
+    cols = ["experiment", "family", "agent", "mean", "z", "p_value", "p_adjusted",
+            "among_best", "reference", "correction", "alpha", "familywise_error"]
+    if not parts:
+        return pl.DataFrame(schema={"experiment": pl.Utf8, "family": pl.Utf8,
+                                    "agent": pl.Utf8, "mean": pl.Float64, "z": pl.Float64,
+                                    "p_value": pl.Float64, "p_adjusted": pl.Float64,
+                                    "among_best": pl.Boolean, "reference": pl.Boolean,
+                                    "correction": pl.Utf8, "alpha": pl.Float64,
+                                    "familywise_error": pl.Float64})
+    return pl.concat(parts).select(cols)
+
+
+def compute(
+    merged: pl.DataFrame,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    offline_bound: float | None = None,
+    online_bound: float | None = None,
+    confidence: float = 0.95,
+    taus: Sequence[float] | None = None,
+    alpha: float = 0.05,
+    correction: str = "none",
+    separate_compat: bool = True,
+) -> Aggregates:
+    """All the tables of the module docstring from a merged run table.
+
+    Parameters
+    ----------
+    merged : polars.DataFrame
+        Merged run table of one or more experiments, each with Random and Optimal.
+    n_resamples : int
+        Bootstrap replicates (>= 100; the ``bootstrap_resamples`` config key).
+    seed : int
+        Seed of the resampling (the ``bootstrap_seed`` config key).
+    offline_bound, online_bound : float or None
+        Time bounds (seconds; online per decision) of the best-agent selection.
+    confidence : float
+        Level of the percentile intervals (0.95).
+    taus : sequence of float, optional
+        Thresholds of the performance profiles (default :func:`default_taus`).
+    alpha, correction : float, str
+        Level and multiple-comparison correction (``"none"`` or ``"holm"``) of the
+        ``among_best`` table.
+    separate_compat : bool
+        Whether compat variants are families of their own.
+
+    Returns
+    -------
+    Aggregates
+        ``tables`` with keys ``normalised, best_agents, metrics, profiles, improvement,
+        among_best``; ``excluded``; ``meta`` (what :func:`write_tables` records).
+
+    Examples
+    --------
+    >>> agg = compute(merged, n_resamples=2000, seed=0)  # doctest: +SKIP
+    >>> agg.tables["metrics"].select("family", "iqm", "iqm_ci_low", "iqm_ci_high")  # doctest: +SKIP
+    """
+    _check_resampling(n_resamples, seed, confidence)
+    stats.check_correction(correction)
+    stats.z_threshold(alpha)
+    norm = normalised_scores(merged, separate_compat)
+    best = best_agents(merged, offline_bound, online_bound, separate_compat)
+    if best.is_empty():
+        raise BBRLError("aggregate: no agent within the time bounds "
+                        f"(offline <= {offline_bound} s, online <= {online_bound} s)")
+    prob, excluded = _problem(norm, best, taus)
+    point, low, high = _bootstrap(prob, int(n_resamples), int(seed), confidence)
+    fams = prob.families
+    n_scores = int(prob.pooled.shape[0])
+    metrics: dict[str, Any] = {"family": fams, "n_experiments": [len(prob.X)] * len(fams),
+                               "n_scores": [n_scores] * len(fams)}
+    for m in METRICS:
+        metrics[m] = point[m]
+        metrics[f"{m}_ci_low"] = low[m]
+        metrics[f"{m}_ci_high"] = high[m]
+    metrics_t = (pl.DataFrame(metrics)
+                 .with_columns(pl.col("n_experiments", "n_scores").cast(pl.Int64))
+                 .sort(["iqm", "family"], descending=[True, False]))
+    T = prob.taus.size
+    profiles_t = pl.DataFrame({
+        "family": np.repeat(fams, T),
+        "tau": np.tile(prob.taus, len(fams)),
+        "fraction": point["profile"].ravel(),
+        "ci_low": low["profile"].ravel(),
+        "ci_high": high["profile"].ravel(),
+    })
+    rows = []
+    for q, (i, j) in enumerate(prob.pairs):
+        for x, y, sign in ((i, j, False), (j, i, True)):
+            def val(d: dict[str, np.ndarray], k: str, q: int = q, sign: bool = sign) -> float:
+                return float(1.0 - d[k][q]) if sign else float(d[k][q])
+            lo_k, hi_k = (high, low) if sign else (low, high)
+            rows.append({
+                "family_x": fams[x], "family_y": fams[y],
+                "probability": val(point, "improvement"),
+                "ci_low": val(lo_k, "improvement"), "ci_high": val(hi_k, "improvement"),
+                "paired_probability": val(point, "paired"),
+                "paired_ci_low": val(lo_k, "paired"), "paired_ci_high": val(hi_k, "paired"),
+            })
+    imp_schema = {"family_x": pl.Utf8, "family_y": pl.Utf8, "probability": pl.Float64,
+                  "ci_low": pl.Float64, "ci_high": pl.Float64,
+                  "paired_probability": pl.Float64, "paired_ci_low": pl.Float64,
+                  "paired_ci_high": pl.Float64}
+    rank = {f: i for i, f in enumerate(fams)}
+    improvement_t = pl.DataFrame(rows, schema=imp_schema).sort(
+        pl.col("family_x").replace_strict(rank, return_dtype=pl.Int64),
+        pl.col("family_y").replace_strict(rank, return_dtype=pl.Int64))
+    among = among_best_table(merged, alpha, correction, offline_bound, online_bound,
+                             separate_compat)
+    meta = {
+        "seed": int(seed), "n_resamples": int(n_resamples), "confidence": float(confidence),
+        "offline_bound_s": offline_bound, "online_bound_s": online_bound,
+        "alpha": float(alpha), "correction": correction,
+        "separate_compat": bool(separate_compat),
+        "normalisation": "experiment means of Random (0) and Optimal (1)",
+        "interval": "percentile, stratified paired bootstrap (strata: test sets)",
+        "experiments": prob.experiments, "families": fams,
+        "excluded": excluded,
+        "strata": [[e for e, s in zip(prob.experiments, prob.stratum, strict=True) if s == k]
+                   for k in range(len(prob.sizes))],
+    }
+    tables = {"normalised": norm, "best_agents": best, "metrics": metrics_t,
+              "profiles": profiles_t, "improvement": improvement_t, "among_best": among}
+    return Aggregates(tables, excluded, meta)
+
+
+def aggregate_metrics(merged: pl.DataFrame, **kwargs: Any) -> pl.DataFrame:
+    """The ``metrics`` table of :func:`compute` (same keyword arguments)."""
+    return compute(merged, **kwargs).tables["metrics"]
+
+
+def performance_profiles(merged: pl.DataFrame, **kwargs: Any) -> pl.DataFrame:
+    """The ``profiles`` table of :func:`compute` (same keyword arguments)."""
+    return compute(merged, **kwargs).tables["profiles"]
+
+
+def improvement_probabilities(merged: pl.DataFrame, **kwargs: Any) -> pl.DataFrame:
+    """The ``improvement`` table of :func:`compute` (same keyword arguments)."""
+    return compute(merged, **kwargs).tables["improvement"]
+
+
+def write_tables(agg: Aggregates, out_dir: str | Path) -> dict[str, Path]:
+    """Write every table of ``agg`` into ``out_dir`` as a bbrl artefact of kind
+    ``aggregate`` (file names :data:`TABLE_FILES`), recording the table's name and
+    ``agg.meta`` (seed, resamples, bounds, correction, ...). Returns name -> path."""
+    from .formats import artefacts
+
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise BBRLError(f"{out}: exists and is not a directory")
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for name, table in agg.tables.items():
+        path = out / TABLE_FILES[name]
+        artefacts.write_artefact(path, table, "aggregate", {"table": name, **agg.meta})
+        paths[name] = path
+    return paths
