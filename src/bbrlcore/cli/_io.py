@@ -38,6 +38,9 @@ class IO:
     outputs: tuple[str, ...] = ()
     outdirs: tuple[str, ...] = ()
     extra_inputs: Callable[[argparse.Namespace], Paths] | None = None
+    #: what the command writes inside its output directories
+    outdir_files: tuple[str, ...] = ("index.html", "report.tex", "report.pdf", "data",
+                                     "figures")
 
 
 #: Positional file arguments (shown in upper case in messages, as in ``--help``).
@@ -60,10 +63,6 @@ def _values(args: argparse.Namespace, attrs: tuple[str, ...]) -> Paths:
     return out
 
 
-#: Files and directories ``bbrl report`` writes inside its output directory.
-REPORT_FILES = ("index.html", "report.tex", "report.pdf", "data", "figures")
-
-
 def check(io: IO, args: argparse.Namespace) -> None:
     """Refuse bad output paths before the command runs (see the module docstring)."""
     inputs = [(lab, p) for lab, p in _values(args, io.inputs) if Path(p).is_file()]
@@ -83,7 +82,7 @@ def check(io: IO, args: argparse.Namespace) -> None:
                 raise BBRLError(f"{lab} {out}: the same file as {olab} {other}")
     for lab, d in _values(args, io.outdirs):
         artefacts.check_output_path(d, directory=True)
-        written = [Path(d) / name for name in REPORT_FILES]
+        written = [Path(d) / name for name in io.outdir_files]
         for ilab, inp in inputs:
             for w in written:
                 pi, pw = Path(inp).resolve(), w.resolve()

@@ -19,6 +19,7 @@ import polars as pl
 from .. import aggregate as agg_mod
 from .. import stats
 from ..errors import BBRLError
+from ._io import IO
 
 #: Thresholds at which the terminal shows the performance profiles.
 PROFILE_TAUS = (0.0, 0.25, 0.5, 0.75, 0.9, 1.0)
@@ -52,7 +53,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "families of their own")
     p.add_argument("-o", "--output", metavar="DIR",
                    help="also write the tables as Parquet into DIR")
-    p.set_defaults(func=_aggregate)
+    p.set_defaults(func=_aggregate, io=IO(inputs=("merged",), outdirs=("output",),
+                                          outdir_files=tuple(agg_mod.TABLE_FILES.values())))
 
 
 def _num(v: float) -> str:
