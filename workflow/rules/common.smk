@@ -243,9 +243,9 @@ def distribution_spec(wildcards):
 def warmup_inputs(wildcards):
     """A prior and a test distribution of the plan, as artefacts (user distributions
     included): the warm-up compiles on their shapes."""
-    return {
-        "prior": f"{R}/distributions/{PLAN.priors[0]}.parquet",
-        "test": f"{R}/distributions/{PLAN.tests[0]}.parquet",
+    return {  # ancient: a regenerated distribution does not call for re-warming
+        "prior": ancient(f"{R}/distributions/{PLAN.priors[0]}.parquet"),
+        "test": ancient(f"{R}/distributions/{PLAN.tests[0]}.parquet"),
     }
 
 
