@@ -118,3 +118,51 @@ def test_tiny_preset_through_slurm_equals_local(tmp_path):
     assert via_slurm.keys() == local.keys() and any("merged" in k for k in local)
     for name, df in local.items():
         assert_frame_equal(via_slurm[name], df, check_row_order=True), name
+
+
+LIMIT_PRESET = {
+    # one run job that lasts about two minutes (18 BAMCP trajectories of ~6 s on GC), a
+    # first time limit of one minute, and four minutes on the retry
+    "n_mdps": 18,
+    "experiments": [{"test": "GC", "prior": "GC"}],
+    "formula_sets": {},
+    "algorithms": {"bamcp": {"K": [25000], "D": [50]}},
+    "max_chunks": 1,
+    "runtime_safety": 0,
+    "runtime_min_minutes": 1,
+    "runtime_retry_factor": 4,
+}
+
+
+@pytest.mark.slow
+@pytest.mark.slurm
+def test_a_job_killed_at_its_time_limit_gets_a_longer_one(tmp_path):
+    """A run job whose first time limit is too short is killed by Slurm (TIMEOUT); its
+    retry (Snakemake's attempt 2) is submitted with a limit runtime_retry_factor times
+    longer and completes: a cluster run converges instead of failing the same way."""
+    import yaml
+
+    wf = _workflow_copy(tmp_path / "wf")
+    cfg = yaml.safe_load((wf / "config.yaml").read_text())
+    cfg["presets"]["limit"] = LIMIT_PRESET
+    (wf / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    try:
+        cluster = SingleNodeSlurm(mem_mb=8000).start()
+    except SlurmUnavailable as exc:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true but a Slurm cluster cannot be brought up here: {exc}")
+        pytest.skip(f"no Slurm cluster here: {exc}")
+    try:
+        r = _snakemake(["--profile", "slurm", "--profile", "slurm-test", "--config",
+                        "preset=limit", f"results_dir={tmp_path / 'res'}"], wf, timeout=1200)
+        jobs = subprocess.run(["squeue", "-h", "-t", "all", "-o", "%i|%T|%l|%k"],
+                              capture_output=True, text=True).stdout
+    finally:
+        cluster.stop()
+    assert r.returncode == 0, r.stdout[-4000:]
+    runs = sorted((line.split("|") for line in jobs.splitlines()
+                   if "rule_run" in line), key=lambda f: int(f[0]))
+    assert [(state, limit) for _, state, limit, _ in runs] == [
+        ("TIMEOUT", "1:00"), ("COMPLETED", "4:00")], jobs
+    merged = pl.read_parquet(tmp_path / "res" / "merged" / "GC-GC.parquet")
+    assert merged.height == LIMIT_PRESET["n_mdps"]

@@ -1,31 +1,42 @@
-"""The cost model behind the workflow's chunking and ``bbrl estimate``.
+r"""The cost model behind the workflow's chunking, Slurm time limits and ``bbrl estimate``.
 
-It estimates the wall time of one trajectory (``seconds_per_trajectory``) and of offline
-learning (``offline_seconds``) from the algorithm, its parameters, the test distribution,
-the prior and the horizon. The model has two layers:
+A trajectory's wall time is modelled as a non-negative combination of the **work its
+kernel does**,
 
-1. **Structure** (built in): how the cost scales with the parameters. Value-iteration
-   agents (e-Greedy, Soft-max, BEB, Optimal) cost a per-distribution amount taken from the
-   original C++ program's timings (``shared/data/reference_scores.tsv``: ms per 250-step
-   trajectory, N = 500); BAMCP scales with ``K * min(D, T)`` per decision, BFS3 with
-   ``K * C * nU * min(D, T)``, SBOSS with the number of posterior samples (about
-   ``0.05 / epsilon`` per pair) times the number of merged-model solves (every step when
-   ``delta`` is small, once in compat mode), OPPS-DS online with about two model solves per
-   step and offline with ``n_draws`` simulated trajectories on the prior.
-2. **Calibration** (measured): every ``*.json`` file of the benchmarks' results directory
-   (``benchmarks/results/`` of the repository, or the directory named by the environment
-   variable ``BBRL_BENCHMARK_RESULTS``, or the ``results_dir`` argument) is read at run
-   time. Any JSON object in them (at any depth) that has an ``algorithm`` key and one of
-   the timing keys ``s_per_trajectory``, ``seconds_per_trajectory``,
-   ``ms_per_trajectory``, ``ms_per_decision`` or ``s_per_decision`` is a measurement;
-   optional keys ``params`` (object, or ``"k=v;k=v"`` text; else parsed from an agent id
-   under ``agent``), ``test``, ``prior`` and
-   ``horizon`` (default 250) describe it. For each algorithm the model is scaled by the
-   median ratio measured / structural estimate over its measurements. Without any file the
-   built-in figures are used as they are.
+.. math::  t(\text{config}, \text{experiment}) \approx \sum_k c_{a,k}\,\phi_k(\text{config},
+   \text{experiment}),
 
-All figures are single-core wall times on the machine class of the benchmarks; they are
-estimates to size jobs, not promises.
+where the work amounts :math:`\phi_k` come from the algorithm itself
+(:attr:`bbrlcore.agents.base.Algorithm.cost_features`: steps, Bellman backup terms,
+simulated transitions, sampled probabilities, ...) and the unit prices :math:`c_{a,k}
+\ge 0` of algorithm :math:`a` are fitted to **measurements**. The work amounts follow the
+kernels: BAMCP counts ``T·K·D`` simulated transitions and their urn draws over the row's
+support; BFS3 ``T·nU·C·max(1, K//C)·D`` node visits and the successors drawn or backed up
+at each; SBOSS replays its own resampling rule (sample counts ``K(x,u)`` from the
+posterior variances, the deviation test against δ, both modes) without drawing a sample to
+count rebuilds and sampled probabilities; value-iteration agents count backup terms;
+OPPS-DS training counts pulls (trajectories on the prior) and arms. An algorithm that
+declares nothing (a plugin) costs a fixed part plus a part per step, priced per
+configuration by a short **probe** (see :func:`probe_records_dir`).
+
+Measurements are JSON records found (at any depth) in every ``*.json`` file of the
+benchmarks' results directory (``benchmarks/results/``, or ``$BBRL_BENCHMARK_RESULTS``)
+and of extra directories (a workflow's probes). A record is an object with
+``algorithm``, the configuration (``params`` as an object or ``"k=v;k=v"`` text, or an
+agent id under ``agent``), ``test`` and ``prior`` (distribution names), ``horizon``
+(250), ``gamma`` (0.95) and a time: ``ms_per_trajectory``, ``s_per_trajectory``,
+``seconds_per_trajectory``, ``ms_per_decision`` or ``s_per_decision`` (online), or
+``offline_s`` (offline learning).
+
+For each algorithm the prices minimise the squared **relative** error over its records
+(non-negative least squares on rows scaled by 1/measured). :func:`quality` reports how
+well that describes the kernels: the worst ratio between prediction and measurement when
+each configuration is left out of the fit (leave-one-configuration-out), and the measured
+range of every parameter, so ``bbrl estimate`` can say how many configurations of a plan
+lie inside it.
+
+All figures are single-core wall times on the machine class of the measurements; they
+size jobs and budgets, they are not promises.
 """
 
 from __future__ import annotations
@@ -33,134 +44,26 @@ from __future__ import annotations
 import json
 import math
 import os
-import statistics
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 #: Environment variable naming another benchmarks results directory.
 RESULTS_ENV = "BBRL_BENCHMARK_RESULTS"
-
-#: (states, actions) of the built-in distributions.
-_SIZES = {
-    "GC": (5, 3),
-    "GDL": (5, 3),
-    "Grid": (25, 4),
-    "UGC": (5, 3),
-    "UGDL": (5, 3),
-    "UGrid": (25, 4),
-}
-
-#: ms per 250-step trajectory of a value-iteration agent (e-Greedy), by test distribution
-#: and whether the prior is accurate; from the original program's timings.
-_VI_MS = {
-    ("GC", True): 4.5,
-    ("GC", False): 9.0,
-    ("GDL", True): 2.5,
-    ("GDL", False): 8.0,
-    ("Grid", True): 25.0,
-    ("Grid", False): 90.0,
-}
-
-#: Multiplier of the value-iteration cost per algorithm (BEB's bonus slows convergence).
-_VI_FACTOR = {"e-greedy": 1.0, "soft-max": 1.0, "beb": 1.6, "optimal": 0.05}
-
-#: ms per (simulation x depth) unit of BAMCP on a 5-state, 3-action problem.
-_BAMCP_UNIT_MS = 2.7e-4
-#: ms per (rollout x depth x C x nU) unit of BFS3.
-_BFS3_UNIT_MS = 2.0e-5
-#: Random: ms per 250-step trajectory.
-_RANDOM_MS = 0.02
+#: Environment variable naming extra calibration directories (``os.pathsep``-separated),
+#: e.g. a workflow's probes; the workflow sets it for its jobs.
+EXTRA_ENV = "BBRL_COST_RECORDS"
 #: Fixed seconds per job (process start, imports, loading numba's cache, I/O).
 JOB_OVERHEAD_S = 3.0
+#: Price of work of an algorithm without any measurement (a fixed part and a part per step).
+UNCALIBRATED_S = {"trajectory": 1e-3, "steps": 1e-4, "job": 1.0, "pull_steps": 1e-5}
 
 
 # ---------------------------------------------------------------------------------------
-# Structure
-
-
-def _size(name: str) -> tuple[int, int]:
-    if name in _SIZES:
-        return _SIZES[name]
-    try:  # a file or a user distribution: read it
-        from . import distributions
-
-        d = distributions.load(name)
-        return d.n_states, d.n_actions
-    except Exception:  # noqa: BLE001 - an estimate must not fail on an odd name
-        return 5, 3
-
-
-def _family(name: str) -> str:
-    """The built-in test distribution a name stands for (GC for unknown names)."""
-    base = name[1:] if name in ("UGC", "UGDL", "UGrid") else name
-    return base if base in ("GC", "GDL", "Grid") else "GC"
-
-
-def _vi_ms(test: str, prior: str | None) -> float:
-    """ms per 250-step trajectory of a value-iteration agent, scaled by problem size."""
-    fam = _family(test)
-    accurate = prior is None or prior == test
-    base = _VI_MS[(fam, accurate)]
-    nX, nU = _size(test)
-    fX, fU = _SIZES[fam]
-    return base * (nX * nX * nU) / (fX * fX * fU)
-
-
-def _num(params: Mapping[str, Any], key: str, default: float) -> float:
-    v = params.get(key)
-    if v is None:
-        return default
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return default
-
-
-def _structural_seconds(
-    algorithm: str, params: Mapping[str, Any], test: str, horizon: int, prior: str | None
-) -> float:
-    """Uncalibrated seconds per trajectory."""
-    T = max(int(horizon), 1)
-    steps = T / 250.0
-    nX, nU = _size(test)
-    vi = _vi_ms(test, prior) * steps / 1000.0  # seconds per trajectory
-    compat = bool(params.get("compat", False))
-    if algorithm == "random":
-        return _RANDOM_MS * steps / 1000.0
-    if algorithm in _VI_FACTOR:
-        f = _VI_FACTOR[algorithm]
-        if algorithm == "beb" and _family(test) == "Grid":
-            f = 4.0
-        return vi * f
-    if algorithm == "bamcp":
-        K = _num(params, "K", 1)
-        D = min(_num(params, "D", T), T)
-        size = math.sqrt(nX * nU / 15.0)
-        return T * K * D * _BAMCP_UNIT_MS * size / 1000.0
-    if algorithm == "bfs3":
-        K = _num(params, "K", 1)
-        C = _num(params, "C", 1)
-        D = min(_num(params, "D", T), T)
-        size = math.sqrt(nX / 5.0)
-        return T * K * D * C * nU * _BFS3_UNIT_MS * size / 1000.0
-    if algorithm == "sboss":
-        if compat:
-            return vi * 0.05
-        eps = max(_num(params, "epsilon", 1.0), 1e-12)
-        delta = max(_num(params, "delta", 1.0), 1e-12)
-        samples = min(1.0e6, max(1.0, 0.05 / eps))
-        solves = 1.0 + (T - 1) * min(1.0, 0.1 / delta)
-        per_solve = vi / T * 3.0  # a cold solve of the merged model, per sample
-        return solves * per_solve * samples
-    if algorithm == "opps-ds":
-        return vi * 2.0
-    # unknown algorithm: assume a value-iteration agent
-    return vi
-
-
-# ---------------------------------------------------------------------------------------
-# Calibration
+# Records
 
 
 def default_results_dir() -> Path:
@@ -175,12 +78,28 @@ def default_results_dir() -> Path:
     return Path("benchmarks") / "results"
 
 
-_TIME_KEYS = {
-    "s_per_trajectory": 1.0,
-    "seconds_per_trajectory": 1.0,
-    "ms_per_trajectory": 1e-3,
-}
+_ONLINE_KEYS = {"s_per_trajectory": 1.0, "seconds_per_trajectory": 1.0,
+                "ms_per_trajectory": 1e-3}
 _DECISION_KEYS = {"s_per_decision": 1.0, "ms_per_decision": 1e-3}
+
+
+@dataclass(frozen=True)
+class Record:
+    """One measurement: a configuration on an experiment and its time (seconds)."""
+
+    algorithm: str
+    params: tuple[tuple[str, Any], ...]
+    test: str
+    prior: str
+    horizon: int
+    gamma: float
+    seconds: float
+    phase: str  # "online" (one trajectory) or "offline" (training)
+    source: str
+
+    @property
+    def config(self) -> tuple[Any, ...]:
+        return (self.algorithm, self.params, self.test, self.prior, self.horizon, self.phase)
 
 
 def _walk(obj: Any) -> Iterator[dict[str, Any]]:
@@ -206,84 +125,411 @@ def _parse_params(p: Any) -> dict[str, Any]:
     return {}
 
 
-def measurements(results_dir: str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
-    """Timing records found in the benchmarks' JSON files (see the module docstring)."""
-    d = Path(results_dir) if results_dir is not None else default_results_dir()
-    out: list[dict[str, Any]] = []
-    if not d.is_dir():
-        return out
-    for f in sorted(d.glob("*.json")):
-        try:
-            data = json.loads(f.read_text())
-        except (OSError, ValueError):
+def _num(rec: Mapping[str, Any], key: str, default: float) -> float:
+    v = rec.get(key)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return default
+    return float(v)
+
+
+def records(*dirs: str | os.PathLike[str] | None) -> list[Record]:
+    """Measurement records of the JSON files of ``dirs`` (see the module docstring)."""
+    out: list[Record] = []
+    for d in dirs:
+        if d is None or not Path(d).is_dir():
             continue
-        for rec in _walk(data):
-            alg = rec.get("algorithm")
-            if not isinstance(alg, str):
+        for f in sorted(Path(d).glob("*.json")):
+            try:
+                data = json.loads(f.read_text())
+            except (OSError, ValueError):
                 continue
-            horizon = int(_num(rec, "horizon", 250))
-            secs = None
-            for k, scale in _TIME_KEYS.items():
-                if isinstance(rec.get(k), (int, float)):
-                    secs = float(rec[k]) * scale
-                    break
-            if secs is None:
-                for k, scale in _DECISION_KEYS.items():
-                    if isinstance(rec.get(k), (int, float)):
-                        secs = float(rec[k]) * scale * horizon
-                        break
-            if secs is None or not (secs > 0 and math.isfinite(secs)):
-                continue
-            params = _parse_params(rec.get("params"))
-            if not params and isinstance(rec.get("agent"), str):  # an agent id
-                params = _parse_params(rec["agent"].replace("__", ";"))
-            out.append(
-                {
-                    "algorithm": alg,
-                    "params": params,
-                    "test": str(rec.get("test", rec.get("distribution", "GC"))),
-                    "prior": rec.get("prior"),
-                    "horizon": horizon,
-                    "seconds": secs,
-                    "file": f.name,
-                }
-            )
+            for rec in _walk(data):
+                r = _record(rec, f.name)
+                if r is not None:
+                    out.append(r)
     return out
 
 
-_CAL_CACHE: dict[Any, dict[str, float]] = {}
-
-
-def calibration(results_dir: str | os.PathLike[str] | None = None) -> dict[str, float]:
-    """Per-algorithm scale factors (median measured / structural) from the benchmarks."""
-    d = Path(results_dir) if results_dir is not None else default_results_dir()
-    files = sorted(d.glob("*.json")) if d.is_dir() else []
-    key = (str(d.resolve()) if d.exists() else str(d),
-           tuple((f.name, f.stat().st_mtime_ns, f.stat().st_size) for f in files))
-    if key in _CAL_CACHE:
-        return _CAL_CACHE[key]
-    ratios: dict[str, list[float]] = {}
-    for m in measurements(d):
-        prior = m["prior"] if isinstance(m["prior"], str) else None
-        est = _structural_seconds(m["algorithm"], m["params"], m["test"], m["horizon"], prior)
-        if est > 0:
-            ratios.setdefault(m["algorithm"], []).append(m["seconds"] / est)
-    factors = {a: min(max(statistics.median(r), 1e-3), 1e3) for a, r in ratios.items()}
-    _CAL_CACHE[key] = factors
-    return factors
+def _record(rec: dict[str, Any], source: str) -> Record | None:
+    alg = rec.get("algorithm")
+    if not isinstance(alg, str):
+        return None
+    horizon = int(_num(rec, "horizon", 250))
+    secs, phase = None, "online"
+    for k, scale in _ONLINE_KEYS.items():
+        if isinstance(rec.get(k), (int, float)) and not isinstance(rec.get(k), bool):
+            secs = float(rec[k]) * scale
+            break
+    if secs is None:
+        for k, scale in _DECISION_KEYS.items():
+            if isinstance(rec.get(k), (int, float)) and not isinstance(rec.get(k), bool):
+                secs = float(rec[k]) * scale * horizon
+                break
+    if secs is None and isinstance(rec.get("offline_s"), (int, float)):
+        secs, phase = float(rec["offline_s"]), "offline"
+    if secs is None or not (secs > 0 and math.isfinite(secs)):
+        return None
+    params = _parse_params(rec.get("params"))
+    if not params and isinstance(rec.get("agent"), str):  # an agent id
+        params = _parse_params(rec["agent"].replace("__", ";"))
+    if isinstance(params.get("formula_set"), str):  # "F3@s1" in agent ids
+        params = {**params, "formula_set": params["formula_set"].split("@", 1)[0]}
+    test = rec.get("test", rec.get("distribution"))
+    prior = rec.get("prior", test)
+    if not isinstance(test, str) or not isinstance(prior, str):
+        if phase == "offline" and isinstance(prior, str):
+            test = prior
+        else:
+            return None
+    return Record(alg, tuple(sorted(params.items())), test, prior, horizon,
+                  _num(rec, "gamma", 0.95), secs, phase, source)
 
 
 # ---------------------------------------------------------------------------------------
-# Public estimates
+# Work amounts
+
+
+class Distributions:
+    """Name -> distribution: the built-ins, a plan's own (``extra``), or a file path."""
+
+    def __init__(self, extra: Mapping[str, Any] | None = None) -> None:
+        self.extra = dict(extra or {})
+        self._memo: dict[str, Any] = {}
+
+    def __call__(self, name: Any) -> Any:
+        if not isinstance(name, str):
+            return name  # already a distribution
+        if name in self.extra:
+            return self.extra[name]
+        if name not in self._memo:
+            from . import distributions
+
+            self._memo[name] = distributions.load(name)
+        return self._memo[name]
+
+
+def _full_params(algorithm: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """Typed parameters with the defaults (files are not looked up)."""
+    from . import agents
+
+    alg = agents.get(algorithm)
+    raw = {k: v for k, v in dict(params).items() if v is not None}
+    return alg.parse_params(raw, source=f"{algorithm} cost", stored=True)
+
+
+def features(
+    algorithm: str, params: Mapping[str, Any], prior: Any, test: Any, gamma: float,
+    horizon: int,
+) -> dict[str, float]:
+    """Work amounts of one trajectory (:attr:`Algorithm.cost_features`)."""
+    from . import agents
+    from .agents.base import default_cost_features
+
+    alg = agents.get(algorithm)
+    fn = alg.cost_features or default_cost_features
+    return fn(_full_params(algorithm, params), prior, test, float(gamma), int(horizon))
+
+
+def offline_features(
+    algorithm: str, params: Mapping[str, Any], prior: Any, gamma: float, horizon: int
+) -> dict[str, float]:
+    """Work amounts of offline learning (:attr:`Algorithm.offline_cost_features`)."""
+    from . import agents
+
+    alg = agents.get(algorithm)
+    if alg.offline_cost_features is None:
+        return {"job": 1.0}
+    return alg.offline_cost_features(_full_params(algorithm, params), prior, float(gamma),
+                                     int(horizon))
+
+
+# ---------------------------------------------------------------------------------------
+# Fitting
+
+
+def _nnls_relative(F: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Non-negative prices minimising sum(((F @ c) - t) / t)^2."""
+    from scipy.optimize import nnls
+
+    A = F / t[:, None]
+    scale = np.abs(A).max(axis=0)
+    scale[scale == 0] = 1.0
+    c, _ = nnls(A / scale, np.ones(len(t)), maxiter=50 * A.shape[1] + 100)
+    return c / scale
+
+
+@dataclass
+class Fit:
+    """Prices of one algorithm and phase, the local corrections, and their validation.
+
+    A prediction is the priced work times a **local correction**: the geometric mean of
+    measured/priced over the nearest measured configurations of the same experiment (same
+    categorical parameters, distance in the parameters scaled to the measured ranges, on
+    a log scale for positive ones). It carries what the work amounts miss (how many sweeps
+    a warm-started solve needs on a given prior, how exploring a policy is); without a
+    measured neighbour the priced work stands alone.
+    """
+
+    names: list[str]
+    prices: np.ndarray
+    n_records: int
+    n_configs: int
+    #: per configuration: (config, measured s, predicted in-sample, predicted left out)
+    validation: list[tuple[tuple[Any, ...], float, float, float]] = field(default_factory=list)
+    ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
+    experiments: set[tuple[str, str]] = field(default_factory=set)
+    #: (test, prior) -> [(config, numeric params, categorical params, log residual)]
+    residuals: dict[tuple[str, str], list[tuple[Any, dict[str, float], tuple[Any, ...],
+                                                float]]] = field(default_factory=dict)
+
+    def priced(self, feats: Mapping[str, float], prices: np.ndarray | None = None) -> float:
+        p = self.prices if prices is None else prices
+        return float(sum(c * feats.get(n, 0.0) for n, c in zip(self.names, p, strict=True)))
+
+    def correction(self, params: Mapping[str, Any], test: str, prior: str,
+                   exclude: Any = None) -> float:
+        """exp(inverse-distance mean of the log residuals of the nearest measured
+        configurations of the experiment); 1 without one."""
+        num, cat = _split(params)
+        near = []
+        for cfg, n2, c2, res in self.residuals.get((test, prior), []):
+            if cfg == exclude or c2 != cat:
+                continue
+            near.append((self._distance(num, n2), res))
+        if not near:
+            return 1.0
+        near.sort(key=lambda v: v[0])
+        near = near[:NEIGHBOURS]
+        if near[0][0] == 0.0:
+            return math.exp(near[0][1])
+        w = np.array([1.0 / d for d, _ in near])
+        return math.exp(float(np.dot(w, [r for _, r in near]) / w.sum()))
+
+    def _distance(self, a: dict[str, float], b: dict[str, float]) -> float:
+        d = 0.0
+        for k in set(a) | set(b):
+            if k not in a or k not in b:
+                d += 1.0
+                continue
+            lo, hi = self.ranges.get(k, (a[k], a[k]))
+            if lo > 0:
+                x, y, span = math.log(a[k]), math.log(b[k]), math.log(hi) - math.log(lo)
+            else:
+                x, y, span = a[k], b[k], hi - lo
+            d += ((x - y) / span) ** 2 if span > 0 else 0.0
+        return math.sqrt(d)
+
+    @property
+    def worst_ratio(self) -> float:
+        """Worst max(pred/meas, meas/pred) with each configuration left out of the fit."""
+        return max((_ratio(p, m) for _, m, _, p in self.validation), default=math.nan)
+
+    @property
+    def worst_ratio_in_sample(self) -> float:
+        return max((_ratio(p, m) for _, m, p, _ in self.validation), default=math.nan)
+
+
+#: Measured configurations a local correction averages over.
+NEIGHBOURS = 2
+
+
+def _split(params: Mapping[str, Any]) -> tuple[dict[str, float], tuple[Any, ...]]:
+    """Numeric parameters (as floats) and the others (a hashable tuple)."""
+    num, cat = {}, []
+    for k, v in sorted(dict(params).items()):
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            num[k] = float(v)
+        else:
+            cat.append((k, v))
+    return num, tuple(cat)
+
+
+def _ratio(pred: float, meas: float) -> float:
+    if pred <= 0 or meas <= 0:
+        return math.inf
+    return max(pred / meas, meas / pred)
+
+
+def _fit(rows: list[tuple[Record, dict[str, float], dict[str, Any]]]) -> Fit:
+    """``rows``: (record, work amounts, full typed parameters)."""
+    names = sorted({k for _, f, _ in rows for k in f})
+    F = np.array([[f.get(n, 0.0) for n in names] for _, f, _ in rows], dtype=float)
+    t = np.array([r.seconds for r, _, _ in rows], dtype=float)
+    prices = _nnls_relative(F, t)
+    configs: dict[tuple[Any, ...], list[int]] = {}
+    for i, (r, _, full) in enumerate(rows):  # a configuration: typed parameters
+        key = (r.algorithm, tuple(sorted(full.items())), r.test, r.prior, r.horizon, r.phase)
+        configs.setdefault(key, []).append(i)
+    fit = Fit(names, prices, len(rows), len(configs))
+    for r, _, full in rows:
+        fit.experiments.add((r.test, r.prior))
+        for k, x in _split(full)[0].items():
+            lo, hi = fit.ranges.get(k, (x, x))
+            fit.ranges[k] = (min(lo, x), max(hi, x))
+
+    def residuals(p: np.ndarray, skip: Any = None) -> dict:
+        out: dict[tuple[str, str], list] = {}
+        for cfg, idx in configs.items():
+            if cfg == skip:
+                continue
+            r, _, full = rows[idx[0]]
+            meas = float(np.exp(np.mean(np.log(t[idx]))))
+            priced = max(float(F[idx[0]] @ p), 1e-12)
+            num, cat = _split(full)
+            out.setdefault((r.test, r.prior), []).append(
+                (cfg, num, cat, math.log(meas / priced)))
+        return out
+
+    fit.residuals = residuals(prices)
+    for cfg, idx in configs.items():
+        r, _, full = rows[idx[0]]
+        meas = float(np.exp(np.mean(np.log(t[idx]))))  # geometric mean of repeats
+        keep = np.ones(len(rows), dtype=bool)
+        keep[idx] = False
+        loo_prices = _nnls_relative(F[keep], t[keep]) if keep.any() else prices
+        loo = Fit(names, loo_prices, 0, 0, ranges=fit.ranges,
+                  residuals=residuals(loo_prices, skip=cfg))
+        pred_in = float(F[idx[0]] @ prices) * fit.correction(full, r.test, r.prior)
+        pred_out = float(F[idx[0]] @ loo_prices) * loo.correction(full, r.test, r.prior)
+        fit.validation.append((cfg, meas, pred_in, pred_out))
+    return fit
+
+
+class CostModel:
+    """Prices per algorithm fitted to measurement records (see the module docstring).
+
+    Parameters
+    ----------
+    recs
+        Measurement records (:func:`records`).
+    dists
+        Distribution resolver for the records' and the queries' names (built-ins, files,
+        or a plan's own distributions).
+    """
+
+    def __init__(self, recs: list[Record], dists: Distributions | None = None) -> None:
+        self.dists = dists or Distributions()
+        self.skipped: list[tuple[Record, str]] = []
+        by: dict[tuple[str, str], list[tuple[Record, dict[str, float]]]] = {}
+        from .errors import BBRLError
+
+        for r in recs:
+            try:
+                prior = self.dists(r.prior)
+                if r.phase == "online":
+                    f = features(r.algorithm, dict(r.params), prior, self.dists(r.test),
+                                 r.gamma, r.horizon)
+                else:
+                    f = offline_features(r.algorithm, dict(r.params), prior, r.gamma,
+                                         r.horizon)
+            except BBRLError as exc:  # unknown algorithm or distribution, bad parameters
+                self.skipped.append((r, str(exc)))
+                continue
+            by.setdefault((r.algorithm, r.phase), []).append(
+                (r, f, _full_params(r.algorithm, dict(r.params))))
+        self.fits = {key: _fit(rows) for key, rows in by.items()}
+
+    # -- queries ---------------------------------------------------------------------
+    def calibrated(self, algorithm: str, phase: str = "online") -> bool:
+        return (algorithm, phase) in self.fits
+
+    def seconds_per_trajectory(
+        self, algorithm: str, params: Mapping[str, Any], test: Any, horizon: int = 250,
+        prior: Any = None, gamma: float = 0.95,
+    ) -> float:
+        """Estimated seconds of one trajectory of ``horizon`` steps (online time)."""
+        p = self.dists(prior if prior is not None else test)
+        f = features(algorithm, params, p, self.dists(test), gamma, horizon)
+        fit = self.fits.get((algorithm, "online"))
+        if fit is None:
+            return sum(UNCALIBRATED_S.get(k, 0.0) * v for k, v in f.items())
+        full = _full_params(algorithm, params)
+        return max(fit.priced(f) * fit.correction(full, _name(test), _name(p)), 1e-7)
+
+    def offline_seconds(
+        self, algorithm: str, params: Mapping[str, Any], prior: Any, horizon: int = 250,
+        gamma: float = 0.95,
+    ) -> float:
+        """Estimated seconds of offline learning (0 for algorithms that only keep the
+        prior and have no offline record)."""
+        fit = self.fits.get((algorithm, "offline"))
+        f = offline_features(algorithm, params, self.dists(prior), gamma, horizon)
+        if fit is None:
+            from . import agents
+
+            if agents.get(algorithm).train is None:
+                return 0.0
+            return sum(UNCALIBRATED_S.get(k, 0.0) * v for k, v in f.items())
+        full = _full_params(algorithm, params)
+        name = _name(self.dists(prior))
+        return max(fit.priced(f) * fit.correction(full, name, name), 0.0)
+
+    def in_range(self, algorithm: str, params: Mapping[str, Any], test: str,
+                 prior: str) -> bool:
+        """Whether a configuration lies inside the measured range: its experiment was
+        measured, and each numeric parameter lies between its smallest and largest
+        measured value."""
+        fit = self.fits.get((algorithm, "online"))
+        if fit is None or (test, prior) not in fit.experiments:
+            return False
+        for k, v in _full_params(algorithm, params).items():
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                continue
+            lo, hi = fit.ranges.get(k, (v, v))
+            if not lo <= float(v) <= hi:
+                return False
+        return True
+
+    def quality(self, algorithm: str, phase: str = "online") -> Fit | None:
+        return self.fits.get((algorithm, phase))
+
+
+def _name(d: Any) -> str:
+    return d if isinstance(d, str) else d.short_name
+
+
+_MODELS: dict[Any, CostModel] = {}
+
+
+def _dirs_key(dirs: list[Path]) -> tuple[Any, ...]:
+    key = []
+    for d in dirs:
+        files = sorted(d.glob("*.json")) if d.is_dir() else []
+        key.append((str(d.resolve()) if d.exists() else str(d),
+                    tuple((f.name, f.stat().st_mtime_ns, f.stat().st_size) for f in files)))
+    return tuple(key)
+
+
+def model(
+    results_dir: str | os.PathLike[str] | None = None,
+    extra_dirs: list[str | os.PathLike[str]] | None = None,
+    dists: Mapping[str, Any] | None = None,
+) -> CostModel:
+    """The cost model calibrated by ``results_dir`` (default :func:`default_results_dir`)
+    and ``extra_dirs`` (default: ``$BBRL_COST_RECORDS``), resolving the plan's own
+    distributions ``dists``; memoised on the files' names, sizes and times."""
+    dirs = [Path(results_dir) if results_dir is not None else default_results_dir()]
+    if extra_dirs is None:
+        extra_dirs = [p for p in os.environ.get(EXTRA_ENV, "").split(os.pathsep) if p]
+    dirs += [Path(d) for d in extra_dirs]
+    key = (_dirs_key(dirs), tuple(sorted((k, id(v)) for k, v in (dists or {}).items())))
+    if key not in _MODELS:
+        _MODELS[key] = CostModel(records(*dirs), Distributions(dists))
+    return _MODELS[key]
+
+
+# ---------------------------------------------------------------------------------------
+# Module-level shortcuts (the default model)
 
 
 def seconds_per_trajectory(
     algorithm: str,
     params: Mapping[str, Any],
-    test: str,
+    test: Any,
     horizon: int = 250,
-    prior: str | None = None,
+    prior: Any = None,
     results_dir: str | os.PathLike[str] | None = None,
+    gamma: float = 0.95,
 ) -> float:
     """Estimated seconds of one trajectory of ``horizon`` steps (online time).
 
@@ -292,39 +538,43 @@ def seconds_per_trajectory(
     algorithm, params
         The algorithm's name and its parameters (typed or as strings).
     test, prior
-        Names of the test distribution and of the prior (``None``: the test's own).
-    horizon
-        Number of steps T.
+        The test distribution and the prior (names, or distributions; ``prior=None``: the
+        test's own).
+    horizon, gamma
+        Number of steps T and the discount factor.
     results_dir
         Benchmarks results directory used for calibration (default:
         :func:`default_results_dir`).
+
+    Examples
+    --------
+    >>> s = seconds_per_trajectory("bamcp", {"K": 500, "D": 15}, "GC")
+    >>> 1e-4 < s < 10
+    True
     """
-    base = _structural_seconds(algorithm, params, test, horizon, prior)
-    return base * calibration(results_dir).get(algorithm, 1.0)
+    return model(results_dir).seconds_per_trajectory(algorithm, params, test, horizon,
+                                                      prior, gamma)
 
 
 def offline_seconds(
     algorithm: str,
     params: Mapping[str, Any],
-    prior: str,
+    prior: Any,
     horizon: int = 250,
     results_dir: str | os.PathLike[str] | None = None,
+    gamma: float = 0.95,
 ) -> float:
-    """Estimated seconds of offline learning (only OPPS-DS learns offline)."""
-    if algorithm != "opps-ds":
-        return 0.0
-    n_draws = _num(params, "n_draws", 1)
-    per = seconds_per_trajectory(algorithm, params, prior, horizon, prior, results_dir)
-    return n_draws * per
+    """Estimated seconds of offline learning (only OPPS-DS and plugins learn offline)."""
+    return model(results_dir).offline_seconds(algorithm, params, prior, horizon, gamma)
 
 
 def run_seconds(
     algorithm: str,
     params: Mapping[str, Any],
-    test: str,
+    test: Any,
     n_mdps: int,
     horizon: int = 250,
-    prior: str | None = None,
+    prior: Any = None,
     results_dir: str | os.PathLike[str] | None = None,
 ) -> float:
     """Estimated seconds of running ``n_mdps`` trajectories (without job overhead)."""

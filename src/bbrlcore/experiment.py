@@ -189,8 +189,12 @@ def train_agent(
     checkpoint_every: float = 60.0,
     progress: bool = True,
     source: str = "--param",
+    expected_s: float | None = None,
 ) -> TrainedAgent:
-    """Offline learning of ``algorithm`` on ``prior`` (timed: ``offline_time_s``)."""
+    """Offline learning of ``algorithm`` on ``prior`` (timed: ``offline_time_s``).
+
+    ``expected_s`` (the cost model's estimate) makes a training that lasts more than
+    :data:`OVERRUN_FACTOR` times longer say so on stderr."""
     from .agents.base import TrainContext, Trained
 
     alg = agents.get(algorithm)
@@ -202,11 +206,12 @@ def train_agent(
     seeds.check_seed(seed, "--seed")
     alg.check_setting(params, prior, gamma, horizon,
                       source="" if source == "--param" else source)
+    overrun = Overrun(f"training {alg.agent_id(params)}", expected_s)
     ctx = TrainContext(
         seed=seed,
         gamma=gamma,
         horizon=horizon,
-        progress=_train_progress(alg.agent_id(params)) if progress else None,
+        progress=_train_progress(alg.agent_id(params), overrun) if progress else None,
         checkpoint=checkpoint,
         checkpoint_every=checkpoint_every,
     )
@@ -216,6 +221,7 @@ def train_agent(
         t0 = time.perf_counter()
         trained = alg.train(prior, params, ctx)
         elapsed = time.perf_counter() - t0
+        overrun.check(elapsed, final=True)
     elapsed = float(trained.info.pop("_offline_time_s", elapsed))
     agent_id = trained.info.pop("_agent_id", None) or alg.agent_id(params)
     return TrainedAgent(
@@ -232,10 +238,11 @@ def train_agent(
     )
 
 
-def _train_progress(agent_id: str) -> Callable[[int, int], None]:
+def _train_progress(agent_id: str, overrun: Overrun) -> Callable[[int, int], None]:
     state = {"t0": time.perf_counter(), "last": 0.0}
 
     def report(done: int, total: int) -> None:
+        overrun.check(time.perf_counter() - state["t0"])
         now = time.perf_counter()
         if done < total and now - state["last"] < 2.0:
             return
@@ -339,6 +346,39 @@ def parse_slice(spec: str | None, n: int) -> range:
     return range(start, stop)
 
 
+#: A run or a training lasting more than this many times its estimate says so on stderr
+#: (the job's log), while it runs and at its end.
+OVERRUN_FACTOR = 3.0
+#: ... once it has lasted at least this many seconds (small jobs are all noise).
+OVERRUN_MIN_S = 30.0
+
+
+class Overrun:
+    """Watches a run or a training against the cost model's estimate (``expected_s``)."""
+
+    def __init__(self, what: str, expected_s: float | None) -> None:
+        self.what = what
+        self.expected = expected_s if expected_s and expected_s > 0 else None
+        self.warned = False
+
+    def check(self, elapsed: float, final: bool = False) -> None:
+        if self.expected is None or elapsed < OVERRUN_MIN_S:
+            return
+        ratio = elapsed / self.expected
+        if ratio <= OVERRUN_FACTOR or (self.warned and not final):
+            return
+        self.warned = True
+        when = "took" if final else "has run for"
+        print(
+            f"bbrl: warning: {self.what} {when} {elapsed:.0f} s, {ratio:.1f} times the cost "
+            f"model's estimate of {self.expected:.3g} s for the whole job; a cluster time "
+            "limit derived from it may be too short (the workflow lengthens it on retry; "
+            "benchmarks/bench_cost.py recalibrates the model)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
 def run_agent(
     ts: TestSet,
     agent: TrainedAgent,
@@ -346,8 +386,12 @@ def run_agent(
     *,
     progress: bool = True,
     label: str | None = None,
+    expected_s: float | None = None,
 ) -> pl.DataFrame:
-    """Play one trajectory of ``agent`` on each selected test MDP; one row per MDP."""
+    """Play one trajectory of ``agent`` on each selected test MDP; one row per MDP.
+
+    ``expected_s`` (the cost model's estimate for these trajectories) makes a run that
+    lasts more than :data:`OVERRUN_FACTOR` times longer say so on stderr."""
     alg = agents.get(agent.algorithm)
     if agent.prior.n_states != ts.test.n_states or agent.prior.n_actions != ts.test.n_actions:
         raise BBRLError(
@@ -378,6 +422,7 @@ def run_agent(
     times = np.empty(n)
     counters = np.zeros((n, len(alg.counters)), dtype=np.int64)
     name = label or f"{agent.agent_id} {ts.test.short_name}-{agent.prior.short_name}"
+    overrun = Overrun(f"run {name}", expected_s)
     t_start = time.perf_counter()
     last = t_start
     for k, i in enumerate(idx):
@@ -389,6 +434,7 @@ def run_agent(
         if len(alg.counters):
             counters[k, :] = cnt
         now = time.perf_counter()
+        overrun.check(now - t_start, final=k + 1 == n)
         if progress and (now - last >= 5.0 or (k + 1 == n and now - t_start >= 5.0)):
             last = now
             el = now - t_start

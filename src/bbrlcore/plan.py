@@ -21,6 +21,10 @@ Configuration (see ``config.yaml`` for the paper's full one):
 * ``n_mdps``, ``gamma``, ``horizon``, ``test_seed``, ``train_seed``: the protocol.
 * ``chunk_budget_minutes``, ``max_chunks``: run jobs are split into at most
   ``max_chunks`` chunks so that no chunk is expected to exceed the budget.
+* ``runtime_safety``, ``runtime_min_minutes``, ``runtime_retry_factor``: a job's time
+  limit (Snakemake's ``runtime``, Slurm's ``-t``) is ``runtime_min_minutes +
+  runtime_safety × estimate`` on its first attempt, and ``runtime_retry_factor`` times
+  longer on each retry (:meth:`Plan.runtime_minutes`).
 * ``alpha``, ``multiple_comparisons``, ``bootstrap_resamples``, ``bootstrap_seed``: the
   statistics of the report (level of the "among the best" Z-tests; ``none`` or ``holm``;
   resamples and seed of the stratified bootstrap of :mod:`bbrlcore.aggregate`).
@@ -60,6 +64,9 @@ DEFAULTS: dict[str, Any] = {
     "chunk_budget_minutes": 60.0,
     "max_chunks": 64,
     "checkpoint_every_seconds": 600.0,
+    "runtime_safety": 3.0,
+    "runtime_min_minutes": 10.0,
+    "runtime_retry_factor": 4.0,
     "alpha": 0.05,
     "multiple_comparisons": "none",
     "bootstrap_resamples": 2000,
@@ -143,6 +150,10 @@ class Plan:
     results_dir_calibration: str | None = None
     #: every distribution of the experiments, loaded and checked (name -> distribution)
     dists: dict[str, Any] = field(default_factory=dict)
+    #: directories of extra cost records (probes), beside the benchmarks' results
+    cost_records_dirs: list[str] = field(default_factory=list)
+    #: algorithms whose cost comes from probes of this plan, not from the benchmarks
+    probed: set[str] = field(default_factory=set)
 
     # -- derived ----------------------------------------------------------------------
     @property
@@ -164,6 +175,14 @@ class Plan:
     def algorithms(self) -> list[str]:
         return sorted({a.algorithm for a in self.agents})
 
+    def experiments_of(self, agent: AgentConfig) -> list[Experiment]:
+        """The experiments ``agent`` runs in."""
+        return self.experiments
+
+    def priors_of(self, agent: AgentConfig) -> list[str]:
+        """The priors ``agent`` is trained on (those of its experiments)."""
+        return sorted({e.prior for e in self.experiments_of(agent)})
+
     def agent(self, key: str) -> AgentConfig:
         for a in self.agents:
             if a.key == key:
@@ -182,24 +201,27 @@ class Plan:
             }
         )
 
+    @property
+    def cost_model(self) -> cost.CostModel:
+        """The cost model, calibrated by the benchmarks (and the probes of
+        ``cost_records_dirs``), resolving this plan's own distributions."""
+        return cost.model(self.results_dir_calibration, self.cost_records_dirs or None,
+                          self.dists)
+
     def seconds_per_trajectory(self, exp: Experiment, agent: AgentConfig) -> float:
         key = (exp.name, agent.key)
         memo = self.__dict__.setdefault("_spt", {})
         if key not in memo:
-            memo[key] = cost.seconds_per_trajectory(
-                agent.algorithm,
-                agent.param_dict,
-                exp.test,
-                self.config["horizon"],
-                exp.prior,
-                self.results_dir_calibration,
+            memo[key] = self.cost_model.seconds_per_trajectory(
+                agent.algorithm, agent.param_dict, exp.test, self.config["horizon"],
+                exp.prior, self.config["gamma"],
             )
         return memo[key]
 
     def offline_seconds(self, prior: str, agent: AgentConfig) -> float:
-        return cost.offline_seconds(
+        return self.cost_model.offline_seconds(
             agent.algorithm, agent.param_dict, prior, self.config["horizon"],
-            self.results_dir_calibration,
+            self.config["gamma"],
         )
 
     def n_chunks(self, exp: Experiment, agent: AgentConfig) -> int:
@@ -226,6 +248,14 @@ class Plan:
 
     def run_minutes(self, exp: Experiment, agent: AgentConfig, size: int) -> float:
         return size * self.seconds_per_trajectory(exp, agent) / 60.0
+
+    def runtime_minutes(self, estimate_s: float, attempt: int = 1) -> int:
+        """A job's time limit in minutes: ``runtime_min_minutes + runtime_safety ×
+        estimate`` on the first attempt, ``runtime_retry_factor`` times longer on each
+        retry (a job killed at its limit gets a longer one, so a cluster run converges)."""
+        c = self.config
+        base = c["runtime_min_minutes"] + c["runtime_safety"] * estimate_s / 60.0
+        return max(1, math.ceil(base * c["runtime_retry_factor"] ** max(0, attempt - 1)))
 
     def train_mem_mb(self, agent: AgentConfig) -> int:
         if agent.algorithm == "opps-ds":
@@ -515,6 +545,11 @@ def _check_scalars(cfg: dict[str, Any], fail) -> None:
         raise fail(f"chunk_budget_minutes={cfg['chunk_budget_minutes']}", "must be > 0")
     if not number("checkpoint_every_seconds") > 0:
         raise fail(f"checkpoint_every_seconds={cfg['checkpoint_every_seconds']}", "must be > 0")
+    for k, lo in (("runtime_safety", 0.0), ("runtime_min_minutes", 1.0),
+                  ("runtime_retry_factor", 1.0)):
+        v = number(k)
+        if not lo <= v < 1e6:
+            raise fail(f"{k}={v:g}", f"must be in [{lo:g}, 1e6)")
     if not isinstance(cfg["compat_variants"], bool):
         raise fail(f"compat_variants={cfg['compat_variants']!r}", "expected true or false")
     if not isinstance(cfg["results_dir"], str) or not cfg["results_dir"]:

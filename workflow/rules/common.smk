@@ -199,16 +199,11 @@ def train_mem(wildcards):
     return PLAN.train_mem_mb(AGENTS[wildcards.agent])
 
 
-#: Slurm time limits are this many times the cost model's estimate (plus 10 minutes): the
-#: benchmarks that calibrate it keep the best of several passes, and a machine of this
-#: class can run everything 1.6-1.8 times slower for a while (benchmarks/README.md).
-RUNTIME_SAFETY = 3
-
-
-def train_runtime(wildcards):
-    """Minutes: RUNTIME_SAFETY times the estimated offline time plus 10 minutes."""
+def train_runtime(wildcards, attempt):
+    """Minutes: the plan's time limit for the estimated offline time, longer on each
+    retry (a job killed at its limit gets a longer one)."""
     s = PLAN.offline_seconds(wildcards.prior, AGENTS[wildcards.agent])
-    return int(10 + RUNTIME_SAFETY * s / 60)
+    return PLAN.runtime_minutes(s, attempt)
 
 
 def run_experiment_of(wildcards):
@@ -228,12 +223,12 @@ def run_mem(wildcards):
     return PLAN.run_mem_mb(AGENTS[wildcards.agent])
 
 
-def run_runtime(wildcards):
-    """Minutes: RUNTIME_SAFETY times the chunk's estimate plus 10 minutes (process start,
-    loading)."""
+def run_runtime(wildcards, attempt):
+    """Minutes: the plan's time limit for the chunk's estimate, longer on each retry."""
     exp = EXPERIMENTS[wildcards.experiment]
     size = int(wildcards.stop) - int(wildcards.start)
-    return int(10 + RUNTIME_SAFETY * PLAN.run_minutes(exp, AGENTS[wildcards.agent], size))
+    return PLAN.runtime_minutes(60.0 * PLAN.run_minutes(exp, AGENTS[wildcards.agent], size),
+                                attempt)
 
 
 def distribution_spec(wildcards):

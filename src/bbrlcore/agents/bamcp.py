@@ -85,7 +85,15 @@ from ._kernels import (
     model_update,
 )
 from ._rng import rng_fill_uniform, rng_new
-from .base import MAX_AGENT_MEMORY_BYTES, Algorithm, Episode, Param, Trained, at_least_one
+from .base import (
+    MAX_AGENT_MEMORY_BYTES,
+    Algorithm,
+    Episode,
+    Param,
+    Trained,
+    at_least_one,
+    support_sizes,
+)
 
 #: UCT exploration constant (spec 02 §4.1).
 UCT_C = 3.0
@@ -449,6 +457,17 @@ def _setting_check(params: dict, prior, gamma: float, horizon: int) -> str | Non
     return None
 
 
+def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict[str, float]:
+    """Per decision K simulations of exactly D transitions each (tree descent, then
+    rollout); a simulated transition is an urn draw over the row's support."""
+    K = float(params["K"])
+    D = float(horizon if params.get("D") is None else params["D"])
+    T = float(horizon)
+    S = float(support_sizes(prior.theta).mean())
+    return {"trajectory": 1.0, "decisions": T, "simulations": T * K,
+            "sim_steps": T * K * D, "sim_steps_support": T * K * D * S}
+
+
 ALGORITHM = Algorithm(
     name="bamcp",
     params=(
@@ -465,4 +484,5 @@ ALGORITHM = Algorithm(
     train=None,
     doc="BAMCP (Guez, Silver, Dayan 2012): Monte-Carlo tree search with root sampling",
     setting_check=_setting_check,
+    cost_features=cost_features,
 )

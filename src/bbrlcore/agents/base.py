@@ -80,6 +80,29 @@ class Trained:
 
 Player = Callable[[np.ndarray, int], tuple[float, np.ndarray]]
 
+#: ``cost_features(params, prior, test, gamma, horizon) -> {name: amount}``: the work one
+#: trajectory does, in the kernel's own units (steps, Bellman backups, simulated steps,
+#: sampled entries...). The cost model (:mod:`bbrlcore.cost`) prices each unit from
+#: benchmark measurements, so a trajectory's time is a non-negative combination of them.
+CostFeatures = Callable[[dict[str, Any], Any, Any, float, int], dict[str, float]]
+#: ``offline_cost_features(params, prior, gamma, horizon) -> {name: amount}``: the work
+#: of offline learning, in the same way.
+OfflineCostFeatures = Callable[[dict[str, Any], Any, float, int], dict[str, float]]
+
+
+def default_cost_features(
+    params: dict[str, Any], prior: Any, test: Any, gamma: float, horizon: int
+) -> dict[str, float]:
+    """Work of a trajectory when an algorithm declares nothing: a fixed part and a part
+    per step (a plugin's probe prices both, per configuration)."""
+    return {"trajectory": 1.0, "steps": float(horizon)}
+
+
+def support_sizes(theta: np.ndarray) -> np.ndarray:
+    """Number of successors with positive concentration of each (x, u), shape (nX, nU):
+    the terms of a Bellman backup, or the entries of a sampled transition row."""
+    return (np.asarray(theta) > 0).sum(axis=2)
+
 
 @dataclass(frozen=True)
 class Algorithm:
@@ -97,6 +120,11 @@ class Algorithm:
     #: search tree that would not fit in memory). The workflow calls it for every agent
     #: configuration and prior before any job runs; ``bbrl train`` and ``bbrl run`` too.
     setting_check: Callable[[dict[str, Any], Any, float, int], str | None] | None = None
+    #: The work of one trajectory (see :data:`CostFeatures`); None: the default
+    #: :func:`default_cost_features`.
+    cost_features: CostFeatures | None = None
+    #: The work of offline learning (see :data:`OfflineCostFeatures`); None: a fixed part.
+    offline_cost_features: OfflineCostFeatures | None = None
 
     # -----------------------------------------------------------------------------------
     def parse_params(

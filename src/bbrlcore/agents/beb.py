@@ -32,7 +32,7 @@ from numba import njit
 from ..errors import BBRLError
 from ..solvers import GUEZ_TOLERANCE, guez_policy_iteration
 from ._kernels import env_reset, env_reward, env_step, model_init, model_update
-from .base import COMPAT, Algorithm, Episode, Param, Trained, non_negative
+from .base import COMPAT, Algorithm, Episode, Param, Trained, non_negative, support_sizes
 
 _NO_COUNTERS = np.zeros(0, dtype=np.int64)
 
@@ -96,6 +96,15 @@ def _setting_check(params: dict, prior, gamma: float, horizon: int) -> str | Non
     return None
 
 
+def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict[str, float]:
+    """A Guez policy iteration of the bonus model at every step: sweeps over the model's
+    support and an nX x nX linear solve per policy-evaluation step."""
+    B = float(support_sizes(prior.theta).sum())
+    nX = prior.n_states
+    return {"trajectory": 1.0, "steps": float(horizon), "backups": horizon * B,
+            "solves": horizon * float(nX) ** 3}
+
+
 ALGORITHM = Algorithm(
     name="beb",
     params=(
@@ -106,4 +115,5 @@ ALGORITHM = Algorithm(
     has_compat=True,
     doc=__doc__ or "",
     setting_check=_setting_check,
+    cost_features=cost_features,
 )

@@ -70,7 +70,15 @@ from numba import njit
 from ..errors import BBRLError
 from ._kernels import argmax_random_tie, env_reset, env_reward, env_step, model_init, model_update
 from ._rng import rng_fill_uniform, rng_new
-from .base import MAX_AGENT_MEMORY_BYTES, Algorithm, Episode, Param, Trained, at_least_one
+from .base import (
+    MAX_AGENT_MEMORY_BYTES,
+    Algorithm,
+    Episode,
+    Param,
+    Trained,
+    at_least_one,
+    support_sizes,
+)
 
 #: Largest number of trials drawn by inversion (beyond, (1 - p)**n may underflow).
 BINOMIAL_INVERSION_MAX = 200
@@ -438,6 +446,19 @@ def _setting_check(params: dict, prior, gamma: float, horizon: int) -> str | Non
     return None
 
 
+def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict[str, float]:
+    """Per decision nU·C FSSS trees of N = max(1, K // C) rollouts of D levels; a level
+    expands a node (C successors drawn for each of the nU actions, over the row's
+    support) or backs one up (its nU·C recorded successors)."""
+    K, C = float(params["K"]), float(params["C"])
+    D = float(horizon if params.get("D") is None else params["D"])
+    T, nU = float(horizon), float(prior.n_actions)
+    S = float(support_sizes(prior.theta).mean())
+    visits = T * nU * C * max(1.0, K // C) * D
+    return {"trajectory": 1.0, "decisions": T, "trees": T * nU * C, "visits": visits,
+            "visit_draws": visits * nU * C, "visit_support": visits * nU * S}
+
+
 ALGORITHM = Algorithm(
     name="bfs3",
     params=(
@@ -455,4 +476,5 @@ ALGORITHM = Algorithm(
     train=None,
     doc="BFS3 (Asmuth & Littman 2011): FSSS in the belief MDP",
     setting_check=_setting_check,
+    cost_features=cost_features,
 )

@@ -19,7 +19,7 @@ from numba import njit
 
 from ..solvers import q_solve
 from ._kernels import argmax_random_tie, env_reset, env_reward, env_step, model_init, model_update
-from .base import Algorithm, Episode, Param, Trained, in_unit_interval
+from .base import Algorithm, Episode, Param, Trained, in_unit_interval, support_sizes
 
 _NO_COUNTERS = np.zeros(0, dtype=np.int64)
 
@@ -64,6 +64,13 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
     return play
 
 
+def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict[str, float]:
+    """A warm-started Q-iteration of the posterior-mean model after every step: its
+    sweeps cost one backup term per support entry of the model."""
+    B = float(support_sizes(prior.theta).sum())
+    return {"trajectory": 1.0, "steps": float(horizon), "backups": horizon * B}
+
+
 ALGORITHM = Algorithm(
     name="e-greedy",
     params=(
@@ -72,4 +79,5 @@ ALGORITHM = Algorithm(
     ),
     make_player=make_player,
     doc=__doc__ or "",
+    cost_features=cost_features,
 )

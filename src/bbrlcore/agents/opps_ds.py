@@ -63,6 +63,7 @@ from .base import (
     Trained,
     int_between,
     positive,
+    support_sizes,
 )
 from .formula_agent import feature_counts, formula_trajectory, initial_q, play_formula
 
@@ -419,6 +420,40 @@ def make_player(prior, params: dict[str, Any], trained: Trained, ep: Episode):
     return play
 
 
+#: Formulas in the named sets (F5 and F6 vary slightly with the seed, 00-decisions §2).
+SET_SIZES = {"F2": 12, "F3": 43, "F4": 226, "F5": 1210, "F6": 7330}
+
+
+def _mean_backups(theta: np.ndarray) -> float:
+    """Backup terms of the three features' models (θ, self-loops, ones), averaged: the
+    formula learned offline decides which are solved, unknown before training."""
+    counts = feature_counts(theta)
+    return float(np.mean([support_sizes(counts[k]).sum() for k in range(3)]))
+
+
+def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict[str, float]:
+    """The learned formula agent: the features' models solved after every step."""
+    return {"trajectory": 1.0, "steps": float(horizon),
+            "backups": horizon * _mean_backups(prior.theta)}
+
+
+def offline_cost_features(params: dict, prior, gamma: float, horizon: int) -> dict[str, float]:
+    """UCB1 over the formula set: ``n_draws`` pulls, each a trajectory of a formula agent
+    on an MDP drawn from the prior, plus a per-arm part."""
+    fs = str(params["formula_set"])
+    if fs in SET_SIZES:
+        arms = float(SET_SIZES[fs])
+    else:
+        try:
+            arms = float(len(F.load(fs)))
+        except BBRLError:
+            arms = 1000.0
+    n = float(params["n_draws"])
+    T = float(horizon)
+    return {"job": 1.0, "pull_steps": n * T, "pull_backups": n * T * _mean_backups(prior.theta),
+            "arms": arms}
+
+
 ALGORITHM = Algorithm(
     name="opps-ds",
     params=PARAMS,
@@ -426,4 +461,6 @@ ALGORITHM = Algorithm(
     train=train,
     counters=("formula_failures",),
     doc=__doc__ or "",
+    cost_features=cost_features,
+    offline_cost_features=offline_cost_features,
 )

@@ -8,12 +8,14 @@ trajectory's online time. Normalised scores put Optimal at 1.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
 from ..solvers import q_iteration, support_of
 from ._kernels import argmax_random_tie, env_reset, env_reward, env_step
-from .base import Algorithm, Episode, Trained
+from .base import Algorithm, Episode, Trained, support_sizes
 
 _NO_COUNTERS = np.zeros(0, dtype=np.int64)
 
@@ -48,4 +50,15 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
     return play
 
 
-ALGORITHM = Algorithm(name="optimal", params=(), make_player=make_player, doc=__doc__ or "")
+def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict[str, float]:
+    """One Q-iteration of the test MDP from zero at reset (about log(tol (1-g)/Rmax) /
+    log(g) sweeps, at most T + 1), then a greedy step per decision."""
+    g = gamma if gamma < 1.0 else 0.95
+    r_max = max(float(test.r_max), 1e-12)
+    sweeps = min(horizon + 1, max(1.0, math.log(0.01 * (1 - g) / r_max) / math.log(g)))
+    B = float(support_sizes(test.theta).sum())
+    return {"trajectory": 1.0, "steps": float(horizon), "backups": sweeps * B}
+
+
+ALGORITHM = Algorithm(name="optimal", params=(), make_player=make_player, doc=__doc__ or "",
+                      cost_features=cost_features)

@@ -39,4 +39,9 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
     return play
 
 
-ALGORITHM = Algorithm(name="random", params=(), make_player=make_player, doc=__doc__ or "")
+def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict[str, float]:
+    return {"trajectory": 1.0, "steps": float(horizon)}
+
+
+ALGORITHM = Algorithm(name="random", params=(), make_player=make_player, doc=__doc__ or "",
+                      cost_features=cost_features)

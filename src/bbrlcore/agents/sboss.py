@@ -557,6 +557,82 @@ def _trajectory(
 
 
 # ---------------------------------------------------------------------------------------
+# Cost: the kernel's own resampling rule, without the samples and the solves
+
+
+@njit(cache=True, error_model="numpy")
+def simulate_rebuilds(theta, Pbar, initial_state, epsilon, delta, compat, horizon, seed):
+    """Rebuilds of the merged model and sampled probabilities in one trajectory, for the
+    cost model: the trajectory loop of :func:`_trajectory` with its counting, sample
+    counts ``K`` and deviation test, on the mean test MDP ``Pbar`` and with uniformly
+    random actions instead of the merged model's greedy ones (no sample is drawn, no model
+    solved). Returns ``(rebuilds, sampled entries summed over the rebuilds)``."""
+    np.random.seed(seed)
+    nX, nU, _ = theta.shape
+    alpha = theta.copy()
+    n = np.zeros((nX, nU))
+    nsupp = np.zeros((nX, nU), dtype=np.int64)
+    for s in range(nX):
+        for a in range(nU):
+            for z in range(nX):
+                n[s, a] += alpha[s, a, z]
+                if alpha[s, a, z] > 0.0:
+                    nsupp[s, a] += 1
+    snap_alpha = alpha.copy()
+    snap_n = n.copy()
+    x = initial_state if initial_state >= 0 else np.random.randint(0, nX)
+    resample = True
+    rebuilds = 0
+    entries = 0.0
+    for _t in range(horizon):
+        if resample:
+            for s in range(nX):
+                for a in range(nU):
+                    k = row_sample_count(alpha, n, s, a, epsilon)
+                    if not compat and k < 1:
+                        k = 1
+                    entries += k * nsupp[s, a]
+            snap_alpha[:] = alpha
+            snap_n[:] = n
+            rebuilds += 1
+            resample = False
+        u = np.random.randint(0, nU)
+        y = env_transition(Pbar, x, u, np.random.random())
+        if alpha[x, u, y] == 0.0:
+            nsupp[x, u] += 1
+        alpha[x, u, y] += 1.0
+        n[x, u] += 1.0
+        if pair_deviation(snap_alpha, snap_n, alpha, n, x, u, compat) > delta:
+            resample = True
+        x = y
+    return rebuilds, entries
+
+
+#: Simulated trajectories averaged by :func:`cost_features`.
+COST_SIMULATIONS = 4
+
+
+def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict[str, float]:
+    """The work of a trajectory: every rebuild samples ``sum K'(x,u)·|S(x,u)|`` Gamma
+    variates and sweeps the merged model (a few warm-started sweeps over the same entries,
+    plus policy-iteration steps with an nX x nX solve); between rebuilds a step is a
+    transition, a count update and the deviation test. Rebuilds and entries come from
+    :func:`simulate_rebuilds` (the kernel's resampling rule), averaged over a few seeds."""
+    theta = np.ascontiguousarray(prior.theta, dtype=np.float64)
+    Pbar = np.ascontiguousarray(test.mean_model(), dtype=np.float64)
+    R = W = 0.0
+    for k in range(COST_SIMULATIONS):
+        r, w = simulate_rebuilds(theta, Pbar, int(test.initial_state), float(params["epsilon"]),
+                                 float(params["delta"]), bool(params["compat"]), int(horizon), k)
+        R += r / COST_SIMULATIONS
+        W += w / COST_SIMULATIONS
+    nX = prior.n_states
+    lu = float(nX) ** 3 if nX <= PI_MAX_STATES else 0.0
+    return {"trajectory": 1.0, "steps": float(horizon), "rebuilds": R,
+            "rebuild_states": R * nX * prior.n_actions, "entries": W, "solves": R * lu}
+
+
+# ---------------------------------------------------------------------------------------
 # Python side
 
 
@@ -621,4 +697,5 @@ ALGORITHM = Algorithm(
     has_compat=True,
     doc=__doc__ or "",
     setting_check=_setting_check,
+    cost_features=cost_features,
 )

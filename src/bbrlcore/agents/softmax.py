@@ -28,6 +28,7 @@ from numba import njit
 from ..solvers import q_solve
 from ._kernels import env_reset, env_reward, env_step, model_init, model_update
 from .base import COMPAT, Algorithm, Episode, Param, Trained, positive
+from .egreedy import cost_features as egreedy_cost_features
 
 _NO_COUNTERS = np.zeros(0, dtype=np.int64)
 
@@ -116,4 +117,5 @@ ALGORITHM = Algorithm(
     make_player=make_player,
     has_compat=True,
     doc=__doc__ or "",
+    cost_features=egreedy_cost_features,  # the same model solved after every step
 )

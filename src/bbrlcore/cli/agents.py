@@ -76,6 +76,7 @@ def _train(args: argparse.Namespace) -> int:
         checkpoint=args.checkpoint,
         checkpoint_every=args.checkpoint_every,
         progress=not args.quiet,
+        expected_s=_expected_train_seconds(args.agent, raw, prior, args.gamma, args.horizon),
     )
     E.write_agent(agent, args.output)
     print(
@@ -89,7 +90,11 @@ def _run(args: argparse.Namespace) -> int:
     ts = E.read_test_set(args.experiment)
     agent = E.read_agent(args.agent)
     sel = E.parse_slice(args.mdps, ts.n_mdps)
-    table = E.run_agent(ts, agent, sel, progress=not args.quiet)
+    expected = _expected_run_seconds(ts, agent, len(sel))
+    if expected is not None and not args.quiet:
+        print(f"bbrl: {len(sel)} trajectories, about {expected:.3g} s expected (cost model)",
+              file=sys.stderr)
+    table = E.run_agent(ts, agent, sel, progress=not args.quiet, expected_s=expected)
     meta = {
         "agent": agent.agent_id,
         "algorithm": agent.algorithm,
@@ -107,6 +112,29 @@ def _run(args: argparse.Namespace) -> int:
     else:
         print(f"wrote {args.output}: no trajectories (empty slice)")
     return 0
+
+
+def _expected_train_seconds(algorithm: str, raw: dict, prior, gamma: float,
+                            horizon: int) -> float | None:
+    """The cost model's estimate of offline learning (None if it cannot tell)."""
+    from .. import cost
+
+    try:
+        return cost.model().offline_seconds(algorithm, raw, prior, horizon, gamma)
+    except (BBRLError, ValueError, ArithmeticError):
+        return None
+
+
+def _expected_run_seconds(ts: E.TestSet, agent: E.TrainedAgent, n: int) -> float | None:
+    """The cost model's estimate of ``n`` trajectories (None if it cannot tell)."""
+    from .. import cost
+
+    try:
+        s = cost.model().seconds_per_trajectory(
+            agent.algorithm, agent.params, ts.test, ts.horizon, agent.prior, ts.gamma)
+    except (BBRLError, ValueError, ArithmeticError):
+        return None
+    return n * s
 
 
 def _list(args: argparse.Namespace) -> int:

@@ -35,20 +35,23 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def estimate(plan: P.Plan) -> dict[str, dict[str, Any]]:
-    """Per algorithm: configurations, jobs, offline, run and overhead CPU-hours."""
+    """Per algorithm: configurations, jobs, offline, run and overhead CPU-hours, the
+    largest chunk, and how far the cost model can be trusted there: how many (agent,
+    experiment) runs lie inside its measured range, and its worst prediction ratio."""
     out: dict[str, dict[str, Any]] = {}
     n = plan.config["n_mdps"]
+    model = plan.cost_model
     for a in plan.agents:
         row = out.setdefault(
             a.algorithm,
             {"configs": 0, "train_jobs": 0, "run_jobs": 0, "offline_h": 0.0, "run_h": 0.0,
-             "overhead_h": 0.0, "max_chunk_h": 0.0},
+             "overhead_h": 0.0, "max_chunk_h": 0.0, "runs": 0, "in_range": 0},
         )
         row["configs"] += 1
-        for prior in plan.priors:
+        for prior in plan.priors_of(a):
             row["train_jobs"] += 1
             row["offline_h"] += plan.offline_seconds(prior, a) / 3600.0
-        for exp in plan.experiments:
+        for exp in plan.experiments_of(a):
             chunks = plan.chunks(exp, a)
             s = plan.seconds_per_trajectory(exp, a)
             row["run_jobs"] += len(chunks)
@@ -56,9 +59,16 @@ def estimate(plan: P.Plan) -> dict[str, dict[str, Any]]:
             row["max_chunk_h"] = max(
                 row["max_chunk_h"], max(b - c for c, b in chunks) * s / 3600.0
             )
+            row["runs"] += 1
+            row["in_range"] += model.in_range(a.algorithm, a.param_dict, exp.test, exp.prior)
         row["overhead_h"] = (row["train_jobs"] + row["run_jobs"]) * cost.JOB_OVERHEAD_S / 3600
-    for row in out.values():
+    for name, row in out.items():
         row["total_h"] = row["offline_h"] + row["run_h"] + row["overhead_h"]
+        fit = model.quality(name)
+        row["calibration"] = "none" if fit is None else ("probed" if name in plan.probed
+                                                         else "measured")
+        row["worst_ratio"] = fit.worst_ratio if fit is not None else float("nan")
+        row["measured_configs"] = fit.n_configs if fit is not None else 0
     return out
 
 
@@ -75,7 +85,6 @@ def _estimate(args: argparse.Namespace) -> int:
         overrides[k.strip()] = yaml.safe_load(v)
     plan = P.load(args.config, overrides, calibration_dir=args.benchmarks)
     rows = estimate(plan)
-    cal = cost.calibration(args.benchmarks)
     c = plan.config
     print(
         f"{args.config}" + (f" (preset {c['preset']})" if c.get("preset") else "")
@@ -84,28 +93,36 @@ def _estimate(args: argparse.Namespace) -> int:
         f"{c['chunk_budget_minutes']:g} min"
     )
     hdr = (f"{'algorithm':10s} {'configs':>7s} {'jobs':>6s} {'offline h':>10s} "
-           f"{'runs h':>10s} {'overhead h':>10s} {'total h':>10s} {'max chunk h':>11s}  calib")
+           f"{'runs h':>10s} {'overhead h':>10s} {'total h':>10s} {'max chunk h':>11s}"
+           f"  {'in range':>9s} {'worst':>6s}  calibration")
     print(hdr)
     print("-" * len(hdr))
     tot = {"configs": 0, "jobs": 0, "offline_h": 0.0, "run_h": 0.0, "overhead_h": 0.0,
-           "total_h": 0.0}
+           "total_h": 0.0, "runs": 0, "in_range": 0}
     for name in sorted(rows, key=lambda k: -rows[k]["total_h"]):
         r = rows[name]
         jobs = r["train_jobs"] + r["run_jobs"]
-        f = cal.get(name)
+        worst = "-" if r["worst_ratio"] != r["worst_ratio"] else f"x{r['worst_ratio']:.2f}"
+        cal = r["calibration"] + (f" ({r['measured_configs']} configs)"
+                                  if r["calibration"] != "none" else "")
         print(
             f"{name:10s} {r['configs']:7d} {jobs:6d} {r['offline_h']:10.3f} "
             f"{r['run_h']:10.3f} {r['overhead_h']:10.3f} {r['total_h']:10.3f} "
-            f"{r['max_chunk_h']:11.3f}  {f'x{f:.3g}' if f else 'built-in'}"
+            f"{r['max_chunk_h']:11.3f}  {r['in_range']:4d}/{r['runs']:<4d} {worst:>6s}  {cal}"
         )
         tot["configs"] += r["configs"]
         tot["jobs"] += jobs
-        for k in ("offline_h", "run_h", "overhead_h", "total_h"):
+        for k in ("offline_h", "run_h", "overhead_h", "total_h", "runs", "in_range"):
             tot[k] += r[k]
     print("-" * len(hdr))
     print(
         f"{'total':10s} {tot['configs']:7d} {tot['jobs']:6d} {tot['offline_h']:10.3f} "
-        f"{tot['run_h']:10.3f} {tot['overhead_h']:10.3f} {tot['total_h']:10.3f}"
+        f"{tot['run_h']:10.3f} {tot['overhead_h']:10.3f} {tot['total_h']:10.3f} "
+        f"{'':11s}  {tot['in_range']:4d}/{tot['runs']:<4d}"
     )
     print(f"expected CPU-hours: {tot['total_h']:.1f} (single-core, this machine class)")
+    print("in range: runs (configuration x experiment) whose experiment and parameters lie "
+          "inside the measured ones; worst: the largest ratio between prediction and "
+          "measurement over the measured configurations, each predicted without its own "
+          "measurement (benchmarks/README.md)")
     return 0
