@@ -241,8 +241,9 @@ def test_cost_scales_with_parameters():
         "sboss", {"epsilon": 1.0, "delta": 9.0}, "GC")
     assert s("e-greedy", {"epsilon": 0.1}, "Grid", prior="UGrid") > s(
         "e-greedy", {"epsilon": 0.1}, "GC")
-    assert cost.offline_seconds("opps-ds", {"n_draws": 1000}, "GC") > cost.offline_seconds(
-        "opps-ds", {"n_draws": 10}, "GC") > 0
+    f2 = {"formula_set": "F2"}
+    assert cost.offline_seconds("opps-ds", {**f2, "n_draws": 1000}, "GC") > (
+        cost.offline_seconds("opps-ds", {**f2, "n_draws": 10}, "GC")) > 0
 
 
 def test_bbrl_estimate_prints_cpu_hours(tmp_path):

@@ -423,6 +423,9 @@ def run_agent(
     counters = np.zeros((n, len(alg.counters)), dtype=np.int64)
     name = label or f"{agent.agent_id} {ts.test.short_name}-{agent.prior.short_name}"
     overrun = Overrun(f"run {name}", expected_s)
+    if progress and expected_s:
+        print(f"[run {name}] {n} trajectories, about {expected_s:.3g} s expected (cost model)",
+              file=sys.stderr, flush=True)
     t_start = time.perf_counter()
     last = t_start
     for k, i in enumerate(idx):

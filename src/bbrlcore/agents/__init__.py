@@ -1,49 +1,57 @@
-"""The benchmark's algorithms: one module per agent, and the registry.
+"""The benchmark's algorithms, and the API to add your own.
 
-``ALGORITHMS`` maps each algorithm name (00-decisions §5) to its
-:class:`~bbrlcore.agents.base.Algorithm`. Use :func:`get` to look one up with a clear
-error for unknown names.
+Built-ins: one module per agent (its kernel, its parameters and a docstring explaining the
+algorithm and its paper). Plugins: a :class:`PythonAgent` or :class:`CompiledAgent`
+subclass, or an :class:`Algorithm`, found through the entry-point group ``bbrl.agents`` or
+by reference (``module:NAME``, ``path/file.py:NAME``); see :mod:`bbrlcore.agents.api` and
+:mod:`bbrlcore.agents.registry`. :func:`get` finds any of them by name or reference, with a
+clear error for unknown ones.
+
+Examples
+--------
+>>> from bbrlcore import agents
+>>> alg = agents.get("beb")
+>>> alg.agent_id(alg.parse_params({"beta": "2.5", "compat": "true"}))
+'beb__beta=2.5__compat=true'
 """
 
 from __future__ import annotations
 
-import importlib
+from . import registry
+from .api import AgentError, CompiledAgent, PythonAgent, compiled_trajectory
+from .base import (
+    COMPAT,
+    Algorithm,
+    Episode,
+    Param,
+    TrainContext,
+    Trained,
+    at_least_one,
+    in_unit_interval,
+    int_between,
+    non_negative,
+    positive,
+    support_sizes,
+)
 
-from ..errors import BBRLError
-from .base import Algorithm
-
-#: name -> module (relative to this package) defining ``ALGORITHM``.
-_MODULES = {
-    "random": "random_agent",
-    "e-greedy": "egreedy",
-    "soft-max": "softmax",
-    "beb": "beb",
-    "sboss": "sboss",
-    "opps-ds": "opps_ds",
-    "bamcp": "bamcp",
-    "bfs3": "bfs3",
-    "optimal": "optimal",
-}
-
-NAMES: tuple[str, ...] = tuple(_MODULES)
+#: Names of the built-in algorithms (00-decisions §5).
+NAMES: tuple[str, ...] = tuple(registry.BUILTIN_ENTRY_POINTS)
 
 
 def get(name: str) -> Algorithm:
-    """The :class:`Algorithm` called ``name``; :class:`BBRLError` if there is none."""
-    mod = _MODULES.get(name)
-    if mod is None:
-        raise BBRLError(f"unknown algorithm {name!r} (known: {', '.join(NAMES)})")
-    module = importlib.import_module(f"{__name__}.{mod}")
-    return module.ALGORITHM
+    """The :class:`Algorithm` called ``name`` (or referenced by ``module:NAME`` /
+    ``path/file.py:NAME``); :class:`~bbrlcore.errors.BBRLError` if there is none."""
+    return registry.get(name)
 
 
 def available() -> list[str]:
-    """Names of the algorithms whose module is installed."""
-    out = []
-    for name, mod in _MODULES.items():
-        try:
-            importlib.import_module(f"{__name__}.{mod}")
-        except ModuleNotFoundError:
-            continue
-        out.append(name)
-    return out
+    """Names of every algorithm found: built-ins, installed plugins, loaded references."""
+    return [e.name for e in registry.all_entries()]
+
+
+__all__ = [
+    "COMPAT", "NAMES", "AgentError", "Algorithm", "CompiledAgent", "Episode", "Param",
+    "PythonAgent", "TrainContext", "Trained", "at_least_one", "available",
+    "compiled_trajectory", "get", "in_unit_interval", "int_between", "non_negative",
+    "positive", "registry", "support_sizes",
+]

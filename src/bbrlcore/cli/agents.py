@@ -91,9 +91,6 @@ def _run(args: argparse.Namespace) -> int:
     agent = E.read_agent(args.agent)
     sel = E.parse_slice(args.mdps, ts.n_mdps)
     expected = _expected_run_seconds(ts, agent, len(sel))
-    if expected is not None and not args.quiet:
-        print(f"bbrl: {len(sel)} trajectories, about {expected:.3g} s expected (cost model)",
-              file=sys.stderr)
     table = E.run_agent(ts, agent, sel, progress=not args.quiet, expected_s=expected)
     meta = {
         "agent": agent.agent_id,
