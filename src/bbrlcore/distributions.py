@@ -130,6 +130,35 @@ class FDMDistribution:
             s = g.sum(axis=2, keepdims=True)
         return g / s
 
+    @classmethod
+    def centred_on(
+        cls, name: str, short_name: str, P: np.ndarray, reward: np.ndarray,
+        concentration: float, initial_state: int = 0,
+    ) -> FDMDistribution:
+        r"""A distribution centred on the MDP ``P``: :math:`\theta = c\,P`, so the mean
+        model is ``P``, zero probabilities stay impossible, and the larger the
+        concentration ``c`` the closer drawn MDPs are to ``P`` (each row's variances are
+        :math:`p(1-p)/(c+1)`).
+
+        Examples
+        --------
+        >>> P = np.zeros((2, 1, 2)); P[0, 0] = [0.25, 0.75]; P[1, 0, 1] = 1.0
+        >>> d = FDMDistribution.centred_on("two states", "Two", P, np.ones_like(P), 8.0)
+        >>> d.theta[0, 0].tolist(), bool(np.allclose(d.mean_model(), P))
+        ([2.0, 6.0], True)
+        """
+        P = np.asarray(P, dtype=np.float64)
+        if not (isinstance(concentration, (int, float)) and concentration > 0
+                and math.isfinite(concentration)):
+            raise BBRLError(f"distribution {short_name!r}: concentration must be > 0 and "
+                            f"finite, got {concentration!r}")
+        if P.ndim != 3 or not np.isfinite(P).all() or (P < 0).any() or not np.allclose(
+                P.sum(axis=2), 1.0, atol=1e-9):
+            raise BBRLError(f"distribution {short_name!r}: P must have shape (nX, nU, nX) "
+                            "with rows of probabilities summing to one")
+        return cls(name, short_name, concentration * P, np.asarray(reward, dtype=np.float64),
+                   initial_state)
+
     def same_as(self, other: FDMDistribution) -> bool:
         """Equal names, sizes, initial state, reward type and arrays."""
         return (

@@ -175,6 +175,10 @@ class TrainedAgent:
     horizon: int
     info: dict[str, Any]
     table: pl.DataFrame | None = None
+    #: how another process finds a plugin algorithm again (its registry ``ref``; "" for
+    #: a built-in, found by its name) and the fingerprint of the plugin's code
+    ref: str = ""
+    fingerprint: str = ""
 
 
 def train_agent(
@@ -197,7 +201,8 @@ def train_agent(
     :data:`OVERRUN_FACTOR` times longer say so on stderr."""
     from .agents.base import TrainContext, Trained
 
-    alg = agents.get(algorithm)
+    entry = agents.registry.entry(algorithm)
+    alg = entry.algorithm
     params = alg.parse_params(raw_params, source=source)
     if not (0 < gamma <= 1):
         raise BBRLError(f"--gamma must be in (0, 1], got {gamma}")
@@ -235,6 +240,8 @@ def train_agent(
         horizon=horizon,
         info=trained.info,
         table=trained.table,
+        ref="" if entry.builtin else entry.ref,
+        fingerprint=entry.fingerprint,
     )
 
 
@@ -285,6 +292,8 @@ def write_agent(agent: TrainedAgent, path: str | Path) -> None:
         "horizon": agent.horizon,
         "info": agent.info,
     }
+    if agent.ref:
+        meta["plugin"] = {"ref": agent.ref, "fingerprint": agent.fingerprint}
     artefacts.write_artefact(path, table, "agent", meta)
 
 
@@ -295,10 +304,22 @@ def read_agent(path: str | Path) -> TrainedAgent:
     table, meta = artefacts.read_artefact(path, "agent")
     m = artefacts.MetaReader(path, meta, "agent")
     name = m.str("algorithm")
+    plugin = m.dict("plugin", default={})
+    ref = plugin.get("ref", "")
+    if not isinstance(ref, str):
+        raise m.fail("plugin", "must hold the plugin's reference as a string")
     try:
-        alg = agents.get(name)
+        entry = agents.registry.entry(ref or name)
     except BBRLError as exc:
         raise BBRLError(f"{path}: {exc}") from None
+    alg = entry.algorithm
+    if alg.name != name:
+        raise m.fail("algorithm", f"{name!r} is not the algorithm {ref!r} defines "
+                     f"({alg.name!r})")
+    fingerprint = plugin.get("fingerprint", "")
+    if ref and fingerprint != entry.fingerprint:
+        print(f"bbrl: warning: {path} was trained with other code of plugin {name} "
+              f"(fingerprint {fingerprint}, now {entry.fingerprint})", file=sys.stderr)
     params = alg.parse_params(m.dict("params"), source=f"{path}: params", stored=True)
     prior = FDMDistribution.from_dict(m.dict("prior_distribution"), str(path))
     agent_id = m.str("agent")
@@ -322,6 +343,8 @@ def read_agent(path: str | Path) -> TrainedAgent:
         horizon=m.int("horizon", lo=1, hi=MAX_HORIZON),
         info=m.dict("info", default={}),
         table=learned,
+        ref=ref,
+        fingerprint=entry.fingerprint if ref else "",
     )
 
 
@@ -391,8 +414,12 @@ def run_agent(
     """Play one trajectory of ``agent`` on each selected test MDP; one row per MDP.
 
     ``expected_s`` (the cost model's estimate for these trajectories) makes a run that
-    lasts more than :data:`OVERRUN_FACTOR` times longer say so on stderr."""
-    alg = agents.get(agent.algorithm)
+    lasts more than :data:`OVERRUN_FACTOR` times longer say so on stderr. Anything the
+    agent's code prints goes to stderr; an error of the agent's code is one
+    :class:`BBRLError` naming the agent, the test MDP and the step."""
+    from .agents.api import AgentError, plugin_output
+
+    alg = agents.get(agent.ref or agent.algorithm)
     if agent.prior.n_states != ts.test.n_states or agent.prior.n_actions != ts.test.n_actions:
         raise BBRLError(
             f"agent prior {agent.prior.short_name} has {agent.prior.n_states} states and "
@@ -416,37 +443,45 @@ def run_agent(
     # compile (or load from the numba cache) outside the timed region
     if len(idx):
         warm = alg.make_player(agent.prior, agent.params, trained, ts.episode(horizon=1))
-        warm(np.ascontiguousarray(ts.mdps[idx[0]]), int(tseeds[0]))
+        try:
+            with plugin_output():
+                warm(np.ascontiguousarray(ts.mdps[idx[0]]), int(tseeds[0]))
+        except AgentError as exc:
+            raise BBRLError(f"agent {agent.agent_id}, test MDP {int(idx[0])}: {exc}") from None
     n = len(idx)
     returns = np.empty(n)
     times = np.empty(n)
     counters = np.zeros((n, len(alg.counters)), dtype=np.int64)
     name = label or f"{agent.agent_id} {ts.test.short_name}-{agent.prior.short_name}"
     overrun = Overrun(f"run {name}", expected_s)
-    if progress and expected_s:
+    if progress and expected_s and expected_s >= 5.0:  # long runs: say what to expect
         print(f"[run {name}] {n} trajectories, about {expected_s:.3g} s expected (cost model)",
               file=sys.stderr, flush=True)
     t_start = time.perf_counter()
     last = t_start
-    for k, i in enumerate(idx):
-        P = np.ascontiguousarray(ts.mdps[i])
-        t0 = time.perf_counter()
-        ret, cnt = play(P, int(tseeds[k]))
-        times[k] = time.perf_counter() - t0
-        returns[k] = ret
-        if len(alg.counters):
-            counters[k, :] = cnt
-        now = time.perf_counter()
-        overrun.check(now - t_start, final=k + 1 == n)
-        if progress and (now - last >= 5.0 or (k + 1 == n and now - t_start >= 5.0)):
-            last = now
-            el = now - t_start
-            eta = el / (k + 1) * (n - k - 1)
-            print(
-                f"[run {name}] {k + 1}/{n} MDPs, elapsed {el:.1f} s, ~{eta:.0f} s left",
-                file=sys.stderr,
-                flush=True,
-            )
+    with plugin_output():  # the agent's prints go to stderr
+        for k, i in enumerate(idx):
+            P = np.ascontiguousarray(ts.mdps[i])
+            t0 = time.perf_counter()
+            try:
+                ret, cnt = play(P, int(tseeds[k]))
+            except AgentError as exc:
+                raise BBRLError(f"agent {agent.agent_id}, test MDP {int(i)}: {exc}") from None
+            times[k] = time.perf_counter() - t0
+            returns[k] = ret
+            if len(alg.counters):
+                counters[k, :] = cnt
+            now = time.perf_counter()
+            overrun.check(now - t_start, final=k + 1 == n)
+            if progress and (now - last >= 5.0 or (k + 1 == n and now - t_start >= 5.0)):
+                last = now
+                el = now - t_start
+                eta = el / (k + 1) * (n - k - 1)
+                print(
+                    f"[run {name}] {k + 1}/{n} MDPs, elapsed {el:.1f} s, ~{eta:.0f} s left",
+                    file=sys.stderr,
+                    flush=True,
+                )
     if not np.isfinite(returns).all():
         bad = idx[~np.isfinite(returns)]
         raise BBRLError(f"agent {agent.agent_id} produced a non-finite return on MDPs {bad[:5]}")

@@ -77,34 +77,6 @@ DEFAULTS: dict[str, Any] = {
     "algorithms": ...,
 }
 
-#: Parameters of algorithms whose module is not installed yet (00-decisions §5), so that
-#: a configuration can be checked before every agent has landed.
-_FALLBACK_PARAMS: dict[str, list[tuple[str, type, bool, Any, str]]] = {
-    # name, type, required, default, check
-    "random": [],
-    "optimal": [],
-    "e-greedy": [("epsilon", float, True, None, "unit")],
-    "soft-max": [("tau", float, True, None, "pos"), ("compat", bool, False, False, "")],
-    "beb": [("beta", float, True, None, "nonneg"), ("compat", bool, False, False, "")],
-    "sboss": [
-        ("epsilon", float, True, None, "pos"),
-        ("delta", float, True, None, "pos"),
-        ("compat", bool, False, False, ""),
-    ],
-    "opps-ds": [
-        ("formula_set", str, True, None, ""),
-        ("n_draws", int, True, None, "one"),
-        ("c", float, False, 660.0, "pos"),
-    ],
-    "bamcp": [("K", int, True, None, "one"), ("D", int, False, None, "one")],
-    "bfs3": [
-        ("K", int, True, None, "one"),
-        ("C", int, True, None, "one"),
-        ("D", int, False, None, "one"),
-    ],
-}
-
-
 @dataclass(frozen=True)
 class Experiment:
     """A (test distribution, prior) pair, named ``{test}-{prior}``."""
@@ -124,6 +96,18 @@ class AgentConfig:
     algorithm: str
     params: tuple[tuple[str, Any], ...]  # given parameters, declaration order
     key: str
+    #: how the jobs load a plugin algorithm (its registry reference; "" for a built-in)
+    plugin_ref: str = ""
+    #: the plugin's code fingerprint ("" for a built-in)
+    fingerprint: str = ""
+    #: where the configuration is declared (for error messages)
+    where: str = ""
+
+    @property
+    def ref(self) -> str:
+        """The algorithm's name, or its plugin reference (what ``bbrl train --agent``
+        takes)."""
+        return self.plugin_ref or self.algorithm
 
     @property
     def param_dict(self) -> dict[str, Any]:
@@ -154,6 +138,8 @@ class Plan:
     cost_records_dirs: list[str] = field(default_factory=list)
     #: algorithms whose cost comes from probes of this plan, not from the benchmarks
     probed: set[str] = field(default_factory=set)
+    #: experiment name -> keys of its agent configurations
+    exp_agents: dict[str, list[str]] = field(default_factory=dict)
 
     # -- derived ----------------------------------------------------------------------
     @property
@@ -177,7 +163,13 @@ class Plan:
 
     def experiments_of(self, agent: AgentConfig) -> list[Experiment]:
         """The experiments ``agent`` runs in."""
-        return self.experiments
+        return [e for e in self.experiments if agent.key in self.exp_agents.get(e.name, ())]
+
+    def agents_of(self, exp: Experiment) -> list[AgentConfig]:
+        """The agent configurations of experiment ``exp`` (its own ``algorithms`` block, or
+        the global one)."""
+        keys = set(self.exp_agents.get(exp.name, ()))
+        return [a for a in self.agents if a.key in keys]
 
     def priors_of(self, agent: AgentConfig) -> list[str]:
         """The priors ``agent`` is trained on (those of its experiments)."""
@@ -397,8 +389,10 @@ def load(
         raise fail("experiments", "must be a non-empty list of {test, prior}")
     experiments: list[Experiment] = []
     for i, e in enumerate(exps):
-        if not isinstance(e, Mapping) or set(e) != {"test", "prior"}:
-            raise fail(f"experiments[{i}]", "must be a mapping with exactly test and prior")
+        if not isinstance(e, Mapping) or not {"test", "prior"} <= set(e) or not set(e) <= {
+                "test", "prior", "algorithms"}:
+            raise fail(f"experiments[{i}]", "must be a mapping with test, prior and optionally "
+                       "algorithms (its own grids, instead of the global algorithms)")
         for role in ("test", "prior"):
             v = e[role]
             if not isinstance(v, str) or (v not in distributions.BUILTINS and v not in dists):
@@ -436,24 +430,68 @@ def load(
         if isinstance(sd, bool) or not isinstance(sd, int) or sd < 0:
             raise fail(f"formula_sets.{name}.seed={sd}", "must be an integer >= 0")
 
-    algs = cfg["algorithms"]
-    if not isinstance(algs, Mapping) or not algs:
-        raise fail("algorithms", "must be a non-empty mapping algorithm -> grid")
-    available = set(agents_mod.available())
+    # agent configurations: the global grids, and an experiment's own where it has some
+    blocks: dict[str, list[AgentConfig]] = {}
+
+    def configs_of(algs: Any, key: str) -> list[AgentConfig]:
+        if not isinstance(algs, Mapping) or not algs:
+            raise fail(key, "must be a non-empty mapping algorithm -> grid")
+        return _agent_configs(algs, key, cfg["compat_variants"], fail, fsets)
+
+    default_agents = configs_of(cfg["algorithms"], "algorithms")
+    exp_agents: dict[str, list[str]] = {}
+    for i, (e, ex) in enumerate(zip(exps, experiments, strict=True)):
+        if "algorithms" in e:
+            own = configs_of(e["algorithms"], f"experiments[{i}].algorithms")
+            blocks[ex.name] = own
+        exp_agents[ex.name] = [a.key for a in blocks.get(ex.name, default_agents)]
+    out: list[AgentConfig] = []
+    seen: dict[str, AgentConfig] = {}
+    for a in [*default_agents, *(a for b in blocks.values() for a in b)]:
+        if a.key not in seen:
+            seen[a.key] = a
+            out.append(a)
+    used = {k for keys in exp_agents.values() for k in keys}
+    out = [a for a in out if a.key in used]
+    # cross-field checks: every configuration where it will be trained and run
+    for a in out:
+        alg = agents_mod.get(a.ref)
+        full = alg.parse_params(a.param_dict, stored=True)  # with the defaults
+        for prior in sorted({ex.prior for ex in experiments if a.key in exp_agents[ex.name]}):
+            try:
+                alg.check_setting(full, loaded[prior], cfg["gamma"], cfg["horizon"])
+            except BBRLError as exc:
+                raise _fail(source, a.where, f"{exc} (gamma={cfg['gamma']:g}, "
+                            f"horizon={cfg['horizon']})") from None
+    available = {a.algorithm for a in out}
+    plan = Plan(cfg, experiments, out, available, calibration_dir)
+    plan.dists = loaded
+    plan.exp_agents = exp_agents
+    return plan
+
+
+def _agent_configs(algs: Mapping[str, Any], key: str, compat_variants: bool, fail,
+                   fsets: Mapping[str, Any]) -> list[AgentConfig]:
+    """The configurations of an ``algorithms`` block (names or plugin references ->
+    grids), checked by each algorithm's parameters; ``key`` names the block in errors."""
+    from . import agents as agents_mod
+
     out: list[AgentConfig] = []
     seen: dict[str, str] = {}
-    for name, spec in algs.items():
-        if name not in agents_mod.NAMES:
-            raise fail(
-                f"algorithms.{name}", f"unknown algorithm (known: {', '.join(agents_mod.NAMES)})"
-            )
-        params = _params_of(name, available)
+    for spec_name, spec in algs.items():
+        try:
+            entry = agents_mod.registry.entry(str(spec_name))
+            alg = entry.algorithm
+        except BBRLError as exc:
+            raise fail(f"{key}.{spec_name}", str(exc)) from None
+        name = alg.name
+        params = alg.params
         has_compat = any(p.name == "compat" for p in params)
         grids = spec if isinstance(spec, list) else [spec]
         if isinstance(spec, list) and not spec:
-            raise fail(f"algorithms.{name}", "empty list of grids")
+            raise fail(f"{key}.{spec_name}", "empty list of grids")
         for t, grid in enumerate(grids):
-            gkey = f"algorithms.{name}" + (f"[{t}]" if isinstance(spec, list) else "")
+            gkey = f"{key}.{spec_name}" + (f"[{t}]" if isinstance(spec, list) else "")
             if grid is None:
                 grid = {}
             if not isinstance(grid, Mapping):
@@ -461,31 +499,17 @@ def load(
             combos = _expand(name, params, grid, gkey, fail, fsets)
             for combo in combos:
                 variants = [combo]
-                if cfg["compat_variants"] and has_compat and "compat" not in grid:
+                if compat_variants and has_compat and "compat" not in grid:
                     variants.append({**combo, "compat": True})
                 for c in variants:
                     ordered = tuple((p.name, c[p.name]) for p in params if p.name in c)
-                    key = _key(name, ordered)
-                    if key in seen:
-                        raise fail(gkey, f"configuration {key} also listed in {seen[key]}")
-                    seen[key] = where(gkey)
-                    out.append(AgentConfig(name, ordered, key))
-    # cross-field checks: every configuration where it will be trained and run
-    priors = sorted({e.prior for e in experiments})
-    for a in out:
-        alg = agents_mod.get(a.algorithm) if a.algorithm in available else None
-        if alg is None:
-            continue
-        full = alg.parse_params(a.param_dict, stored=True)  # with the defaults
-        for prior in priors:
-            try:
-                alg.check_setting(full, loaded[prior], cfg["gamma"], cfg["horizon"])
-            except BBRLError as exc:
-                raise _fail(source, seen[a.key], f"{exc} (gamma={cfg['gamma']:g}, "
-                            f"horizon={cfg['horizon']})") from None
-    plan = Plan(cfg, experiments, out, available, calibration_dir)
-    plan.dists = loaded
-    return plan
+                    akey = _key(name, ordered)
+                    if akey in seen:
+                        raise fail(gkey, f"configuration {akey} also listed in {seen[akey]}")
+                    seen[akey] = gkey
+                    out.append(AgentConfig(name, ordered, akey, "" if entry.builtin
+                                           else entry.ref, entry.fingerprint, gkey))
+    return out
 
 
 def _check_scalars(cfg: dict[str, Any], fail) -> None:
@@ -554,26 +578,6 @@ def _check_scalars(cfg: dict[str, Any], fail) -> None:
         raise fail(f"compat_variants={cfg['compat_variants']!r}", "expected true or false")
     if not isinstance(cfg["results_dir"], str) or not cfg["results_dir"]:
         raise fail("results_dir", "expected a directory name")
-
-
-def _params_of(name: str, available: set[str]):
-    from .agents import base
-
-    if name in available:
-        from . import agents as agents_mod
-
-        return agents_mod.get(name).params
-    checks = {
-        "unit": base.in_unit_interval,
-        "pos": base.positive,
-        "nonneg": base.non_negative,
-        "one": base.at_least_one,
-        "": None,
-    }
-    return tuple(
-        base.Param(n, t, required=r, default=d, check=checks[c])
-        for n, t, r, d, c in _FALLBACK_PARAMS[name]
-    )
 
 
 def _expand(name, params, grid, gkey, fail, fsets) -> list[dict[str, Any]]:

@@ -14,6 +14,7 @@ from snakemake.utils import validate
 
 import bbrlcore
 from bbrlcore import plan as bbrl_plan
+from bbrlcore import probe as bbrl_probe
 from bbrlcore.errors import BBRLError
 
 # ---- configuration: base config.yaml, then the preset overlay, then --config ---------
@@ -100,6 +101,13 @@ def clear_stale_lock():
 if workflow.is_main_process:
     clear_stale_lock()
 
+# Algorithms the benchmarks do not calibrate (plugins) are probed once, by the main
+# process, before the chunks are sized (bbrlcore.probe); jobs reuse the probes.
+try:
+    bbrl_probe.ensure(PLAN, R, run=workflow.is_main_process)
+except BBRLError as exc:
+    raise WorkflowError(str(exc)) from None
+
 
 def one_of(names):
     """A wildcard constraint matching exactly these names."""
@@ -136,7 +144,8 @@ def chunk_paths(exp_name, key):
 
 
 def all_chunks(exp_name):
-    return [p for key in AGENTS for p in chunk_paths(exp_name, key)]
+    exp = EXPERIMENTS[exp_name]
+    return [p for a in PLAN.agents_of(exp) for p in chunk_paths(exp_name, a.key)]
 
 
 FORMULA_PATHS = {fs: f"{R}/formula_sets/{fs}.parquet" for fs in PLAN.formula_sets_used}
@@ -148,7 +157,7 @@ def all_outputs():
     out = [f"{R}/distributions/{d}.parquet" for d in PLAN.distributions]
     out += [f"{R}/test_sets/{t}.parquet" for t in PLAN.tests]
     out += list(FORMULA_PATHS.values())
-    out += [agent_path(prior, key) for prior in PLAN.priors for key in AGENTS]
+    out += [agent_path(prior, a.key) for a in PLAN.agents for prior in PLAN.priors_of(a)]
     out += [p for exp in sorted(EXPERIMENTS) for p in all_chunks(exp)]
     out += [f"{R}/merged/{exp}.parquet" for exp in sorted(EXPERIMENTS)]
     out += [f"{R}/summary.parquet", f"{R}/summary.md", f"{R}/report/index.html"]
@@ -177,12 +186,22 @@ def agent_cli(wildcards):
 
 
 def agent_params(wildcards):
-    """The agent's parameters as text (a change reruns its jobs)."""
-    return repr(AGENTS[wildcards.agent].params)
+    """The agent's parameters, and a plugin's code fingerprint, as text (a change reruns
+    its jobs)."""
+    a = AGENTS[wildcards.agent]
+    return repr(a.params) + (f" code {a.fingerprint}" if a.fingerprint else "")
 
 
 def algorithm_of(wildcards):
-    return AGENTS[wildcards.agent].algorithm
+    """The algorithm's name, or the plugin reference the job imports it by."""
+    return AGENTS[wildcards.agent].ref
+
+
+def warmup_agent(wildcards):
+    """The plugin reference (or name) and the first configuration of an algorithm: the
+    warm-up trains and runs it once (same kernels and types as every configuration)."""
+    a = next(a for a in PLAN.agents if a.algorithm == wildcards.algorithm)
+    return json.dumps({"ref": a.ref, "params": dict(a.params)}, sort_keys=True)
 
 
 def checkpoint_args(wildcards):

@@ -14,6 +14,7 @@ rule warmup_numba:
         f"{R}/logs/warmup_numba/{{algorithm}}.log",
     params:
         algorithm="{algorithm}",
+        agent=warmup_agent,
         # not bbrlcore's version: the numba cache directory (keyed by the version and the
         # source tree) decides when kernels must be compiled again
         numba_cache=os.environ.get("NUMBA_CACHE_DIR", ""),

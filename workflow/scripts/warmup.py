@@ -1,6 +1,7 @@
 """Numba warm-up: train and run one algorithm once on a tiny problem, so its kernels are
 compiled into numba's cache before its parallel jobs start (spec 04 §E.1)."""
 
+import json
 import sys
 import time
 
@@ -10,7 +11,7 @@ sys.stderr = sys.stdout = log
 
 
 import bbrlcore  # noqa: E402
-from bbrlcore import agents, distributions  # noqa: E402
+from bbrlcore import distributions  # noqa: E402
 from bbrlcore import experiment as E  # noqa: E402
 
 #: Cheap parameters per algorithm (same kernels and types as any real configuration).
@@ -29,24 +30,17 @@ CHEAP = {
 prior_d = distributions.read_parquet(snakemake.input.prior)
 test_d = distributions.read_parquet(snakemake.input.test)
 ts = E.new_test_set(test_d, 1, 0.95, 3, 0)
-available = set(agents.available())
+if prior_d.n_states != test_d.n_states or prior_d.n_actions != test_d.n_actions:
+    ts = E.new_test_set(prior_d, 1, 0.95, 3, 0)  # compilation does not depend on sizes
+first = json.loads(snakemake.params.agent)  # a plugin: its first configuration
 lines = []
-for name in [snakemake.params.algorithm]:
-    if name not in available:
-        lines.append(f"{name}\tnot installed (skipped)")
-        continue
-    for raw in CHEAP.get(name, [{}]):
-        t0 = time.perf_counter()
-        agent = E.train_agent(name, raw, prior_d, seed=0, gamma=0.95, horizon=3,
-                              progress=False, source="warmup")
-        # run on the prior's own shape (compilation does not depend on sizes)
-        if prior_d.n_states == test_d.n_states and prior_d.n_actions == test_d.n_actions:
-            E.run_agent(ts, agent, range(1), progress=False)
-        else:
-            own = E.new_test_set(prior_d, 1, 0.95, 3, 0)
-            E.run_agent(own, agent, range(1), progress=False)
-        lines.append(f"{agent.agent_id}\t{time.perf_counter() - t0:.2f} s")
-        print(lines[-1], flush=True)
+for raw in CHEAP.get(snakemake.params.algorithm, [first["params"]]):
+    t0 = time.perf_counter()
+    agent = E.train_agent(first["ref"], raw, prior_d, seed=0, gamma=0.95, horizon=3,
+                          progress=False, source="warmup")
+    E.run_agent(ts, agent, range(1), progress=False)
+    lines.append(f"{agent.agent_id}\t{time.perf_counter() - t0:.2f} s")
+    print(lines[-1], flush=True)
 
 with open(snakemake.output[0], "w") as f:
     f.write(f"numba cache: {snakemake.params.numba_cache}\n")

@@ -288,30 +288,30 @@ def _python_player(cls: type, name: str, counters: tuple[str, ...]):
             cdf = np.cumsum(P, axis=2)
             step = -1
             ret, disc = 0.0, 1.0
-            with plugin_output():
-                try:
-                    agent.reset()
-                    x = ep.initial_state if ep.initial_state >= 0 else int(env.integers(nX))
-                    for step in range(ep.horizon):
-                        a = _action(agent.act(x), nU, name, step)
-                        row = cdf[x, a]
-                        y = min(int(np.searchsorted(row, env.random(), side="right")), nX - 1)
-                        while P[x, a, y] == 0.0 and y > 0:  # rounding at the row's end
-                            y -= 1
-                        r = float(R[x, a, y])
-                        if ep.gaussian:
-                            r += float(Rstd[x, a, y]) * float(env.standard_normal())
-                        ret += disc * r
-                        disc *= ep.gamma
-                        agent.observe(x, a, y, r)
-                        x = y
-                    cnt = np.asarray(agent.counter_values(), dtype=np.int64) if nC else _NONE
-                except AgentError:
-                    raise
-                except Exception as exc:  # noqa: BLE001 - the user's code
-                    where = "reset" if step < 0 else f"step {step}"
-                    raise AgentError(f"{name}: {type(exc).__name__} at {where}: "
-                                     f"{_first_line(exc)}", max(step, 0)) from None
+            # (run_agent sends the user's prints to stderr around the whole run)
+            try:
+                agent.reset()
+                x = ep.initial_state if ep.initial_state >= 0 else int(env.integers(nX))
+                for step in range(ep.horizon):
+                    a = _action(agent.act(x), nU, name, step)
+                    row = cdf[x, a]
+                    y = min(int(np.searchsorted(row, env.random(), side="right")), nX - 1)
+                    while P[x, a, y] == 0.0 and y > 0:  # rounding at the row's end
+                        y -= 1
+                    r = float(R[x, a, y])
+                    if ep.gaussian:
+                        r += float(Rstd[x, a, y]) * float(env.standard_normal())
+                    ret += disc * r
+                    disc *= ep.gamma
+                    agent.observe(x, a, y, r)
+                    x = y
+                cnt = np.asarray(agent.counter_values(), dtype=np.int64) if nC else _NONE
+            except AgentError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the user's code
+                where = "reset" if step < 0 else f"step {step}"
+                raise AgentError(f"{name}: {type(exc).__name__} at {where}: "
+                                 f"{_first_line(exc)}", max(step, 0)) from None
             if cnt.shape != (nC,):
                 raise AgentError(f"{name}: counter_values returned {cnt.size} values, "
                                  f"expected {nC} ({', '.join(counters)})")
@@ -377,15 +377,14 @@ def _compiled_player(cls: type, name: str, counters: tuple[str, ...]):
 
         def play(P: np.ndarray, seed: int) -> tuple[float, np.ndarray]:
             status[:] = 0
-            try:
-                with plugin_output():
-                    ret, state = compiled_trajectory(
-                        cls.reset, cls.act, cls.observe, setup,
-                        np.ascontiguousarray(P, dtype=np.float64), R, Rstd, bool(ep.gaussian),
-                        int(ep.initial_state), float(ep.gamma), int(ep.horizon), int(seed),
-                        status)
-                    cnt = (np.asarray(count_fn(state), dtype=np.int64)
-                           if nC and count_fn is not None else _NONE)
+            try:  # (run_agent sends the user's prints to stderr around the whole run)
+                ret, state = compiled_trajectory(
+                    cls.reset, cls.act, cls.observe, setup,
+                    np.ascontiguousarray(P, dtype=np.float64), R, Rstd, bool(ep.gaussian),
+                    int(ep.initial_state), float(ep.gamma), int(ep.horizon), int(seed),
+                    status)
+                cnt = (np.asarray(count_fn(state), dtype=np.int64)
+                       if nC and count_fn is not None else _NONE)
             except Exception as exc:  # noqa: BLE001 - the user's code (or its typing)
                 from numba.core.errors import NumbaError
 

@@ -57,6 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("bbrl: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `bbrl agents | head`
+        sys.stderr.close()
+        return 0
     return int(rc or 0)
 
 

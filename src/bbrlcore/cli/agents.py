@@ -19,7 +19,9 @@ def _param_files(args: argparse.Namespace) -> list[tuple[str, str]]:
 
 def register(sub: argparse._SubParsersAction) -> None:
     tr = sub.add_parser("train", help="offline learning of an agent on a prior")
-    tr.add_argument("--agent", required=True, help=f"algorithm: {', '.join(agents.NAMES)}")
+    tr.add_argument("--agent", required=True,
+                    help=f"algorithm: {', '.join(agents.NAMES)}, an installed plugin, or a "
+                    "plugin reference module:NAME or path/to/file.py:NAME")
     tr.add_argument(
         "--param", action="append", default=[], metavar="K=V", help="agent parameter (repeat)"
     )
@@ -44,7 +46,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     rn.add_argument("-o", "--output", required=True, help="output run .parquet")
     rn.set_defaults(func=_run, io=IO(inputs=("experiment", "agent"), outputs=("output",)))
 
-    ls = sub.add_parser("agents", help="list the algorithms and their parameters")
+    ls = sub.add_parser("agents", help="list the algorithms (built-ins and plugins), where "
+                        "each comes from and its parameters")
+    ls.add_argument("refs", nargs="*", metavar="REF",
+                    help="also load these plugin references (module:NAME or file.py:NAME)")
     ls.set_defaults(func=_list)
 
 
@@ -135,13 +140,17 @@ def _expected_run_seconds(ts: E.TestSet, agent: E.TrainedAgent, n: int) -> float
 
 
 def _list(args: argparse.Namespace) -> int:
-    for name in agents.available():
-        alg = agents.get(name)
+    for ref in args.refs:
+        agents.registry.load_reference(ref)
+    for e in agents.registry.all_entries():
+        alg = e.algorithm
         ps = []
         for p in alg.params:
             d = "required" if p.required else f"default {p.default}"
             ps.append(f"{p.name} ({p.type.__name__}, {d})")
-        print(f"{name:10s} {'; '.join(ps) or '-'}")
+        where = e.source if e.builtin else f"{e.source}: {e.ref}"
+        print(f"{e.name:12s} {'; '.join(ps) or '-'}")
+        print(f"{'':12s} from {where}")
     return 0
 
 

@@ -84,6 +84,9 @@ def _estimate(args: argparse.Namespace) -> int:
         k, v = item.split("=", 1)
         overrides[k.strip()] = yaml.safe_load(v)
     plan = P.load(args.config, overrides, calibration_dir=args.benchmarks)
+    from .. import probe
+
+    probe.ensure(plan, plan.config["results_dir"])  # plugins: measured by short probes
     rows = estimate(plan)
     c = plan.config
     print(

@@ -22,7 +22,9 @@ _MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "*", "p", "d"]
 
 def style_map(families: list[str]) -> dict[str, tuple[str, str, bool]]:
     """A stable (colour, marker, filled) per family; compat variants share their
-    algorithm's colour and marker, drawn hollow."""
+    algorithm's colour and marker, drawn hollow. Any number of algorithms (built-ins and
+    plugins) get distinct (colour, marker) pairs: the colour cycles through the palette,
+    the marker shifts by one at each turn of it (up to 13 x 13 distinct pairs)."""
     bases = []
     for f in families:
         b = f.replace(" (compat)", "")
@@ -32,7 +34,8 @@ def style_map(families: list[str]) -> dict[str, tuple[str, str, bool]]:
     for f in families:
         b = f.replace(" (compat)", "")
         k = bases.index(b)
-        out[f] = (_COLOURS[k % len(_COLOURS)], _MARKERS[k % len(_MARKERS)],
+        out[f] = (_COLOURS[k % len(_COLOURS)],
+                  _MARKERS[(k + k // len(_COLOURS)) % len(_MARKERS)],
                   not f.endswith("(compat)"))
     return out
 

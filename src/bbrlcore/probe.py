@@ -1,0 +1,116 @@
+"""Probes: short measurements of algorithms the benchmarks do not calibrate (plugins).
+
+The cost model (:mod:`bbrlcore.cost`) prices an algorithm's work from measurements. The
+built-ins are measured by ``benchmarks/``; a plugin is measured here, by a **probe**: for
+each of its configurations and each experiment it runs in, one training on the prior
+(timed: the offline time) and :data:`TRAJECTORIES` trajectories on test MDPs drawn from
+the test distribution with the plan's γ, T and test seed (timed: the online time). The
+records are written as JSON under ``{results_dir}/probes/{algorithm}/{fingerprint}/``, in
+the benchmarks' record format, so the same mechanism prices them; a change of the
+plugin's code (its fingerprint) probes it again. ``bbrl estimate`` and the workflow run
+the probes that are missing, and the estimate marks probed figures as such.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from . import cost
+from .errors import BBRLError
+from .formats import artefacts
+
+#: Trajectories per (configuration, experiment).
+TRAJECTORIES = 3
+
+
+def probe_dir(results_dir: str | Path, algorithm: str, fingerprint: str) -> Path:
+    return Path(results_dir) / "probes" / algorithm / (fingerprint or "no-fingerprint")
+
+
+def uncalibrated(plan: Any) -> set[str]:
+    """Algorithms of ``plan`` without a benchmark measurement (they need probes)."""
+    bench = cost.model(plan.results_dir_calibration, [], plan.dists)
+    return {a.algorithm for a in plan.agents if not bench.calibrated(a.algorithm)}
+
+
+def _records(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return []
+    return data.get("rows", []) if isinstance(data, dict) else []
+
+
+def ensure(plan: Any, results_dir: str | Path, *, progress: bool = True,
+           run: bool = True) -> list[Path]:
+    """Run the missing probes of ``plan``'s uncalibrated algorithms (``run=False``: only
+    use those that exist); set ``plan.cost_records_dirs`` and ``plan.probed``; return the
+    probe directories."""
+    from . import experiment as E
+
+    todo = uncalibrated(plan)
+    dirs: list[Path] = []
+    c = plan.config
+    for a in plan.agents:
+        if a.algorithm not in todo:
+            continue
+        d = probe_dir(results_dir, a.algorithm, a.fingerprint)
+        if d not in dirs:
+            dirs.append(d)
+        path = d / f"{a.key}.json"
+        if not run:
+            continue
+        rows = _records(path)
+        have = {(r.get("test"), r.get("prior"), r.get("horizon"), r.get("gamma"),
+                 "offline_s" in r) for r in rows}
+        new: list[dict[str, Any]] = []
+        trained: dict[str, Any] = {}
+        for exp in plan.experiments_of(a):
+            key = (exp.test, exp.prior, c["horizon"], c["gamma"], False)
+            if key in have:
+                continue
+            if progress:
+                print(f"bbrl: probing {a.key} on {exp.name} for the cost model "
+                      f"({TRAJECTORIES} trajectories)", file=sys.stderr, flush=True)
+            prior = plan.dists[exp.prior]
+            if exp.prior not in trained:
+                t0 = time.perf_counter()
+                trained[exp.prior] = E.train_agent(
+                    a.ref, a.param_dict, prior, seed=c["train_seed"], gamma=c["gamma"],
+                    horizon=c["horizon"], progress=False)
+                off = trained[exp.prior].offline_time_s
+                if (exp.prior, exp.prior, c["horizon"], c["gamma"], True) not in have:
+                    new.append(_row(a, exp.prior, exp.prior, c, offline_s=max(off, 1e-6),
+                                    wall_s=time.perf_counter() - t0))
+            ts = E.new_test_set(plan.dists[exp.test], min(TRAJECTORIES, c["n_mdps"]),
+                                c["gamma"], c["horizon"], c["test_seed"])
+            table = E.run_agent(ts, trained[exp.prior], progress=False)
+            ms = 1000.0 * float(table["online_time_s"].mean())
+            new.append(_row(a, exp.test, exp.prior, c, ms_per_trajectory=max(ms, 1e-6),
+                            n_trajectories=ts.n_mdps))
+        if new:
+            out = {"meta": {"probe": True, "algorithm": a.algorithm, "agent": a.key,
+                            "fingerprint": a.fingerprint, "date": time.strftime("%Y-%m-%d")},
+                   "rows": rows + new}
+            try:
+                with artefacts.atomic_path(path) as tmp:
+                    tmp.write_text(json.dumps(out, indent=1))
+            except BBRLError as exc:
+                raise BBRLError(f"probe of {a.key}: {exc}") from None
+    plan.cost_records_dirs = [str(d) for d in dirs]
+    plan.probed = set(todo)
+    plan.__dict__.pop("_spt", None)  # estimates made before the probes
+    plan.__dict__.pop("_chunks", None)
+    return dirs
+
+
+def _row(a: Any, test: str, prior: str, c: dict[str, Any], **values: Any) -> dict[str, Any]:
+    return {"algorithm": a.algorithm, "params": dict(a.params), "agent": a.key,
+            "test": test, "prior": prior, "horizon": c["horizon"], "gamma": c["gamma"],
+            "fingerprint": a.fingerprint, "probe": True, **values}
