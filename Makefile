@@ -15,17 +15,22 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/activate
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
+# the example plugin package (examples/bbrl-rmax), which the tests run through the workflow
+$(VENV)/.examples: $(VENV)/.installed examples/bbrl-rmax/pyproject.toml
+	$(BIN)/python -m pip install --quiet -e examples/bbrl-rmax
+	touch $@
+
 install: $(VENV)/.installed
 
 run: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --cores all --config preset=quick
 
-test: install
-	$(BIN)/ruff check src tests benchmarks
+test: install $(VENV)/.examples
+	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/python -m pytest -q
 
 lint: install
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks examples
 
 clean:
 	rm -rf $(VENV) results .snakemake

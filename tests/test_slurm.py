@@ -41,13 +41,24 @@ default-resources:
 
 
 def _workflow_copy(dest: Path) -> Path:
+    """The workflow, with a preset ``tiny-plugin``: the tiny preset plus a plugin file
+    (examples/my_agents.py, by reference), which the jobs import on the compute node."""
+    import yaml
+
     dest.mkdir(parents=True)
     for name in ("Snakefile", "config.yaml"):
         shutil.copy2(ROOT / name, dest / name)
-    for name in ("workflow", "slurm", "envs"):
+    for name in ("workflow", "slurm", "envs", "profiles"):
         shutil.copytree(ROOT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
     (dest / "slurm-test").mkdir()
     (dest / "slurm-test" / "config.v8+.yaml").write_text(TEST_PROFILE)
+    cfg = yaml.safe_load((dest / "config.yaml").read_text())
+    tiny = dict(cfg["presets"]["tiny"])
+    tiny["algorithms"] = {**tiny["algorithms"],
+                          f"{ROOT / 'examples' / 'my_agents.py'}:MyGreedyJit": {
+                              "epsilon": [0.1]}}
+    cfg["presets"]["tiny-plugin"] = tiny
+    (dest / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     return dest
 
 
@@ -76,8 +87,8 @@ def _frames(results: Path) -> dict[str, pl.DataFrame]:
     out = {}
     for f in sorted(results.rglob("*.parquet")):
         rel = str(f.relative_to(results))
-        if rel.startswith(("warmup", "logs", "report")):
-            continue  # the report's time bounds and maps depend on measured times
+        if rel.startswith(("warmup", "logs", "report", "probes")):
+            continue  # the report's time bounds and maps, and probes, depend on timings
         df = pl.read_parquet(f)
         out[rel] = df.drop([c for c in TIMING if c in df.columns])
     return out
@@ -95,7 +106,7 @@ def test_tiny_preset_through_slurm_equals_local(tmp_path):
         pytest.skip(f"no Slurm cluster here: {exc}")
     try:
         r = _snakemake(["--profile", "slurm", "--profile", "slurm-test", "--config",
-                        "preset=tiny", f"results_dir={tmp_path / 'slurm-results'}"],
+                        "preset=tiny-plugin", f"results_dir={tmp_path / 'slurm-results'}"],
                        wf, timeout=900)
         assert r.returncode == 0, r.stdout[-4000:]
         records = cluster.job_records()
@@ -110,12 +121,14 @@ def test_tiny_preset_through_slurm_equals_local(tmp_path):
                               capture_output=True, text=True).stdout
     assert not leftover.strip(), f"daemons left running: {leftover}"
 
-    r = _snakemake(["--cores", "2", "--config", "preset=tiny",
+    r = _snakemake(["--cores", "2", "--config", "preset=tiny-plugin",
                     f"results_dir={tmp_path / 'local-results'}"], wf, timeout=900)
     assert r.returncode == 0, r.stdout[-4000:]
     via_slurm = _frames(tmp_path / "slurm-results")
     local = _frames(tmp_path / "local-results")
     assert via_slurm.keys() == local.keys() and any("merged" in k for k in local)
+    merged = local["merged/GC-UGC.parquet"]
+    assert "my-greedy-jit__epsilon=0.1" in set(merged["agent"])  # the plugin, on the node
     for name, df in local.items():
         assert_frame_equal(via_slurm[name], df, check_row_order=True), name
 

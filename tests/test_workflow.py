@@ -498,3 +498,50 @@ def test_snakemake_refuses_a_malformed_distribution_and_bad_yaml_before_any_job(
                         "-n"], capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode != 0
     assert "config.yaml: not valid YAML at line 18, column 1" in r.stdout + r.stderr
+
+
+# ---------------------------------------------------------------------------------------
+# Plugins through the workflow
+
+
+@pytest.mark.slow
+def test_plugins_flow_through_the_workflow_and_only_their_jobs_rerun_on_edit(tmp_path):
+    """An installed plugin (the example package's rmax, when installed) and a plugin file
+    referenced from config.yaml run like built-ins: probed for the cost model, trained,
+    run, merged, summarised, in the report. Editing the file reruns exactly its trainings
+    and runs, then merge, summary and report."""
+    from bbrlcore.agents import registry
+
+    plugin = tmp_path / "mine.py"
+    plugin.write_text((ROOT / "examples" / "my_agents.py").read_text())
+    algs = {"random": {}, "optimal": {}, "e-greedy": {"epsilon": [0.1]},
+            f"{plugin}:MyGreedyJit": {"epsilon": [0.0, 0.1]}}
+    installed = "rmax" in registry.entry_points()
+    if installed:
+        algs["rmax"] = {"m": [2]}
+    cfg = _write_cfg(tmp_path, _tiny({"algorithms": algs}))
+    r = _snake(tmp_path, cfg, "--cores", "2")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    s = pl.read_parquet(tmp_path / "results/summary.parquet")
+    expected = {"my-greedy-jit__epsilon=0", "my-greedy-jit__epsilon=0.1"} | (
+        {"rmax__m=2"} if installed else set())
+    assert expected <= set(s["agent"])
+    html = (tmp_path / "results/report/index.html").read_text()
+    assert "my-greedy-jit" in html and (not installed or "rmax" in html)
+    probes = list((tmp_path / "results/probes").rglob("*.json"))
+    assert {p.parent.parent.name for p in probes} == {"my-greedy-jit"} | (
+        {"rmax"} if installed else set())
+    est = subprocess.run([str(Path(sys.executable).with_name("bbrl")), "estimate", str(cfg)],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert est.returncode == 0, est.stderr
+    assert re.search(r"my-greedy-jit .* probed", est.stdout), est.stdout
+
+    plugin.write_text(plugin.read_text() + "\n# an edit\n")
+    r = _snake(tmp_path, cfg, "-n")
+    assert r.returncode == 0, r.stderr[-2000:]
+    jobs = _planned(r.stdout)
+    assert {rule for rule, _ in jobs} == {"train", "run", "merge", "summary", "report", "all"}
+    for rule, wc in jobs:
+        if rule in ("train", "run"):
+            assert "agent=my-greedy-jit__" in wc, (rule, wc)
+    assert sum(rule == "train" for rule, _ in jobs) == 2

@@ -13,6 +13,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 import bbrlcore
+from bbrlcore import cost as bbrl_cost
 from bbrlcore import plan as bbrl_plan
 from bbrlcore import probe as bbrl_probe
 from bbrlcore.errors import BBRLError
@@ -107,6 +108,8 @@ try:
     bbrl_probe.ensure(PLAN, R, run=workflow.is_main_process)
 except BBRLError as exc:
     raise WorkflowError(str(exc)) from None
+# the jobs' own estimates (overrun warnings) read the same probes
+os.environ[bbrl_cost.EXTRA_ENV] = os.pathsep.join(PLAN.cost_records_dirs)
 
 
 def one_of(names):

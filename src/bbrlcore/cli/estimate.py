@@ -95,7 +95,7 @@ def _estimate(args: argparse.Namespace) -> int:
         f"per prior, N={c['n_mdps']}, T={c['horizon']}, chunk budget "
         f"{c['chunk_budget_minutes']:g} min"
     )
-    hdr = (f"{'algorithm':10s} {'configs':>7s} {'jobs':>6s} {'offline h':>10s} "
+    hdr = (f"{'algorithm':14s} {'configs':>7s} {'jobs':>6s} {'offline h':>10s} "
            f"{'runs h':>10s} {'overhead h':>10s} {'total h':>10s} {'max chunk h':>11s}"
            f"  {'in range':>9s} {'worst':>6s}  calibration")
     print(hdr)
@@ -109,7 +109,7 @@ def _estimate(args: argparse.Namespace) -> int:
         cal = r["calibration"] + (f" ({r['measured_configs']} configs)"
                                   if r["calibration"] != "none" else "")
         print(
-            f"{name:10s} {r['configs']:7d} {jobs:6d} {r['offline_h']:10.3f} "
+            f"{name:14s} {r['configs']:7d} {jobs:6d} {r['offline_h']:10.3f} "
             f"{r['run_h']:10.3f} {r['overhead_h']:10.3f} {r['total_h']:10.3f} "
             f"{r['max_chunk_h']:11.3f}  {r['in_range']:4d}/{r['runs']:<4d} {worst:>6s}  {cal}"
         )
@@ -119,7 +119,7 @@ def _estimate(args: argparse.Namespace) -> int:
             tot[k] += r[k]
     print("-" * len(hdr))
     print(
-        f"{'total':10s} {tot['configs']:7d} {tot['jobs']:6d} {tot['offline_h']:10.3f} "
+        f"{'total':14s} {tot['configs']:7d} {tot['jobs']:6d} {tot['offline_h']:10.3f} "
         f"{tot['run_h']:10.3f} {tot['overhead_h']:10.3f} {tot['total_h']:10.3f} "
         f"{'':11s}  {tot['in_range']:4d}/{tot['runs']:<4d}"
     )
