@@ -44,15 +44,15 @@ include: "workflow/rules/report.smk"
 
 
 onstart:
-    record_lock_owner()
+    bbrl_support.record_lock_owner()
 
 
 onsuccess:
-    release_lock_owner()
+    bbrl_support.release_lock_owner()
 
 
 onerror:
-    release_lock_owner()
+    bbrl_support.release_lock_owner()
 
 
 rule all:

@@ -187,3 +187,32 @@ def test_sigkill_of_snakemake_then_a_plain_rerun_resumes(tmp_path, uninterrupted
     assert "removed the lock left by snakemake process" in out
     merged = pl.read_parquet(tmp_path / "results/merged/GC-GC.parquet")
     assert_frame_equal(merged.drop(TIMING), uninterrupted.drop(TIMING))
+
+
+def test_only_a_provably_stale_lock_is_removed(tmp_path, monkeypatch):
+    import json as _json
+    import socket
+
+    from bbrlcore import workflow_support as ws
+
+    monkeypatch.chdir(tmp_path)
+    locks = tmp_path / ".snakemake" / "locks"
+    locks.mkdir(parents=True)
+
+    def lock(pid, host=None, start="auto"):
+        (locks / "0.input.lock").write_text("x")
+        st = ws.process_start(pid) if start == "auto" else start
+        (tmp_path / ".snakemake" / "bbrl-lock-owner.json").write_text(_json.dumps(
+            {"pid": pid, "host": host or socket.gethostname(), "start": st}))
+
+    lock(os.getpid())  # a running owner: kept (a concurrent run is still refused)
+    assert not ws.clear_stale_lock() and (locks / "0.input.lock").exists()
+    lock(os.getpid(), host="elsewhere")  # another host: cannot tell, kept
+    assert not ws.clear_stale_lock() and (locks / "0.input.lock").exists()
+    lock(os.getpid(), start="1")  # the PID was reused by another process: stale
+    assert ws.clear_stale_lock() and not any(locks.iterdir())
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    pid = p.pid
+    p.wait()
+    lock(pid, start="12345")  # a process that has exited
+    assert ws.clear_stale_lock() and not (tmp_path / ".snakemake/bbrl-lock-owner.json").exists()

@@ -545,3 +545,14 @@ def test_plugins_flow_through_the_workflow_and_only_their_jobs_rerun_on_edit(tmp
         if rule in ("train", "run"):
             assert "agent=my-greedy-jit__" in wc, (rule, wc)
     assert sum(rule == "train" for rule, _ in jobs) == 2
+
+
+def test_the_workflow_is_lint_clean_and_snakefmt_formatted():
+    """`snakemake --lint` reports nothing; Snakefile and rule files are snakefmt-formatted."""
+    r = subprocess.run([SNAKEMAKE, "--lint"], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "good condition" in r.stdout + r.stderr
+    fmt = str(Path(sys.executable).with_name("snakefmt"))
+    r = subprocess.run([fmt, "--check", "Snakefile", "workflow/"], capture_output=True,
+                       text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stdout + r.stderr

@@ -5,25 +5,27 @@ import json
 import os
 import re
 import shlex
-import socket
-import sys
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 import bbrlcore
-from bbrlcore import cost as bbrl_cost
 from bbrlcore import plan as bbrl_plan
 from bbrlcore import probe as bbrl_probe
+from bbrlcore import workflow_support as bbrl_support
 from bbrlcore.errors import BBRLError
 
 # ---- configuration: base config.yaml, then the preset overlay, then --config ---------
-_CONFIG_NAME = os.path.basename(workflow.configfiles[0]) if workflow.configfiles else "config"
+_CONFIG_NAME = (
+    os.path.basename(workflow.configfiles[0]) if workflow.configfiles else "config"
+)
 try:
     # only the --config values override the preset (overwrite_config also holds the
     # whole --configfile, which would undo the overlay)
-    PLAN = bbrl_plan.load(config, dict(workflow.config_settings.config), source=_CONFIG_NAME)
+    PLAN = bbrl_plan.load(
+        config, dict(workflow.config_settings.config), source=_CONFIG_NAME
+    )
 except BBRLError as exc:
     raise WorkflowError(str(exc)) from None
 config.clear()
@@ -32,75 +34,18 @@ try:
     validate(config, schema="../schemas/config.schema.yaml")
 except WorkflowError as exc:  # keep it to one line naming the key
     first = [l for l in str(exc).splitlines() if l.strip()]
-    raise WorkflowError(f"{_CONFIG_NAME}: " + (first[1] if len(first) > 1 else first[0])) from None
+    raise WorkflowError(
+        f"{_CONFIG_NAME}: " + (first[1] if len(first) > 1 else first[0])
+    ) from None
 
-R = config["results_dir"].rstrip("/") or "."
+R = str(Path(config["results_dir"]))
 VERSION = bbrlcore.__version__
 EXPERIMENTS = {e.name: e for e in PLAN.experiments}
 AGENTS = {a.key: a for a in PLAN.agents}
 CONDA_ENV = "../../envs/bbrl.yaml"
 
-# The `bbrl` command of the shell rules: the one installed beside this Python (the
-# bbrlcore that planned this workflow) comes first on PATH; jobs inherit the environment
-# (a conda env, with --sdm conda, puts its own first).
-_BIN = Path(sys.executable).parent
-if (_BIN / "bbrl").exists():
-    os.environ["PATH"] = f"{_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
-
-
-# ---- a stale lock left by a killed run -------------------------------------------------
-# Snakemake locks the working directory while it runs; a SIGKILLed snakemake leaves the
-# lock behind, and the next run would stop with a LockException. The main process records
-# who holds the lock (onstart, in the Snakefile); a later run removes the lock only when
-# that process is provably gone (same host, no process with that PID and start time).
-_OWNER = Path(".snakemake") / "bbrl-lock-owner.json"
-
-
-def _process_start(pid):
-    """The start time of process ``pid`` (clock ticks since boot), None if there is none."""
-    try:
-        stat = Path(f"/proc/{int(pid)}/stat").read_text()
-    except (OSError, ValueError):
-        return None
-    return stat.rsplit(")", 1)[1].split()[19]
-
-
-def record_lock_owner():
-    _OWNER.parent.mkdir(exist_ok=True)
-    pid = os.getpid()
-    info = {"pid": pid, "host": socket.gethostname(), "start": _process_start(pid)}
-    _OWNER.write_text(json.dumps(info))
-
-
-def release_lock_owner():
-    _OWNER.unlink(missing_ok=True)
-
-
-def clear_stale_lock():
-    locks = Path(".snakemake") / "locks"
-    if not locks.is_dir() or not any(locks.iterdir()) or not _OWNER.is_file():
-        return
-    try:
-        owner = json.loads(_OWNER.read_text())
-        pid, host, start = owner["pid"], owner["host"], owner["start"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return
-    if host != socket.gethostname() or start is None:
-        return
-    if _process_start(pid) == start:
-        return  # the snakemake that holds the lock is running
-    for f in locks.iterdir():
-        f.unlink(missing_ok=True)
-    release_lock_owner()
-    print(
-        f"bbrl: removed the lock left by snakemake process {pid}, which no longer runs "
-        "(killed); incomplete outputs are redone (rerun-incomplete)",
-        file=sys.stderr,
-    )
-
-
-if workflow.is_main_process:
-    clear_stale_lock()
+if workflow.is_main_process:  # a lock left by a killed run (bbrlcore.workflow_support)
+    bbrl_support.clear_stale_lock()
 
 # Algorithms the benchmarks do not calibrate (plugins) are probed once, by the main
 # process, before the chunks are sized (bbrlcore.probe); jobs reuse the probes.
@@ -108,8 +53,8 @@ try:
     bbrl_probe.ensure(PLAN, R, run=workflow.is_main_process)
 except BBRLError as exc:
     raise WorkflowError(str(exc)) from None
-# the jobs' own estimates (overrun warnings) read the same probes
-os.environ[bbrl_cost.EXTRA_ENV] = os.pathsep.join(PLAN.cost_records_dirs)
+# `bbrl` (beside this Python) first on PATH for the shell rules; the probes for the jobs
+bbrl_support.setup_environment(PLAN.cost_records_dirs)
 
 
 def one_of(names):
@@ -160,7 +105,9 @@ def all_outputs():
     out = [f"{R}/distributions/{d}.parquet" for d in PLAN.distributions]
     out += [f"{R}/test_sets/{t}.parquet" for t in PLAN.tests]
     out += list(FORMULA_PATHS.values())
-    out += [agent_path(prior, a.key) for a in PLAN.agents for prior in PLAN.priors_of(a)]
+    out += [
+        agent_path(prior, a.key) for a in PLAN.agents for prior in PLAN.priors_of(a)
+    ]
     out += [p for exp in sorted(EXPERIMENTS) for p in all_chunks(exp)]
     out += [f"{R}/merged/{exp}.parquet" for exp in sorted(EXPERIMENTS)]
     out += [f"{R}/summary.parquet", f"{R}/summary.md", f"{R}/report/index.html"]
@@ -249,8 +196,9 @@ def run_runtime(wildcards, attempt):
     """Minutes: the plan's time limit for the chunk's estimate, longer on each retry."""
     exp = EXPERIMENTS[wildcards.experiment]
     size = int(wildcards.stop) - int(wildcards.start)
-    return PLAN.runtime_minutes(60.0 * PLAN.run_minutes(exp, AGENTS[wildcards.agent], size),
-                                attempt)
+    return PLAN.runtime_minutes(
+        60.0 * PLAN.run_minutes(exp, AGENTS[wildcards.agent], size), attempt
+    )
 
 
 def distribution_spec(wildcards):
@@ -288,3 +236,8 @@ def fs_runtime(wildcards):
 
 def merge_inputs(wildcards):
     return all_chunks(wildcards.experiment)
+
+
+def report_dir(wildcards, output):
+    """The report's directory (the one its index.html is in)."""
+    return os.path.dirname(output.index)

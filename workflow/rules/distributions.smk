@@ -7,14 +7,14 @@ rule distribution:
         f"{R}/distributions/{{dist}}.parquet",
     log:
         f"{R}/logs/distributions/{{dist}}.log",
-    params:
-        spec=distribution_spec,
-        version=VERSION,
+    conda:
+        CONDA_ENV
     resources:
         mem_mb=1000,
         runtime=10,
-    conda:
-        CONDA_ENV
+    params:
+        spec=distribution_spec,
+        version=VERSION,
     shell:
         "bbrl distribution import {params.spec:q} --short-name {wildcards.dist}"
         " -o {output:q} > {log:q} 2>&1"

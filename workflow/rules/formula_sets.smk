@@ -6,15 +6,15 @@ rule formula_set:
         f"{R}/formula_sets/{{fs}}.parquet",
     log:
         f"{R}/logs/formula_sets/{{fs}}.log",
+    conda:
+        CONDA_ENV
+    resources:
+        mem_mb=fs_mem,
+        runtime=fs_runtime,
     params:
         max_size=fs_max_size,
         seed=fs_seed,
         version=VERSION,
-    resources:
-        mem_mb=fs_mem,
-        runtime=fs_runtime,
-    conda:
-        CONDA_ENV
     shell:
         "bbrl formulas generate --max-size {params.max_size} --seed {params.seed}"
         " -o {output:q} > {log:q} 2>&1"

@@ -8,12 +8,12 @@ rule merge:
         f"{R}/merged/{{experiment}}.parquet",
     log:
         f"{R}/logs/merge/{{experiment}}.log",
-    params:
-        version=VERSION,
+    conda:
+        CONDA_ENV
     resources:
         mem_mb=4000,
         runtime=30,
-    conda:
-        CONDA_ENV
+    params:
+        version=VERSION,
     shell:
         "bbrl merge {input:q} -o {output:q} > {log:q} 2>&1"

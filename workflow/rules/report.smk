@@ -5,7 +5,9 @@
 
 rule report:
     input:
-        merged=expand(f"{R}/merged/{{experiment}}.parquet", experiment=sorted(EXPERIMENTS)),
+        merged=expand(
+            f"{R}/merged/{{experiment}}.parquet", experiment=sorted(EXPERIMENTS)
+        ),
         test_sets=expand(f"{R}/test_sets/{{test}}.parquet", test=PLAN.tests),
     output:
         index=report(
@@ -23,15 +25,15 @@ rule report:
         data=directory(f"{R}/report/data"),
     log:
         f"{R}/logs/report.log",
-    params:
-        alpha=config.get("alpha", 0.05),
-        outdir=f"{R}/report",
-        version=VERSION,
+    conda:
+        CONDA_ENV
     resources:
         mem_mb=4000,
         runtime=30,
-    conda:
-        CONDA_ENV
+    params:
+        alpha=config.get("alpha", 0.05),
+        outdir=report_dir,
+        version=VERSION,
     shell:
         "bbrl report {input.merged:q} --test-sets {input.test_sets:q}"
         " --alpha {params.alpha} -o {params.outdir:q} > {log:q} 2>&1"

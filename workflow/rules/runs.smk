@@ -10,15 +10,15 @@ rule run:
         f"{R}/runs/{{experiment}}/{{agent}}/{{start}}-{{stop}}.parquet",
     log:
         f"{R}/logs/runs/{{experiment}}/{{agent}}/{{start}}-{{stop}}.log",
+    conda:
+        CONDA_ENV
+    resources:
+        mem_mb=run_mem,
+        runtime=run_runtime,
     params:
         algorithm=algorithm_of,
         agent_params=agent_params,
         version=VERSION,
-    resources:
-        mem_mb=run_mem,
-        runtime=run_runtime,
-    conda:
-        CONDA_ENV
     shell:
         "bbrl run --experiment {input.test_set:q} --agent {input.agent:q}"
         " --mdps {wildcards.start}:{wildcards.stop} -q -o {output:q} > {log:q} 2>&1"

@@ -10,13 +10,13 @@ rule summary:
         markdown=f"{R}/summary.md",
     log:
         f"{R}/logs/summary.log",
-    params:
-        version=VERSION,
+    conda:
+        CONDA_ENV
     resources:
         mem_mb=4000,
         runtime=30,
-    conda:
-        CONDA_ENV
+    params:
+        version=VERSION,
     shell:
         "bbrl summary {input:q} -o {output.parquet:q} --markdown {output.markdown:q}"
         " > {log:q} 2>&1"

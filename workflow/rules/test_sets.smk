@@ -9,17 +9,17 @@ rule test_set:
         f"{R}/test_sets/{{test}}.parquet",
     log:
         f"{R}/logs/test_sets/{{test}}.log",
+    conda:
+        CONDA_ENV
+    resources:
+        mem_mb=1000,
+        runtime=10,
     params:
         n=config["n_mdps"],
         gamma=config["gamma"],
         horizon=config["horizon"],
         seed=config["test_seed"],
         version=VERSION,
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    conda:
-        CONDA_ENV
     shell:
         "bbrl experiment new --test {input:q} --n-mdps {params.n} --gamma {params.gamma}"
         " --horizon {params.horizon} --seed {params.seed} -o {output:q} > {log:q} 2>&1"

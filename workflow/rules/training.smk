@@ -12,18 +12,18 @@ rule warmup_numba:
         f"{R}/warmup/{{algorithm}}.txt",
     log:
         f"{R}/logs/warmup_numba/{{algorithm}}.log",
+    priority: 100
+    conda:
+        CONDA_ENV
+    resources:
+        mem_mb=2000,
+        runtime=30,
     params:
         algorithm="{algorithm}",
         agent=warmup_agent,
         # not bbrlcore's version: the numba cache directory (keyed by the version and the
         # source tree) decides when kernels must be compiled again
         numba_cache=os.environ.get("NUMBA_CACHE_DIR", ""),
-    priority: 100
-    resources:
-        mem_mb=2000,
-        runtime=30,
-    conda:
-        CONDA_ENV
     script:
         "../scripts/warmup.py"
 
@@ -35,6 +35,11 @@ rule train:
         f"{R}/agents/{{prior}}/{{agent}}.parquet",
     log:
         f"{R}/logs/train/{{prior}}/{{agent}}.log",
+    conda:
+        CONDA_ENV
+    resources:
+        mem_mb=train_mem,
+        runtime=train_runtime,
     params:
         algorithm=algorithm_of,
         agent_params=agent_params,
@@ -44,11 +49,6 @@ rule train:
         gamma=config["gamma"],
         horizon=config["horizon"],
         version=VERSION,
-    resources:
-        mem_mb=train_mem,
-        runtime=train_runtime,
-    conda:
-        CONDA_ENV
     shell:
         "bbrl train --agent {params.algorithm:q} {params.cli} --prior {input.prior:q}"
         " --seed {params.seed} --gamma {params.gamma} --horizon {params.horizon}"

@@ -1,0 +1,82 @@
+"""What the Snakemake workflow needs besides the plan: its environment and a stale lock.
+
+* :func:`setup_environment`: the shell rules call ``bbrl``; the one installed beside the
+  Python that runs Snakemake (the bbrlcore that planned the workflow) comes first on
+  ``PATH``, and the jobs' cost estimates read the plan's probes. Jobs inherit the
+  environment (a conda env, with ``--sdm conda``, puts its own ``bbrl`` first).
+* A **stale lock**: Snakemake locks its working directory while it runs; a Snakemake
+  killed with SIGKILL leaves the lock behind and the next run stops with
+  ``LockException``. The main process records who holds the lock
+  (:func:`record_lock_owner`, from the Snakefile's ``onstart``); a later run removes the
+  lock only when that process is provably gone: same host, and no process with that PID
+  and start time (:func:`clear_stale_lock`). Otherwise the lock stays and Snakemake
+  refuses as usual (two concurrent runs are still refused).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+from pathlib import Path
+
+#: Where the main Snakemake process records itself (inside Snakemake's own directory).
+OWNER_FILE = Path(".snakemake") / "bbrl-lock-owner.json"
+LOCKS = Path(".snakemake") / "locks"
+PROC = Path("/proc")
+
+
+def setup_environment(cost_records_dirs: list[str]) -> None:
+    """``bbrl`` beside this Python first on PATH; the probes for the jobs' estimates."""
+    from . import cost
+
+    here = Path(sys.executable).parent
+    if (here / "bbrl").exists():
+        os.environ["PATH"] = f"{here}{os.pathsep}{os.environ.get('PATH', '')}"
+    os.environ[cost.EXTRA_ENV] = os.pathsep.join(cost_records_dirs)
+
+
+def process_start(pid: int) -> str | None:
+    """The start time of process ``pid`` (clock ticks since boot), None if there is none."""
+    try:
+        stat = (PROC / str(int(pid)) / "stat").read_text()
+    except (OSError, ValueError):
+        return None
+    fields = stat.rsplit(")", 1)[-1].split()
+    return fields[19] if len(fields) > 19 else None
+
+
+def record_lock_owner() -> None:
+    OWNER_FILE.parent.mkdir(exist_ok=True)
+    pid = os.getpid()
+    info = {"pid": pid, "host": socket.gethostname(), "start": process_start(pid)}
+    OWNER_FILE.write_text(json.dumps(info))
+
+
+def release_lock_owner() -> None:
+    OWNER_FILE.unlink(missing_ok=True)
+
+
+def clear_stale_lock() -> bool:
+    """Remove the lock of a Snakemake that provably no longer runs; True if removed."""
+    if not LOCKS.is_dir() or not any(LOCKS.iterdir()) or not OWNER_FILE.is_file():
+        return False
+    try:
+        owner = json.loads(OWNER_FILE.read_text())
+        pid, host, start = owner["pid"], owner["host"], owner["start"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    if host != socket.gethostname() or start is None:
+        return False
+    if process_start(pid) == start:
+        return False  # the Snakemake that holds the lock is running
+    for f in LOCKS.iterdir():
+        f.unlink(missing_ok=True)
+    release_lock_owner()
+    print(
+        f"bbrl: removed the lock left by snakemake process {pid}, which no longer runs "
+        "(killed); incomplete outputs are redone (rerun-incomplete)",
+        file=sys.stderr,
+    )
+    return True
