@@ -657,7 +657,7 @@ def generate(
     >>> len(generate(2)), len(generate(3, seed=7))
     (12, 43)
     >>> generate(2).rpn[:3]
-    ['X0 INV', 'X1 OPP', 'X1 INV']
+    ['X2', 'X2 OPP', 'X1 OPP']
     """
     if not 1 <= max_size <= MAX_FORMULA_SIZE:
         raise BBRLError(f"--max-size {max_size}: must be in [1, {MAX_FORMULA_SIZE}] (the number "

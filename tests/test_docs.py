@@ -1,0 +1,34 @@
+"""The examples in the public modules' docstrings run (doctest)."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import pkgutil
+
+import pytest
+
+import bbrlcore
+
+MODULES = sorted(m.name for m in pkgutil.walk_packages(bbrlcore.__path__, "bbrlcore.")
+                 if not m.name.endswith("__main__"))
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    try:
+        module = importlib.import_module(name)
+    except ImportError as exc:  # an optional extra that is not installed
+        pytest.skip(f"{name}: {exc}")
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0
+
+
+def test_public_modules_have_examples():
+    with_examples = []
+    for name in ("bbrlcore.agents", "bbrlcore.distributions", "bbrlcore.cost",
+                 "bbrlcore.gym", "bbrlcore.formats.artefacts", "bbrlcore.aggregate"):
+        module = importlib.import_module(name)
+        if doctest.DocTestFinder().find(module):
+            with_examples.append(name)
+    assert len(with_examples) == 6
