@@ -65,6 +65,9 @@ def files(tmp_path_factory):
     E.write_run(run, d / "run.parquet", {"agent": agent.agent_id})
     D.write_dat(D.builtin("GC"), d / "GC.dat")
     D.write_parquet(D.builtin("GC"), d / "GC.parquet")
+    from bbrlcore import formulas as F
+
+    F.write_parquet(F.generate(2), d / "f2.parquet")
     return d
 
 
@@ -205,6 +208,22 @@ def test_metadata_that_is_not_an_object_is_one_line(capsys, wd):
     t = pq.read_table(wd / "ts.parquet")
     pq.write_table(t.replace_schema_metadata({b"bbrl": b"[1, 2]"}), wd / "ts.parquet")
     refused(capsys, "corrupt bbrl metadata", "experiment", "show", "ts.parquet")
+
+
+def test_formula_set_contents_are_validated(capsys, wd):
+    def bad_token(t: pa.Table) -> pa.Table:
+        rpn = t.column("rpn").to_pylist()
+        rpn[1] = "X0 FOO"
+        return t.set_column(t.schema.get_field_index("rpn"), "rpn", pa.array(rpn))
+
+    _rewrite(wd / "f2.parquet", table=bad_token)
+    refused(capsys, "f2.parquet: arm 1: formula: unknown token 'FOO'", "formulas", "show",
+            "f2.parquet")
+    _rewrite(wd / "f2.parquet", table=lambda t: t, meta=lambda m: m.update(label="../x"))
+    refused(capsys, "metadata 'label' '../x' is not a formula-set label", "train", "--agent",
+            "opps-ds", "--param", "formula_set=f2.parquet", "--param", "n_draws=5",
+            "--prior", "GC", "-o", "o.parquet")
+    assert not (wd / "o.parquet").exists()
 
 
 def test_run_table_contents_are_validated(capsys, wd):
@@ -476,14 +495,14 @@ JSON = st.recursive(
 
 
 @settings(max_examples=2 * EXAMPLES, deadline=None, suppress_health_check=HEALTH)
-@given(kind=st.sampled_from(["distribution", "test-set", "agent", "run"]),
+@given(kind=st.sampled_from(["distribution", "test-set", "agent", "run", "formula-set"]),
        mutation=st.one_of(
            st.tuples(st.just("replace"), JSON),
            st.tuples(st.text(min_size=1, max_size=20), JSON),
        ))
 def test_artefacts_with_arbitrary_metadata(capsys, wd, kind, mutation):
     src = {"distribution": "GC.parquet", "test-set": "ts.parquet", "agent": "agent.parquet",
-           "run": "run.parquet"}[kind]
+           "run": "run.parquet", "formula-set": "f2.parquet"}[kind]
     t = pq.read_table(wd / src)
     meta = json.loads(t.schema.metadata[b"bbrl"])
     key, value = mutation

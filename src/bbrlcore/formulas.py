@@ -742,12 +742,29 @@ def write_parquet(fs: FormulaSet, path: str | os.PathLike[str]) -> None:
 def read_parquet(path: str | os.PathLike[str]) -> FormulaSet:
     """Read a formula-set artefact written by :func:`write_parquet`."""
     table, meta = artefacts.read_artefact(path, "formula-set")
+    regen = artefacts.REGENERATE["formula-set"]
     if "rpn" not in table.columns or "arm" not in table.columns:
-        raise BBRLError(f"{path}: formula-set artefact without 'arm'/'rpn' columns")
+        raise BBRLError(f"{path}: formula-set artefact without 'arm'/'rpn' columns; {regen}")
+    if table["rpn"].dtype != pl.String or table["rpn"].null_count():
+        raise BBRLError(f"{path}: the 'rpn' column must hold formulas as text; {regen}")
     table = table.sort("arm")
     if table["arm"].to_list() != list(range(len(table))):
-        raise BBRLError(f"{path}: 'arm' column is not 0..n-1")
-    return FormulaSet(table["rpn"].to_list(), meta)
+        raise BBRLError(f"{path}: 'arm' column is not 0..n-1; {regen}")
+    label = artefacts.MetaReader(path, meta, "formula-set").str("label", default="")
+    if label and not LABEL.fullmatch(label):
+        raise BBRLError(f"{path}: metadata 'label' {label!r} is not a formula-set label "
+                        f"(like F3@s1); {regen}")
+    rpn = table["rpn"].to_list()
+    for i, r in enumerate(rpn):
+        try:
+            parse(r, "formula")
+        except BBRLError as exc:
+            raise BBRLError(f"{path}: arm {i}: {exc}; {regen}") from None
+    return FormulaSet(rpn, meta)
+
+
+#: What a formula-set label may hold (it appears in agent ids, hence in file names).
+LABEL = re.compile(r"F\d+@[A-Za-z0-9_.:+-]+")
 
 
 _NAME = re.compile(r"^F([2-6])$")
