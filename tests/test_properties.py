@@ -162,6 +162,7 @@ AGENTS = [
     ("sboss", {"epsilon": "0.1", "delta": "0.5"}),
     ("sboss", {"epsilon": "0.1", "delta": "0.5", "compat": "true"}),
     ("bamcp", {"K": "8", "D": "4"}), ("bfs3", {"K": "4", "C": "2", "D": "3"}),
+    ("formula", {"formula": "Q2/Q0"}), ("formula", {"formula": "ln(Q1) - sqrt(Q2)"}),
 ]
 
 

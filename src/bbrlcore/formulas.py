@@ -276,6 +276,227 @@ def evaluate(codes: np.ndarray | str, x: tuple[float, float, float]) -> float:
 
 
 # ---------------------------------------------------------------------------------------
+# Formulas as people write them: the paper's notation or RPN tokens
+
+#: Variable names accepted in the paper's notation, as token codes (case-insensitive;
+#: ``Q_2(x, u)`` and ``Q2(x,u)`` are ``Q2``).
+_VARIABLE_NAMES = {"q0": _X0, "q1": _X1, "q2": _X2, "x0": _X0, "x1": _X1, "x2": _X2,
+                   "qmean": _X0, "qself": _X1, "quniform": _X2}
+_FUNCTIONS = {"abs": (_ABS, 1), "ln": (_LN, 1), "sqrt": (_SQRT, 1), "inv": (_INV, 1),
+              "opp": (_OPP, 1), "min": (_MIN2, 2), "max": (_MAX2, 2)}
+_LEXEME = re.compile(r"\s*(?:(?P<name>\\?[A-Za-z_][A-Za-z_0-9]*)|(?P<num>\d+(?:\.\d*)?)"
+                     r"|(?P<op>[-+*/(),|]))")
+# the literal 1 of ``1 / a`` (the INV token) is held as [-position] until that division
+
+
+def _is_one(codes: list[int]) -> bool:
+    return len(codes) == 1 and codes[0] < 0
+
+
+class _Infix:
+    """Recursive-descent parser of the paper's notation into token codes (RPN order)."""
+
+    def __init__(self, text: str, where: str) -> None:
+        self.text, self.where = text, where
+        self.toks: list[tuple[str, str, int]] = []  # (kind, lexeme, 1-based position)
+        body = text.replace("$", " ")
+        i = 0
+        while i < len(body):
+            if body[i:].strip() == "":
+                break
+            m = _LEXEME.match(body, i)
+            if m is None or m.end() == i:
+                j = len(body) - len(body[i:].lstrip())
+                self.fail(body[j], j + 1, "not part of a formula")
+            kind = m.lastgroup or "op"
+            self.toks.append((kind, m.group(kind), m.start(kind) + 1))
+            i = m.end()
+        self.k = 0
+
+    def fail(self, tok: str, pos: int, why: str) -> None:
+        at = f"at the end (position {pos})" if tok == "" else f"{tok!r} at position {pos}"
+        raise BBRLError(f"{self.where}={self.text!r}: {at}: {why}")
+
+    def peek(self) -> tuple[str, str, int]:
+        return self.toks[self.k] if self.k < len(self.toks) else ("end", "", len(self.text) + 1)
+
+    def take(self, lexeme: str, why: str) -> None:
+        kind, lx, pos = self.peek()
+        if lx != lexeme:
+            self.fail(lx, pos, why)
+        self.k += 1
+
+    def parse(self) -> list[int]:
+        out = self.expr()
+        kind, lx, pos = self.peek()
+        if kind != "end":
+            self.fail(lx, pos, "unexpected after a complete formula (missing operator?)")
+        if _is_one(out):
+            self.fail("1", -out[0], "a constant is not a formula (only 1 / a, the INV token)")
+        return out
+
+    def expr(self) -> list[int]:
+        out = self.term()
+        while self.peek()[1] in ("+", "-"):
+            _, op, pos = self.peek()
+            self.k += 1
+            rhs = self.term()
+            out = self.operand(out, pos) + self.operand(rhs, pos) + [_ADD2 if op == "+"
+                                                                     else _SUB]
+        return out
+
+    def term(self) -> list[int]:
+        out = self.unary()
+        while self.peek()[1] in ("*", "/"):
+            _, op, pos = self.peek()
+            self.k += 1
+            rhs = self.unary()
+            if op == "/" and _is_one(out):
+                out = self.operand(rhs, pos) + [_INV]
+            else:
+                out = self.operand(out, pos) + self.operand(rhs, pos) + [
+                    _MUL2 if op == "*" else _DIV]
+        return out
+
+    def operand(self, codes: list[int], pos: int) -> list[int]:
+        if _is_one(codes):
+            self.fail("1", -codes[0], "a constant is not a formula token (only 1 / a, the INV "
+                      "token, may use one)")
+        return codes
+
+    def unary(self) -> list[int]:
+        _, lx, pos = self.peek()
+        if lx == "-":
+            self.k += 1
+            return self.operand(self.unary(), pos) + [_OPP]
+        if lx == "+":
+            self.k += 1
+            return self.unary()
+        return self.primary()
+
+    def primary(self) -> list[int]:
+        kind, lx, pos = self.peek()
+        if kind == "end":
+            self.fail("", pos, "expected a variable (Q0, Q1, Q2), a function "
+                      "or '('")
+        self.k += 1
+        if kind == "num":
+            if float(lx) != 1.0:
+                self.fail(lx, pos, "a constant is not a formula token (only 1 / a, the INV "
+                          "token)")
+            return [-pos]
+        if lx == "(":
+            out = self.expr()
+            self.take(")", "expected ')'")
+            return out
+        if lx == "|":
+            out = self.operand(self.expr(), pos)
+            self.take("|", "expected '|' closing the absolute value")
+            return out + [_ABS]
+        if kind == "name":
+            name = lx.lstrip("\\").lower()
+            if name.replace("_", "") in _VARIABLE_NAMES:
+                name = name.replace("_", "")
+                self.arguments_xu()
+                return [_VARIABLE_NAMES[name]]
+            if name in _FUNCTIONS:
+                code, arity = _FUNCTIONS[name]
+                self.take("(", f"expected '(' after {name}")
+                out = self.operand(self.expr(), pos)
+                for _ in range(arity - 1):
+                    self.take(",", f"{name} takes {arity} arguments: expected ','")
+                    out += self.operand(self.expr(), pos)
+                self.take(")", f"expected ')' closing {name}(...)")
+                return out + [code]
+            known = ", ".join([*_FUNCTIONS, "Q0", "Q1", "Q2"])
+            self.fail(lx, pos, f"unknown name (known: {known})")
+        self.fail(lx, pos, "expected a variable (Q0, Q1, Q2), a function or '('")
+        return []  # unreachable
+
+    def arguments_xu(self) -> None:
+        """Skip the ``(x, u)`` of the paper's ``Q_2(x, u)``."""
+        want = ["(", "x", ",", "u", ")"]
+        got = [t[1].lower() for t in self.toks[self.k:self.k + 5]]
+        if got == want:
+            self.k += 5
+
+
+def parse_formula(text: str, where: str = "formula") -> np.ndarray:
+    r"""Token codes of a formula written in the paper's notation or as RPN tokens.
+
+    The paper's notation (the tables of §5.3): variables ``Q0 Q1 Q2`` (QMean, QSelf,
+    QUniform; also ``Q_2(x, u)``, ``X2``, ``QUniform``), ``+ - * /``, unary ``-``, ``1 / a``
+    (the INV token), ``|a|``, ``abs ln sqrt inv opp min max`` and parentheses; ``$`` and
+    ``\`` of LaTeX are ignored. The usual precedences: unary minus, then ``* /``, then
+    ``+ -``, left to right. RPN: the tokens of :data:`SYMBOLS` separated by spaces or
+    ``_`` (``X2 X0 DIV``, the canonical ``X2_X0_DIV``). Constants other than the ``1`` of
+    ``1 / a`` are not tokens. A malformed formula is one :class:`BBRLError` naming the
+    token and its position.
+
+    Examples
+    --------
+    >>> to_rpn(parse_formula("Q2/Q0")), to_rpn(parse_formula("max(Q0, Q2)"))
+    ('X2 X0 DIV', 'X0 X2 MAX2')
+    >>> to_rpn(parse_formula(r"$\max(Q_0(x, u), Q_1(x, u))$"))
+    'X0 X1 MAX2'
+    >>> to_rpn(parse_formula("1 / -Q0")), to_rpn(parse_formula("|Q1| - sqrt(Q2)"))
+    ('X0 OPP INV', 'X1 ABS X2 SQRT SUB')
+    >>> to_rpn(parse_formula("X1_X2_ADD2"))
+    'X1 X2 ADD2'
+    >>> parse_formula("Q2 // Q0")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    bbrlcore.errors.BBRLError: formula='Q2 // Q0': '/' at position 5: expected a variable...
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise BBRLError(f"{where}={text!r}: empty formula")
+    words = text.split()
+    parts = re.split(r"[\s_]+", text.strip())
+    # RPN: words of letters and digits only, some of them RPN tokens, and more than one
+    # (a lone word such as Q0 or X0 reads the same in both notations)
+    rpn_like = bool(re.fullmatch(r"[A-Za-z0-9_\s]+", text)) and (
+        (len(words) > 1 and any(p.upper() in CODE for p in parts))
+        or (len(parts) > 1 and all(p.upper() in CODE for p in parts)))
+    if not rpn_like:
+        return np.array(_Infix(text, where).parse(), dtype=np.int64)
+    codes: list[int] = []
+    depth = 0
+    pos = 0
+    for p in parts:
+        pos = text.index(p, pos) + 1
+        sym = p.upper()
+        if sym not in CODE:
+            raise BBRLError(f"{where}={text!r}: {p!r} at position {pos}: unknown RPN token "
+                            f"(known: {' '.join(SYMBOLS)})")
+        c = CODE[sym]
+        a = int(ARITY[c])
+        if depth < a:
+            raise BBRLError(f"{where}={text!r}: {p!r} at position {pos}: needs {a} operands, "
+                            f"has {depth}")
+        depth += 1 - a
+        codes.append(c)
+        pos += len(p) - 1
+    if depth != 1:
+        raise BBRLError(f"{where}={text!r}: leaves {depth} values on the stack (an operator "
+                        f"is missing after {parts[-1]!r})")
+    return np.array(codes, dtype=np.int64)
+
+
+def canonical(codes: np.ndarray | str) -> str:
+    """The canonical text of a formula: its RPN tokens joined by ``_`` (safe in file names,
+    agent ids and Snakemake wildcards); a string is parsed first (:func:`parse_formula`).
+
+    Examples
+    --------
+    >>> canonical("max(Q0, Q2)"), canonical("Q0 + Q2"), canonical("X1 X0 DIV")
+    ('X0_X2_MAX2', 'X0_X2_ADD2', 'X1_X0_DIV')
+    """
+    if isinstance(codes, str):
+        codes = parse_formula(codes)
+    return "_".join(SYMBOLS[int(t)] for t in codes)
+
+
+# ---------------------------------------------------------------------------------------
 # Generation and reduction (numba)
 
 

@@ -34,8 +34,10 @@ from .base import (
     support_sizes,
 )
 
-#: Names of the built-in algorithms (00-decisions §5).
-NAMES: tuple[str, ...] = tuple(registry.BUILTIN_ENTRY_POINTS)
+#: Names of the paper's algorithms and Optimal (00-decisions §5), in the paper's order.
+NAMES: tuple[str, ...] = tuple(registry.BUILTIN_ENTRY_POINTS)[:9]
+#: Every built-in algorithm: :data:`NAMES` and the fixed-formula agent ``formula``.
+BUILTINS: tuple[str, ...] = tuple(registry.BUILTIN_ENTRY_POINTS)
 
 
 def get(name: str) -> Algorithm:
@@ -50,7 +52,7 @@ def available() -> list[str]:
 
 
 __all__ = [
-    "COMPAT", "NAMES", "AgentError", "Algorithm", "CompiledAgent", "Episode", "Param",
+    "BUILTINS", "COMPAT", "NAMES", "AgentError", "Algorithm", "CompiledAgent", "Episode", "Param",
     "PythonAgent", "TrainContext", "Trained", "at_least_one", "available",
     "compiled_trajectory", "get", "in_unit_interval", "int_between", "non_negative",
     "positive", "registry", "support_sizes",

@@ -32,7 +32,11 @@ class Param:
 
     ``required`` parameters have no default. ``check`` returns an error text (for example
     ``"must be in [0, 1]"``) or ``None``. ``id_value`` renders the value in the agent id
-    (default: integers as integers, floats with ``format(v, ".12g")``).
+    (default: integers as integers, floats with ``format(v, ".12g")``). ``normalise``
+    maps a typed value to its canonical form, ``normalise(value, where)``, raising a
+    :class:`~bbrlcore.errors.BBRLError` that starts with ``where`` on a malformed value
+    (the ``formula`` agent's ``Q2/Q0`` becomes ``X2_X0_DIV``); it must be idempotent,
+    since stored parameters are read back through it.
     """
 
     name: str
@@ -42,6 +46,7 @@ class Param:
     check: Callable[[Any], str | None] | None = None
     doc: str = ""
     id_value: Callable[[Any], str] | None = None
+    normalise: Callable[[Any, str], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -205,7 +210,13 @@ def show_value(v: Any) -> str:
 
 
 def coerce(p: Param, value: Any, where: str) -> Any:
-    """Convert ``value`` to the parameter's type (00-decisions §5 rules)."""
+    """Convert ``value`` to the parameter's type (00-decisions §5 rules), then to its
+    canonical form (:attr:`Param.normalise`)."""
+    out = _coerce_type(p, value, where)
+    return p.normalise(out, where) if p.normalise else out
+
+
+def _coerce_type(p: Param, value: Any, where: str) -> Any:
     t = p.type
     if t is bool:
         if isinstance(value, bool):

@@ -1,6 +1,7 @@
 """Finding algorithms: built-ins and plugins, one registry.
 
-Every algorithm, the paper's eight and Optimal included, is an entry point of the group
+Every algorithm, the paper's eight, Optimal and the fixed-formula agent ``formula``
+included, is an entry point of the group
 ``bbrl.agents`` (:data:`GROUP`): bbrl's own ``pyproject.toml`` declares the built-ins
 there, and a plugin package declares its own the same way::
 
@@ -53,6 +54,7 @@ BUILTIN_ENTRY_POINTS = {
     "bamcp": "bbrlcore.agents.bamcp:ALGORITHM",
     "bfs3": "bbrlcore.agents.bfs3:ALGORITHM",
     "optimal": "bbrlcore.agents.optimal:ALGORITHM",
+    "formula": "bbrlcore.agents.formula:ALGORITHM",
 }
 
 #: What an algorithm name may hold (it names files, jobs and agent ids).

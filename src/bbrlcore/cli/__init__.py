@@ -16,7 +16,7 @@ from ..errors import BBRLError
 #: Subcommand modules, in the order ``bbrl --help`` lists them.
 _SUBMODULES = (
     "distribution", "experiment", "agents", "formulas", "results", "aggregate", "report",
-    "estimate", "demo",
+    "estimate", "published", "demo",
 )
 
 

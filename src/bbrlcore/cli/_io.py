@@ -44,7 +44,7 @@ class IO:
 
 
 #: Positional file arguments (shown in upper case in messages, as in ``--help``).
-_POSITIONAL = {"file", "runs", "merged", "distribution", "set", "config"}
+_POSITIONAL = {"file", "runs", "merged", "distribution", "set", "config", "results"}
 
 
 def _label(attr: str) -> str:

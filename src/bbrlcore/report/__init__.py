@@ -3,7 +3,11 @@
 :func:`build` turns merged run tables (every agent, every test MDP) and their test sets
 into ``index.html`` (self-contained, figures embedded), ``report.tex`` (booktabs tables,
 figures as PDF), the figures as PNG and PDF, and every number a figure or table shows as
-Parquet under ``data/`` so any plot can be redone with polars.
+Parquet under ``data/`` so any plot can be redone with polars. When the results hold
+configurations of the paper's tables, a section "Against the published numbers" puts each
+published row beside ours with a verdict, and the time-constraint sequences beside the
+paper's (:func:`published_section`, :mod:`bbrlcore.published`; ``data/published.parquet``
+and ``data/published-sequences.parquet``).
 
 Differences from the original ``BBRL-export`` (03 §2–4, §7), all deliberate:
 
@@ -34,6 +38,7 @@ import numpy as np
 import polars as pl
 
 from .. import __version__
+from .. import published as P
 from ..formats.artefacts import atomic_path
 from . import analysis, figures
 
@@ -136,6 +141,73 @@ def experiment_section(
                 "offline_index", "online_index").unique().height)}
 
 
+#: The paper's experiments in the order of its tables.
+PAPER_ORDER = ["GC-GC", "GDL-GDL", "Grid-Grid", "GC-UGC", "GDL-UGDL", "Grid-UGrid"]
+
+
+def _score(m: float | None, h: float | None) -> str:
+    return "–" if m is None else f"{m:.2f} ± {h:.2f}"
+
+
+def _z(z: float | None) -> str:
+    if z is None or np.isnan(z):
+        return "–"
+    return "∞" if np.isinf(z) and z > 0 else ("−∞" if np.isinf(z) else f"{z:+.1f}")
+
+
+def published_section(
+    summary: pl.DataFrame, merged: pl.DataFrame, out: Path, alpha: float
+) -> dict[str, Any] | None:
+    """"Against the published numbers": the comparison table (:func:`bbrlcore.published.
+    compare`) and the time-constraint sequences beside the paper's, written to
+    ``data/published.parquet`` and ``data/published-sequences.parquet``; None when the
+    results hold no published configuration and no experiment of the paper."""
+    table = P.compare(summary)
+    _write_parquet(table, out / "data" / "published.parquet")
+    returns: dict[str, dict[str, np.ndarray]] = {}
+    for (exp, agent), g in merged.group_by(["experiment", "agent"]):
+        returns.setdefault(str(exp), {})[str(agent)] = (
+            g.sort("mdp_index")["discounted_return"].to_numpy())
+    seqs = P.sequences(summary, returns, alpha)
+    _write_parquet(seqs, out / "data" / "published-sequences.parquet")
+    if table.is_empty() and seqs.is_empty():
+        return None
+    notes: list[str] = []
+    experiments = []
+    rank = {e: i for i, e in enumerate(PAPER_ORDER)}
+    for exp in sorted(table["experiment"].unique().to_list(), key=lambda e: rank.get(e, 99)):
+        rows = []
+        for r in table.filter(pl.col("experiment") == exp).iter_rows(named=True):
+            note = ""
+            if r["reasons"]:
+                if r["reasons"] not in notes:
+                    notes.append(r["reasons"])
+                note = str(notes.index(r["reasons"]) + 1)
+            ref = _score(r["reference_mean"], r["reference_halfwidth"])
+            if (r["reference_runs"] or 0) > 1:
+                ref += f" ({r['reference_runs']} runs pooled)"
+            rows.append({
+                "agent": r["paper_agent"], "published": _score(r["published_mean"],
+                                                               r["published_halfwidth"]),
+                "compat": _score(r["mean_compat"], r["halfwidth_compat"]),
+                "z_compat": _z(r["z_compat"]),
+                "default": _score(r["mean_default"], r["halfwidth_default"]),
+                "z_default": _z(r["z_default"]),
+                "verdict": r["verdict"] or "–", "variant": r["variant"],
+                "agrees": r["verdict"] == "agrees",
+                "reference": ref, "z_reference": _z(r["z_reference"]), "note": note,
+            })
+        kind = "accurate" if exp.split("-")[0] == exp.split("-")[1] else "inaccurate"
+        experiments.append({"name": exp, "kind": kind, "rows": rows,
+                            "n": int(table.filter(pl.col("experiment") == exp)["n"].max())})
+    agree, total = P.counts(table)
+    return {"experiments": experiments, "agree": agree, "total": total, "notes": notes,
+            "citation": P.CITATION, "selection_note": P.SELECTION_BIAS_NOTE,
+            "sequence_note": P.SEQUENCE_NOTE, "agree_z": f"{P.AGREE_Z:g}",
+            "sequences": sorted(seqs.to_dicts(),
+                                key=lambda r: rank.get(r["experiment"], 99))}
+
+
 def build(
     merged: pl.DataFrame,
     summary: pl.DataFrame,
@@ -188,10 +260,12 @@ def build(
             })
         hard = {"rows": stats_rows,
                 "fig": _save(figures.hardness_figure(h), out / "figures" / "hardness")}
+    published = published_section(summary, merged, out, alpha)
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES),
                              autoescape=jinja2.select_autoescape(["html"]))
     ctx = {"groups": groups, "version": __version__, "alpha": alpha, "hardness": hard,
-           "families": fams, "notes": (__doc__ or "").split("\n\n", 2)[2]}
+           "families": fams, "notes": (__doc__ or "").split("\n\n", 2)[2],
+           "published": published}
     html = env.get_template("index.html.j2").render(**ctx)
     with atomic_path(out / "index.html") as tmp:
         tmp.write_text(html)
@@ -218,7 +292,8 @@ _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#
         "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\~{}", "^": r"\^{}", "µ": r"$\mu$",
         "–": "--", "≈": r"$\approx$", "∞": r"$\infty$", "·": r"$\cdot$", "√": r"$\surd$",
         "α": r"$\alpha$", "±": r"$\pm$", "γ": r"$\gamma$", "σ": r"$\sigma$", "→": r"$\to$",
-        "ε": r"$\varepsilon$", "δ": r"$\delta$", "β": r"$\beta$", "τ": r"$\tau$"}
+        "ε": r"$\varepsilon$", "δ": r"$\delta$", "β": r"$\beta$", "τ": r"$\tau$",
+        "−": r"$-$", "ë": r"\"e", "§": r"\S{}", "²": r"$^2$"}
 
 
 def _tex_escape(s: Any) -> str:

@@ -13,6 +13,10 @@ r"""What the report shows, computed as tables (everything a figure draws is in P
 * :func:`constraint_map` — the time-constraint map: for every (offline bound, online bound)
   cell of a log-spaced grid covering the smallest and largest observed times, the
   families among the best with agents within both bounds.
+* :func:`constraint_sequence` — one row of the map read the paper's way (§5.3): the offline
+  bound just below OPPS-DS's minimal offline time, the online bound growing; the sequence
+  of sets of algorithms among the best, each change a step. :func:`reversed_pairs`
+  compares two such sequences by the order in which algorithms first appear.
 * :func:`hardness` — beyond the paper: for each test MDP, the optimal value from the
   initial state and the diameter (largest, over ordered pairs of states reachable from
   the initial state, of the least expected number of steps from one to the other).
@@ -37,6 +41,7 @@ NICE = {
     "e-greedy": "e-Greedy",
     "soft-max": "Soft-max",
     "opps-ds": "OPPS-DS",
+    "formula": "Formula",
     "bamcp": "BAMCP",
     "bfs3": "BFS3",
     "sboss": "SBOSS",
@@ -175,6 +180,103 @@ def constraint_map(
         "offline_index": pl.Int64, "online_index": pl.Int64, "offline_bound_s": pl.Float64,
         "online_bound_s": pl.Float64, "family": pl.Utf8, "agent": pl.Utf8, "mean": pl.Float64,
         "z": pl.Float64, "among_best": pl.Boolean})
+
+
+# ---------------------------------------------------------------------------------------
+# The paper's reading of the map: a sequence of sets as the online bound grows
+
+#: Algorithms left out of :func:`constraint_sequence`: OPPS-DS (it needs offline time), the
+#: formula agent (OPPS-DS's learned agent without that offline time) and Optimal (it knows
+#: the test MDP).
+SEQUENCE_EXCLUDED = ("opps-ds", "formula", "optimal")
+
+
+def paper_sorted(names: list[str] | set[str]) -> list[str]:
+    """Names in the paper's order inside a set: alphabetical, e-Greedy (ϵ) last.
+
+    Examples
+    --------
+    >>> paper_sorted({"e-Greedy", "SBOSS", "BEB"})
+    ['BEB', 'SBOSS', 'e-Greedy']
+    """
+    return sorted(names, key=lambda n: (n.lower().startswith("e-"), n.lower()))
+
+
+def sequence_text(sets: list[list[str]]) -> str:
+    """``(Random), (SBOSS), (BEB, e-Greedy)``, as the paper writes a sequence."""
+    return ", ".join("(" + ", ".join(s) + ")" for s in sets)
+
+
+def constraint_sequence(
+    scores: pl.DataFrame,
+    returns: dict[str, np.ndarray],
+    alpha: float = 0.05,
+    *,
+    offline_bound: float | None = None,
+    correction: str = "none",
+) -> pl.DataFrame:
+    """The sets of algorithms among the best as the online bound grows, the offline bound
+    fixed just below OPPS-DS's minimal offline time (the paper's §5.3 reading of its maps).
+
+    ``scores`` has one row per agent with ``algorithm``, ``family`` (the name a set shows),
+    ``agent``, ``mean``, ``offline_time_s`` and ``online_time_per_decision_s``; agents of
+    :data:`SEQUENCE_EXCLUDED` are left out. ``offline_bound`` (default: just below the
+    smallest offline time of the ``opps-ds`` agents, no bound without any) keeps the agents
+    whose offline time is strictly below it. The online bound takes every distinct online
+    time of the agents kept, in increasing order (the finest grid: a coarser one can only
+    skip steps); a step is recorded each time the set changes. Returns ``step``,
+    ``online_bound_s`` (the smallest bound that shows the set) and ``algorithms`` (a list,
+    :func:`paper_sorted`).
+
+    Examples
+    --------
+    >>> s = pl.DataFrame({"algorithm": ["random", "beb"], "family": ["Random", "BEB"],
+    ...                   "agent": ["random", "beb__beta=1"], "mean": [1.0, 2.0],
+    ...                   "offline_time_s": [0.0, 0.0],
+    ...                   "online_time_per_decision_s": [1e-6, 1e-3]})
+    >>> r = {"random": np.array([1.0, 0.9, 1.1]), "beb__beta=1": np.array([2.0, 2.1, 1.9])}
+    >>> constraint_sequence(s, r)["algorithms"].to_list()
+    [['Random'], ['BEB']]
+    """
+    opps = scores.filter(pl.col("algorithm") == "opps-ds")["offline_time_s"]
+    if offline_bound is None:
+        offline_bound = float(opps.min()) if len(opps) else math.inf
+    kept = scores.filter(~pl.col("algorithm").is_in(list(SEQUENCE_EXCLUDED))
+                         & (pl.col("offline_time_s") < offline_bound))
+    schema = {"step": pl.Int64, "online_bound_s": pl.Float64, "algorithms": pl.List(pl.Utf8)}
+    rows: list[dict] = []
+    last: list[str] | None = None
+    for bound in sorted(set(kept["online_time_per_decision_s"].to_list())):
+        best = among_best(kept, returns, alpha, math.inf, bound, correction)
+        names = paper_sorted(best.filter(pl.col("among_best"))["family"].to_list())
+        if names and names != last:
+            rows.append({"step": len(rows), "online_bound_s": float(bound), "algorithms": names})
+            last = names
+    return pl.DataFrame(rows, schema=schema)
+
+
+def first_appearance(sets: list[list[str]]) -> dict[str, int]:
+    """The step at which each algorithm first appears in a sequence."""
+    out: dict[str, int] = {}
+    for i, s in enumerate(sets):
+        for name in s:
+            out.setdefault(name, i)
+    return out
+
+
+def reversed_pairs(reference: list[list[str]], other: list[list[str]]) -> list[tuple[str, str]]:
+    """Pairs (a, b) of algorithms appearing in both sequences where ``reference`` shows a
+    first (strictly earlier step) and ``other`` shows b first: the order disagrees.
+
+    Examples
+    --------
+    >>> reversed_pairs([["Random"], ["SBOSS"], ["BEB"]], [["Random"], ["BEB"], ["SBOSS"]])
+    [('SBOSS', 'BEB')]
+    """
+    fa, fb = first_appearance(reference), first_appearance(other)
+    common = [n for n in fa if n in fb]
+    return [(a, b) for a in common for b in common
+            if fa[a] < fa[b] and fb[b] < fb[a]]
 
 
 # ---------------------------------------------------------------------------------------

@@ -1,0 +1,112 @@
+r"""The fixed-formula agent: greedy with respect to one given formula, no offline learning.
+
+The original library's ``FormulaAgent`` (spec 02 §2) with its formula given by the user
+instead of chosen by OPPS-DS. It scores each action u in state x by
+:math:`f(Q_0(x,u), Q_1(x,u), Q_2(x,u))` over the three Q-features of
+:mod:`bbrlcore.agents.formula_agent` (QMean, QSelf, QUniform, re-solved after every
+step) and plays the highest score, exact ties at random; an action whose formula value is
+undefined scores −∞ and is counted in ``formula_failures`` (00-decisions §7). It plays
+**exactly** like the agent OPPS-DS learns when OPPS-DS selects the same formula (the same
+kernel, :func:`~bbrlcore.agents.formula_agent.play_formula`): give it the formula of a
+table and it reproduces that agent without the offline search.
+
+Parameter ``formula``: the paper's notation (``Q2/Q0``, ``max(Q0, Q2)``, ``Q0 + Q2``,
+``-Q1``, ``|Q1|``, ``sqrt(Q0)``, ``ln(Q2)``, ``1/Q0``, ``min(Q0, Q1)``...; also the
+tables' ``Q_2(x, u)/Q_0(x, u)``) or the original's RPN tokens (``X2 X0 DIV``); see
+:func:`bbrlcore.formulas.parse_formula`. It is stored in its canonical form, the RPN
+tokens joined by ``_``, which is also how the agent id shows it (ids name files and
+Snakemake wildcards): ``formula__formula=X2_X0_DIV``. A malformed formula is one error
+naming the token and its position.
+
+Not one of the paper's eight algorithms: the paper's OPPS-DS rows are played by it in the
+``paper`` preset (``config.yaml``), so that the published agents can be rerun without
+their formula-set search.
+
+Paper: Castronovo, Maes, Fonteneau and Ernst, "Learning exploration/exploitation
+strategies for single trajectory reinforcement learning", EWRL 2012 (formula-based E/E
+strategies); Castronovo et al., "Benchmarking for Bayesian Reinforcement Learning",
+PLOS ONE 2016, §4.1 and §5.3.
+
+Examples
+--------
+>>> from bbrlcore import agents
+>>> alg = agents.get("formula")
+>>> alg.agent_id(alg.parse_params({"formula": "Q2/Q0"}))
+'formula__formula=X2_X0_DIV'
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import formulas as F
+from .base import Algorithm, Episode, Param, Trained, support_sizes
+from .formula_agent import feature_counts, play_formula
+
+
+def _normalise(value: str, where: str) -> str:
+    return F.canonical(F.parse_formula(value, where))
+
+
+PARAMS = (
+    Param("formula", str, required=True, normalise=_normalise,
+          doc="the formula: paper notation (Q2/Q0, max(Q0, Q2), ...) or RPN (X2 X0 DIV); "
+              "stored as canonical RPN joined by '_'"),
+)
+
+
+def make_player(prior: Any, params: dict[str, Any], trained: Trained | None, ep: Episode):
+    """The formula agent as a ``play(P, seed)`` trajectory function (the kernel of the
+    agent OPPS-DS learns, :func:`bbrlcore.agents.opps_ds.make_player`)."""
+    codes = F.parse_formula(params["formula"], "formula")
+    used = F.variables_used(codes)
+    theta = np.ascontiguousarray(prior.theta, dtype=np.float64)
+    counts = feature_counts(theta)
+    Rm = np.ascontiguousarray(prior.reward, dtype=np.float64)
+    R = np.ascontiguousarray(ep.R, dtype=np.float64)
+    Rstd = np.ascontiguousarray(ep.Rstd, dtype=np.float64)
+
+    def play(P: np.ndarray, seed: int) -> tuple[float, np.ndarray]:
+        ret, fails = play_formula(
+            P, R, Rstd, bool(ep.gaussian), int(ep.initial_state), float(ep.gamma),
+            int(ep.horizon), int(seed), codes, used, counts, Rm,
+        )  # fmt: skip
+        return float(ret), np.array([fails], dtype=np.int64)
+
+    return play
+
+
+def cost_features(params: dict[str, Any], prior: Any, test: Any, gamma: float,
+                  horizon: int) -> dict[str, float]:
+    """The features the formula reads, each solved after every step: one backup term per
+    support entry of its model (θ, self-loops, ones), the dense linear solves of the
+    solver's policy iteration (|X|³ each, :func:`bbrlcore.solvers.q_solve`), and a part
+    per formula evaluation.
+
+    Examples
+    --------
+    >>> from bbrlcore import distributions as D
+    >>> f = cost_features({"formula": "X0"}, D.builtin("GC"), None, 0.95, 250)
+    >>> f["trajectory"], f["steps"], f["backups"] > 0
+    (1.0, 250.0, True)
+    """
+    codes = F.parse_formula(params["formula"], "formula")
+    used = F.variables_used(codes)
+    counts = feature_counts(np.asarray(prior.theta, dtype=np.float64))
+    backups = sum(float(support_sizes(counts[k]).sum()) for k in range(3) if used[k])
+    n_states, n_actions = (float(n) for n in np.asarray(prior.theta).shape[:2])
+    return {"trajectory": 1.0, "steps": float(horizon), "backups": horizon * backups,
+            "dense": horizon * float(used.sum()) * n_states**3,
+            "evaluations": horizon * n_actions * len(codes)}
+
+
+ALGORITHM = Algorithm(
+    name="formula",
+    params=PARAMS,
+    make_player=make_player,
+    counters=("formula_failures",),
+    doc=__doc__ or "",
+    cost_features=cost_features,
+)

@@ -1,0 +1,88 @@
+"""``bbrl compare-published RESULTS``: the paper's published numbers beside a run's.
+
+``RESULTS`` is a results directory (its ``summary.parquet``, else its ``merged/*.parquet``),
+a summary table or merged (run) tables. Prints, for every published row the results
+contain, the published score, ours (compat and default), the two-sample z, the verdict and
+the original program's own figure (:mod:`bbrlcore.published`); ``-o`` also writes the
+table as Parquet.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import polars as pl
+
+from ..errors import BBRLError
+from ..formats import artefacts
+from ._io import IO
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "compare-published",
+        help="the paper's published best agents beside a run's scores (verdict per row)",
+    )
+    p.add_argument("results", nargs="+", metavar="RESULTS",
+                   help="results directory (summary.parquet or merged/*.parquet inside), a "
+                   "summary .parquet or merged/run .parquet files")
+    p.add_argument("-o", "--output", help="also write the comparison to this .parquet")
+    p.set_defaults(func=_compare, io=IO(inputs=("results",), outputs=("output",),
+                                        extra_inputs=_directory_inputs))
+
+
+def _directory_inputs(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """The tables inside a results directory (so that ``-o`` cannot replace one)."""
+    out = []
+    for d in args.results:
+        if Path(d).is_dir():
+            files = [Path(d) / "summary.parquet", *sorted((Path(d) / "merged").glob("*.parquet"))]
+            out += [("RESULTS", str(f)) for f in files if f.is_file()]
+    return out
+
+
+def read_summary(paths: list[str]) -> pl.DataFrame:
+    """The summary table of ``paths`` (see the module docstring); one :class:`BBRLError`
+    naming the path when there is nothing to compare."""
+    from ..results import read_runs, summary_table
+
+    if len(paths) == 1 and Path(paths[0]).is_dir():
+        d = Path(paths[0])
+        if (d / "summary.parquet").is_file():
+            paths = [str(d / "summary.parquet")]
+        else:
+            merged = sorted(str(p) for p in (d / "merged").glob("*.parquet"))
+            if not merged:
+                raise BBRLError(f"{d}: no summary.parquet and no merged/*.parquet (run the "
+                                "workflow, or give summary or run tables)")
+            paths = merged
+    for p in paths:
+        if Path(p).is_dir():
+            raise BBRLError(f"{p}: a directory; give one results directory, or table files")
+    kinds = {p: artefacts.read_meta(p).get("kind") for p in paths}
+    summaries = [p for p, k in kinds.items() if k == "summary"]
+    if summaries:
+        if len(paths) > 1:
+            raise BBRLError(f"{summaries[0]}: a summary table; give it alone (not with other "
+                            "tables)")
+        table, _ = artefacts.read_artefact(summaries[0], "summary")
+        return table
+    return summary_table(read_runs(paths))
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from .. import published
+
+    summary = read_summary(args.results)
+    table = published.compare(summary)
+    if table.is_empty():
+        print("no published configuration in these results (the paper's agents run with "
+              "`snakemake --cores all --config preset=paper`)")
+    else:
+        print(published.text_table(table))
+    if args.output:
+        artefacts.write_artefact(args.output, table, "published-comparison",
+                                 {"citation": published.CITATION})
+        print(f"wrote {args.output}: {table.height} rows")
+    return 0
