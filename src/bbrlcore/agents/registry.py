@@ -42,8 +42,9 @@ from .base import Algorithm
 #: The entry-point group of algorithms.
 GROUP = "bbrl.agents"
 
-#: bbrl's own entry points (as in its pyproject.toml), used when bbrlcore runs from a
-#: source tree that is not installed (no entry-point metadata).
+#: bbrl's own entry points (as in its pyproject.toml; a test checks they agree), also used
+#: where the installed metadata lacks them (a source tree that is not installed, or an
+#: editable install made before a built-in was added).
 BUILTIN_ENTRY_POINTS = {
     "random": "bbrlcore.agents.random_agent:ALGORITHM",
     "e-greedy": "bbrlcore.agents.egreedy:ALGORITHM",
@@ -106,10 +107,6 @@ def entry_points() -> dict[str, Entry]:
         return _ENTRY_POINTS
     found: dict[str, Entry] = {}
     eps = list(importlib.metadata.entry_points(group=GROUP))
-    own = [ep for ep in eps if ep.dist is not None and _norm(ep.dist.name) == "bbrlcore"]
-    if not own:  # a source tree without metadata: bbrl's own declarations
-        for name, target in BUILTIN_ENTRY_POINTS.items():
-            found[name] = Entry(name, "built-in", name, "", True, target)
     order = list(BUILTIN_ENTRY_POINTS)
 
     def rank(ep: Any) -> tuple[int, int, str]:
@@ -133,8 +130,13 @@ def entry_points() -> dict[str, Entry]:
                             f"{source} ({ep.value}); uninstall one of them")
         fp = "" if builtin else _fingerprint_module(ep.value.split(":", 1)[0], dist)
         found[ep.name] = Entry(ep.name, source, ep.name, fp, builtin, ep.value)
-    _ENTRY_POINTS = found
-    return found
+    for name, target in BUILTIN_ENTRY_POINTS.items():  # metadata older than the source
+        if name not in found:  # (an editable install before a built-in was added)
+            found[name] = Entry(name, "built-in", name, "", True, target)
+    builtins = [n for n in BUILTIN_ENTRY_POINTS if n in found]
+    _ENTRY_POINTS = {**{n: found[n] for n in builtins},
+                     **{n: e for n, e in found.items() if n not in builtins}}
+    return _ENTRY_POINTS
 
 
 def _norm(dist_name: str) -> str:
