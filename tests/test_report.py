@@ -109,11 +109,26 @@ def small_report(tmp_path_factory):
 
 
 def test_html_report(small_report):
+    """A summary page up front (statistics across experiments, best agents, links), a page
+    per experiment with its interactive figures, plotly.js beside them (no network)."""
     out, index, summary = small_report
     html = index.read_text()
     assert html.count("<h2") >= 3 and "GDL-UGDL" in html and "GDL-GDL" in html
-    assert html.count("data:image/png;base64,") == 2 * 3 + 1
-    assert "Hardness" in html
+    assert 'id="aggregates">Across experiments' in html and "Hardness" in html
+    assert html.count('class="bbrl-figure"') == 3  # metrics, profiles, improvement
+    assert 'href="experiments/GDL-GDL.html"' in html and 'href="experiments/GDL-UGDL.html"' in html
+    assert '<script src="plotly.min.js">' in html and "http" not in html.split("<body>")[0]
+    assert (out / "plotly.min.js").stat().st_size > 1_000_000
+    for exp in ("GDL-GDL", "GDL-UGDL"):
+        page = (out / "experiments" / f"{exp}.html").read_text()
+        assert page.count('class="bbrl-figure"') == 3  # offline, online, constraint map
+        assert '<script src="../plotly.min.js">' in page
+        assert "e-greedy__epsilon=0.1" in page  # hover data: the agent ids
+    for name in ["metrics", "profiles", "improvement", "normalised", "best-agents",
+                 "among-best"]:
+        assert (out / "data" / f"aggregate-{name}.parquet").exists(), name
+    metrics = pl.read_parquet(out / "data" / "aggregate-metrics.parquet")
+    assert {"iqm", "iqm_ci_low", "iqm_ci_high", "optimality_gap"} <= set(metrics.columns)
     for name in ["GDL-GDL-best", "GDL-UGDL-constraint-map", "GDL-GDL-offline",
                  "GDL-GDL-online", "hardness", "summary"]:
         assert (out / "data" / f"{name}.parquet").exists(), name

@@ -23,6 +23,8 @@ rule report:
             category="Figures",
         ),
         data=directory(f"{R}/report/data"),
+        pages=directory(f"{R}/report/experiments"),
+        library=f"{R}/report/plotly.min.js",
     log:
         f"{R}/logs/report.log",
     conda:
@@ -31,9 +33,14 @@ rule report:
         mem_mb=4000,
         runtime=30,
     params:
-        alpha=config.get("alpha", 0.05),
+        alpha=config["alpha"],
+        correction=config["multiple_comparisons"],
+        resamples=config["bootstrap_resamples"],
+        seed=config["bootstrap_seed"],
         outdir=report_dir,
         version=VERSION,
     shell:
         "bbrl report {input.merged:q} --test-sets {input.test_sets:q}"
-        " --alpha {params.alpha} -o {params.outdir:q} > {log:q} 2>&1"
+        " --alpha {params.alpha} --correction {params.correction}"
+        " --bootstrap-resamples {params.resamples} --bootstrap-seed {params.seed}"
+        " -o {params.outdir:q} > {log:q} 2>&1"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from .. import experiment as E
+from .. import seeds
 from ..errors import BBRLError
 from ._io import IO
 
@@ -16,6 +17,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "(for the hardness section)")
     p.add_argument("--alpha", type=float, default=0.05, help="level of the Z-test (0.05)")
     p.add_argument("--n-bounds", type=int, default=8, help="bounds per time axis (8)")
+    p.add_argument("--correction", choices=("none", "holm"), default="none",
+                   help="multiple comparisons in 'among the best': none (the paper's "
+                   "procedure) or holm (family-wise error at most alpha)")
+    p.add_argument("--bootstrap-resamples", type=int, default=2000,
+                   help="resamples of the aggregates' stratified bootstrap (2000)")
+    p.add_argument("--bootstrap-seed", type=int, default=0, help="its seed (0)")
     p.add_argument("--no-pdf", action="store_true", help="do not run pdflatex")
     p.add_argument("-o", "--output", default="results/report", help="output directory")
     p.set_defaults(func=_report, io=IO(inputs=("merged", "test_sets"), outdirs=("output",)))
@@ -32,7 +39,13 @@ def _report(args: argparse.Namespace) -> int:
     merged = read_runs(args.merged)
     summary = summary_table(merged)
     test_sets = [E.read_test_set(p) for p in args.test_sets]
+    if args.bootstrap_resamples < 100:
+        raise BBRLError(f"--bootstrap-resamples {args.bootstrap_resamples}: must be >= 100")
+    seeds.check_seed(args.bootstrap_seed, "--bootstrap-seed")
     index = report.build(merged, summary, args.output, test_sets, alpha=args.alpha,
-                         n_bounds=args.n_bounds, pdf=not args.no_pdf)
+                         n_bounds=args.n_bounds, pdf=not args.no_pdf,
+                         correction=args.correction,
+                         bootstrap_resamples=args.bootstrap_resamples,
+                         bootstrap_seed=args.bootstrap_seed)
     print(f"wrote {index}")
     return 0

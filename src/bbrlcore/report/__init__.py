@@ -27,8 +27,6 @@ Differences from the original ``BBRL-export`` (03 §2–4, §7), all deliberate:
 
 from __future__ import annotations
 
-import base64
-import io
 import shutil
 import subprocess
 from pathlib import Path
@@ -37,28 +35,22 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from .. import __version__
+from .. import __version__, stats
 from .. import published as P
 from ..formats.artefacts import atomic_path
 from . import analysis, figures
+from . import interactive as I
 
 TEMPLATES = Path(__file__).parent / "templates"
 
 
-def _png_b64(fig) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", bbox_inches="tight")
-    return base64.b64encode(buf.getvalue()).decode()
-
-
 def _save(fig, base: Path) -> dict[str, str]:
+    """The static figure as PNG (HTML links, ``snakemake --report``) and PDF (LaTeX)."""
     base.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(base.with_suffix(".png"), bbox_inches="tight")
     fig.savefig(base.with_suffix(".pdf"), bbox_inches="tight")
-    b64 = _png_b64(fig)
     figures.plt.close(fig)
-    return {"png": base.with_suffix(".png").name, "pdf": base.with_suffix(".pdf").name,
-            "b64": b64}
+    return {"png": base.with_suffix(".png").name, "pdf": base.with_suffix(".pdf").name}
 
 
 def _write_parquet(df: pl.DataFrame, path: Path) -> None:
@@ -81,9 +73,9 @@ def _params_text(agent: str) -> str:
 
 def experiment_section(
     exp: str, summary: pl.DataFrame, merged: pl.DataFrame, out: Path, alpha: float,
-    n_bounds: int, styles: dict[str, Any],
+    n_bounds: int, styles: dict[str, Any], correction: str = "none",
 ) -> dict[str, Any]:
-    """Tables and figures of one experiment."""
+    """Tables and figures of one experiment (static for LaTeX, interactive for HTML)."""
     s = summary.filter(pl.col("experiment") == exp)
     m = merged.filter(pl.col("experiment") == exp).sort("mdp_index")
     returns = {a: g.sort("mdp_index")["discounted_return"].to_numpy()
@@ -103,12 +95,22 @@ def experiment_section(
     _write_parquet(d2, data_dir / f"{exp}-online.parquet")
     # Optimal knows the test MDP: an upper reference, not a contender
     contenders = s.filter(pl.col("algorithm") != "optimal")
-    cmap = analysis.constraint_map(contenders, returns, alpha, n_bounds)
+    cmap = analysis.constraint_map(contenders, returns, alpha, n_bounds, correction)
     _write_parquet(cmap, data_dir / f"{exp}-constraint-map.parquet")
     fig_map = _save(figures.constraint_map_figure(cmap, title, styles),
                     fig_dir / f"{exp}-constraint-map")
+    times = s.select("agent", "offline_time_s", "online_time_per_decision_s")
+    interactive = {
+        "offline": I.to_json(I.time_vs_score(
+            d1.join(times, on="agent", how="left"), "offline time (s)",
+            f"{title}: score against offline time", styles)),
+        "online": I.to_json(I.time_vs_score(
+            d2.join(times.drop("online_time_per_decision_s"), on="agent", how="left"),
+            "online time per decision (s)", f"{title}: score against online time", styles)),
+        "map": I.to_json(I.constraint_map(cmap, title, styles)),
+    }
 
-    best = analysis.among_best(contenders, returns, alpha)
+    best = analysis.among_best(contenders, returns, alpha, correction=correction)
     oracle = s.filter(pl.col("algorithm") == "optimal").select(
         "family", "agent", "mean", pl.lit(None, pl.Float64).alias("z"),
         pl.lit(False).alias("among_best"), pl.lit(False).alias("reference"))
@@ -134,9 +136,14 @@ def experiment_section(
             "bold": bool(r["among_best"]), "z": r["z"],
         })
     empty_cells = int(cmap.filter(pl.col("family").is_null()).height)
+    n_compared = max(int(best.height) - 1, 0)
     return {"name": exp, "test": test, "prior": prior, "kind": kind, "title": title,
+            "page": f"experiments/{exp}.html",
             "n_agents": s.height, "n_mdps": int(s["n"].max()), "rows": rows,
             "fig_offline": fig_off, "fig_online": fig_on, "fig_map": fig_map,
+            "interactive": interactive, "n_compared": n_compared,
+            "fwer": stats.familywise_error(n_compared, alpha, correction),
+            "best_by_family": {r["family"]: r for r in rows},
             "empty_cells": empty_cells, "n_cells": int(cmap.select(
                 "offline_index", "online_index").unique().height)}
 
@@ -208,6 +215,47 @@ def published_section(
                                 key=lambda r: rank.get(r["experiment"], 99))}
 
 
+def aggregates_section(
+    merged: pl.DataFrame, out: Path, styles: dict[str, Any], alpha: float, correction: str,
+    n_resamples: int, seed: int,
+) -> dict[str, Any]:
+    """Statistics across experiments (:mod:`bbrlcore.aggregate`): the tables written to
+    ``data/aggregate-*.parquet``, interactive figures, and rows for the pages; without
+    Random and Optimal in every experiment (the normalisation), a note saying so."""
+    from .. import aggregate as A
+    from ..errors import BBRLError
+
+    try:
+        agg = A.compute(merged, n_resamples=n_resamples, seed=seed, alpha=alpha,
+                        correction=correction)
+    except BBRLError as exc:
+        return {"available": False, "reason": str(exc)}
+    A.write_tables(agg, out / "data")
+    metrics = agg.tables["metrics"]
+    if metrics.is_empty():
+        return {"available": False, "reason": "no algorithm has an agent in every experiment"}
+    rows = []
+    for r in metrics.iter_rows(named=True):
+        rows.append({"family": r["family"], "n": r["n_experiments"], **{
+            m: f"{r[m]:.3f} [{r[f'{m}_ci_low']:.3f}, {r[f'{m}_ci_high']:.3f}]"
+            for m in I.METRICS}})
+    imp = agg.tables["improvement"]
+    pairs = [{"x": r["family_x"], "y": r["family_y"],
+              "p": f"{r['probability']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]",
+              "paired": f"{r['paired_probability']:.3f} [{r['paired_ci_low']:.3f}, "
+                        f"{r['paired_ci_high']:.3f}]"}
+             for r in imp.iter_rows(named=True)]
+    return {
+        "available": True, "rows": rows, "pairs": pairs,
+        "excluded": agg.excluded, "meta": agg.meta,
+        "n_resamples": n_resamples, "seed": seed,
+        "figures": {"metrics": I.to_json(I.aggregate_metrics(metrics, styles)),
+                    "profiles": I.to_json(I.performance_profiles(agg.tables["profiles"],
+                                                                 styles)),
+                    "improvement": I.to_json(I.improvement(imp))},
+    }
+
+
 def build(
     merged: pl.DataFrame,
     summary: pl.DataFrame,
@@ -216,10 +264,22 @@ def build(
     alpha: float = 0.05,
     n_bounds: int = 8,
     pdf: bool = True,
+    correction: str = "none",
+    bootstrap_resamples: int = 2000,
+    bootstrap_seed: int = 0,
 ) -> Path:
-    """Write the report into ``out_dir``; return the path of ``index.html``."""
+    """Write the report into ``out_dir``; return the path of ``index.html``.
+
+    ``index.html`` is the summary page (statistics across experiments, the best agent of
+    each algorithm per experiment, the published numbers, hardness), with a page per
+    experiment under ``experiments/``; the figures are interactive (plotly.js, copied
+    beside the pages: the report opens from disk with no network). ``report.tex`` has the
+    same tables and static figures. ``correction`` (``none``: the paper's procedure, or
+    ``holm``) decides "among the best"; ``bootstrap_*`` the aggregates' intervals.
+    """
     import jinja2
 
+    stats.check_correction(correction)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     summary = analysis.with_family(summary)
@@ -227,7 +287,8 @@ def build(
     styles = figures.style_map(fams)
     _write_parquet(summary, out / "data" / "summary.parquet")
     exps = summary["experiment"].unique().to_list()
-    sections = {e: experiment_section(e, summary, merged, out, alpha, n_bounds, styles)
+    sections = {e: experiment_section(e, summary, merged, out, alpha, n_bounds, styles,
+                                      correction)
                 for e in exps}
     # group by test distribution: accurate and inaccurate side by side
     tests: dict[str, dict[str, Any]] = {}
@@ -241,6 +302,8 @@ def build(
     order = ["GC", "GDL", "Grid"]
     groups = sorted(tests.values(), key=lambda g: (order.index(g["test"])
                                                    if g["test"] in order else 9, g["test"]))
+    ordered = [sec for g in groups for sec in
+               ([g["accurate"]] if g["accurate"] else []) + g["inaccurate"]]
     hard = None
     if test_sets:
         h = pl.concat([analysis.hardness(ts) for ts in test_sets])
@@ -261,14 +324,23 @@ def build(
         hard = {"rows": stats_rows,
                 "fig": _save(figures.hardness_figure(h), out / "figures" / "hardness")}
     published = published_section(summary, merged, out, alpha)
+    agg = aggregates_section(merged, out, styles, alpha, correction, bootstrap_resamples,
+                             bootstrap_seed)
+    I.write_library(out)
+    matrix_families = [f for f in fams if any(f in sec["best_by_family"] for sec in ordered)]
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES),
                              autoescape=jinja2.select_autoescape(["html"]))
-    ctx = {"groups": groups, "version": __version__, "alpha": alpha, "hardness": hard,
-           "families": fams, "notes": (__doc__ or "").split("\n\n", 2)[2],
-           "published": published}
-    html = env.get_template("index.html.j2").render(**ctx)
+    ctx = {"groups": groups, "experiments": ordered, "version": __version__, "alpha": alpha,
+           "correction": correction, "hardness": hard, "families": fams,
+           "matrix_families": matrix_families, "aggregates": agg,
+           "notes": (__doc__ or "").split("\n\n", 2)[2], "published": published}
+    html = env.get_template("index.html.j2").render(root="", **ctx)
     with atomic_path(out / "index.html") as tmp:
         tmp.write_text(html)
+    page = env.get_template("experiment.html.j2")
+    for sec in ordered:
+        with atomic_path(out / sec["page"]) as tmp:
+            tmp.write_text(page.render(root="../", sec=sec, **ctx))
     tex_env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES), block_start_string="((*",
         block_end_string="*))", variable_start_string="(((", variable_end_string=")))",
