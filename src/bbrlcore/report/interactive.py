@@ -67,8 +67,9 @@ def _marker(style: tuple[str, str, bool]) -> dict[str, Any]:
 
 
 def _axis_buttons(axis: str) -> list[dict[str, Any]]:
-    return [{"type": "buttons", "direction": "right", "x": 0.0, "xanchor": "left",
-             "y": 1.13, "yanchor": "bottom", "showactive": True, "active": 0,
+    return [{"type": "buttons", "direction": "right", "x": 1.0, "xanchor": "right",
+             "y": 1.02, "yanchor": "bottom", "showactive": True, "active": 0,
+             "pad": {"r": 0, "t": 0}, "font": {"size": 11},
              "buttons": [
                  {"label": "log time", "method": "relayout", "args": [{f"{axis}.type": "log"}]},
                  {"label": "linear time", "method": "relayout",
@@ -98,7 +99,8 @@ def time_vs_score(data: pl.DataFrame, xlabel: str, title: str,
                         "thickness": 1, "width": 0, "color": styles[fam][0]},
             "marker": _marker(styles[fam]), "customdata": custom, "hovertemplate": _HOVER,
         })
-    layout = {"title": {"text": title, "font": {"size": 14}},
+    layout = {"title": {"text": title, "font": {"size": 14}, "x": 0.0, "xanchor": "left",
+                        "y": 0.98},
               "xaxis": {"type": "log", "title": {"text": xlabel}},
               "yaxis": {"title": {"text": "score (mean discounted return)"}},
               "legend": {"itemclick": "toggle", "itemdoubleclick": "toggleothers"},
@@ -139,7 +141,8 @@ def constraint_map(cmap: pl.DataFrame, title: str,
     return {
         "data": [{"type": "heatmap", "z": z, "text": text,
                   "x": [_fmt(xb[i]) for i in xs], "y": [_fmt(yb[j]) for j in ys],
-                  "colorscale": "Blues", "showscale": True, "hoverongaps": False,
+                  "colorscale": "Blues", "reversescale": True, "zmin": 0,
+                  "showscale": True, "hoverongaps": False,
                   "colorbar": {"title": {"text": "among the best"}},
                   "hovertemplate": "offline ≤ %{y}, online/decision ≤ %{x}<br>%{text}"
                                    "<extra></extra>"}],
@@ -170,15 +173,15 @@ def aggregate_metrics(metrics: pl.DataFrame,
             v, lo, hi = r[m], r[f"{m}_ci_low"], r[f"{m}_ci_high"]
             traces.append({
                 "type": "scatter", "mode": "markers", "name": fam, "legendgroup": fam,
-                "showlegend": k == 0, "x": [v], "y": [fam],
+                "showlegend": False, "x": [v], "y": [fam],
                 "error_x": {"type": "data", "symmetric": False, "array": [hi - v],
                             "arrayminus": [v - lo], "color": styles.get(fam, ("#333",))[0]},
                 "marker": _marker(styles.get(fam, ("#333", "o", True))),
                 "xaxis": f"x{axis}", "yaxis": f"y{axis}",
                 "hovertemplate": f"<b>{fam}</b><br>{label} %{{x:.3f}} [{lo:.3f}, {hi:.3f}]"
                                  "<extra></extra>"})
-    layout: dict[str, Any] = {"height": 60 + 32 * max(len(fams), 4), "margin": {"t": 40},
-                              "legend": {"itemclick": "toggle"}, "annotations": []}
+    layout: dict[str, Any] = {"height": 110 + 34 * max(len(fams), 3),
+                              "margin": {"t": 20, "b": 60}, "showlegend": False}
     for k, label in enumerate(METRICS.values()):
         axis = "" if k == 0 else str(k + 1)
         lo, hi = k / n + 0.02, (k + 1) / n - 0.02
@@ -203,9 +206,10 @@ def performance_profiles(profiles: pl.DataFrame,
                        "fill": "toself", "fillcolor": _rgba(colour, 0.15),
                        "line": {"width": 0}, "legendgroup": fam, "showlegend": False,
                        "hoverinfo": "skip", "name": fam})
+        dash = "dash" if fam.endswith("(compat)") else "solid"
         traces.append({"type": "scatter", "mode": "lines", "name": fam, "legendgroup": fam,
                        "x": tau, "y": g["fraction"].to_list(),
-                       "line": {"color": colour, "width": 2},
+                       "line": {"color": colour, "width": 2, "dash": dash},
                        "hovertemplate": f"<b>{fam}</b><br>τ %{{x:.2f}}: %{{y:.3f}}"
                                         "<extra></extra>"})
     return {"data": traces, "layout": {
