@@ -52,8 +52,9 @@ def _workflow_copy(dest: Path) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     for name in ("Snakefile", "config.yaml"):
         shutil.copy2(ROOT / name, dest / name)
-    for name in ("workflow", "slurm", "envs", "profiles"):
-        shutil.copytree(ROOT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("workflow", "slurm", "envs", "profiles", "examples"):
+        shutil.copytree(ROOT / name, dest / name,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     return dest
 
 
@@ -63,10 +64,33 @@ def test_the_readme_shows_commands():
     assert blocks("python")
 
 
+@pytest.fixture(scope="module")
+def small_results(tmp_path_factory):
+    """The results of a small run of GC-GC and Grid-Grid (what README examples read)."""
+    import yaml
+
+    wf = _workflow_copy(tmp_path_factory.mktemp("readme") / "repo")
+    cfg = yaml.safe_load((wf / "config.yaml").read_text())
+    cfg["presets"]["readme"] = {
+        "n_mdps": 6, "horizon": 20,
+        "experiments": [{"test": "GC", "prior": "GC"}, {"test": "Grid", "prior": "Grid"}],
+        "formula_sets": {},
+        "algorithms": {"random": {}, "e-greedy": {"epsilon": [0.1]}, "optimal": {}},
+    }
+    (wf / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    r = subprocess.run([str(BIN / "snakemake"), "--cores", "2", "--config", "preset=readme"],
+                       cwd=wf, env=_env(), capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return wf
+
+
 @pytest.mark.slow
-def test_every_bbrl_command_of_the_readme_runs(tmp_path, shared):
+def test_every_bbrl_command_of_the_readme_runs(tmp_path, shared, small_results):
     shutil.copy(shared / "data" / "formula_sets" / "F6.dat", tmp_path / "F6.dat")
     shutil.copy(ROOT / "config.yaml", tmp_path / "config.yaml")
+    shutil.copytree(ROOT / "examples", tmp_path / "examples",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    (tmp_path / "results").symlink_to(small_results / "results")
     env = _env()
     for cmd in commands("bbrl"):
         if " -o " in cmd:  # like a user: the directory of an output exists
@@ -98,22 +122,9 @@ def _dry(cmd: str) -> str:
 
 
 @pytest.mark.slow
-def test_the_python_examples_of_the_readme_run(tmp_path):
+def test_the_python_examples_of_the_readme_run(small_results):
     """The polars examples, on the results of a small run of GC-GC and Grid-Grid."""
-    import yaml
-
-    wf = _workflow_copy(tmp_path / "repo")
-    cfg = yaml.safe_load((wf / "config.yaml").read_text())
-    cfg["presets"]["readme"] = {
-        "n_mdps": 6, "horizon": 20,
-        "experiments": [{"test": "GC", "prior": "GC"}, {"test": "Grid", "prior": "Grid"}],
-        "formula_sets": {},
-        "algorithms": {"random": {}, "e-greedy": {"epsilon": [0.1]}, "optimal": {}},
-    }
-    (wf / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
-    r = subprocess.run([str(BIN / "snakemake"), "--cores", "2", "--config", "preset=readme"],
-                       cwd=wf, env=_env(), capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr[-3000:]
+    wf = small_results
     for code in blocks("python"):
         r = subprocess.run([sys.executable, "-c", code], cwd=wf, env=_env(),
                            capture_output=True, text=True)
