@@ -18,7 +18,7 @@ Examples
 from __future__ import annotations
 
 from . import registry
-from .api import AgentError, CompiledAgent, PythonAgent, compiled_trajectory
+from .api import AgentError, CompiledAgent, PythonAgent, compiled_trajectory, trajectory_kernel
 from .base import (
     COMPAT,
     Algorithm,
@@ -34,8 +34,14 @@ from .base import (
     support_sizes,
 )
 
-#: Names of the built-in algorithms (00-decisions §5).
-NAMES: tuple[str, ...] = tuple(registry.BUILTIN_ENTRY_POINTS)
+#: Names of the paper's algorithms and Optimal (00-decisions §5).
+NAMES: tuple[str, ...] = ("random", "e-greedy", "soft-max", "beb", "sboss", "opps-ds", "bamcp",
+                          "bfs3", "optimal")
+#: Built-in algorithms beyond the paper (README "Beyond the paper"): PSRL, BOSS, BOLT and
+#: MBIE-EB, compiled agents written with the public API (:class:`CompiledAgent`).
+EXTENDED: tuple[str, ...] = ("psrl", "boss", "bolt", "mbie-eb")
+#: Every built-in algorithm: the paper's, then those beyond it.
+BUILTINS: tuple[str, ...] = NAMES + EXTENDED
 
 
 def get(name: str) -> Algorithm:
@@ -50,8 +56,8 @@ def available() -> list[str]:
 
 
 __all__ = [
-    "COMPAT", "NAMES", "AgentError", "Algorithm", "CompiledAgent", "Episode", "Param",
-    "PythonAgent", "TrainContext", "Trained", "at_least_one", "available",
+    "BUILTINS", "COMPAT", "EXTENDED", "NAMES", "AgentError", "Algorithm", "CompiledAgent",
+    "Episode", "Param", "PythonAgent", "TrainContext", "Trained", "at_least_one", "available",
     "compiled_trajectory", "get", "in_unit_interval", "int_between", "non_negative",
-    "positive", "registry", "support_sizes",
+    "positive", "registry", "support_sizes", "trajectory_kernel",
 ]

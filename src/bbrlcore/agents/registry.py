@@ -2,7 +2,9 @@
 
 Every algorithm, the paper's eight and Optimal included, is an entry point of the group
 ``bbrl.agents`` (:data:`GROUP`): bbrl's own ``pyproject.toml`` declares the built-ins
-there, and a plugin package declares its own the same way::
+there (the paper's nine, then the four beyond the paper, which are
+:class:`~bbrlcore.agents.api.CompiledAgent` subclasses), and a plugin package declares
+its own the same way::
 
     [project.entry-points."bbrl.agents"]
     rmax = "bbrl_rmax:RMax"
@@ -53,6 +55,11 @@ BUILTIN_ENTRY_POINTS = {
     "bamcp": "bbrlcore.agents.bamcp:ALGORITHM",
     "bfs3": "bbrlcore.agents.bfs3:ALGORITHM",
     "optimal": "bbrlcore.agents.optimal:ALGORITHM",
+    # beyond the paper: compiled agents written with the public API (agents.EXTENDED)
+    "psrl": "bbrlcore.agents.psrl:PSRL",
+    "boss": "bbrlcore.agents.boss:BOSS",
+    "bolt": "bbrlcore.agents.bolt:BOLT",
+    "mbie-eb": "bbrlcore.agents.mbie_eb:MBIEEB",
 }
 
 #: What an algorithm name may hold (it names files, jobs and agent ids).

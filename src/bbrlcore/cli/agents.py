@@ -20,7 +20,7 @@ def _param_files(args: argparse.Namespace) -> list[tuple[str, str]]:
 def register(sub: argparse._SubParsersAction) -> None:
     tr = sub.add_parser("train", help="offline learning of an agent on a prior")
     tr.add_argument("--agent", required=True,
-                    help=f"algorithm: {', '.join(agents.NAMES)}, an installed plugin, or a "
+                    help=f"algorithm: {', '.join(agents.BUILTINS)}, an installed plugin, or a "
                     "plugin reference module:NAME or path/to/file.py:NAME")
     tr.add_argument(
         "--param", action="append", default=[], metavar="K=V", help="agent parameter (repeat)"
@@ -149,6 +149,8 @@ def _list(args: argparse.Namespace) -> int:
             d = "required" if p.required else f"default {p.default}"
             ps.append(f"{p.name} ({p.type.__name__}, {d})")
         where = e.source if e.builtin else f"{e.source}: {e.ref}"
+        if e.builtin and e.name in agents.EXTENDED:
+            where += " (beyond the paper)"
         print(f"{e.name:12s} {'; '.join(ps) or '-'}")
         print(f"{'':12s} from {where}")
     return 0
