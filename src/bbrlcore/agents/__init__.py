@@ -18,7 +18,15 @@ Examples
 from __future__ import annotations
 
 from . import registry
-from .api import AgentError, CompiledAgent, PythonAgent, compiled_trajectory, trajectory_kernel
+from .api import (
+    AgentError,
+    CompiledAgent,
+    PythonAgent,
+    compiled_trajectory,
+    no_counters,
+    trajectory_kernel,
+    trajectory_loop,
+)
 from .base import (
     COMPAT,
     Algorithm,
@@ -59,5 +67,6 @@ __all__ = [
     "BUILTINS", "COMPAT", "EXTENDED", "NAMES", "AgentError", "Algorithm", "CompiledAgent",
     "Episode", "Param", "PythonAgent", "TrainContext", "Trained", "at_least_one", "available",
     "compiled_trajectory", "get", "in_unit_interval", "int_between", "non_negative",
-    "positive", "registry", "support_sizes", "trajectory_kernel",
+    "no_counters", "positive", "registry", "support_sizes", "trajectory_kernel",
+    "trajectory_loop",
 ]

@@ -49,11 +49,12 @@ compiled call per trajectory like the built-ins. ``setup(prior, params, learned)
 builds the per-trajectory state (any numba value, e.g. a tuple of arrays) from it;
 ``act(state, x) -> int``; ``observe(state, x, u, y, r)`` updates it in place. Random
 numbers inside them come from numba's ``np.random``, seeded with the trajectory's seed
-before ``reset``. Declaring ``act`` and ``observe`` with ``@njit(inline="always")`` lets
-numba inline them into the loop (a few percent on small models). The algorithms beyond
-the paper (:mod:`~bbrlcore.agents.psrl`, :mod:`~bbrlcore.agents.boss`,
+before ``reset``. The loop is compiled once per process around the agent's functions; a
+class may also name a cached kernel of the same loop (:attr:`CompiledAgent.trajectory`,
+built with :func:`trajectory_loop`) so that no process compiles it again. The
+algorithms beyond the paper (:mod:`~bbrlcore.agents.psrl`, :mod:`~bbrlcore.agents.boss`,
 :mod:`~bbrlcore.agents.bolt`, :mod:`~bbrlcore.agents.mbie_eb`) are built-in compiled
-agents: examples of the API at full speed.
+agents written this way: examples of the API at full speed.
 
 **A whole trajectory kernel**: an :class:`~bbrlcore.agents.base.Algorithm` with its own
 ``make_player``, as the built-ins do.
@@ -164,6 +165,20 @@ class CompiledAgent(_AgentBase):
     observe: ClassVar[Any] = None
     #: Optional ``@njit`` ``(state) -> int64 array`` of the :attr:`counters`.
     counter_values: ClassVar[Any] = None
+    #: Optional cached kernel of the package's loop around these functions, so that no
+    #: process compiles it again (:func:`trajectory_kernel` compiles a closure once per
+    #: process, about 1-2 s). Define it in the module that defines ``reset``, ``act`` and
+    #: ``observe`` (numba's cache follows that file), exactly as::
+    #:
+    #:     @njit(cache=True)
+    #:     def trajectory(setup, P, R, Rstd, gaussian, initial_state, gamma, horizon,
+    #:                    seed, status):
+    #:         return trajectory_loop(_reset, _act, _observe, _counters, setup, P, R,
+    #:                                Rstd, gaussian, initial_state, gamma, horizon,
+    #:                                seed, status)
+    #:
+    #: (``no_counters`` in place of ``_counters`` without counters).
+    trajectory: ClassVar[Any] = None
 
     def setup(self) -> tuple:
         """Inputs of ``reset`` (a tuple of arrays and numbers), once per run. Default:
@@ -365,8 +380,45 @@ def compiled_trajectory(reset, act, observe, setup, P, R, Rstd, gaussian, initia
     return ret, state
 
 
+@njit(error_model="numpy", inline="always")
+def trajectory_loop(reset, act, observe, counter_values, setup, P, R, Rstd, gaussian,
+                    initial_state, gamma, horizon, seed, status):
+    """The package's trajectory loop around a compiled agent's functions (the loop of
+    :func:`compiled_trajectory`), returning ``(discounted return,
+    counter_values(final state))``.
+
+    Inlined into its caller at compile time (``inline="always"``), so a kernel that calls
+    it with module-level ``@njit`` functions is an ordinary function of arrays and numbers:
+    :func:`trajectory_kernel` wraps it in a closure (compiled once per process), and an
+    agent module can wrap it in a **cached** kernel of its own (``@njit(cache=True)``),
+    which :class:`CompiledAgent` plays when the class sets ``trajectory`` to it.
+    """
+    np.random.seed(seed)
+    nX, nU, _ = P.shape
+    status[2] = 0
+    state = reset(setup)
+    x = env_reset(initial_state, nX)
+    ret = 0.0
+    disc = 1.0
+    for t in range(horizon):
+        status[0] = t
+        u = act(state, x)
+        if u < 0 or u >= nU:
+            status[1] = u
+            status[2] = 1
+            return ret, counter_values(state)
+        y = env_step(P, x, u)
+        r = env_reward(R, Rstd, gaussian, x, u, y)
+        ret += disc * r
+        disc *= gamma
+        observe(state, x, u, y, r)
+        x = y
+    return ret, counter_values(state)
+
+
 @njit(error_model="numpy")
-def _no_counters(state):
+def no_counters(state):
+    """``counter_values`` of an agent without counters: an empty int64 array."""
     return np.zeros(0, dtype=np.int64)
 
 
@@ -374,18 +426,19 @@ _KERNELS: dict[tuple[Any, ...], Any] = {}
 
 
 def trajectory_kernel(reset: Any, act: Any, observe: Any, counter_values: Any = None) -> Any:
-    """The trajectory loop of :func:`compiled_trajectory` specialised to one agent's
-    ``@njit`` functions: ``kernel(setup, P, R, Rstd, gaussian, initial_state, gamma,
-    horizon, seed, status) -> (discounted return, counters)``, where ``counters`` is
+    """The trajectory loop (:func:`trajectory_loop`) specialised to one agent's ``@njit``
+    functions: ``kernel(setup, P, R, Rstd, gaussian, initial_state, gamma, horizon, seed,
+    status) -> (discounted return, counters)``, where ``counters`` is
     ``counter_values(state)`` (an empty int64 array without it).
 
     The functions are compile-time constants of the kernel (a closure), so a call only
     passes arrays and numbers: numba's dispatcher no longer types three function
     arguments (about 3 µs each) at every trajectory, and the agent's state is not boxed
     back into Python objects at the end (about 1 µs per array). Made once per process
-    and agent (memoised), compiled at its first call (outside the timing).
+    and agent (memoised) and compiled at its first call (outside the timing, but a closure
+    is not cached: a class's own cached ``trajectory`` avoids that compilation).
     """
-    count = counter_values if counter_values is not None else _no_counters
+    count = counter_values if counter_values is not None else no_counters
     key = (reset, act, observe, count)
     kernel = _KERNELS.get(key)
     if kernel is not None:
@@ -393,27 +446,8 @@ def trajectory_kernel(reset: Any, act: Any, observe: Any, counter_values: Any = 
 
     @njit(error_model="numpy")
     def kernel(setup, P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, status):
-        np.random.seed(seed)
-        nX, nU, _ = P.shape
-        status[2] = 0
-        state = reset(setup)
-        x = env_reset(initial_state, nX)
-        ret = 0.0
-        disc = 1.0
-        for t in range(horizon):
-            status[0] = t
-            u = act(state, x)
-            if u < 0 or u >= nU:
-                status[1] = u
-                status[2] = 1
-                return ret, count(state)
-            y = env_step(P, x, u)
-            r = env_reward(R, Rstd, gaussian, x, u, y)
-            ret += disc * r
-            disc *= gamma
-            observe(state, x, u, y, r)
-            x = y
-        return ret, count(state)
+        return trajectory_loop(reset, act, observe, count, setup, P, R, Rstd, gaussian,
+                               initial_state, gamma, horizon, seed, status)
 
     _KERNELS[key] = kernel
     return kernel
@@ -438,7 +472,10 @@ def _compiled_player(cls: type, name: str, counters: tuple[str, ...]):
         status = np.zeros(3, dtype=np.int64)
         nC = len(counters)
         count_fn = getattr(cls, "counter_values", None) if nC else None
-        if count_fn is not None and not hasattr(count_fn, "py_func"):
+        own = getattr(cls, "trajectory", None)
+        if own is not None and hasattr(own, "py_func"):
+            kernel = own  # the class's cached kernel of the same loop
+        elif count_fn is not None and not hasattr(count_fn, "py_func"):
             # counters computed in Python from the final state: the generic loop
             def kernel(setup, P, R, Rstd, gaussian, initial_state, gamma, horizon, seed,
                        status):

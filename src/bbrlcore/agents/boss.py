@@ -67,7 +67,7 @@ from ._posterior import (
     sample_and_solve,
     sample_and_solve_merged,
 )
-from .api import CompiledAgent
+from .api import CompiledAgent, trajectory_loop
 from .base import Param, at_least_one, support_sizes
 from .sboss import MAX_SAMPLE_ENTRIES, PI_MAX_STATES, PI_WARM_STEPS
 
@@ -118,6 +118,14 @@ def _counters(state):
     out = np.zeros(1, dtype=np.int64)
     out[0] = state[13][_RESAMPLES]
     return out
+
+
+@njit(cache=True, error_model="numpy")
+def _trajectory(setup, P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, status):
+    """The package's trajectory loop around this module's functions, cached (the
+    :attr:`~bbrlcore.agents.api.CompiledAgent.trajectory` of the class)."""
+    return trajectory_loop(_reset, _act, _observe, _counters, setup, P, R, Rstd, gaussian,
+                           initial_state, gamma, horizon, seed, status)
 
 
 # ---------------------------------------------------------------------------------------
@@ -210,6 +218,7 @@ class BOSS(CompiledAgent):
     reset = _reset
     act = _act
     observe = _observe
+    trajectory = _trajectory
     counter_values = _counters
 
     def setup(self) -> tuple:

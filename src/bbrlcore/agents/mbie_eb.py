@@ -43,7 +43,7 @@ from numba import njit
 from ..errors import BBRLError
 from ..solvers import GUEZ_TOLERANCE, guez_policy_iteration
 from ._kernels import model_update
-from .api import CompiledAgent
+from .api import CompiledAgent, no_counters, trajectory_loop
 from .base import Param, non_negative, support_sizes
 
 
@@ -111,6 +111,14 @@ def augmented_rewards(prior) -> np.ndarray:
     return R
 
 
+@njit(cache=True, error_model="numpy")
+def _trajectory(setup, P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, status):
+    """The package's trajectory loop around this module's functions, cached (the
+    :attr:`~bbrlcore.agents.api.CompiledAgent.trajectory` of the class)."""
+    return trajectory_loop(_reset, _act, _observe, no_counters, setup, P, R, Rstd, gaussian,
+                           initial_state, gamma, horizon, seed, status)
+
+
 def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict[str, float]:
     """A policy iteration of the (nX+1)-state model at reset and after every step: sweeps
     over the empirical model's support (at most the prior's) and an (nX+1)^2 linear
@@ -139,6 +147,7 @@ class MBIEEB(CompiledAgent):
     reset = _reset
     act = _act
     observe = _observe
+    trajectory = _trajectory
 
     def setup(self) -> tuple:
         err = _setting_check(self.p, self.prior, self.gamma, self.horizon)

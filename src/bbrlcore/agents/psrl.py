@@ -65,7 +65,7 @@ from ._posterior import (
     posterior_update,
     sample_and_solve,
 )
-from .api import CompiledAgent
+from .api import CompiledAgent, trajectory_loop
 from .base import Param, at_least_one, support_sizes
 
 #: The values of ``schedule``.
@@ -121,6 +121,14 @@ def _counters(state):
     out = np.zeros(1, dtype=np.int64)
     out[0] = state[11][_SAMPLES]
     return out
+
+
+@njit(cache=True, error_model="numpy")
+def _trajectory(setup, P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, status):
+    """The package's trajectory loop around this module's functions, cached (the
+    :attr:`~bbrlcore.agents.api.CompiledAgent.trajectory` of the class)."""
+    return trajectory_loop(_reset, _act, _observe, _counters, setup, P, R, Rstd, gaussian,
+                           initial_state, gamma, horizon, seed, status)
 
 
 # ---------------------------------------------------------------------------------------
@@ -216,6 +224,7 @@ class PSRL(CompiledAgent):
     reset = _reset
     act = _act
     observe = _observe
+    trajectory = _trajectory
     counter_values = _counters
 
     def setup(self) -> tuple:
