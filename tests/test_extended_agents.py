@@ -443,6 +443,28 @@ def test_finite_on_gaussian_rewards_and_a_prior_with_another_support():
             assert np.isfinite(r).all(), (name, prior.short_name)
 
 
+def test_cost_features_count_the_work():
+    """The cost model's work amounts follow each kernel's rules (samplings replayed with
+    random actions; a solve per step for BOLT and MBIE-EB)."""
+    from bbrlcore import cost
+
+    def f(alg, p, test="Grid", prior="UGrid"):
+        return cost.features(alg, p, D.builtin(prior), D.builtin(test), 0.95, 250)
+
+    assert f("psrl", {"schedule": "fixed", "period": 1})["rebuilds"] == 250
+    assert f("psrl", {"schedule": "fixed", "period": 50})["rebuilds"] == 5
+    assert 5 < f("psrl", {"schedule": "doubling"})["rebuilds"] < 250
+    assert f("boss", {"K": 1, "B": 0})["rebuilds"] == 1
+    assert 1 < f("boss", {"K": 2, "B": 1})["rebuilds"] <= 1 + 25 * 4
+    assert f("boss", {"K": 10, "B": 1})["entries"] == 10 * f("boss", {"K": 1, "B": 1})["entries"]
+    for alg, p in (("bolt", {"eta": 1.0}), ("mbie-eb", {"beta": 1.0})):
+        w = f(alg, p)
+        assert w["steps"] == 250 and w["backups"] > 0 and w["solves"] > 0
+    # calibrated by benchmarks/results/extended.json: estimates within reach
+    s = cost.seconds_per_trajectory("bolt", {"eta": 5.0}, "Grid", 250, "UGrid")
+    assert 1e-4 < s < 0.1
+
+
 # ---------------------------------------------------------------------------------------
 # CLI and the workflow's plan
 
@@ -515,6 +537,7 @@ def test_extended_section_is_checked(mutate, needle):
     assert needle in str(exc.value) and "\n" not in str(exc.value)
 
 
+@pytest.mark.slow
 def test_the_tiny_workflow_accepts_them(tmp_path):
     """A dry run of the tiny preset with the four added: every agent gets its training
     and run jobs, nothing is refused."""
