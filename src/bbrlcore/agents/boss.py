@@ -19,12 +19,12 @@ the reward function (the prior's ``reward``), like the paper's agents.
   ties: the solver of SBOSS and BEB), and the agent plays the real action
   :math:`\pi(x) \bmod n_U` of the best merged action until the next sampling.
 * **Known pairs.** A pair is known once it has been **observed B times** (real visits,
-  not the prior's pseudo-counts): the observation that brings its count to exactly B
-  triggers a new sampling (Asmuth et al.'s Algorithm 1, and A. Guez's BOSS planner that
-  the original BBRL library ships, ``planners/boss/boss``: count, then resample when the
-  count equals B). Each pair triggers at most once, so a trajectory samples at most
-  :math:`1 + n_X n_U` times; ``B = 0`` never triggers (no count equals 0 after an
-  observation): one merged model for the whole trajectory.
+  not the prior's pseudo-counts), and a pair becoming known triggers a new sampling: the
+  observation that brings its count to exactly B sets the flag (the rule of A. Guez's
+  BOSS planner that the original BBRL library ships, ``planners/boss/boss``: count, then
+  resample when the count equals B). Each pair triggers at most once, so a trajectory
+  samples at most :math:`1 + n_X n_U` times; ``B = 0`` never triggers (no count equals 0
+  after an observation): one merged model for the whole trajectory.
 
 With ``K = 1`` the merged model is one posterior sample, and BOSS is PSRL (:mod:`.psrl`)
 resampling when a pair becomes known: it then samples and solves exactly like PSRL

@@ -22,9 +22,9 @@ transition, like BEB's, to the Guez value iteration's tolerance (Euclidean chang
 sweep at most 1e-4, lowest action index wins ties) by warm-started policy iteration
 (:func:`bbrlcore.solvers.guez_policy_iteration`, BEB's solver, on the
 :math:`(n_X+1)`-state model), and the agent plays the last sweep's greedy action. Only the
-observed pair's row and bonus change after a transition. The counts are not capped: the
-paper's cap at m visits per pair serves its sample-complexity bound, and with m larger
-than the horizon (as here) it never binds.
+observed pair's row and bonus change after a transition. The counts are not capped (the
+paper's analysis stops updating a pair after m visits to bound the sample complexity;
+with m at least the horizon, the usual practical reading, the cap never binds).
 
 With ``β = 0`` the agent is greedy in the empirical model (untried pairs optimistic).
 Parameter: ``beta`` (float ≥ 0, required). γ < 1.
