@@ -62,6 +62,12 @@ ONLINE: dict[str, list[dict]] = {
     ),
     "bamcp": _grid(K=[1, 500, 25000], D=[15, 50]) + [{"K": 2500, "D": 25}],
     "bfs3": _grid(K=[1, 500, 10000], C=[2, 15], D=[15, 50]) + [{"K": 1250, "C": 5, "D": 25}],
+    # beyond the paper (config.yaml's extended_algorithms)
+    "psrl": [{"schedule": "doubling"}, {"schedule": "fixed", "period": 1},
+             {"schedule": "fixed", "period": 50}],
+    "boss": _grid(K=[1, 10], B=[1, 10]) + [{"K": 5, "B": 5}],
+    "bolt": _grid(eta=[0.5, 5.0, 25.0]),
+    "mbie-eb": _grid(beta=[0.5, 5.0, 25.0]),
 }
 
 #: OPPS-DS trainings (offline), per prior; the learned agents are then timed online.

@@ -103,11 +103,15 @@ def test_quick_preset_keeps_two_configs_per_parameterised_algorithm():
     assert plan.config["n_mdps"] >= 50
     assert len(plan.experiments) == 6
     algs = {a.algorithm for a in plan.agents}
-    assert algs == {"random", "e-greedy", "soft-max", "opps-ds", "bamcp", "bfs3", "sboss",
-                    "beb", "optimal"}
-    for alg in algs - {"random", "optimal"}:
+    paper = {"random", "e-greedy", "soft-max", "opps-ds", "bamcp", "bfs3", "sboss", "beb",
+             "optimal"}
+    extended = {"psrl", "boss", "bolt", "mbie-eb"}
+    assert algs == paper | extended
+    for alg in paper - {"random", "optimal"}:
         assert sum(a.algorithm == alg and not a.param_dict.get("compat")
                    for a in plan.agents) >= 2, alg
+    for alg in extended:  # beyond the paper: one or two configurations each
+        assert 1 <= sum(a.algorithm == alg for a in plan.agents) <= 2, alg
 
 
 def _bad(mutate) -> dict:

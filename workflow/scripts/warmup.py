@@ -25,6 +25,11 @@ CHEAP = {
     "opps-ds": [{"formula_set": "F2", "n_draws": 2}],
     "bamcp": [{"K": 2, "D": 2}],
     "bfs3": [{"K": 1, "C": 1, "D": 2}],
+    # beyond the paper
+    "psrl": [{}],
+    "boss": [{"K": 2, "B": 1}],
+    "bolt": [{"eta": 1.0}],
+    "mbie-eb": [{"beta": 1.0}],
 }
 
 prior_d = distributions.read_parquet(snakemake.input.prior)

@@ -18,7 +18,15 @@ Examples
 from __future__ import annotations
 
 from . import registry
-from .api import AgentError, CompiledAgent, PythonAgent, compiled_trajectory
+from .api import (
+    AgentError,
+    CompiledAgent,
+    PythonAgent,
+    compiled_trajectory,
+    no_counters,
+    trajectory_kernel,
+    trajectory_loop,
+)
 from .base import (
     COMPAT,
     Algorithm,
@@ -35,8 +43,13 @@ from .base import (
 )
 
 #: Names of the paper's algorithms and Optimal (00-decisions §5), in the paper's order.
-NAMES: tuple[str, ...] = tuple(registry.BUILTIN_ENTRY_POINTS)[:9]
-#: Every built-in algorithm: :data:`NAMES` and the fixed-formula agent ``formula``.
+NAMES: tuple[str, ...] = ("random", "e-greedy", "soft-max", "beb", "sboss", "opps-ds", "bamcp",
+                          "bfs3", "optimal")
+#: Built-in algorithms beyond the paper (README "Beyond the paper"): PSRL, BOSS, BOLT and
+#: MBIE-EB, compiled agents written with the public API (:class:`CompiledAgent`).
+EXTENDED: tuple[str, ...] = ("psrl", "boss", "bolt", "mbie-eb")
+#: Every built-in algorithm: the paper's, the fixed-formula agent ``formula`` (the
+#: original library's FormulaAgent), then those beyond the paper.
 BUILTINS: tuple[str, ...] = tuple(registry.BUILTIN_ENTRY_POINTS)
 
 
@@ -52,8 +65,9 @@ def available() -> list[str]:
 
 
 __all__ = [
-    "BUILTINS", "COMPAT", "NAMES", "AgentError", "Algorithm", "CompiledAgent", "Episode", "Param",
-    "PythonAgent", "TrainContext", "Trained", "at_least_one", "available",
+    "BUILTINS", "COMPAT", "EXTENDED", "NAMES", "AgentError", "Algorithm", "CompiledAgent",
+    "Episode", "Param", "PythonAgent", "TrainContext", "Trained", "at_least_one", "available",
     "compiled_trajectory", "get", "in_unit_interval", "int_between", "non_negative",
-    "positive", "registry", "support_sizes",
+    "no_counters", "positive", "registry", "support_sizes", "trajectory_kernel",
+    "trajectory_loop",
 ]

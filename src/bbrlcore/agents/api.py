@@ -43,12 +43,18 @@ before each ``reset``). A state and an action are integers.
 
 **A compiled agent** (:class:`CompiledAgent`): the fast path. ``reset``, ``act`` and
 ``observe`` are numba ``@njit`` functions over plain arrays, and the package compiles the
-whole trajectory around them (:func:`compiled_trajectory`), one compiled call per
-trajectory like the built-ins. ``setup(prior, params, learned)`` (Python, once per run)
-returns a tuple of arrays and numbers; ``reset(setup) -> state`` builds the per-trajectory
-state (any numba value, e.g. a tuple of arrays) from it; ``act(state, x) -> int``;
-``observe(state, x, u, y, r)`` updates it in place. Random numbers inside them come from
-numba's ``np.random``, seeded with the trajectory's seed before ``reset``.
+whole trajectory around them (:func:`trajectory_kernel`, once per agent and process), one
+compiled call per trajectory like the built-ins. ``setup(prior, params, learned)``
+(Python, once per run) returns a tuple of arrays and numbers; ``reset(setup) -> state``
+builds the per-trajectory state (any numba value, e.g. a tuple of arrays) from it;
+``act(state, x) -> int``; ``observe(state, x, u, y, r)`` updates it in place. Random
+numbers inside them come from numba's ``np.random``, seeded with the trajectory's seed
+before ``reset``. The loop is compiled once per process around the agent's functions; a
+class may also name a cached kernel of the same loop (:attr:`CompiledAgent.trajectory`,
+built with :func:`trajectory_loop`) so that no process compiles it again. The
+algorithms beyond the paper (:mod:`~bbrlcore.agents.psrl`, :mod:`~bbrlcore.agents.boss`,
+:mod:`~bbrlcore.agents.bolt`, :mod:`~bbrlcore.agents.mbie_eb`) are built-in compiled
+agents written this way: examples of the API at full speed.
 
 **A whole trajectory kernel**: an :class:`~bbrlcore.agents.base.Algorithm` with its own
 ``make_player``, as the built-ins do.
@@ -159,6 +165,20 @@ class CompiledAgent(_AgentBase):
     observe: ClassVar[Any] = None
     #: Optional ``@njit`` ``(state) -> int64 array`` of the :attr:`counters`.
     counter_values: ClassVar[Any] = None
+    #: Optional cached kernel of the package's loop around these functions, so that no
+    #: process compiles it again (:func:`trajectory_kernel` compiles a closure once per
+    #: process, about 1-2 s). Define it in the module that defines ``reset``, ``act`` and
+    #: ``observe`` (numba's cache follows that file), exactly as::
+    #:
+    #:     @njit(cache=True)
+    #:     def trajectory(setup, P, R, Rstd, gaussian, initial_state, gamma, horizon,
+    #:                    seed, status):
+    #:         return trajectory_loop(_reset, _act, _observe, _counters, setup, P, R,
+    #:                                Rstd, gaussian, initial_state, gamma, horizon,
+    #:                                seed, status)
+    #:
+    #: (``no_counters`` in place of ``_counters`` without counters).
+    trajectory: ClassVar[Any] = None
 
     def setup(self) -> tuple:
         """Inputs of ``reset`` (a tuple of arrays and numbers), once per run. Default:
@@ -328,11 +348,14 @@ _NONE = np.zeros(0, dtype=np.int64)
 @njit(error_model="numpy")
 def compiled_trajectory(reset, act, observe, setup, P, R, Rstd, gaussian, initial_state,
                         gamma, horizon, seed, status):
-    """One trajectory of a compiled agent: the built-ins' loop around its functions.
+    """One trajectory of a compiled agent: the built-ins' loop around its functions,
+    given as arguments; returns ``(discounted return, final agent state)``.
 
     ``status[0]`` holds the step being played, ``status[1]`` an invalid action (the
     trajectory stops and returns with ``status[2] = 1``). Not cached: it takes functions as
     arguments, so it is compiled once per process for each agent (outside the timing).
+    The package itself plays compiled agents with :func:`trajectory_kernel` (the same
+    loop, specialised once per agent: no per-call cost for the function arguments).
     """
     np.random.seed(seed)
     nX, nU, _ = P.shape
@@ -357,6 +380,79 @@ def compiled_trajectory(reset, act, observe, setup, P, R, Rstd, gaussian, initia
     return ret, state
 
 
+@njit(error_model="numpy", inline="always")
+def trajectory_loop(reset, act, observe, counter_values, setup, P, R, Rstd, gaussian,
+                    initial_state, gamma, horizon, seed, status):
+    """The package's trajectory loop around a compiled agent's functions (the loop of
+    :func:`compiled_trajectory`), returning ``(discounted return,
+    counter_values(final state))``.
+
+    Inlined into its caller at compile time (``inline="always"``), so a kernel that calls
+    it with module-level ``@njit`` functions is an ordinary function of arrays and numbers:
+    :func:`trajectory_kernel` wraps it in a closure (compiled once per process), and an
+    agent module can wrap it in a **cached** kernel of its own (``@njit(cache=True)``),
+    which :class:`CompiledAgent` plays when the class sets ``trajectory`` to it.
+    """
+    np.random.seed(seed)
+    nX, nU, _ = P.shape
+    status[2] = 0
+    state = reset(setup)
+    x = env_reset(initial_state, nX)
+    ret = 0.0
+    disc = 1.0
+    for t in range(horizon):
+        status[0] = t
+        u = act(state, x)
+        if u < 0 or u >= nU:
+            status[1] = u
+            status[2] = 1
+            return ret, counter_values(state)
+        y = env_step(P, x, u)
+        r = env_reward(R, Rstd, gaussian, x, u, y)
+        ret += disc * r
+        disc *= gamma
+        observe(state, x, u, y, r)
+        x = y
+    return ret, counter_values(state)
+
+
+@njit(error_model="numpy")
+def no_counters(state):
+    """``counter_values`` of an agent without counters: an empty int64 array."""
+    return np.zeros(0, dtype=np.int64)
+
+
+_KERNELS: dict[tuple[Any, ...], Any] = {}
+
+
+def trajectory_kernel(reset: Any, act: Any, observe: Any, counter_values: Any = None) -> Any:
+    """The trajectory loop (:func:`trajectory_loop`) specialised to one agent's ``@njit``
+    functions: ``kernel(setup, P, R, Rstd, gaussian, initial_state, gamma, horizon, seed,
+    status) -> (discounted return, counters)``, where ``counters`` is
+    ``counter_values(state)`` (an empty int64 array without it).
+
+    The functions are compile-time constants of the kernel (a closure), so a call only
+    passes arrays and numbers: numba's dispatcher no longer types three function
+    arguments (about 3 µs each) at every trajectory, and the agent's state is not boxed
+    back into Python objects at the end (about 1 µs per array). Made once per process
+    and agent (memoised) and compiled at its first call (outside the timing, but a closure
+    is not cached: a class's own cached ``trajectory`` avoids that compilation).
+    """
+    count = counter_values if counter_values is not None else no_counters
+    key = (reset, act, observe, count)
+    kernel = _KERNELS.get(key)
+    if kernel is not None:
+        return kernel
+
+    @njit(error_model="numpy")
+    def kernel(setup, P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, status):
+        return trajectory_loop(reset, act, observe, count, setup, P, R, Rstd, gaussian,
+                               initial_state, gamma, horizon, seed, status)
+
+    _KERNELS[key] = kernel
+    return kernel
+
+
 def _compiled_player(cls: type, name: str, counters: tuple[str, ...]):
     def make_player(prior: Any, params: dict, trained: Trained | None, ep: Episode):
         learned = (trained.info or {}).get("learned") if trained is not None else None
@@ -364,6 +460,8 @@ def _compiled_player(cls: type, name: str, counters: tuple[str, ...]):
         try:
             with plugin_output():
                 setup = agent.setup()
+        except BBRLError:
+            raise
         except Exception as exc:  # noqa: BLE001 - the user's code
             raise BBRLError(f"{name}: setup raised {type(exc).__name__}: "
                             f"{_first_line(exc)}") from None
@@ -372,19 +470,29 @@ def _compiled_player(cls: type, name: str, counters: tuple[str, ...]):
         R = np.ascontiguousarray(ep.R, dtype=np.float64)
         Rstd = np.ascontiguousarray(ep.Rstd, dtype=np.float64)
         status = np.zeros(3, dtype=np.int64)
-        count_fn = getattr(cls, "counter_values", None)
         nC = len(counters)
+        count_fn = getattr(cls, "counter_values", None) if nC else None
+        own = getattr(cls, "trajectory", None)
+        if own is not None and hasattr(own, "py_func"):
+            kernel = own  # the class's cached kernel of the same loop
+        elif count_fn is not None and not hasattr(count_fn, "py_func"):
+            # counters computed in Python from the final state: the generic loop
+            def kernel(setup, P, R, Rstd, gaussian, initial_state, gamma, horizon, seed,
+                       status):
+                ret, state = compiled_trajectory(cls.reset, cls.act, cls.observe, setup, P,
+                                                 R, Rstd, gaussian, initial_state, gamma,
+                                                 horizon, seed, status)
+                return ret, np.asarray(count_fn(state), dtype=np.int64)
+        else:
+            kernel = trajectory_kernel(cls.reset, cls.act, cls.observe, count_fn)
+        gaussian, initial_state = bool(ep.gaussian), int(ep.initial_state)
+        gamma, horizon = float(ep.gamma), int(ep.horizon)
 
         def play(P: np.ndarray, seed: int) -> tuple[float, np.ndarray]:
             status[:] = 0
             try:  # (run_agent sends the user's prints to stderr around the whole run)
-                ret, state = compiled_trajectory(
-                    cls.reset, cls.act, cls.observe, setup,
-                    np.ascontiguousarray(P, dtype=np.float64), R, Rstd, bool(ep.gaussian),
-                    int(ep.initial_state), float(ep.gamma), int(ep.horizon), int(seed),
-                    status)
-                cnt = (np.asarray(count_fn(state), dtype=np.int64)
-                       if nC and count_fn is not None else _NONE)
+                ret, cnt = kernel(setup, np.ascontiguousarray(P, dtype=np.float64), R, Rstd,
+                                  gaussian, initial_state, gamma, horizon, int(seed), status)
             except Exception as exc:  # noqa: BLE001 - the user's code (or its typing)
                 from numba.core.errors import NumbaError
 
@@ -397,6 +505,7 @@ def _compiled_player(cls: type, name: str, counters: tuple[str, ...]):
                 raise AgentError(f"{name}: act returned {int(status[1])} at step "
                                  f"{int(status[0])}, outside [0, {P.shape[1]})",
                                  int(status[0]))
+            cnt = _NONE if nC and count_fn is None else np.asarray(cnt, dtype=np.int64)
             if cnt.shape != (nC,):
                 raise AgentError(f"{name}: counter_values returned {cnt.size} values, "
                                  f"expected {nC}")

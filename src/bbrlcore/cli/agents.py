@@ -149,6 +149,8 @@ def _list(args: argparse.Namespace) -> int:
             d = "required" if p.required else f"default {p.default}"
             ps.append(f"{p.name} ({p.type.__name__}, {d})")
         where = e.source if e.builtin else f"{e.source}: {e.ref}"
+        if e.builtin and e.name in agents.EXTENDED:
+            where += " (beyond the paper)"
         print(f"{e.name:12s} {'; '.join(ps) or '-'}")
         print(f"{'':12s} from {where}")
     return 0

@@ -46,6 +46,11 @@ NICE = {
     "bfs3": "BFS3",
     "sboss": "SBOSS",
     "beb": "BEB",
+    # beyond the paper
+    "psrl": "PSRL",
+    "boss": "BOSS",
+    "bolt": "BOLT",
+    "mbie-eb": "MBIE-EB",
     "optimal": "Optimal",
 }
 ORDER = list(NICE)

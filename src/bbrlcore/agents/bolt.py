@@ -1,0 +1,243 @@
+r"""BOLT: Bayesian Optimistic Local Transitions (Araya-López, Thomas & Buffet 2012).
+
+Beyond the paper (Castronovo et al. 2016 does not have it): an optimistic Bayesian agent
+whose optimism is imagined evidence, a near-Bayes-optimal relative of BEB.
+
+The agent keeps the Dirichlet posterior of every transition row, :math:`\alpha(x,u,\cdot)
+= \theta(x,u,\cdot) + c(x,u,\cdot)` (prior concentrations plus observed counts,
+:math:`n(x,u) = \sum_y \alpha(x,u,y)`), and knows the reward function (the prior's
+``reward``). For every pair (x, u) and every successor σ it considers the posterior mean
+after η **imagined transitions** (x, u, σ),
+
+.. math::  P^{\sigma}(y \mid x,u) = \frac{\alpha(x,u,y) + \eta\,[y = \sigma]}{n(x,u) + \eta},
+
+and plans in the optimistic MDP whose actions are the pairs (u, σ) — each pair (x, u)
+chooses its own best local transition:
+
+.. math::  Q(x,u) = \frac{n(x,u)}{n(x,u)+\eta} \sum_y \bar P(y \mid x,u)\,
+   \bigl(R(x,u,y) + \gamma V(y)\bigr) + \frac{\eta}{n(x,u)+\eta}
+   \max_{\sigma} \bigl(R(x,u,\sigma) + \gamma V(\sigma)\bigr),
+
+with :math:`\bar P = \alpha / n` the posterior mean and :math:`V(x) = \max_u Q(x,u)`:
+the η pseudo-transitions go to the successor that maximises the value. σ ranges over the
+successors the posterior deems possible (:math:`\alpha(x,u,\sigma) > 0`, which grows with
+observations): a zero concentration is a transition the prior rules out, which no
+observation — real or imagined — of a Dirichlet posterior can produce. On the uniform
+priors (UGC, UGDL, UGrid) that is every state, the paper's setting. (TabulaRL's ``BOLT``
+relaxes this set to an L1 ball of radius 2η/(n+η) around the mean; this is the paper's
+exact set.)
+
+The optimistic MDP is solved **after every transition** (and at reset), like BEB's, to
+the Guez value iteration's tolerance (Euclidean change of a sweep at most 1e-4, lowest
+action index wins ties, then lowest σ), by warm-started policy iteration as BEB does
+(:func:`bbrlcore.solvers.guez_policy_iteration`): exact evaluation of the current policy
+(u, σ) by an :math:`n_X \times n_X` linear solve, then one optimistic sweep, until a
+sweep changes the values by at most the tolerance (plain sweeps after 100 evaluations).
+A sweep costs two passes over each row's support (the mean's sum and the max over σ),
+an evaluation the same solve as BEB's. The agent plays the last sweep's greedy action.
+
+With ``η = 0`` the model is the posterior mean and BOLT plays exactly BEB with β = 0
+(greedy in the posterior mean, the same solver and arithmetic). The paper's analysis
+takes η = H (the horizon) for near-Bayes-optimality in finite-horizon problems; here η
+is a parameter (float ≥ 0, required). γ < 1.
+
+Paper: M. Araya-López, V. Thomas and O. Buffet, "Near-optimal BRL using optimistic local
+transitions", ICML 2012.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ..errors import BBRLError
+from ..solvers import GUEZ_MAX_SWEEPS, GUEZ_TOLERANCE, _lu_solve
+from ._kernels import model_init, model_update
+from .api import CompiledAgent, no_counters, trajectory_loop
+from .base import Param, non_negative, support_sizes
+
+
+@njit(cache=True, error_model="numpy")
+def bolt_sweep(Pm, C1, C2, R, supp, nsupp, gamma, V, Vnew, pi, sig):
+    """One optimistic Jacobi sweep ``Vnew = max_u Q(x, u | V)`` (see the module
+    docstring; ``C1 = n/(n+η)``, ``C2 = η/(n+η)`` per pair); ``pi[x]`` gets the lowest
+    maximising action, ``sig[x]`` the lowest maximising σ of that action. Returns
+    sum_x (Vnew - V)^2."""
+    nX, nU, _ = Pm.shape
+    diff2 = 0.0
+    for x in range(nX):
+        best = -np.inf
+        bu = 0
+        for u in range(nU):
+            acc = 0.0
+            top = -np.inf
+            for k in range(nsupp[x, u]):
+                y = supp[x, u, k]
+                t = R[x, u, y] + gamma * V[y]
+                acc += Pm[x, u, y] * t
+                top = max(top, t)
+            q = acc * C1[x, u] + C2[x, u] * top
+            if q > best:
+                best = q
+                bu = u
+        # the best action's sigma: the lowest successor reaching its max
+        top = -np.inf
+        bs = 0
+        for k in range(nsupp[x, bu]):
+            y = supp[x, bu, k]
+            t = R[x, bu, y] + gamma * V[y]
+            if t > top:
+                top = t
+                bs = y
+        Vnew[x] = best
+        pi[x] = bu
+        sig[x] = bs
+        d = best - V[x]
+        diff2 += d * d
+    return diff2
+
+
+@njit(cache=True, error_model="numpy")
+def bolt_evaluate(Pm, C1, C2, R, supp, nsupp, gamma, pi, sig, A, b):
+    """Exact value of the policy (pi, sig) in the optimistic model: solve
+    :math:`(I - \\gamma P_\\pi) V = r_\\pi` (dense); the values are returned in ``b``."""
+    nX = b.shape[0]
+    for i in range(nX):
+        for j in range(nX):
+            A[i, j] = 0.0
+        A[i, i] = 1.0
+        u = pi[i]
+        s = sig[i]
+        c1 = C1[i, u]
+        c2 = C2[i, u]
+        acc = 0.0
+        for k in range(nsupp[i, u]):
+            y = supp[i, u, k]
+            p = Pm[i, u, y] * c1
+            A[i, y] -= gamma * p
+            acc += p * R[i, u, y]
+        A[i, s] -= gamma * c2
+        b[i] = acc + c2 * R[i, u, s]
+    _lu_solve(A, b)
+
+
+@njit(cache=True, error_model="numpy")
+def bolt_policy_iteration(Pm, C1, C2, R, supp, nsupp, gamma, tol, V, pi, sig, A, b, Vnew):
+    """The Guez value iteration's answer for the optimistic model, by policy iteration
+    from the policy (pi, sig) (all updated in place), as
+    :func:`bbrlcore.solvers.guez_policy_iteration` does for a plain model. Returns the
+    number of sweeps."""
+    nX = V.shape[0]
+    tol2 = tol * tol
+    sweeps = 0
+    for _it in range(100):
+        bolt_evaluate(Pm, C1, C2, R, supp, nsupp, gamma, pi, sig, A, b)
+        for i in range(nX):
+            V[i] = b[i]
+        diff2 = bolt_sweep(Pm, C1, C2, R, supp, nsupp, gamma, V, Vnew, pi, sig)
+        for i in range(nX):
+            V[i] = Vnew[i]
+        sweeps += 1
+        if diff2 <= tol2:
+            return sweeps
+    while sweeps < GUEZ_MAX_SWEEPS:
+        diff2 = bolt_sweep(Pm, C1, C2, R, supp, nsupp, gamma, V, Vnew, pi, sig)
+        for i in range(nX):
+            V[i] = Vnew[i]
+        sweeps += 1
+        if diff2 <= tol2:
+            break
+    return sweeps
+
+
+@njit(cache=True, error_model="numpy")
+def _weights(C1, C2, Np, eta, x, u):
+    """The mean's and the imagined transitions' weights of pair (x, u)."""
+    C1[x, u] = Np[x, u] / (Np[x, u] + eta)
+    C2[x, u] = eta / (Np[x, u] + eta)
+
+
+@njit(cache=True, error_model="numpy")
+def _reset(setup):
+    theta, Rm, fpar = setup
+    gamma, eta, tol = fpar[0], fpar[1], fpar[2]
+    nX, nU, _ = theta.shape
+    N, Np, Pm, supp, nsupp = model_init(theta)
+    C1 = np.empty((nX, nU))
+    C2 = np.empty((nX, nU))
+    for x in range(nX):
+        for u in range(nU):
+            _weights(C1, C2, Np, eta, x, u)
+    V = np.zeros(nX)
+    pi = np.zeros(nX, dtype=np.int64)
+    sig = np.zeros(nX, dtype=np.int64)
+    for x in range(nX):  # a valid sigma for the first evaluation
+        sig[x] = supp[x, 0, 0]
+    A = np.empty((nX, nX))
+    b = np.empty(nX)
+    Vnew = np.empty(nX)
+    bolt_policy_iteration(Pm, C1, C2, Rm, supp, nsupp, gamma, tol, V, pi, sig, A, b, Vnew)
+    return N, Np, Pm, supp, nsupp, Rm, V, pi, sig, A, b, Vnew, C1, C2, fpar
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _act(state, x):
+    return state[7][x]
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _observe(state, x, u, y, r):
+    N, Np, Pm, supp, nsupp, Rm, V, pi, sig, A, b, Vnew, C1, C2, fpar = state
+    model_update(N, Np, Pm, supp, nsupp, x, u, y)
+    _weights(C1, C2, Np, fpar[1], x, u)
+    bolt_policy_iteration(Pm, C1, C2, Rm, supp, nsupp, fpar[0], fpar[2], V, pi, sig, A, b,
+                          Vnew)
+
+
+@njit(cache=True, error_model="numpy")
+def _trajectory(setup, P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, status):
+    """The package's trajectory loop around this module's functions, cached (the
+    :attr:`~bbrlcore.agents.api.CompiledAgent.trajectory` of the class)."""
+    return trajectory_loop(_reset, _act, _observe, no_counters, setup, P, R, Rstd, gaussian,
+                           initial_state, gamma, horizon, seed, status)
+
+
+def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict[str, float]:
+    """A policy iteration of the optimistic model at reset and after every step: sweeps
+    over the model's support (two passes per row) and an nX x nX linear solve per
+    evaluation, like BEB's."""
+    B = float(support_sizes(prior.theta).sum())
+    nX = prior.n_states
+    return {"trajectory": 1.0, "steps": float(horizon), "backups": 2.0 * horizon * B,
+            "solves": horizon * float(nX) ** 3}
+
+
+def _setting_check(params: dict, prior, gamma: float, horizon: int) -> str | None:
+    if not gamma < 1.0:
+        return "needs a discount factor < 1 (the Guez value iteration would not converge)"
+    return None
+
+
+class BOLT(CompiledAgent):
+    """BOLT as a compiled agent (the module docstring states the algorithm)."""
+
+    name = "bolt"
+    params = (Param("eta", float, required=True, check=non_negative,
+                    doc="imagined transitions to the best successor of each pair"),)
+    setting_check = staticmethod(_setting_check)
+    cost_features = staticmethod(cost_features)
+    reset = _reset
+    act = _act
+    observe = _observe
+    trajectory = _trajectory
+
+    def setup(self) -> tuple:
+        err = _setting_check(self.p, self.prior, self.gamma, self.horizon)
+        if err:
+            raise BBRLError(f"bolt: {err}")
+        return (np.ascontiguousarray(self.prior.theta, dtype=np.float64),
+                np.ascontiguousarray(self.prior.reward, dtype=np.float64),
+                np.array([float(self.gamma), float(self.p["eta"]), GUEZ_TOLERANCE]))
+
+
+BOLT.__doc__ = __doc__  # what `bbrl agents bolt` shows

@@ -1,0 +1,237 @@
+r"""BOSS: Best Of Sampled Set (Asmuth, Li, Littman, Nouri & Wingate 2009).
+
+Beyond the paper (Castronovo et al. 2016 has its descendant SBOSS, :mod:`.sboss`): BOSS
+fixes the number of sampled models and resamples when a state-action pair becomes known.
+
+The agent keeps the Dirichlet posterior of every transition row, :math:`\alpha(x,u,\cdot)
+= \theta(x,u,\cdot) + c(x,u,\cdot)` (prior concentrations plus observed counts), and knows
+the reward function (the prior's ``reward``), like the paper's agents.
+
+* **Sampling.** At the trajectory's first decision, and before the first decision after
+  a pair becomes known, it draws K models from the posterior (every row independently,
+  :math:`P_k(x,u,\cdot) \sim \mathrm{Dir}(\alpha(x,u,\cdot))`, zero concentrations stay
+  impossible) and merges them into one MDP with :math:`K n_U` actions: merged action
+  :math:`m = u + k\,n_U` moves like action u in sample k and pays the known reward
+  :math:`R(x,u,\cdot)`. The merged MDP's value is, state by state, at least that of every
+  sample: optimism in the face of uncertainty.
+* **Acting.** The merged MDP is solved with the **Guez value iteration** (Jacobi sweeps
+  until the Euclidean norm of a sweep's change is at most 1e-4, lowest merged index wins
+  ties: the solver of SBOSS and BEB), and the agent plays the real action
+  :math:`\pi(x) \bmod n_U` of the best merged action until the next sampling.
+* **Known pairs.** A pair is known once it has been **observed B times** (real visits,
+  not the prior's pseudo-counts), and a pair becoming known triggers a new sampling: the
+  observation that brings its count to exactly B sets the flag (the rule of A. Guez's
+  BOSS planner that the original BBRL library ships, ``planners/boss/boss``: count, then
+  resample when the count equals B). Each pair triggers at most once, so a trajectory
+  samples at most :math:`1 + n_X n_U` times; ``B = 0`` never triggers (no count equals 0
+  after an observation): one merged model for the whole trajectory.
+
+With ``K = 1`` the merged model is one posterior sample, and BOSS is PSRL (:mod:`.psrl`)
+resampling when a pair becomes known: it then samples and solves exactly like PSRL
+(:func:`~._posterior.sample_and_solve`: BEB's solver,
+:func:`~bbrlcore.solvers.guez_policy_iteration`), so ``K = 1, B = 0`` plays exactly PSRL
+with one sample per trajectory (``schedule=fixed`` with a period of at least the horizon).
+With ``K > 1`` the samples, the sparse merged model (stored over each row's support only)
+and its solver are SBOSS's (:func:`~.sboss.build_merged`,
+:func:`~.sboss.merged_value_iteration`: warm-started from the previous values, improved
+by policy-iteration steps first for models of at most 200 states). Rows are drawn as
+normalised Gamma variates from the kernel's own xoshiro256** generator, seeded by numba's
+generator (the package seeds that one with the trajectory's seed). The first solve starts
+from the values of the prior's mean model.
+
+**Cost.** A sampling draws :math:`K \sum_{x,u} |S(x,u)|` Gamma variates (S: the row's
+support) and solves a model with :math:`K n_U` actions per state; it happens at most
+:math:`1 + n_X n_U` times per trajectory. The counter ``resamples`` records how many (the
+first included); the models drawn are ``K × resamples``.
+
+Parameters: ``K`` (int ≥ 1, models per sampling) and ``B`` (int ≥ 0, the visits that make
+a pair known), both required. γ < 1 (the value iteration must converge).
+
+Paper: J. Asmuth, L. Li, M. L. Littman, A. Nouri and D. Wingate, "A Bayesian sampling
+approach to exploration in reinforcement learning", UAI 2009.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ..errors import BBRLError
+from ..solvers import GUEZ_TOLERANCE
+from ._kernels import env_transition
+from ._posterior import (
+    generator_from_numba,
+    mean_values,
+    posterior_init,
+    posterior_update,
+    sample_and_solve,
+    sample_and_solve_merged,
+)
+from .api import CompiledAgent, trajectory_loop
+from .base import Param, at_least_one, support_sizes
+from .sboss import MAX_SAMPLE_ENTRIES, PI_MAX_STATES, PI_WARM_STEPS
+
+# ctr slots of the per-trajectory state
+_RESAMPLE, _RESAMPLES = 0, 1
+
+
+@njit(cache=True, error_model="numpy")
+def _reset(setup):
+    theta, Rm, V0, pi0, fpar, ipar = setup
+    nX, nU, _ = theta.shape
+    alpha, visits, supp, nsupp = posterior_init(theta)
+    K = np.full((nX, nU), ipar[0], dtype=np.int64)
+    ctr = np.zeros(2, dtype=np.int64)
+    ctr[_RESAMPLE] = 1
+    Ps = np.zeros_like(theta) if ipar[0] == 1 else np.zeros((1, 1, 1))
+    return (alpha, visits, supp, nsupp, K, Rm, Ps, V0.copy(), pi0.copy(),
+            np.zeros(nX, dtype=np.int64), np.empty((nX, nX)), np.empty(nX),
+            generator_from_numba(), ctr, fpar, ipar)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _act(state, x):
+    alpha, visits, supp, nsupp, K, Rm, Ps, V, pi, act, A, b, rs, ctr, fpar, ipar = state
+    if ctr[_RESAMPLE]:
+        if ipar[0] == 1:  # one sample: PSRL's sampler and solver
+            sample_and_solve(alpha, supp, nsupp, Rm, fpar[0], fpar[1], Ps, V, pi, A, b, rs)
+            act[:] = pi
+        else:
+            sample_and_solve_merged(alpha, supp, nsupp, K, Rm, fpar[0], fpar[1], ipar[2], V,
+                                    pi, act, rs)
+        ctr[_RESAMPLE] = 0
+        ctr[_RESAMPLES] += 1
+    return act[x]
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _observe(state, x, u, y, r):
+    alpha, visits, supp, nsupp = state[0], state[1], state[2], state[3]
+    ctr, ipar = state[13], state[15]
+    posterior_update(alpha, visits, supp, nsupp, x, u, y)
+    if visits[x, u] == ipar[1]:  # the pair has just become known
+        ctr[_RESAMPLE] = 1
+
+
+@njit(cache=True, error_model="numpy")
+def _counters(state):
+    out = np.zeros(1, dtype=np.int64)
+    out[0] = state[13][_RESAMPLES]
+    return out
+
+
+@njit(cache=True, error_model="numpy")
+def _trajectory(setup, P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, status):
+    """The package's trajectory loop around this module's functions, cached (the
+    :attr:`~bbrlcore.agents.api.CompiledAgent.trajectory` of the class)."""
+    return trajectory_loop(_reset, _act, _observe, _counters, setup, P, R, Rstd, gaussian,
+                           initial_state, gamma, horizon, seed, status)
+
+
+# ---------------------------------------------------------------------------------------
+# Cost: the kernel's own resampling rule, without the samples and the solves
+
+
+@njit(cache=True, error_model="numpy")
+def simulate_resamples(Pbar, initial_state, B, horizon, seed):
+    """Samplings in one trajectory, for the cost model: the rule of :func:`_act` and
+    :func:`_observe` on the mean test MDP ``Pbar`` with uniformly random actions instead
+    of the merged model's greedy ones."""
+    np.random.seed(seed)
+    nX, nU, _ = Pbar.shape
+    visits = np.zeros((nX, nU), dtype=np.int64)
+    x = initial_state if initial_state >= 0 else np.random.randint(0, nX)
+    resample = True
+    n = 0
+    for _t in range(horizon):
+        if resample:
+            n += 1
+            resample = False
+        u = np.random.randint(0, nU)
+        y = env_transition(Pbar, x, u, np.random.random())
+        visits[x, u] += 1
+        if visits[x, u] == B:
+            resample = True
+        x = y
+    return n
+
+
+#: Simulated trajectories averaged by :func:`cost_features`.
+COST_SIMULATIONS = 4
+
+
+def expected_resamples(params: dict, test, horizon: int) -> float:
+    """Samplings per trajectory (the first included): the rule replayed with random
+    actions on the mean test MDP, averaged over a few seeds."""
+    Pbar = np.ascontiguousarray(test.mean_model(), dtype=np.float64)
+    return sum(simulate_resamples(Pbar, int(test.initial_state), int(params["B"]),
+                                  int(horizon), k)
+               for k in range(COST_SIMULATIONS)) / COST_SIMULATIONS
+
+
+def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict[str, float]:
+    """Every sampling draws ``K·sum|S(x,u)|`` Gamma variates and solves the merged model
+    (warm-started sweeps over the same entries, policy-iteration steps with an nX x nX
+    solve); between samplings a step is a transition and a count."""
+    n = expected_resamples(params, test, horizon)
+    K = int(params["K"])
+    B = float(support_sizes(prior.theta).sum())
+    nX = prior.n_states
+    lu = float(nX) ** 3 if (K == 1 or nX <= PI_MAX_STATES) else 0.0
+    return {"trajectory": 1.0, "steps": float(horizon), "rebuilds": n,
+            "entries": n * K * B, "rebuild_states": n * nX * prior.n_actions * K,
+            "solves": n * lu}
+
+
+def _non_negative_int(v: int) -> str | None:
+    return None if v >= 0 else "must be an integer >= 0"
+
+
+def merged_size(theta: np.ndarray, K: int) -> int:
+    """Probabilities stored by a merged model of K samples at the prior."""
+    return int(K) * int(support_sizes(theta).sum())
+
+
+def _setting_check(params: dict, prior, gamma: float, horizon: int) -> str | None:
+    if not gamma < 1.0:
+        return "needs a discount factor < 1 (the Guez value iteration would not converge)"
+    size = merged_size(prior.theta, int(params["K"]))
+    if size > MAX_SAMPLE_ENTRIES:
+        return (f"the merged model would hold {size:,} sampled probabilities (limit "
+                f"{MAX_SAMPLE_ENTRIES:,}, 8 bytes each): choose a smaller K")
+    return None
+
+
+class BOSS(CompiledAgent):
+    """BOSS as a compiled agent (the module docstring states the algorithm)."""
+
+    name = "boss"
+    params = (
+        Param("K", int, required=True, check=at_least_one,
+              doc="models sampled from the posterior at each sampling"),
+        Param("B", int, required=True, check=_non_negative_int,
+              doc="observed visits that make a state-action pair known (0: never)"),
+    )
+    counters = ("resamples",)
+    setting_check = staticmethod(_setting_check)
+    cost_features = staticmethod(cost_features)
+    reset = _reset
+    act = _act
+    observe = _observe
+    trajectory = _trajectory
+    counter_values = _counters
+
+    def setup(self) -> tuple:
+        err = _setting_check(self.p, self.prior, self.gamma, self.horizon)
+        if err:
+            raise BBRLError(f"boss: {err}")
+        theta = np.ascontiguousarray(self.prior.theta, dtype=np.float64)
+        Rm = np.ascontiguousarray(self.prior.reward, dtype=np.float64)
+        gamma = float(self.gamma)
+        V0, pi0 = mean_values(theta, Rm, gamma, GUEZ_TOLERANCE)
+        pi_steps = PI_WARM_STEPS if theta.shape[0] <= PI_MAX_STATES else 0
+        ipar = np.array([int(self.p["K"]), int(self.p["B"]), pi_steps], dtype=np.int64)
+        return theta, Rm, V0, pi0, np.array([gamma, GUEZ_TOLERANCE]), ipar
+
+
+BOSS.__doc__ = __doc__  # what `bbrl agents boss` shows

@@ -1,0 +1,244 @@
+r"""PSRL: Posterior Sampling for Reinforcement Learning (Strens 2000; Osband, Russo &
+Van Roy 2013), with a fixed period or the doubling rule of Ouyang et al. 2017.
+
+Beyond the paper (Castronovo et al. 2016 does not have it): the most cited Bayesian
+baseline, here on the paper's test problems and timing protocol.
+
+The agent keeps the Dirichlet posterior of every transition row, :math:`\alpha(x,u,\cdot)
+= \theta(x,u,\cdot) + c(x,u,\cdot)` (prior concentrations plus observed counts), and knows
+the reward function (the prior's ``reward``), like the paper's agents. At the start of an
+**episode** it draws one MDP from the posterior — every row independently,
+:math:`P(x,u,\cdot) \sim \mathrm{Dir}(\alpha(x,u,\cdot))` (zero concentrations stay
+impossible) — solves it, and acts greedily in it until the next episode. Episodes follow
+``schedule``:
+
+* ``fixed``: a new sample every ``period`` steps (``period = 1``: at every step;
+  ``period`` ≥ the horizon: one sample for the whole trajectory, Strens's "sample once");
+* ``doubling`` (default): Thompson Sampling with Dynamic Episodes (Ouyang et al. 2017,
+  Algorithm 1). Episode k starting at step :math:`t_k` goes on while
+  :math:`t \le t_k + T_{k-1}` and :math:`N_t(x,u) \le 2 N_{t_k}(x,u)` for every pair, where
+  :math:`N_t(x,u)` counts the *observed* visits of (x, u) before step t and
+  :math:`T_{k-1}` is the previous episode's length (:math:`T_0 = 1`). So a new sample is
+  drawn when a pair's count has more than doubled since the last sample (in particular
+  at the first visit of a pair) or when the episode is about to outgrow the previous one
+  by more than a step.
+
+A new episode's sample is drawn before its first decision; the first is drawn at the
+trajectory's first decision. Each sample is solved like BEB's model: the **Guez value
+iteration**'s answer (Jacobi sweeps until the Euclidean norm of a sweep's change is at
+most 1e-4, lowest action index wins ties), reached by warm-started policy iteration
+(:func:`bbrlcore.solvers.guez_policy_iteration`, from the previous sample's values and
+policy; the first from those of the prior's mean model), so its planning is BEB's, done
+once per episode instead of at every step. Rows are drawn over their support only
+(zero concentrations stay impossible), as normalised Gamma variates from the kernel's own
+xoshiro256** generator, seeded by numba's generator (the package seeds that one with the
+trajectory's seed). The counter ``resamples`` records the number of samples drawn.
+
+This is BOSS (:mod:`.boss`) with one sample per model, so both share their sampler and
+solver (:mod:`._posterior`): BOSS with K = 1 and B = 0 plays exactly PSRL with one sample
+per trajectory.
+
+Parameters: ``schedule`` (``doubling`` or ``fixed``, default ``doubling``) and ``period``
+(int ≥ 1, the steps between two samples; required with ``schedule=fixed``, refused with
+``doubling``). γ < 1 (the value iteration must converge).
+
+Papers: M. Strens, "A Bayesian framework for reinforcement learning", ICML 2000;
+I. Osband, D. Russo and B. Van Roy, "(More) efficient reinforcement learning via posterior
+sampling", NIPS 2013; Y. Ouyang, M. Gagrani, A. Nayyar and R. Jain, "Learning unknown
+Markov decision processes: a Thompson sampling approach", NIPS 2017.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ..errors import BBRLError
+from ..solvers import GUEZ_TOLERANCE
+from ._kernels import env_transition
+from ._posterior import (
+    generator_from_numba,
+    mean_values,
+    posterior_init,
+    posterior_update,
+    sample_and_solve,
+)
+from .api import CompiledAgent, trajectory_loop
+from .base import Param, at_least_one, support_sizes
+
+#: The values of ``schedule``.
+SCHEDULES = ("doubling", "fixed")
+_DOUBLING, _FIXED = 0, 1
+
+# ctr slots of the per-trajectory state
+_RESAMPLE, _ELAPSED, _PREV_LEN, _SAMPLES = 0, 1, 2, 3
+
+
+@njit(cache=True, error_model="numpy")
+def _reset(setup):
+    theta, Rm, V0, pi0, fpar, ipar = setup
+    nX = theta.shape[0]
+    alpha, visits, supp, nsupp = posterior_init(theta)
+    ctr = np.zeros(4, dtype=np.int64)
+    ctr[_RESAMPLE] = 1
+    ctr[_PREV_LEN] = 1  # T_0 = 1 (Ouyang et al.)
+    return (alpha, visits, supp, nsupp, Rm, np.zeros_like(theta), V0.copy(), pi0.copy(),
+            np.empty((nX, nX)), np.empty(nX), generator_from_numba(), ctr,
+            np.zeros_like(visits), fpar, ipar)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _act(state, x):
+    alpha, visits, supp, nsupp, Rm, Ps, V, pi, A, b, rs, ctr, visits_at, fpar, ipar = state
+    if ctr[_RESAMPLE]:
+        sample_and_solve(alpha, supp, nsupp, Rm, fpar[0], fpar[1], Ps, V, pi, A, b, rs)
+        visits_at[:] = visits
+        if ctr[_SAMPLES] > 0:
+            ctr[_PREV_LEN] = ctr[_ELAPSED]
+        ctr[_ELAPSED] = 0
+        ctr[_RESAMPLE] = 0
+        ctr[_SAMPLES] += 1
+    return pi[x]
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _observe(state, x, u, y, r):
+    alpha, visits, supp, nsupp = state[0], state[1], state[2], state[3]
+    ctr, visits_at, ipar = state[11], state[12], state[14]
+    posterior_update(alpha, visits, supp, nsupp, x, u, y)
+    ctr[_ELAPSED] += 1
+    if ipar[0] == _FIXED:
+        if ctr[_ELAPSED] >= ipar[1]:
+            ctr[_RESAMPLE] = 1
+    elif ctr[_ELAPSED] > ctr[_PREV_LEN] or visits[x, u] > 2 * visits_at[x, u]:
+        ctr[_RESAMPLE] = 1
+
+
+@njit(cache=True, error_model="numpy")
+def _counters(state):
+    out = np.zeros(1, dtype=np.int64)
+    out[0] = state[11][_SAMPLES]
+    return out
+
+
+@njit(cache=True, error_model="numpy")
+def _trajectory(setup, P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, status):
+    """The package's trajectory loop around this module's functions, cached (the
+    :attr:`~bbrlcore.agents.api.CompiledAgent.trajectory` of the class)."""
+    return trajectory_loop(_reset, _act, _observe, _counters, setup, P, R, Rstd, gaussian,
+                           initial_state, gamma, horizon, seed, status)
+
+
+# ---------------------------------------------------------------------------------------
+# Cost: the kernel's own schedule, without the samples and the solves
+
+
+@njit(cache=True, error_model="numpy")
+def simulate_samples(Pbar, initial_state, mode, period, horizon, seed):
+    """Samples drawn in one trajectory under the schedule, for the cost model: the
+    schedule of :func:`_act`/:func:`_observe` on the mean test MDP ``Pbar`` with uniformly
+    random actions instead of the sampled models' greedy ones."""
+    np.random.seed(seed)
+    nX, nU, _ = Pbar.shape
+    visits = np.zeros((nX, nU), dtype=np.int64)
+    visits_at = np.zeros((nX, nU), dtype=np.int64)
+    x = initial_state if initial_state >= 0 else np.random.randint(0, nX)
+    resample = True
+    samples = 0
+    elapsed = 0
+    prev_len = 1
+    for _t in range(horizon):
+        if resample:
+            visits_at[:] = visits
+            if samples > 0:
+                prev_len = elapsed
+            elapsed = 0
+            resample = False
+            samples += 1
+        u = np.random.randint(0, nU)
+        y = env_transition(Pbar, x, u, np.random.random())
+        visits[x, u] += 1
+        elapsed += 1
+        if mode == _FIXED:
+            resample = elapsed >= period
+        else:
+            resample = elapsed > prev_len or visits[x, u] > 2 * visits_at[x, u]
+        x = y
+    return samples
+
+
+#: Simulated trajectories averaged by :func:`cost_features` (doubling schedule).
+COST_SIMULATIONS = 4
+
+
+def expected_samples(params: dict, test, horizon: int) -> float:
+    """Samples drawn per trajectory: ``ceil(T / period)`` for a fixed period, the
+    doubling rule replayed with random actions on the mean test MDP otherwise."""
+    if params["schedule"] == "fixed":
+        return float(math.ceil(horizon / int(params["period"])))
+    Pbar = np.ascontiguousarray(test.mean_model(), dtype=np.float64)
+    return sum(simulate_samples(Pbar, int(test.initial_state), _DOUBLING, 1, int(horizon), k)
+               for k in range(COST_SIMULATIONS)) / COST_SIMULATIONS
+
+
+def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict[str, float]:
+    """Every sample draws one Gamma variate per support entry of the posterior and solves
+    the sampled model (BEB's warm-started policy iteration: sweeps over the same entries
+    and nX x nX linear solves); between samples a step is a transition and a count."""
+    n = expected_samples(params, test, horizon)
+    B = float(support_sizes(prior.theta).sum())
+    nX = prior.n_states
+    return {"trajectory": 1.0, "steps": float(horizon), "rebuilds": n, "entries": n * B,
+            "rebuild_states": n * nX * prior.n_actions, "solves": n * float(nX) ** 3}
+
+
+def _check_schedule(v: str) -> str | None:
+    return None if v in SCHEDULES else f"must be one of {', '.join(SCHEDULES)}"
+
+
+def _setting_check(params: dict, prior, gamma: float, horizon: int) -> str | None:
+    if params["schedule"] == "fixed" and params.get("period") is None:
+        return "schedule=fixed needs a period (--param period=k, k >= 1 steps between samples)"
+    if params["schedule"] == "doubling" and params.get("period") is not None:
+        return "period applies to schedule=fixed only (the doubling rule sets its own episodes)"
+    if not gamma < 1.0:
+        return "needs a discount factor < 1 (the Guez value iteration would not converge)"
+    return None
+
+
+class PSRL(CompiledAgent):
+    """PSRL as a compiled agent (the module docstring states the algorithm)."""
+
+    name = "psrl"
+    params = (
+        Param("schedule", str, default="doubling", check=_check_schedule,
+              doc="when to draw a new model: doubling (Ouyang et al. 2017) or fixed"),
+        Param("period", int, default=None, check=at_least_one,
+              doc="steps between two samples (schedule=fixed only)"),
+    )
+    counters = ("resamples",)
+    setting_check = staticmethod(_setting_check)
+    cost_features = staticmethod(cost_features)
+    reset = _reset
+    act = _act
+    observe = _observe
+    trajectory = _trajectory
+    counter_values = _counters
+
+    def setup(self) -> tuple:
+        err = _setting_check(self.p, self.prior, self.gamma, self.horizon)
+        if err:
+            raise BBRLError(f"psrl: {err}")
+        theta = np.ascontiguousarray(self.prior.theta, dtype=np.float64)
+        Rm = np.ascontiguousarray(self.prior.reward, dtype=np.float64)
+        gamma = float(self.gamma)
+        V0, pi0 = mean_values(theta, Rm, gamma, GUEZ_TOLERANCE)
+        fixed = self.p["schedule"] == "fixed"
+        ipar = np.array([_FIXED if fixed else _DOUBLING,
+                         int(self.p["period"]) if fixed else 0], dtype=np.int64)
+        return theta, Rm, V0, pi0, np.array([gamma, GUEZ_TOLERANCE]), ipar
+
+
+PSRL.__doc__ = __doc__  # what `bbrl agents psrl` shows
