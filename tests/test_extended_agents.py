@@ -97,8 +97,10 @@ def play_returns(name: str, raw: dict, prior, ts, seeds) -> list[float]:
 def test_the_four_are_builtins_after_the_papers_nine():
     eps = list(registry.entry_points())
     assert eps[:9] == list(agents.NAMES)
-    assert eps[9:13] == list(agents.EXTENDED) == ["psrl", "boss", "bolt", "mbie-eb"]
-    assert agents.BUILTINS == agents.NAMES + agents.EXTENDED
+    # then the fixed-formula agent (issue 17), then the four
+    assert eps[9:14] == ["formula", *agents.EXTENDED]
+    assert list(agents.EXTENDED) == ["psrl", "boss", "bolt", "mbie-eb"]
+    assert agents.BUILTINS == (*agents.NAMES, "formula", *agents.EXTENDED)
     for name, cls in CLASSES.items():
         alg = agents.get(name)
         assert alg.name == name and issubclass(cls, agents.CompiledAgent)
@@ -508,7 +510,8 @@ def test_paper_configuration_leaves_them_out_and_presets_turn_them_on():
     ext = P.load(ROOT / "config.yaml", {"preset": "extended"})
     for plan in (quick, ext):
         algs = {a.algorithm for a in plan.agents}
-        assert algs == set(agents.BUILTINS)  # all twelve, and Optimal
+        # all twelve, and Optimal (not the fixed-formula agent: OPPS-DS learns formulas)
+        assert algs == set(agents.BUILTINS) - {"formula"}
         assert len(plan.experiments) == 6
     n = {name: sum(a.algorithm == name for a in ext.agents) for name in agents.EXTENDED}
     assert n == {"psrl": 4, "boss": 9, "bolt": 6, "mbie-eb": 6}
