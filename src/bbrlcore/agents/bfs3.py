@@ -32,12 +32,34 @@ likewise for ``L``, with an unexpanded successor worth ``Vmax``/``Vmin``;
 :math:`U(s) = \max(V_{min}, \max_b U(s,b))` and the same for ``L``. Bounds do not depend
 on the remaining depth. After the real step the agent adds the transition to its real
 counts; rewards always come from the prior's known mean reward table. Each trajectory
-starts from the prior. The ``C`` draws of an expansion are recorded only as successors
-with multiplicities, so they are drawn directly as a multinomial (sequential binomials by
-inversion): the same distribution as ``C`` single draws, at a fraction of the cost.
-Parameters: ``K`` (the budget: ``N = max(1, K // C)`` rollouts per
+starts from the prior. Parameters: ``K`` (the budget: ``N = max(1, K // C)`` rollouts per
 FSSS tree, so about ``nU·K`` rollouts per decision), ``C`` (the branching factor) and the
 depth ``D`` (default: the horizon).
+
+Drawing the successors
+----------------------
+An expansion records its ``C`` draws per action only as successors with multiplicities
+(in increasing state order, the order of every sum over them), so any exact sampler of
+the multinomial :math:`\mathrm{Mult}(C, p)`, ``p`` the predictive row, is the algorithm.
+Two are used, by the number ``k`` of states of the row's support:
+
+* ``k = 2`` (the accurate priors' rows): the first state's multiplicity is
+  :math:`\mathrm{Bin}(C, w/W)` (``w`` its weight, ``W`` the row's), drawn by inversion
+  of its distribution function with one uniform. That function depends on ``(w, W)``
+  only and recurs: it is computed once (by the inversion's own recurrence, so the values
+  compared are the same numbers) and kept in a hash table keyed by ``(w, W)``.
+* ``k >= 3`` (the uniform priors' dense rows): ``C`` categorical draws, each in O(1)
+  from the **urn** of the predictive, :math:`\theta(s,b,\cdot) + n(s,b,\cdot) +
+  c(s,b,\cdot)`: with probability :math:`\Theta/W` (``Θ`` the prior's row total) a
+  draw from the prior's row by a Walker alias table (built once per trajectory), else a
+  uniformly chosen ball of a stack holding one entry per count (the real transitions,
+  then the path's pseudo-counts, pushed and popped with the path). The same ``C`` i.i.d.
+  draws from ``p`` as the sequential binomials, without one binomial per state of a
+  25-state row.
+
+``k = 1`` needs no draw. Along a rollout's way back only the action it took can have
+changed at a node, so only that action's bounds are recomputed (the full backup's
+values, bit for bit).
 
 Memory
 ------
@@ -68,16 +90,24 @@ import numpy as np
 from numba import njit
 
 from ..errors import BBRLError
-from ._kernels import argmax_random_tie, env_reset, env_reward, env_step, model_init, model_update
+from ._kernels import (
+    argmax_random_tie,
+    ctz64,
+    env_reset,
+    env_reward,
+    env_step,
+    model_init,
+    model_update,
+)
 from ._rng import rng_fill_uniform, rng_new
 from .base import Algorithm, Episode, Param, Trained, at_least_one
-
-#: Largest number of trials drawn by inversion (beyond, (1 - p)**n may underflow).
-BINOMIAL_INVERSION_MAX = 200
 
 #: Uniforms drawn at once into the kernel's buffer: the search's hot loops read them from
 #: there (the kernel's own xoshiro256** generator, ``_rng``, fills it).
 RBUF = 4096
+
+#: Slots of the kernel's hash table of binomial distribution functions (a power of 2).
+HSLOTS = 1024
 
 
 @njit(cache=True, error_model="numpy")
@@ -95,138 +125,288 @@ def _draw(pc, pcsum, supp, nsupp, s, b, r):
 
 
 @njit(cache=True, error_model="numpy")
-def _backup(node, R, gamma, vmin, vmax, vstate, vU, vL, qU, qL, nsucc, sstate, smult, schild, C):
-    """Bellman backup of the bounds of ``node`` (spec 02 §5.7)."""
-    s = vstate[node]
-    nU = qU.shape[1]
-    best_u = vmin
-    best_l = vmin
-    inv = 1.0 / C
-    for b in range(nU):
-        su = 0.0
-        sl = 0.0
-        for j in range(nsucc[node, b]):
-            y = sstate[node, b, j]
-            m = smult[node, b, j]
-            c = schild[node, b, j]
-            r = R[s, b, y]
-            if c >= 0:
-                su += m * (r + gamma * vU[c])
-                sl += m * (r + gamma * vL[c])
-            else:
-                su += m * (r + gamma * vmax)
-                sl += m * (r + gamma * vmin)
-        qU[node, b] = su * inv
-        qL[node, b] = sl * inv
-        if qU[node, b] > best_u:
-            best_u = qU[node, b]
-        if qL[node, b] > best_l:
-            best_l = qL[node, b]
-    vU[node] = best_u
-    vL[node] = best_l
+def _prior_alias(theta):
+    """Walker alias tables of the prior's rows (Vose's construction).
+
+    Returns ``(th_tot, al_k, al_scale, al_y, al_prob, al_alias)``: for row (s, b),
+    ``th_tot`` = sum of theta(s, b, .), ``al_k`` = the number of its positive entries,
+    ``al_scale = al_k / th_tot``; slot ``i < al_k`` holds state ``al_y[s, b, i]``, kept
+    with probability ``al_prob[s, b, i]``, else replaced by ``al_alias[s, b, i]``. A
+    uniform ``v`` in [0, al_k) then gives state y with probability theta(s, b, y) /
+    th_tot: slot ``int(v)``, kept when ``v - int(v) < al_prob``.
+    """
+    nX, nU, _ = theta.shape
+    th_tot = np.zeros((nX, nU))
+    al_k = np.zeros((nX, nU), dtype=np.int64)
+    al_scale = np.zeros((nX, nU))
+    al_y = np.zeros((nX, nU, nX), dtype=np.int32)
+    al_prob = np.ones((nX, nU, nX))
+    al_alias = np.zeros((nX, nU, nX), dtype=np.int32)
+    w = np.empty(nX)
+    small = np.empty(nX, dtype=np.int64)
+    large = np.empty(nX, dtype=np.int64)
+    for s in range(nX):
+        for b in range(nU):
+            tot = 0.0
+            k = 0
+            for y in range(nX):
+                if theta[s, b, y] > 0.0:
+                    al_y[s, b, k] = y
+                    tot += theta[s, b, y]
+                    k += 1
+            th_tot[s, b] = tot
+            al_k[s, b] = k
+            if k == 0:
+                continue
+            al_scale[s, b] = k / tot
+            ns = 0
+            nl = 0
+            for i in range(k):
+                w[i] = theta[s, b, al_y[s, b, i]] * k / tot
+                al_alias[s, b, i] = al_y[s, b, i]
+                if w[i] < 1.0:
+                    small[ns] = i
+                    ns += 1
+                else:
+                    large[nl] = i
+                    nl += 1
+            while ns > 0 and nl > 0:
+                ns -= 1
+                i = small[ns]
+                j = large[nl - 1]
+                al_prob[s, b, i] = w[i]
+                al_alias[s, b, i] = al_y[s, b, j]
+                w[j] = (w[j] + w[i]) - 1.0
+                if w[j] < 1.0:
+                    nl -= 1
+                    small[ns] = j
+                    ns += 1
+            # what is left has probability 1 up to rounding
+            for t in range(ns):
+                al_prob[s, b, small[t]] = 1.0
+            for t in range(nl):
+                al_prob[s, b, large[t]] = 1.0
+    return th_tot, al_k, al_scale, al_y, al_prob, al_alias
 
 
 @njit(cache=True, error_model="numpy")
 def _fsss(
-    x, a, s1, N, C, D, gamma, R, vmin, vmax, pc, pcsum, supp, nsupp,
+    x, a, s1, N, C, Cs, D, nX, nU, gamma, R, vmin, vmax, pc, pcsum, supp, nsupp,
     vstate, vU, vL, qU, qL, nsucc, sstate, smult, schild,
-    path_node, path_b, path_s, path_y, path_old, tie, rbuf, rstate, rs, bstep,
+    path_node, path_b, path_s, path_y, path_old, tie, rbuf, rstate, rs,
+    th_tot, al_k, al_scale, al_y, al_prob, al_alias, stk, scap, slen, cnt, bstep,
+    hmask, hw, hW, hflip, hcdf,
 ):  # fmt: skip
     """N rollouts in a fresh FSSS tree rooted at ``s1`` (reached by x, a -> s1); returns
-    ``(root upper bound, nodes used)``. ``pc`` holds the real posterior counts on entry
-    and on exit (path pseudo-counts are added and restored exactly). The expansion, the
-    predictive draws and the tie-breaks are written out here (numba does not make calls
-    to small helpers free); ``rstate`` = [buffer position]; ``rs`` = the generator that
-    refills the buffer."""
-    nU = qU.shape[1]
+    ``(root upper bound, nodes used)``.
+
+    Everything is written out in this one function (the expansion and its draws, the
+    bounds, the tie-breaks) because numba does not make calls to small helpers free, on
+    flat arrays (one multiply-add per index): pair ``p = s nU + b``; a pair's row of
+    states at ``p nX``, its count stack at ``p scap``; a node's action at
+    ``nb = node nU + b``, its recorded successors at ``nb Cs``. ``pc``/``pcsum`` (the
+    predictive's weights) and ``stk``/``slen`` (its urn of counts) hold the real counts
+    on entry and on exit: the path's pseudo-counts are added and restored exactly.
+    ``rstate`` = [buffer position]; ``rs`` = the generator that refills the buffer.
+    """
     cap = vstate.shape[0]
     RB = rbuf.shape[0]
     rp = rstate[0]
+    gvmax = gamma * vmax
+    gvmin = gamma * vmin
+    inv = 1.0 / C
+    usemask = nX <= 64
+    one = np.uint64(1)
+    zero = np.uint64(0)
     used = 0
     root = -1
+    pa = x * nU + a
     for _ in range(N):
-        old_root = pc[x, a, s1]
-        old_root_sum = pcsum[x, a]
-        pc[x, a, s1] += 1.0
-        pcsum[x, a] += 1.0
+        # planning counts = real counts + the root's pseudo-count
+        old_root = pc[pa * nX + s1]
+        old_root_sum = pcsum[pa]
+        pc[pa * nX + s1] += 1.0
+        pcsum[pa] += 1.0
+        stk[pa * scap + slen[pa]] = s1
+        slen[pa] += 1
         node = root
         parent = -1
-        pb = 0
         pj = 0
         s = s1
         depth = 0
         plen = 0
         while depth < D:
             if node < 0:
-                # expand: C predictive successors per action, bounds [Vmin, Vmax]
+                # expand: C predictive successors per action (bounds [Vmin, Vmax])
                 if used >= cap:
                     raise RuntimeError("bfs3: node pool overflow")
                 node = used
                 used += 1
                 vstate[node] = s
-                vU[node] = vmax
-                vL[node] = vmin
+                best_u = vmin
+                best_l = vmin
                 for b in range(nU):
-                    qU[node, b] = vmax
-                    qL[node, b] = vmin
-                    # C draws from the predictive, recorded as (successor,
-                    # multiplicity): the multiplicities are multinomial, drawn as
-                    # sequential binomials by inversion (one uniform each)
+                    p = s * nU + b
+                    row = p * nX
+                    nb = node * nU + b
+                    sb = nb * Cs
+                    k = nsupp[p]
+                    su = 0.0
+                    sl = 0.0
                     n = 0
-                    k = nsupp[s, b]
-                    rest_n = C
-                    rest_p = pcsum[s, b]
-                    for i in range(k):
-                        y = supp[s, b, i]
-                        if i == k - 1:
-                            m = rest_n
-                        else:
-                            p = pc[s, b, y] / rest_p if pc[s, b, y] < rest_p else 1.0
-                            if p >= 1.0:
-                                m = rest_n
-                            elif rest_n > BINOMIAL_INVERSION_MAX:  # would underflow
-                                m = np.random.binomial(rest_n, p)
+                    if k == 1:
+                        y = supp[row]
+                        sstate[sb] = y
+                        smult[sb] = C
+                        schild[sb] = -1
+                        r = R[row + y]
+                        su += C * (r + gvmax)
+                        sl += C * (r + gvmin)
+                        n = 1
+                    elif k == 2:
+                        # two successors: the first one's multiplicity is Bin(C, w / W),
+                        # drawn by inversion (one uniform) on its distribution function,
+                        # which depends on (w, W) only and is kept in a hash table
+                        y = supp[row]
+                        w = pc[row + y]
+                        W = pcsum[p]
+                        h = (int(w * 4.0) * 40503 + int(W * 4.0) * 7919) & hmask
+                        if hw[h] != w or hW[h] != W:
+                            # (the sequence of the inversion's loop, so that the table
+                            # holds exactly the values it would compare)
+                            hw[h] = w
+                            hW[h] = W
+                            hb = h * C
+                            pr = w / W if w < W else 1.0
+                            if pr >= 1.0:
+                                hflip[h] = 2  # certain: no draw
                             else:
-                                flip = p > 0.5
-                                pp = 1.0 - p if flip else p
-                                if rp == RB:
-                                    rng_fill_uniform(rs, rbuf)
-                                    rp = 0
-                                uu = rbuf[rp]
-                                rp += 1
+                                flip = pr > 0.5
+                                hflip[h] = 1 if flip else 0
+                                pp = 1.0 - pr if flip else pr
                                 ratio = pp / (1.0 - pp)
-                                pk = (1.0 - pp) ** rest_n
+                                pk = (1.0 - pp) ** C
                                 cdf = pk
-                                m = 0
-                                while uu >= cdf and m < rest_n:
-                                    # bstep[n, m] = (n - m) / (m + 1): no division here
-                                    pk *= ratio * bstep[rest_n, m]
-                                    m += 1
+                                hcdf[hb] = cdf
+                                bs = C * (C + 1)
+                                for mm in range(C - 1):
+                                    pk *= ratio * bstep[bs + mm]
                                     cdf += pk
-                                if flip:
-                                    m = rest_n - m
-                            rest_p -= pc[s, b, y]
+                                    hcdf[hb + mm + 1] = cdf
+                        f = hflip[h]
+                        if f == 2:
+                            m = C
+                        else:
+                            if rp == RB:
+                                rng_fill_uniform(rs, rbuf)
+                                rp = 0
+                            uu = rbuf[rp]
+                            rp += 1
+                            # the first j with u < F(j) (F is non-decreasing), or C
+                            hb = h * C
+                            m = 0
+                            for j in range(C):
+                                m += hcdf[hb + j] <= uu
+                            if f == 1:
+                                m = C - m
                         if m > 0:
-                            sstate[node, b, n] = y
-                            smult[node, b, n] = m
-                            schild[node, b, n] = -1
+                            sstate[sb] = y
+                            smult[sb] = m
+                            schild[sb] = -1
+                            r = R[row + y]
+                            su += m * (r + gvmax)
+                            sl += m * (r + gvmin)
+                            n = 1
+                        if m < C:
+                            y = supp[row + 1]
+                            m = C - m
+                            sstate[sb + n] = y
+                            smult[sb + n] = m
+                            schild[sb + n] = -1
+                            r = R[row + y]
+                            su += m * (r + gvmax)
+                            sl += m * (r + gvmin)
                             n += 1
-                            rest_n -= m
-                        if rest_n == 0:
-                            break
-                    nsucc[node, b] = n
+                    else:
+                        # C categorical draws, O(1) each, from the urn: the prior's mass
+                        # Theta (alias table over theta(s, b, .)), then one ball per
+                        # count in stk (real transitions, then the path's pseudo-counts)
+                        th = th_tot[p]
+                        L = slen[p]
+                        W = th + L
+                        kt = al_k[p]
+                        sc = al_scale[p]
+                        sk = p * scap
+                        if rp + C > RB:
+                            rng_fill_uniform(rs, rbuf)
+                            rp = 0
+                        mask = zero
+                        for c in range(C):
+                            t = rbuf[rp + c] * W
+                            if t < th:
+                                v = t * sc
+                                i = min(int(v), kt - 1)
+                                y = al_y[row + i] if v - i < al_prob[row + i] else al_alias[row + i]
+                            else:
+                                y = stk[sk + min(int(t - th), L - 1)]
+                            cnt[y] += 1
+                            mask |= one << np.uint64(y)
+                        rp += C
+                        # recorded in increasing state order (the support's order)
+                        if usemask:
+                            while mask != zero:
+                                y = ctz64(mask)
+                                mask &= mask - one
+                                m = cnt[y]
+                                cnt[y] = 0
+                                sstate[sb + n] = y
+                                smult[sb + n] = m
+                                schild[sb + n] = -1
+                                r = R[row + y]
+                                su += m * (r + gvmax)
+                                sl += m * (r + gvmin)
+                                n += 1
+                        else:
+                            rest = C
+                            for i in range(k):
+                                y = supp[row + i]
+                                m = cnt[y]
+                                if m > 0:
+                                    cnt[y] = 0
+                                    sstate[sb + n] = y
+                                    smult[sb + n] = m
+                                    schild[sb + n] = -1
+                                    r = R[row + y]
+                                    su += m * (r + gvmax)
+                                    sl += m * (r + gvmin)
+                                    n += 1
+                                    rest -= m
+                                    if rest == 0:
+                                        break
+                    nsucc[nb] = n
+                    # the node's backup (every successor unexpanded), same sums and order
+                    # as _backup_action
+                    qu = su * inv
+                    ql = sl * inv
+                    qU[nb] = qu
+                    qL[nb] = ql
+                    if qu > best_u:
+                        best_u = qu
+                    if ql > best_l:
+                        best_l = ql
+                vU[node] = best_u
+                vL[node] = best_l
                 if parent < 0:
                     root = node
                 else:
-                    schild[parent, pb, pj] = node
-                _backup(node, R, gamma, vmin, vmax, vstate, vU, vL, qU, qL, nsucc, sstate,
-                        smult, schild, C)  # fmt: skip
+                    schild[pj] = node
             # action with the largest upper bound, exact ties uniformly
-            best = qU[node, 0]
+            nb0 = node * nU
+            best = qU[nb0]
             tie[0] = 0
             nt = 1
             for b in range(1, nU):
-                q = qU[node, b]
+                q = qU[nb0 + b]
                 if q > best:
                     best = q
                     tie[0] = b
@@ -244,13 +424,14 @@ def _fsss(
                 rp += 1
             # successor with the largest gap x multiplicity (best starts at 0), ties
             # uniformly
-            ns = nsucc[node, b]
+            sb = (nb0 + b) * Cs
+            ns = nsucc[nb0 + b]
             bestg = 0.0
             nt = 0
             for j in range(ns):
-                c = schild[node, b, j]
+                c = schild[sb + j]
                 gap = (vmax - vmin) if c < 0 else max(0.0, vU[c] - vL[c])
-                g = gap * smult[node, b, j]
+                g = gap * smult[sb + j]
                 if g > bestg:
                     bestg = g
                     tie[0] = j
@@ -266,36 +447,73 @@ def _fsss(
                     rp = 0
                 j = tie[min(int(rbuf[rp] * nt), nt - 1)]
                 rp += 1
-            y = sstate[node, b, j]
+            y = sstate[sb + j]
+            p = s * nU + b
             path_node[plen] = node
-            path_s[plen] = s
             path_b[plen] = b
+            path_s[plen] = p
             path_y[plen] = y
-            path_old[plen, 0] = pc[s, b, y]
-            path_old[plen, 1] = pcsum[s, b]
+            path_old[2 * plen] = pc[p * nX + y]
+            path_old[2 * plen + 1] = pcsum[p]
             plen += 1
-            pc[s, b, y] += 1.0
-            pcsum[s, b] += 1.0
+            pc[p * nX + y] += 1.0
+            pcsum[p] += 1.0
+            stk[p * scap + slen[p]] = y
+            slen[p] += 1
             parent = node
-            pb = b
-            pj = j
-            node = schild[node, b, j]
+            pj = sb + j
+            node = schild[sb + j]
             s = y
             depth += 1
-        # back up the path (deepest first) and restore the counts
+        # back up the path (deepest first) and restore the counts. Only the action the
+        # rollout took can have changed at each node (the other actions' subtrees were
+        # not visited), so only its bounds are recomputed: the full backup's result,
+        # bit for bit.
         for i in range(plen - 1, -1, -1):
-            _backup(path_node[i], R, gamma, vmin, vmax, vstate, vU, vL, qU, qL, nsucc,
-                    sstate, smult, schild, C)  # fmt: skip
-            pc[path_s[i], path_b[i], path_y[i]] = path_old[i, 0]
-            pcsum[path_s[i], path_b[i]] = path_old[i, 1]
-        pc[x, a, s1] = old_root
-        pcsum[x, a] = old_root_sum
+            node = path_node[i]
+            b = path_b[i]
+            p = path_s[i]
+            row = p * nX
+            nb0 = node * nU
+            sb = (nb0 + b) * Cs
+            su = 0.0
+            sl = 0.0
+            for j in range(nsucc[nb0 + b]):
+                y = sstate[sb + j]
+                m = smult[sb + j]
+                c = schild[sb + j]
+                r = R[row + y]
+                if c >= 0:
+                    su += m * (r + gamma * vU[c])
+                    sl += m * (r + gamma * vL[c])
+                else:
+                    su += m * (r + gvmax)
+                    sl += m * (r + gvmin)
+            qU[nb0 + b] = su * inv
+            qL[nb0 + b] = sl * inv
+            best_u = vmin
+            best_l = vmin
+            for bb in range(nU):
+                if qU[nb0 + bb] > best_u:
+                    best_u = qU[nb0 + bb]
+                if qL[nb0 + bb] > best_l:
+                    best_l = qL[nb0 + bb]
+            vU[node] = best_u
+            vL[node] = best_l
+            pc[row + path_y[i]] = path_old[2 * i]
+            pcsum[p] = path_old[2 * i + 1]
+            slen[p] -= 1
+        pc[pa * nX + s1] = old_root
+        pcsum[pa] = old_root_sum
+        slen[pa] -= 1
     rstate[0] = rp
     return vU[root], used
 
 
 @njit(cache=True, error_model="numpy")
-def bfs3_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R, K, C, D, seed):
+def bfs3_trajectory(
+    P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R, K, C, D, seed
+):
     """One whole BFS3 trajectory on test MDP ``P``.
 
     Returns ``(discounted_return, max_nodes, capacity)``: the largest number of V-nodes
@@ -312,28 +530,44 @@ def bfs3_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R, 
     vstate = np.empty(cap, dtype=np.int64)
     vU = np.empty(cap)
     vL = np.empty(cap)
-    qU = np.empty((cap, nU))
-    qL = np.empty((cap, nU))
-    nsucc = np.empty((cap, nU), dtype=np.int32)
-    sstate = np.empty((cap, nU, C), dtype=np.int32)
-    smult = np.empty((cap, nU, C), dtype=np.int32)
-    schild = np.empty((cap, nU, C), dtype=np.int32)
+    qU = np.empty(cap * nU)
+    qL = np.empty(cap * nU)
+    nsucc = np.empty(cap * nU, dtype=np.int32)
+    sstate = np.empty(cap * nU * C, dtype=np.int32)
+    smult = np.empty(cap * nU * C, dtype=np.int32)
+    schild = np.empty(cap * nU * C, dtype=np.int32)
     path_node = np.empty(D, dtype=np.int64)
     path_b = np.empty(D, dtype=np.int64)
-    path_old = np.empty((D, 2))
+    path_old = np.empty(2 * D)
     path_s = np.empty(D, dtype=np.int64)
     path_y = np.empty(D, dtype=np.int64)
     tie = np.empty(max(nU, C), dtype=np.int64)
-    rbuf = np.empty(RBUF)
+    rbuf = np.empty(max(RBUF, C))
+    # the predictive's urn: alias tables of the prior's part, stacks of the counts (at
+    # most T real transitions and D + 1 pseudo-counts per pair)
+    th_tot, al_k, al_scale, al_y, al_prob, al_alias = _prior_alias(theta)
+    scap = T + D + 1
+    stk = np.empty(nX * nU * scap, dtype=np.int32)
+    slen = np.zeros(nX * nU, dtype=np.int64)
+    cnt = np.zeros(nX, dtype=np.int64)
     # steps of the binomial inversion: pmf(m + 1) = pmf(m) (p / (1 - p)) (n - m) / (m + 1)
-    nb = min(C, BINOMIAL_INVERSION_MAX) + 1
-    bstep = np.zeros((nb, nb))
-    for n_ in range(nb):
+    bstep = np.zeros((C + 1) * (C + 1))
+    for n_ in range(C + 1):
         for m_ in range(n_):
-            bstep[n_, m_] = (n_ - m_) / (m_ + 1.0)
+            bstep[n_ * (C + 1) + m_] = (n_ - m_) / (m_ + 1.0)
+    # distribution functions of Bin(C, w / W) by (w, W): a hash table (keys checked)
+    hmask = HSLOTS - 1
+    hw = np.full(HSLOTS, -1.0)
+    hW = np.full(HSLOTS, -1.0)
+    hflip = np.zeros(HSLOTS, dtype=np.int64)
+    hcdf = np.empty(HSLOTS * C)
     rng_fill_uniform(rs, rbuf)
     rstate = np.zeros(1, dtype=np.int64)
     q = np.empty(nU)
+    # flat views for the search (same memory; the 3-D forms serve the updates)
+    pc_f, pcsum_f, supp_f, nsupp_f = pc.ravel(), pcsum.ravel(), supp.ravel(), nsupp.ravel()
+    R_f, th_f, alk_f, als_f = R.ravel(), th_tot.ravel(), al_k.ravel(), al_scale.ravel()
+    aly_f, alp_f, ala_f = al_y.ravel(), al_prob.ravel(), al_alias.ravel()
 
     x = env_reset(initial_state, nX)
     ret = 0.0
@@ -345,9 +579,11 @@ def bfs3_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R, 
             for _c in range(C):
                 s1 = _draw(pc, pcsum, supp, nsupp, x, a, np.random.random())
                 U, used = _fsss(
-                    x, a, s1, N, C, D, gamma, R, vmin, vmax, pc, pcsum, supp, nsupp,
-                    vstate, vU, vL, qU, qL, nsucc, sstate, smult, schild,
-                    path_node, path_b, path_s, path_y, path_old, tie, rbuf, rstate, rs, bstep,
+                    x, a, s1, N, C, C, D, nX, nU, gamma, R_f, vmin, vmax, pc_f, pcsum_f,
+                    supp_f, nsupp_f, vstate, vU, vL, qU, qL, nsucc, sstate, smult, schild,
+                    path_node, path_b, path_s, path_y, path_old, tie, rbuf, rstate, rs,
+                    th_f, alk_f, als_f, aly_f, alp_f, ala_f, stk, scap, slen, cnt, bstep,
+                    hmask, hw, hW, hflip, hcdf,
                 )  # fmt: skip
                 if used > max_used:
                     max_used = used
@@ -358,6 +594,9 @@ def bfs3_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R, 
         ret += disc * r
         disc *= gamma
         model_update(pc, pcsum, _Pm, supp, nsupp, x, u, y)
+        p = x * nU + u
+        stk[p * scap + slen[p]] = y
+        slen[p] += 1
         x = y
     return ret, max_used, cap
 
