@@ -106,6 +106,9 @@ from .base import Algorithm, Episode, Param, Trained, at_least_one
 #: there (the kernel's own xoshiro256** generator, ``_rng``, fills it).
 RBUF = 4096
 
+#: Unsigned array indices: numba then emits no negative-index wraparound.
+U = np.uint64
+
 #: Slots of the kernel's hash table of binomial distribution functions (a power of 2).
 HSLOTS = 1024
 
@@ -128,15 +131,17 @@ def _draw(pc, pcsum, supp, nsupp, s, b, r):
 def _prior_alias(theta):
     """Walker alias tables of the prior's rows (Vose's construction).
 
-    Returns ``(th_tot, al_k, al_scale, al_y, al_prob, al_alias)``: for row (s, b),
+    Returns ``(th_tot, al_k, al_scale, al_uni, al_y, al_prob, al_alias)``: for row (s, b),
     ``th_tot`` = sum of theta(s, b, .), ``al_k`` = the number of its positive entries,
     ``al_scale = al_k / th_tot``; slot ``i < al_k`` holds state ``al_y[s, b, i]``, kept
     with probability ``al_prob[s, b, i]``, else replaced by ``al_alias[s, b, i]``. A
     uniform ``v`` in [0, al_k) then gives state y with probability theta(s, b, y) /
-    th_tot: slot ``int(v)``, kept when ``v - int(v) < al_prob``.
+    th_tot: slot ``int(v)``, kept when ``v - int(v) < al_prob``. ``al_uni`` marks rows
+    whose slots are all kept (uniform rows: no alias needed).
     """
     nX, nU, _ = theta.shape
     th_tot = np.zeros((nX, nU))
+    al_uni = np.zeros((nX, nU), dtype=np.bool_)
     al_k = np.zeros((nX, nU), dtype=np.int64)
     al_scale = np.zeros((nX, nU))
     al_y = np.zeros((nX, nU, nX), dtype=np.int32)
@@ -186,7 +191,12 @@ def _prior_alias(theta):
                 al_prob[s, b, small[t]] = 1.0
             for t in range(nl):
                 al_prob[s, b, large[t]] = 1.0
-    return th_tot, al_k, al_scale, al_y, al_prob, al_alias
+            uni = True
+            for i in range(k):
+                if al_prob[s, b, i] < 1.0:
+                    uni = False
+            al_uni[s, b] = uni
+    return th_tot, al_k, al_scale, al_uni, al_y, al_prob, al_alias
 
 
 @njit(cache=True, error_model="numpy")
@@ -194,7 +204,7 @@ def _fsss(
     x, a, s1, N, C, Cs, D, nX, nU, gamma, R, vmin, vmax, pc, pcsum, supp, nsupp,
     vstate, vU, vL, qU, qL, nsucc, sstate, smult, schild,
     path_node, path_b, path_s, path_y, path_old, tie, rbuf, rstate, rs,
-    th_tot, al_k, al_scale, al_y, al_prob, al_alias, stk, scap, slen, cnt, bstep,
+    th_tot, al_k, al_scale, al_uni, al_y, al_prob, al_alias, stk, scap, slen, cnt, bstep,
     hmask, hw, hW, hflip, hcdf,
 ):  # fmt: skip
     """N rollouts in a fresh FSSS tree rooted at ``s1`` (reached by x, a -> s1); returns
@@ -223,12 +233,12 @@ def _fsss(
     pa = x * nU + a
     for _ in range(N):
         # planning counts = real counts + the root's pseudo-count
-        old_root = pc[pa * nX + s1]
-        old_root_sum = pcsum[pa]
-        pc[pa * nX + s1] += 1.0
-        pcsum[pa] += 1.0
-        stk[pa * scap + slen[pa]] = s1
-        slen[pa] += 1
+        old_root = pc[U(pa * nX + s1)]
+        old_root_sum = pcsum[U(pa)]
+        pc[U(pa * nX + s1)] += 1.0
+        pcsum[U(pa)] += 1.0
+        stk[U(pa * scap + slen[U(pa)])] = s1
+        slen[U(pa)] += 1
         node = root
         parent = -1
         pj = 0
@@ -242,7 +252,7 @@ def _fsss(
                     raise RuntimeError("bfs3: node pool overflow")
                 node = used
                 used += 1
-                vstate[node] = s
+                vstate[U(node)] = s
                 best_u = vmin
                 best_l = vmin
                 for b in range(nU):
@@ -250,16 +260,16 @@ def _fsss(
                     row = p * nX
                     nb = node * nU + b
                     sb = nb * Cs
-                    k = nsupp[p]
+                    k = nsupp[U(p)]
                     su = 0.0
                     sl = 0.0
                     n = 0
                     if k == 1:
-                        y = supp[row]
-                        sstate[sb] = y
-                        smult[sb] = C
-                        schild[sb] = -1
-                        r = R[row + y]
+                        y = supp[U(row)]
+                        sstate[U(sb)] = y
+                        smult[U(sb)] = C
+                        schild[U(sb)] = -1
+                        r = R[U(row + y)]
                         su += C * (r + gvmax)
                         sl += C * (r + gvmin)
                         n = 1
@@ -267,63 +277,63 @@ def _fsss(
                         # two successors: the first one's multiplicity is Bin(C, w / W),
                         # drawn by inversion (one uniform) on its distribution function,
                         # which depends on (w, W) only and is kept in a hash table
-                        y = supp[row]
-                        w = pc[row + y]
-                        W = pcsum[p]
+                        y = supp[U(row)]
+                        w = pc[U(row + y)]
+                        W = pcsum[U(p)]
                         h = (int(w * 4.0) * 40503 + int(W * 4.0) * 7919) & hmask
-                        if hw[h] != w or hW[h] != W:
+                        if hw[U(h)] != w or hW[U(h)] != W:
                             # (the sequence of the inversion's loop, so that the table
                             # holds exactly the values it would compare)
-                            hw[h] = w
-                            hW[h] = W
+                            hw[U(h)] = w
+                            hW[U(h)] = W
                             hb = h * C
                             pr = w / W if w < W else 1.0
                             if pr >= 1.0:
-                                hflip[h] = 2  # certain: no draw
+                                hflip[U(h)] = 2  # certain: no draw
                             else:
                                 flip = pr > 0.5
-                                hflip[h] = 1 if flip else 0
+                                hflip[U(h)] = 1 if flip else 0
                                 pp = 1.0 - pr if flip else pr
                                 ratio = pp / (1.0 - pp)
                                 pk = (1.0 - pp) ** C
                                 cdf = pk
-                                hcdf[hb] = cdf
+                                hcdf[U(hb)] = cdf
                                 bs = C * (C + 1)
                                 for mm in range(C - 1):
-                                    pk *= ratio * bstep[bs + mm]
+                                    pk *= ratio * bstep[U(bs + mm)]
                                     cdf += pk
-                                    hcdf[hb + mm + 1] = cdf
-                        f = hflip[h]
+                                    hcdf[U(hb + mm + 1)] = cdf
+                        f = hflip[U(h)]
                         if f == 2:
                             m = C
                         else:
                             if rp == RB:
                                 rng_fill_uniform(rs, rbuf)
                                 rp = 0
-                            uu = rbuf[rp]
+                            uu = rbuf[U(rp)]
                             rp += 1
                             # the first j with u < F(j) (F is non-decreasing), or C
                             hb = h * C
                             m = 0
                             for j in range(C):
-                                m += hcdf[hb + j] <= uu
+                                m += hcdf[U(hb + j)] <= uu
                             if f == 1:
                                 m = C - m
                         if m > 0:
-                            sstate[sb] = y
-                            smult[sb] = m
-                            schild[sb] = -1
-                            r = R[row + y]
+                            sstate[U(sb)] = y
+                            smult[U(sb)] = m
+                            schild[U(sb)] = -1
+                            r = R[U(row + y)]
                             su += m * (r + gvmax)
                             sl += m * (r + gvmin)
                             n = 1
                         if m < C:
-                            y = supp[row + 1]
+                            y = supp[U(row + 1)]
                             m = C - m
-                            sstate[sb + n] = y
-                            smult[sb + n] = m
-                            schild[sb + n] = -1
-                            r = R[row + y]
+                            sstate[U(sb + n)] = y
+                            smult[U(sb + n)] = m
+                            schild[U(sb + n)] = -1
+                            r = R[U(row + y)]
                             su += m * (r + gvmax)
                             sl += m * (r + gvmin)
                             n += 1
@@ -331,25 +341,36 @@ def _fsss(
                         # C categorical draws, O(1) each, from the urn: the prior's mass
                         # Theta (alias table over theta(s, b, .)), then one ball per
                         # count in stk (real transitions, then the path's pseudo-counts)
-                        th = th_tot[p]
-                        L = slen[p]
+                        th = th_tot[U(p)]
+                        L = slen[U(p)]
                         W = th + L
-                        kt = al_k[p]
-                        sc = al_scale[p]
+                        ktm = al_k[U(p)] - 1
+                        sc = al_scale[U(p)]
+                        uni = al_uni[U(p)]
+                        Lm = L - 1
                         sk = p * scap
                         if rp + C > RB:
                             rng_fill_uniform(rs, rbuf)
                             rp = 0
                         mask = zero
                         for c in range(C):
-                            t = rbuf[rp + c] * W
+                            t = rbuf[U(rp + c)] * W
                             if t < th:
                                 v = t * sc
-                                i = min(int(v), kt - 1)
-                                y = al_y[row + i] if v - i < al_prob[row + i] else al_alias[row + i]
+                                i = int(v)
+                                if i > ktm:
+                                    i = ktm
+                                ri = U(row + i)
+                                if uni or v - i < al_prob[ri]:
+                                    y = al_y[ri]
+                                else:
+                                    y = al_alias[ri]
                             else:
-                                y = stk[sk + min(int(t - th), L - 1)]
-                            cnt[y] += 1
+                                j = int(t - th)
+                                if j > Lm:
+                                    j = Lm
+                                y = stk[U(sk + j)]
+                            cnt[U(y)] += 1
                             mask |= one << np.uint64(y)
                         rp += C
                         # recorded in increasing state order (the support's order)
@@ -357,62 +378,62 @@ def _fsss(
                             while mask != zero:
                                 y = ctz64(mask)
                                 mask &= mask - one
-                                m = cnt[y]
-                                cnt[y] = 0
-                                sstate[sb + n] = y
-                                smult[sb + n] = m
-                                schild[sb + n] = -1
-                                r = R[row + y]
+                                m = cnt[U(y)]
+                                cnt[U(y)] = 0
+                                sstate[U(sb + n)] = y
+                                smult[U(sb + n)] = m
+                                schild[U(sb + n)] = -1
+                                r = R[U(row + y)]
                                 su += m * (r + gvmax)
                                 sl += m * (r + gvmin)
                                 n += 1
                         else:
                             rest = C
                             for i in range(k):
-                                y = supp[row + i]
-                                m = cnt[y]
+                                y = supp[U(row + i)]
+                                m = cnt[U(y)]
                                 if m > 0:
-                                    cnt[y] = 0
-                                    sstate[sb + n] = y
-                                    smult[sb + n] = m
-                                    schild[sb + n] = -1
-                                    r = R[row + y]
+                                    cnt[U(y)] = 0
+                                    sstate[U(sb + n)] = y
+                                    smult[U(sb + n)] = m
+                                    schild[U(sb + n)] = -1
+                                    r = R[U(row + y)]
                                     su += m * (r + gvmax)
                                     sl += m * (r + gvmin)
                                     n += 1
                                     rest -= m
                                     if rest == 0:
                                         break
-                    nsucc[nb] = n
+                    nsucc[U(nb)] = n
                     # the node's backup (every successor unexpanded), same sums and order
                     # as _backup_action
                     qu = su * inv
                     ql = sl * inv
-                    qU[nb] = qu
-                    qL[nb] = ql
+                    qU[U(nb)] = qu
+                    qL[U(nb)] = ql
                     if qu > best_u:
                         best_u = qu
                     if ql > best_l:
                         best_l = ql
-                vU[node] = best_u
-                vL[node] = best_l
+                vU[U(node)] = best_u
+                vL[U(node)] = best_l
                 if parent < 0:
                     root = node
                 else:
-                    schild[pj] = node
+                    schild[U(pj)] = node
             # action with the largest upper bound, exact ties uniformly
             nb0 = node * nU
-            best = qU[nb0]
+            best = qU[U(nb0)]
             tie[0] = 0
             nt = 1
             for b in range(1, nU):
-                q = qU[nb0 + b]
+                q = qU[U(nb0 + b)]
                 if q > best:
                     best = q
                     tie[0] = b
                     nt = 1
                 elif q == best:
-                    tie[nt] = b
+                    tie[U(nt)] = b
                     nt += 1
             if nt == 1:
                 b = tie[0]
@@ -420,24 +441,25 @@ def _fsss(
                 if rp == RB:
                     rng_fill_uniform(rs, rbuf)
                     rp = 0
-                b = tie[min(int(rbuf[rp] * nt), nt - 1)]
+                i = int(rbuf[U(rp)] * nt)
+                b = tie[U(i if i < nt else nt - 1)]
                 rp += 1
             # successor with the largest gap x multiplicity (best starts at 0), ties
             # uniformly
             sb = (nb0 + b) * Cs
-            ns = nsucc[nb0 + b]
+            ns = nsucc[U(nb0 + b)]
             bestg = 0.0
             nt = 0
             for j in range(ns):
-                c = schild[sb + j]
-                gap = (vmax - vmin) if c < 0 else max(0.0, vU[c] - vL[c])
-                g = gap * smult[sb + j]
+                c = schild[U(sb + j)]
+                gap = (vmax - vmin) if c < 0 else max(0.0, vU[U(c)] - vL[U(c)])
+                g = gap * smult[U(sb + j)]
                 if g > bestg:
                     bestg = g
                     tie[0] = j
                     nt = 1
                 elif g == bestg:
-                    tie[nt] = j
+                    tie[U(nt)] = j
                     nt += 1
             if nt == 1:
                 j = tie[0]
@@ -445,24 +467,25 @@ def _fsss(
                 if rp == RB:
                     rng_fill_uniform(rs, rbuf)
                     rp = 0
-                j = tie[min(int(rbuf[rp] * nt), nt - 1)]
+                i = int(rbuf[U(rp)] * nt)
+                j = tie[U(i if i < nt else nt - 1)]
                 rp += 1
-            y = sstate[sb + j]
+            y = sstate[U(sb + j)]
             p = s * nU + b
-            path_node[plen] = node
-            path_b[plen] = b
-            path_s[plen] = p
-            path_y[plen] = y
-            path_old[2 * plen] = pc[p * nX + y]
-            path_old[2 * plen + 1] = pcsum[p]
+            path_node[U(plen)] = node
+            path_b[U(plen)] = b
+            path_s[U(plen)] = p
+            path_y[U(plen)] = y
+            path_old[U(2 * plen)] = pc[U(p * nX + y)]
+            path_old[U(2 * plen + 1)] = pcsum[U(p)]
             plen += 1
-            pc[p * nX + y] += 1.0
-            pcsum[p] += 1.0
-            stk[p * scap + slen[p]] = y
-            slen[p] += 1
+            pc[U(p * nX + y)] += 1.0
+            pcsum[U(p)] += 1.0
+            stk[U(p * scap + slen[U(p)])] = y
+            slen[U(p)] += 1
             parent = node
             pj = sb + j
-            node = schild[sb + j]
+            node = schild[U(sb + j)]
             s = y
             depth += 1
         # back up the path (deepest first) and restore the counts. Only the action the
@@ -470,44 +493,44 @@ def _fsss(
         # not visited), so only its bounds are recomputed: the full backup's result,
         # bit for bit.
         for i in range(plen - 1, -1, -1):
-            node = path_node[i]
-            b = path_b[i]
-            p = path_s[i]
+            node = path_node[U(i)]
+            b = path_b[U(i)]
+            p = path_s[U(i)]
             row = p * nX
             nb0 = node * nU
             sb = (nb0 + b) * Cs
             su = 0.0
             sl = 0.0
-            for j in range(nsucc[nb0 + b]):
-                y = sstate[sb + j]
-                m = smult[sb + j]
-                c = schild[sb + j]
-                r = R[row + y]
+            for j in range(nsucc[U(nb0 + b)]):
+                y = sstate[U(sb + j)]
+                m = smult[U(sb + j)]
+                c = schild[U(sb + j)]
+                r = R[U(row + y)]
                 if c >= 0:
-                    su += m * (r + gamma * vU[c])
-                    sl += m * (r + gamma * vL[c])
+                    su += m * (r + gamma * vU[U(c)])
+                    sl += m * (r + gamma * vL[U(c)])
                 else:
                     su += m * (r + gvmax)
                     sl += m * (r + gvmin)
-            qU[nb0 + b] = su * inv
-            qL[nb0 + b] = sl * inv
+            qU[U(nb0 + b)] = su * inv
+            qL[U(nb0 + b)] = sl * inv
             best_u = vmin
             best_l = vmin
             for bb in range(nU):
-                if qU[nb0 + bb] > best_u:
-                    best_u = qU[nb0 + bb]
-                if qL[nb0 + bb] > best_l:
-                    best_l = qL[nb0 + bb]
-            vU[node] = best_u
-            vL[node] = best_l
-            pc[row + path_y[i]] = path_old[2 * i]
-            pcsum[p] = path_old[2 * i + 1]
-            slen[p] -= 1
-        pc[pa * nX + s1] = old_root
-        pcsum[pa] = old_root_sum
-        slen[pa] -= 1
+                if qU[U(nb0 + bb)] > best_u:
+                    best_u = qU[U(nb0 + bb)]
+                if qL[U(nb0 + bb)] > best_l:
+                    best_l = qL[U(nb0 + bb)]
+            vU[U(node)] = best_u
+            vL[U(node)] = best_l
+            pc[U(row + path_y[U(i)])] = path_old[U(2 * i)]
+            pcsum[U(p)] = path_old[U(2 * i + 1)]
+            slen[U(p)] -= 1
+        pc[U(pa * nX + s1)] = old_root
+        pcsum[U(pa)] = old_root_sum
+        slen[U(pa)] -= 1
     rstate[0] = rp
-    return vU[root], used
+    return vU[U(root)], used
 
 
 @njit(cache=True, error_model="numpy")
@@ -545,7 +568,7 @@ def bfs3_trajectory(
     rbuf = np.empty(max(RBUF, C))
     # the predictive's urn: alias tables of the prior's part, stacks of the counts (at
     # most T real transitions and D + 1 pseudo-counts per pair)
-    th_tot, al_k, al_scale, al_y, al_prob, al_alias = _prior_alias(theta)
+    th_tot, al_k, al_scale, al_uni, al_y, al_prob, al_alias = _prior_alias(theta)
     scap = T + D + 1
     stk = np.empty(nX * nU * scap, dtype=np.int32)
     slen = np.zeros(nX * nU, dtype=np.int64)
@@ -567,6 +590,7 @@ def bfs3_trajectory(
     # flat views for the search (same memory; the 3-D forms serve the updates)
     pc_f, pcsum_f, supp_f, nsupp_f = pc.ravel(), pcsum.ravel(), supp.ravel(), nsupp.ravel()
     R_f, th_f, alk_f, als_f = R.ravel(), th_tot.ravel(), al_k.ravel(), al_scale.ravel()
+    alu_f = al_uni.ravel()
     aly_f, alp_f, ala_f = al_y.ravel(), al_prob.ravel(), al_alias.ravel()
 
     x = env_reset(initial_state, nX)
@@ -582,7 +606,7 @@ def bfs3_trajectory(
                     x, a, s1, N, C, C, D, nX, nU, gamma, R_f, vmin, vmax, pc_f, pcsum_f,
                     supp_f, nsupp_f, vstate, vU, vL, qU, qL, nsucc, sstate, smult, schild,
                     path_node, path_b, path_s, path_y, path_old, tie, rbuf, rstate, rs,
-                    th_f, alk_f, als_f, aly_f, alp_f, ala_f, stk, scap, slen, cnt, bstep,
+                    th_f, alk_f, als_f, alu_f, aly_f, alp_f, ala_f, stk, scap, slen, cnt, bstep,
                     hmask, hw, hW, hflip, hcdf,
                 )  # fmt: skip
                 if used > max_used:
