@@ -97,6 +97,9 @@ QL_RATE = 0.2
 INF = 1e10
 
 
+#: Unsigned array indices: numba then emits no negative-index wraparound.
+U = np.uint64
+
 #: Uniforms drawn at once into the kernel's buffer: the search's hot loops read them from
 #: there (the kernel's own xoshiro256** generator, ``_rng``, fills it).
 RBUF = 4096
@@ -122,13 +125,13 @@ def _search(
     rp = rstate[0]
     # root
     root = 0
-    vN[root] = 0
-    vstate[root] = x
-    vsib[root] = -1
+    vN[U(root)] = 0
+    vstate[U(root)] = x
+    vsib[U(root)] = -1
     for a in range(nU):
-        qN[root * nU + a] = 0
-        qW[root * nU + a] = 0.0
-        qhead[root * nU + a] = -1
+        qN[U(root * nU + a)] = 0
+        qW[U(root * nU + a)] = 0.0
+        qhead[U(root * nU + a)] = -1
     used = 1
     for k in range(K):
         sim = sim0 + 1 + k
@@ -143,21 +146,21 @@ def _search(
             if in_tree:
                 # UCB1 (c = 3; unvisited actions 1e10), exact ties uniformly
                 # (tables: clog[m] = c sqrt(ln(m + 1)), isq[n] = 1/sqrt(n), inv[n] = 1/n)
-                cl = clog[vN[node]]
+                cl = clog[U(vN[U(node)])]
                 best = -INF
                 nt = 0
                 for a in range(nU):
-                    n = qN[node * nU + a]
+                    n = qN[U(node * nU + a)]
                     if n == 0:
                         sc = INF
                     else:
-                        sc = qW[node * nU + a] * inv[n] + cl * isq[n]
+                        sc = qW[U(node * nU + a)] * inv[U(n)] + cl * isq[U(n)]
                     if sc > best:
                         best = sc
                         tie[0] = a
                         nt = 1
                     elif sc == best:
-                        tie[nt] = a
+                        tie[U(nt)] = a
                         nt += 1
                 if nt == 1:
                     a = tie[0]
@@ -165,12 +168,13 @@ def _search(
                     if rp == RB:
                         rng_fill_uniform(rs, rbuf)
                         rp = 0
-                    a = tie[min(int(rbuf[rp] * nt), nt - 1)]
+                    i = int(rbuf[U(rp)] * nt)
+                    a = tie[U(i if i < nt else nt - 1)]
                     rp += 1
                 if rp == RB:
                     rng_fill_uniform(rs, rbuf)
                     rp = 0
-                v = rbuf[rp]
+                v = rbuf[U(rp)]
                 rp += 1
             else:
                 # rollout: one uniform decides the epsilon test, the action and the
@@ -179,17 +183,21 @@ def _search(
                 if rp == RB:
                     rng_fill_uniform(rs, rbuf)
                     rp = 0
-                r = rbuf[rp]
+                r = rbuf[U(rp)]
                 rp += 1
                 if r < ROLLOUT_EPSILON:
                     v = r * (nU / ROLLOUT_EPSILON)
-                    a = min(int(v), nU - 1)
+                    a = int(v)
+                    if a > nU - 1:
+                        a = nU - 1
                     v -= a
                 else:
-                    m = gcount[s]
+                    m = gcount[U(s)]
                     v = (r - ROLLOUT_EPSILON) * (m / (1.0 - ROLLOUT_EPSILON))
-                    j = min(int(v), m - 1)
-                    a = gset[s * nU + j]
+                    j = int(v)
+                    if j > m - 1:
+                        j = m - 1
+                    a = gset[U(s * nU + j)]
                     v -= j
             # root sampling, with the lazily drawn row integrated out (Polya urn): the
             # k-th visit of (s, a) in this simulation goes to y with probability
@@ -199,51 +207,51 @@ def _search(
             # visits the pair)
             pa = s * nU + a
             base = pa * nX
-            ks = nsupp[pa]
-            if stamp[pa] != sim:
-                stamp[pa] = sim
+            ks = nsupp[U(pa)]
+            if stamp[U(pa)] != sim:
+                stamp[U(pa)] = sim
                 for i in range(ks):
-                    urn[base + i] = asup[base + i]
-                utot[pa] = Np[pa]
-            target = v * utot[pa]
+                    urn[U(base + i)] = asup[U(base + i)]
+                utot[U(pa)] = Np[U(pa)]
+            target = v * utot[U(pa)]
             acc = 0.0
             idx = ks - 1
             for i in range(ks - 1):
-                acc += urn[base + i]
+                acc += urn[U(base + i)]
                 if target < acc:
                     idx = i
                     break
-            urn[base + idx] += 1.0
-            utot[pa] += 1.0
-            s2 = supp[base + idx]
-            rew = rsup[base + idx]
+            urn[U(base + idx)] += 1.0
+            utot[U(pa)] += 1.0
+            s2 = supp[U(base + idx)]
+            rew = rsup[U(base + idx)]
             d += 1
             if not in_tree:
                 tail += disc * rew
                 disc *= gamma
                 s = s2
                 continue
-            path_node[plen] = node
-            path_a[plen] = a
-            path_r[plen] = rew
+            path_node[U(plen)] = node
+            path_a[U(plen)] = a
+            path_r[U(plen)] = rew
             plen += 1
             # child V-node for s2 (sparse list); expand on the edge's second visit
-            child = qhead[node * nU + a]
-            while child >= 0 and vstate[child] != s2:
-                child = vsib[child]
-            if child < 0 and qN[node * nU + a] >= 1:
+            child = qhead[U(node * nU + a)]
+            while child >= 0 and vstate[U(child)] != s2:
+                child = vsib[U(child)]
+            if child < 0 and qN[U(node * nU + a)] >= 1:
                 if used >= cap:
                     raise RuntimeError("bamcp: node pool overflow")
                 child = used
                 used += 1
-                vN[child] = 0
-                vstate[child] = s2
-                vsib[child] = qhead[node * nU + a]
-                qhead[node * nU + a] = child
+                vN[U(child)] = 0
+                vstate[U(child)] = s2
+                vsib[U(child)] = qhead[U(node * nU + a)]
+                qhead[U(node * nU + a)] = child
                 for b in range(nU):
-                    qN[child * nU + b] = 0
-                    qW[child * nU + b] = 0.0
-                    qhead[child * nU + b] = -1
+                    qN[U(child * nU + b)] = 0
+                    qW[U(child * nU + b)] = 0.0
+                    qhead[U(child * nU + b)] = -1
             s = s2
             if child >= 0:
                 node = child
@@ -252,12 +260,12 @@ def _search(
         # backup
         G = tail
         for i in range(plen - 1, -1, -1):
-            G = path_r[i] + gamma * G
-            n = path_node[i]
-            a = path_a[i]
-            qN[n * nU + a] += 1
-            qW[n * nU + a] += G
-            vN[n] += 1
+            G = path_r[U(i)] + gamma * G
+            n = path_node[U(i)]
+            a = path_a[U(i)]
+            qN[U(n * nU + a)] += 1
+            qW[U(n * nU + a)] += G
+            vN[U(n)] += 1
     rstate[0] = rp
     return used
 
