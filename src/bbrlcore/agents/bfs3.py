@@ -201,7 +201,7 @@ def _prior_alias(theta):
 
 @njit(cache=True, error_model="numpy")
 def _fsss(
-    x, a, s1, N, C, Cs, D, nX, nU, gamma, R, vmin, vmax, pc, pcsum, supp, nsupp,
+    x, a, s1, N, C, D, nX, nU, gamma, R, vmin, vmax, pc, pcsum, supp, nsupp,
     vstate, vU, vL, qU, qL, nsucc, sstate, smult, schild,
     path_node, path_b, path_s, path_y, path_old, tie, rbuf, rstate, rs,
     th_tot, al_k, al_scale, al_uni, al_y, al_prob, al_alias, stk, scap, slen, cnt, bstep,
@@ -214,7 +214,7 @@ def _fsss(
     bounds, the tie-breaks) because numba does not make calls to small helpers free, on
     flat arrays (one multiply-add per index): pair ``p = s nU + b``; a pair's row of
     states at ``p nX``, its count stack at ``p scap``; a node's action at
-    ``nb = node nU + b``, its recorded successors at ``nb Cs``. ``pc``/``pcsum`` (the
+    ``nb = node nU + b``, its recorded successors at ``nb C``. ``pc``/``pcsum`` (the
     predictive's weights) and ``stk``/``slen`` (its urn of counts) hold the real counts
     on entry and on exit: the path's pseudo-counts are added and restored exactly.
     ``rstate`` = [buffer position]; ``rs`` = the generator that refills the buffer.
@@ -259,7 +259,7 @@ def _fsss(
                     p = s * nU + b
                     row = p * nX
                     nb = node * nU + b
-                    sb = nb * Cs
+                    sb = nb * C
                     k = nsupp[U(p)]
                     su = 0.0
                     sl = 0.0
@@ -448,7 +448,7 @@ def _fsss(
                 rp += 1
             # successor with the largest gap x multiplicity (best starts at 0), ties
             # uniformly
-            sb = (nb0 + b) * Cs
+            sb = (nb0 + b) * C
             ns = nsucc[U(nb0 + b)]
             bestg = 0.0
             nt = 0
@@ -500,7 +500,7 @@ def _fsss(
             p = path_s[U(i)]
             row = p * nX
             nb0 = node * nU
-            sb = (nb0 + b) * Cs
+            sb = (nb0 + b) * C
             su = 0.0
             sl = 0.0
             for j in range(nsucc[U(nb0 + b)]):
@@ -536,6 +536,99 @@ def _fsss(
 
 
 @njit(cache=True, error_model="numpy")
+def _workspace(theta, R, T, N, C, D):
+    """Every array of the search, for trajectories of at most ``T`` real steps and FSSS
+    trees of ``N`` rollouts of depth ``D`` (see :func:`_fsss`): the counting model (3-D,
+    for the updates, and flat views of it and of ``R`` for the search) and the search's
+    arrays, in tuples."""
+    nX, nU, _ = theta.shape
+    pc, pcsum, Pm, supp, nsupp = model_init(theta)
+    flat = (R.ravel(), pc.ravel(), pcsum.ravel(), supp.ravel(), nsupp.ravel())
+    cap = N * D
+    nodes = (
+        np.empty(cap, dtype=np.int64),  # vstate
+        np.empty(cap),  # vU
+        np.empty(cap),  # vL
+        np.empty(cap * nU),  # qU
+        np.empty(cap * nU),  # qL
+        np.empty(cap * nU, dtype=np.int32),  # nsucc
+        np.empty(cap * nU * C, dtype=np.int32),  # sstate
+        np.empty(cap * nU * C, dtype=np.int32),  # smult
+        np.empty(cap * nU * C, dtype=np.int32),  # schild
+    )
+    path = (
+        np.empty(D, dtype=np.int64),  # path_node
+        np.empty(D, dtype=np.int64),  # path_b
+        np.empty(D, dtype=np.int64),  # path_s
+        np.empty(D, dtype=np.int64),  # path_y
+        np.empty(2 * D),  # path_old
+        np.empty(max(nU, C), dtype=np.int64),  # tie
+    )
+    # the predictive's urn: alias tables of the prior's part, stacks of the counts (at
+    # most T real transitions and D + 1 pseudo-counts per pair)
+    th_tot, al_k, al_scale, al_uni, al_y, al_prob, al_alias = _prior_alias(theta)
+    scap = T + D + 1
+    urn = (
+        th_tot.ravel(), al_k.ravel(), al_scale.ravel(), al_uni.ravel(), al_y.ravel(),
+        al_prob.ravel(), al_alias.ravel(),
+        np.empty(nX * nU * scap, dtype=np.int32),  # stk
+        scap,
+        np.zeros(nX * nU, dtype=np.int64),  # slen
+        np.zeros(nX, dtype=np.int64),  # cnt
+    )
+    # steps of the binomial inversion: pmf(m + 1) = pmf(m) (p / (1 - p)) (n - m) / (m + 1)
+    bstep = np.zeros((C + 1) * (C + 1))
+    for n_ in range(C + 1):
+        for m_ in range(n_):
+            bstep[n_ * (C + 1) + m_] = (n_ - m_) / (m_ + 1.0)
+    # rows of up to kseq states: sequential binomials; larger rows: the urn (measured
+    # 2026-11-23, GC-UGC and GDL-UGDL K=1 D=25: 5-state rows at C = 15 -16% by the
+    # binomials, at C = 2 or 5 +20-35%; 9-state rows at C = 10 or 15 +35-55%)
+    kseq = max(2, C // 3)
+    # distribution functions of Bin(n, w / W) by (w, W, n): a hash table (keys checked)
+    binom = (
+        bstep,
+        HSLOTS - 1,  # hmask
+        np.full(HSLOTS, -1.0),  # hw
+        np.full(HSLOTS, -1.0),  # hW
+        np.zeros(HSLOTS, dtype=np.int64),  # hn
+        np.zeros(HSLOTS, dtype=np.int64),  # hflip
+        np.empty(HSLOTS * C),  # hcdf
+        kseq,
+    )
+    return (pc, pcsum, Pm, supp, nsupp), flat, nodes, path, urn, binom
+
+
+@njit(cache=True, error_model="numpy")
+def _observe(model, urn, x, u, y):
+    """A real transition: the counting model and the urn's stack of counts."""
+    pc, pcsum, Pm, supp, nsupp = model
+    model_update(pc, pcsum, Pm, supp, nsupp, x, u, y)
+    stk, scap, slen = urn[7], urn[8], urn[9]
+    p = x * pc.shape[1] + u
+    stk[p * scap + slen[p]] = y
+    slen[p] += 1
+
+
+@njit(cache=True, error_model="numpy")
+def _tree(x, a, s1, N, C, D, nX, nU, gamma, vmin, vmax, flat, nodes, path, urn, binom, rbuf,
+          rstate, rs):  # fmt: skip
+    """:func:`_fsss` on the workspace's arrays."""
+    R_f, pc_f, pcsum_f, supp_f, nsupp_f = flat
+    vstate, vU, vL, qU, qL, nsucc, sstate, smult, schild = nodes
+    path_node, path_b, path_s, path_y, path_old, tie = path
+    th_f, alk_f, als_f, alu_f, aly_f, alp_f, ala_f, stk, scap, slen, cnt = urn
+    bstep, hmask, hw, hW, hn, hflip, hcdf, kseq = binom
+    return _fsss(
+        x, a, s1, N, C, D, nX, nU, gamma, R_f, vmin, vmax, pc_f, pcsum_f, supp_f, nsupp_f,
+        vstate, vU, vL, qU, qL, nsucc, sstate, smult, schild,
+        path_node, path_b, path_s, path_y, path_old, tie, rbuf, rstate, rs,
+        th_f, alk_f, als_f, alu_f, aly_f, alp_f, ala_f, stk, scap, slen, cnt, bstep,
+        hmask, hw, hW, hn, hflip, hcdf, kseq,
+    )  # fmt: skip
+
+
+@njit(cache=True, error_model="numpy")
 def bfs3_trajectory(
     P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R, K, C, D, seed
 ):
@@ -550,55 +643,12 @@ def bfs3_trajectory(
     N = max(1, K // C)
     vmax = R.max() / (1.0 - gamma)
     vmin = 0.0
-    pc, pcsum, _Pm, supp, nsupp = model_init(theta)
-    cap = N * D
-    vstate = np.empty(cap, dtype=np.int64)
-    vU = np.empty(cap)
-    vL = np.empty(cap)
-    qU = np.empty(cap * nU)
-    qL = np.empty(cap * nU)
-    nsucc = np.empty(cap * nU, dtype=np.int32)
-    sstate = np.empty(cap * nU * C, dtype=np.int32)
-    smult = np.empty(cap * nU * C, dtype=np.int32)
-    schild = np.empty(cap * nU * C, dtype=np.int32)
-    path_node = np.empty(D, dtype=np.int64)
-    path_b = np.empty(D, dtype=np.int64)
-    path_old = np.empty(2 * D)
-    path_s = np.empty(D, dtype=np.int64)
-    path_y = np.empty(D, dtype=np.int64)
-    tie = np.empty(max(nU, C), dtype=np.int64)
+    model, flat, nodes, path, urn, binom = _workspace(theta, R, T, N, C, D)
+    pc, pcsum, _Pm, supp, nsupp = model
     rbuf = np.empty(max(RBUF, C))
-    # the predictive's urn: alias tables of the prior's part, stacks of the counts (at
-    # most T real transitions and D + 1 pseudo-counts per pair)
-    th_tot, al_k, al_scale, al_uni, al_y, al_prob, al_alias = _prior_alias(theta)
-    scap = T + D + 1
-    stk = np.empty(nX * nU * scap, dtype=np.int32)
-    slen = np.zeros(nX * nU, dtype=np.int64)
-    cnt = np.zeros(nX, dtype=np.int64)
-    # steps of the binomial inversion: pmf(m + 1) = pmf(m) (p / (1 - p)) (n - m) / (m + 1)
-    bstep = np.zeros((C + 1) * (C + 1))
-    for n_ in range(C + 1):
-        for m_ in range(n_):
-            bstep[n_ * (C + 1) + m_] = (n_ - m_) / (m_ + 1.0)
-    # distribution functions of Bin(C, w / W) by (w, W): a hash table (keys checked)
-    hmask = HSLOTS - 1
-    hw = np.full(HSLOTS, -1.0)
-    hW = np.full(HSLOTS, -1.0)
-    hn = np.zeros(HSLOTS, dtype=np.int64)
-    # rows of up to kseq states: sequential binomials; larger rows: the urn (measured
-    # 2026-11-23, GC-UGC and GDL-UGDL K=1 D=25: 5-state rows at C = 15 -16% by the
-    # binomials, at C = 2 or 5 +20-35%; 9-state rows at C = 10 or 15 +35-55%)
-    kseq = max(2, C // 3)
-    hflip = np.zeros(HSLOTS, dtype=np.int64)
-    hcdf = np.empty(HSLOTS * C)
     rng_fill_uniform(rs, rbuf)
     rstate = np.zeros(1, dtype=np.int64)
     q = np.empty(nU)
-    # flat views for the search (same memory; the 3-D forms serve the updates)
-    pc_f, pcsum_f, supp_f, nsupp_f = pc.ravel(), pcsum.ravel(), supp.ravel(), nsupp.ravel()
-    R_f, th_f, alk_f, als_f = R.ravel(), th_tot.ravel(), al_k.ravel(), al_scale.ravel()
-    alu_f = al_uni.ravel()
-    aly_f, alp_f, ala_f = al_y.ravel(), al_prob.ravel(), al_alias.ravel()
 
     x = env_reset(initial_state, nX)
     ret = 0.0
@@ -609,13 +659,8 @@ def bfs3_trajectory(
             q[a] = 0.0
             for _c in range(C):
                 s1 = _draw(pc, pcsum, supp, nsupp, x, a, np.random.random())
-                U, used = _fsss(
-                    x, a, s1, N, C, C, D, nX, nU, gamma, R_f, vmin, vmax, pc_f, pcsum_f,
-                    supp_f, nsupp_f, vstate, vU, vL, qU, qL, nsucc, sstate, smult, schild,
-                    path_node, path_b, path_s, path_y, path_old, tie, rbuf, rstate, rs,
-                    th_f, alk_f, als_f, alu_f, aly_f, alp_f, ala_f, stk, scap, slen, cnt, bstep,
-                    hmask, hw, hW, hn, hflip, hcdf, kseq,
-                )  # fmt: skip
+                U, used = _tree(x, a, s1, N, C, D, nX, nU, gamma, vmin, vmax, flat, nodes,
+                                path, urn, binom, rbuf, rstate, rs)  # fmt: skip
                 if used > max_used:
                     max_used = used
                 q[a] += (R[x, a, s1] + gamma * U) / C
@@ -624,12 +669,35 @@ def bfs3_trajectory(
         r = env_reward(Renv, Rstd, gaussian, x, u, y)
         ret += disc * r
         disc *= gamma
-        model_update(pc, pcsum, _Pm, supp, nsupp, x, u, y)
-        p = x * nU + u
-        stk[p * scap + slen[p]] = y
-        slen[p] += 1
+        _observe(model, urn, x, u, y)
         x = y
-    return ret, max_used, cap
+    return ret, max_used, N * D
+
+
+@njit(cache=True, error_model="numpy")
+def expansion_multiplicities(theta, R, obs, x, a, s1, C, reps, seed):
+    """The successors an expansion records, for tests: ``out[r, b, y]`` = multiplicity of
+    ``y`` among the ``C`` draws of action ``b`` in the ``r``-th of ``reps`` fresh FSSS
+    trees rooted at ``s1`` (reached by ``x, a -> s1``: one pseudo-count), after the real
+    transitions ``obs`` (rows ``x, u, y``). Each tree is one rollout of depth 1, whose
+    expansion of the root draws from the predictive rows ``(s1, b)``."""
+    nX, nU, _ = theta.shape
+    model, flat, nodes, path, urn, binom = _workspace(theta, R, obs.shape[0], 1, C, 1)
+    for i in range(obs.shape[0]):
+        _observe(model, urn, obs[i, 0], obs[i, 1], obs[i, 2])
+    rs = rng_new(seed)
+    rbuf = np.empty(max(RBUF, C))
+    rng_fill_uniform(rs, rbuf)
+    rstate = np.zeros(1, dtype=np.int64)
+    nsucc, sstate, smult = nodes[5], nodes[6], nodes[7]
+    out = np.zeros((reps, nU, nX), dtype=np.int64)
+    for r in range(reps):
+        _tree(x, a, s1, 1, C, 1, nX, nU, 0.95, 0.0, 1.0, flat, nodes, path, urn, binom,
+              rbuf, rstate, rs)  # fmt: skip
+        for b in range(nU):
+            for j in range(nsucc[b]):
+                out[r, b, sstate[b * C + j]] = smult[b * C + j]
+    return out
 
 
 # ---------------------------------------------------------------------------------------
