@@ -107,7 +107,7 @@ RBUF = 4096
 
 @njit(cache=True, error_model="numpy")
 def _search(
-    x, nX, nU, K, D, gamma, rsup, asup, Np, supp, nsupp, urn, utot, stamp, sim0, gset, gcount,
+    x, nX, nU, K, D, gamma, rsup, acum, supp, nsupp, urn, stamp, sim0, gset, gcount,
     vN, vstate, vsib, qN, qW, qhead, path_node, path_a, path_r, scores, tie, rbuf, rstate, rs,
     clog, isq, inv,
 ):  # fmt: skip
@@ -185,44 +185,43 @@ def _search(
                     rp = 0
                 r = rbuf[U(rp)]
                 rp += 1
-                if r < ROLLOUT_EPSILON:
-                    v = r * (nU / ROLLOUT_EPSILON)
-                    a = int(v)
-                    if a > nU - 1:
-                        a = nU - 1
-                    v -= a
-                else:
-                    m = gcount[U(s)]
-                    v = (r - ROLLOUT_EPSILON) * (m / (1.0 - ROLLOUT_EPSILON))
-                    j = int(v)
-                    if j > m - 1:
-                        j = m - 1
-                    a = gset[U(s * nU + j)]
-                    v -= j
+                # both candidates, then a select (the test is a coin flip: no branch)
+                v1 = r * (nU / ROLLOUT_EPSILON)
+                a1 = int(v1)
+                if a1 > nU - 1:
+                    a1 = nU - 1
+                m = gcount[U(s)]
+                v2 = (r - ROLLOUT_EPSILON) * (m / (1.0 - ROLLOUT_EPSILON))
+                j = int(v2)
+                if j > m - 1:
+                    j = m - 1
+                if j < 0:
+                    j = 0
+                a2 = gset[U(s * nU + j)]
+                eps = r < ROLLOUT_EPSILON
+                a = a1 if eps else a2
+                v = v1 - a1 if eps else v2 - j
             # root sampling, with the lazily drawn row integrated out (Polya urn): the
             # k-th visit of (s, a) in this simulation goes to y with probability
-            # (alpha_y + c_y) / (n + k), c = this simulation's earlier draws from (s, a)
-            # (urn[base + i] = alpha + c of the i-th support state, utot = their sum; the
-            # urn is refilled from asup, alpha in support order, when a simulation first
-            # visits the pair)
+            # (alpha_y + c_y) / (n + k), c = this simulation's earlier draws from (s, a).
+            # urn[base + i] holds the cumulative sums of alpha + c over the support (in
+            # support order; refilled from acum, those of alpha, when a simulation first
+            # visits the pair): the draw counts the sums at most the target (the first i
+            # with target < sum_i) and the update adds 1 from the drawn state on, without
+            # a branch on the data
             pa = s * nU + a
             base = pa * nX
             ks = nsupp[U(pa)]
             if stamp[U(pa)] != sim:
                 stamp[U(pa)] = sim
                 for i in range(ks):
-                    urn[U(base + i)] = asup[U(base + i)]
-                utot[U(pa)] = Np[U(pa)]
-            target = v * utot[U(pa)]
-            acc = 0.0
-            idx = ks - 1
+                    urn[U(base + i)] = acum[U(base + i)]
+            target = v * urn[U(base + ks - 1)]
+            idx = 0
             for i in range(ks - 1):
-                acc += urn[U(base + i)]
-                if target < acc:
-                    idx = i
-                    break
-            urn[U(base + idx)] += 1.0
-            utot[U(pa)] += 1.0
+                idx += urn[U(base + i)] <= target
+            for i in range(ks):
+                urn[U(base + i)] += 1.0 if i >= idx else 0.0
             s2 = supp[U(base + idx)]
             rew = rsup[U(base + idx)]
             d += 1
@@ -271,10 +270,13 @@ def _search(
 
 
 @njit(cache=True, error_model="numpy")
-def _support_order(alpha, R, supp, nsupp, asup, rsup, s, a):
-    """Copy row (s, a) of the posterior counts and rewards in support order."""
+def _support_order(alpha, R, supp, nsupp, acum, rsup, s, a):
+    """Row (s, a) in support order: the cumulative sums of the posterior counts, and the
+    rewards."""
+    acc = 0.0
     for i in range(nsupp[s, a]):
-        asup[s, a, i] = alpha[s, a, supp[s, a, i]]
+        acc += alpha[s, a, supp[s, a, i]]
+        acum[s, a, i] = acc
         rsup[s, a, i] = R[s, a, supp[s, a, i]]
 
 
@@ -320,12 +322,11 @@ def bamcp_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R,
     nX, nU, _ = theta.shape
     alpha, Np, _Pm, supp, nsupp = model_init(theta)
     urn = np.empty((nX, nU, nX))
-    utot = np.empty((nX, nU))
-    asup = np.empty((nX, nU, nX))  # alpha and R in support order (see _support_order)
+    acum = np.empty((nX, nU, nX))  # cumulative alpha and R in support order
     rsup = np.empty((nX, nU, nX))
     for s in range(nX):
         for b in range(nU):
-            _support_order(alpha, R, supp, nsupp, asup, rsup, s, b)
+            _support_order(alpha, R, supp, nsupp, acum, rsup, s, b)
     stamp = np.full((nX, nU), -1, dtype=np.int64)
     Qrl = np.zeros((nX, nU))
     gset = np.empty((nX, nU), dtype=np.int64)
@@ -358,8 +359,8 @@ def bamcp_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R,
     rstate = np.zeros(1, dtype=np.int64)
 
     # flat views for the search (same memory; the 2-D/3-D forms serve the updates)
-    rsup_f, asup_f, Np_f, supp_f = rsup.ravel(), asup.ravel(), Np.ravel(), supp.ravel()
-    nsupp_f, urn_f, utot_f, stamp_f = nsupp.ravel(), urn.ravel(), utot.ravel(), stamp.ravel()
+    rsup_f, acum_f, supp_f = rsup.ravel(), acum.ravel(), supp.ravel()
+    nsupp_f, urn_f, stamp_f = nsupp.ravel(), urn.ravel(), stamp.ravel()
     gset_f, qN_f, qW_f, qhead_f = gset.ravel(), qN.ravel(), qW.ravel(), qhead.ravel()
 
     x = env_reset(initial_state, nX)
@@ -369,7 +370,7 @@ def bamcp_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R,
     max_used = 0
     for _t in range(T):
         used = _search(
-            x, nX, nU, K, D, gamma, rsup_f, asup_f, Np_f, supp_f, nsupp_f, urn_f, utot_f,
+            x, nX, nU, K, D, gamma, rsup_f, acum_f, supp_f, nsupp_f, urn_f,
             stamp_f, sim0, gset_f, gcount, vN, vstate, vsib, qN_f, qW_f, qhead_f, path_node,
             path_a, path_r, scores, tie, rbuf, rstate, rs, clog, isq, inv,
         )  # fmt: skip
@@ -382,7 +383,7 @@ def bamcp_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R,
         ret += disc * r
         disc *= gamma
         model_update(alpha, Np, _Pm, supp, nsupp, x, u, y)
-        _support_order(alpha, R, supp, nsupp, asup, rsup, x, u)
+        _support_order(alpha, R, supp, nsupp, acum, rsup, x, u)
         _ql_update(Qrl, gset, gcount, x, u, y, r, gamma)
         x = y
     return ret, max_used, cap
