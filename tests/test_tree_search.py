@@ -162,9 +162,9 @@ def test_depth_defaults_to_horizon():
 
 # ---------------------------------------------------------------------------------------
 # BFS3's expansion draws: each exact sampler gives the multinomial Mult(C, p) of the
-# posterior predictive p, whichever path the row takes (one state; sequential cached
-# binomials for rows of up to max(2, C // 3) states; the urn with its alias table and its
-# stack of counts beyond)
+# posterior predictive p, whichever path the row takes (one state; two states at C <= 4:
+# Bernoulli trials; sequential cached binomials for rows of up to max(2, C // 3) states;
+# the urn with its alias table and its stack of counts beyond)
 
 
 def _compositions(C: int, k: int):
@@ -223,6 +223,7 @@ def _small_prior(row: list[float]) -> FDMDistribution:
         ([0.5, 2.0, 1.5], 4, "urn, alias table"),
         ([0.5, 2.0, 1.5], 9, "sequential cached binomials (k = 3 <= C // 3)"),
         ([0.0, 2.0, 0.7], 6, "two-state row: cached binomial"),
+        ([0.0, 2.0, 0.7], 3, "two-state row, C <= 4: Bernoulli trials"),
         ([0.0, 0.0, 1.3], 5, "prior's one-state row, with a count outside its support"),
         ([0.0, 2.0, 0.0], 5, "one-state row"),
     ],
