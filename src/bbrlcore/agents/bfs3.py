@@ -385,6 +385,7 @@ def _fsss(
                         uni = al_uni[U(p)]
                         Lm = L - 1
                         sk = p * scap
+                        cb = b * nX  # (one counter row per action: independent chains)
                         if rp + C > RB:
                             rng_fill_uniform(rs, rbuf)
                             rp = 0
@@ -406,7 +407,7 @@ def _fsss(
                                 if j > Lm:
                                     j = Lm
                                 y = stk[U(sk + j)]
-                            cnt[U(y)] += 1
+                            cnt[U(cb + y)] += 1
                             mask |= one << np.uint64(y)
                         rp += C
                         # recorded in increasing state order (the support's order)
@@ -414,8 +415,8 @@ def _fsss(
                             while mask != zero:
                                 y = ctz64(mask)
                                 mask &= mask - one
-                                m = cnt[U(y)]
-                                cnt[U(y)] = 0
+                                m = cnt[U(cb + y)]
+                                cnt[U(cb + y)] = 0
                                 sstate[U(sb + n)] = y
                                 smult[U(sb + n)] = m
                                 schild[U(sb + n)] = -1
@@ -427,9 +428,9 @@ def _fsss(
                             rest = C
                             for i in range(k):
                                 y = supp[U(row + i)]
-                                m = cnt[U(y)]
+                                m = cnt[U(cb + y)]
                                 if m > 0:
-                                    cnt[U(y)] = 0
+                                    cnt[U(cb + y)] = 0
                                     sstate[U(sb + n)] = y
                                     smult[U(sb + n)] = m
                                     schild[U(sb + n)] = -1
@@ -608,7 +609,7 @@ def _workspace(theta, R, T, N, C, D):
         np.empty(nX * nU * scap, dtype=np.int32),  # stk
         scap,
         np.zeros(nX * nU, dtype=np.int64),  # slen
-        np.zeros(nX, dtype=np.int64),  # cnt
+        np.zeros(nU * nX, dtype=np.int64),  # cnt
     )
     # steps of the binomial inversion: pmf(m + 1) = pmf(m) (p / (1 - p)) (n - m) / (m + 1)
     bstep = np.zeros((C + 1) * (C + 1))
