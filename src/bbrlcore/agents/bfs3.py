@@ -73,7 +73,10 @@ and, per action, two bounds and a successor count (20 bytes) and up to ``C`` rec
 successors, each a state, a multiplicity and a child index (12 bytes):
 :math:`N D\,(24 + n_U (20 + 12 C))` bytes, about 27 MB for Grid (nU = 4) at K = 10 000,
 C = 15, D = 50. The kernel checks the bound on every allocation and raises if it would
-be exceeded.
+be exceeded. Besides the pool: the urn's stacks, one 4-byte entry per count,
+:math:`n_X n_U (T + D + 1)` of them (120 KB for Grid at T = 250, D = 50), the prior's
+alias tables (:math:`O(n_X^2 n_U)`) and the hash table of binomial distribution functions
+(1,024 slots of ``C`` doubles and four 8-byte fields: about 150 KB at C = 15).
 
 References
 ----------
