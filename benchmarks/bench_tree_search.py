@@ -1,52 +1,135 @@
-"""Speed of the tree-search agents (BAMCP, BFS3) against the original library.
+"""Speed of the tree-search agents (BAMCP, BFS3) against the original C++ program.
 
-1. ms per trajectory (T = 250, gamma = 0.95) at the settings the original library was
-   timed at (figures from the C++ program, spec/issue 4), on ``N_MDPS`` test MDPs drawn
-   from the accurate prior (``N_MDPS_GRID`` on Grid), each timed ``REPEATS`` times; the
-   best repetition of the mean per trajectory is reported (the machine is shared, so the
-   median is given too).
-2. How the time per decision grows with K and D (BFS3 also C) on GC and Grid: a short
-   trajectory (T = ``T_SCALING``) per setting, divided by T.
+Every row is one agent on one experiment (test distribution, prior), timed as ms per
+trajectory (gamma = 0.95), with the original program's figure beside it:
 
-A calibration figure (ns per ``np.random.random()`` inside numba) is recorded so that
-figures taken on a loaded machine can be compared. Run: ``python benchmarks/bench_tree_search.py``
-(about 5-10 minutes); writes ``benchmarks/results/tree_search.{json,md}``.
+1. **Reference rows**, T = 250: the settings of the issues' tables, on the accurate and
+   the uniform priors (BAMCP K=500 D=15; BFS3 K=1 C=15 D=25, or D=50 on Grid; BFS3 K=500
+   C=15 D=15), over ``N_MDPS`` test MDPs (``N_MDPS_GRID`` on Grid).
+2. **Corner rows**, the largest settings of the paper's grids with D = 50 (BFS3 K=10000
+   C=15 and C=2, BAMCP K=25000) on the six experiments, at reduced size: ``T_CORNER``
+   decisions of ``N_CORNER`` MDP(s). Their ``ms_per_trajectory`` is the time per
+   decision times 250 (``extrapolated``), the original's likewise (timed the same way).
+
+Ours: numba cache warm, the best of ``--repeats`` passes of the mean over the MDPs (the
+machine may be shared). The original: its own online time per trajectory
+(``benchmarks/original.py``). With ``--original PATH`` (or ``BBRL_ORIGINAL``) it is timed
+in the same run, right after ours, best of ``--original-repeats`` passes; without it the
+figures recorded in ``ORIGINAL_MS`` are used (measured the same way on this machine
+class, date in ``ORIGINAL_DATE``). A calibration figure (ns per ``np.random.random()`` in
+numba) tells the machine's state.
+
+    .venv/bin/python benchmarks/bench_tree_search.py [--original PATH] [--only REGEX]
+
+Writes ``benchmarks/results/tree_search.{json,md}``; the JSON records carry the keys the
+cost model (``bbrlcore.cost``) reads: ``algorithm``, ``agent``, ``params``, ``test``,
+``prior``, ``horizon`` and ``ms_per_trajectory``.
 """
 
 from __future__ import annotations
 
+import argparse
+import datetime
 import json
+import os
 import platform
-import statistics
+import re
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 from numba import njit
 
-from bbrlcore import __version__
-from bbrlcore.agents import bamcp, bfs3
+from bbrlcore import __version__, agents
 from bbrlcore.agents.base import Episode
 from bbrlcore.distributions import builtin
 from bbrlcore.formats.artefacts import atomic_path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import original  # noqa: E402
+
 OUT = Path(__file__).resolve().parent / "results"
 N_MDPS = 6
 N_MDPS_GRID = 3
-REPEATS = 3
-T_SCALING = 10
+T_CORNER = 10
+N_CORNER = 1
 
-#: ms per trajectory of the original C++ library (T = 250).
-REFERENCE = [
-    ("bamcp", {"K": 500, "D": 15}, "GC", 510),
-    ("bamcp", {"K": 500, "D": 15}, "GDL", 961),
-    ("bamcp", {"K": 500, "D": 15}, "Grid", 15781),
-    ("bfs3", {"K": 1, "C": 15, "D": 25}, "GC", 393),
-    ("bfs3", {"K": 1, "C": 15, "D": 25}, "GDL", 187),
-    ("bfs3", {"K": 500, "C": 15, "D": 15}, "GC", 6190),
-    ("bfs3", {"K": 500, "C": 15, "D": 15}, "GDL", 5337),
-]
-MODULES = {"bamcp": bamcp, "bfs3": bfs3}
+EXPERIMENTS = [("GC", "GC"), ("GDL", "GDL"), ("Grid", "Grid"), ("GC", "UGC"),
+               ("GDL", "UGDL"), ("Grid", "UGrid")]
+
+
+def _rows() -> list[dict]:
+    rows = []
+    for test, prior in EXPERIMENTS:
+        rows.append(dict(algorithm="bamcp", params={"K": 500, "D": 15}, test=test,
+                         prior=prior, kind="reference"))
+    for test, prior in EXPERIMENTS:
+        D = 50 if test == "Grid" else 25
+        rows.append(dict(algorithm="bfs3", params={"K": 1, "C": 15, "D": D}, test=test,
+                         prior=prior, kind="reference"))
+    for test, prior in EXPERIMENTS:
+        if test != "Grid":
+            rows.append(dict(algorithm="bfs3", params={"K": 500, "C": 15, "D": 15},
+                             test=test, prior=prior, kind="reference"))
+    for test, prior in EXPERIMENTS:
+        for C in (15, 2):
+            rows.append(dict(algorithm="bfs3", params={"K": 10000, "C": C, "D": 50},
+                             test=test, prior=prior, kind="corner"))
+        rows.append(dict(algorithm="bamcp", params={"K": 25000, "D": 50}, test=test,
+                         prior=prior, kind="corner"))
+    for r in rows:
+        corner = r["kind"] == "corner"
+        r["horizon_timed"] = T_CORNER if corner else 250
+        r["n_mdps"] = N_CORNER if corner else (N_MDPS_GRID if r["test"] == "Grid" else N_MDPS)
+    return rows
+
+
+#: The original program's ms per trajectory (T = 250; corner rows: per decision x 250),
+#: measured with benchmarks/original.py on this machine class, keyed by agent id and
+#: experiment; best of the passes.
+ORIGINAL_DATE = "2026-11-23"
+ORIGINAL_MS: dict[tuple[str, str], float] = {
+    ("bfs3__K=10000__C=15__D=50", "GC-GC"): 202475.2,
+    ("bfs3__K=10000__C=2__D=50", "GC-GC"): 182341.2,
+    ("bamcp__K=25000__D=50", "GC-GC"): 26149.5,
+    ("bfs3__K=10000__C=15__D=50", "GDL-GDL"): 143224.0,
+    ("bfs3__K=10000__C=2__D=50", "GDL-GDL"): 93088.0,
+    ("bamcp__K=25000__D=50", "GDL-GDL"): 44437.0,
+    ("bfs3__K=10000__C=15__D=50", "Grid-Grid"): 835860.0,
+    ("bfs3__K=10000__C=2__D=50", "Grid-Grid"): 457567.5,
+    ("bamcp__K=25000__D=50", "Grid-Grid"): 548767.5,
+    ("bfs3__K=10000__C=15__D=50", "GC-UGC"): 148911.5,
+    ("bfs3__K=10000__C=2__D=50", "GC-UGC"): 254362.5,
+    ("bamcp__K=25000__D=50", "GC-UGC"): 22290.5,
+    ("bfs3__K=10000__C=15__D=50", "GDL-UGDL"): 88225.8,
+    ("bfs3__K=10000__C=2__D=50", "GDL-UGDL"): 124990.2,
+    ("bamcp__K=25000__D=50", "GDL-UGDL"): 33160.0,
+    ("bfs3__K=10000__C=15__D=50", "Grid-UGrid"): 1892452.5,
+    ("bfs3__K=10000__C=2__D=50", "Grid-UGrid"): 608365.0,
+    ("bamcp__K=25000__D=50", "Grid-UGrid"): 292770.0,
+    ("bamcp__K=500__D=15", "GC-GC"): 419.8,
+    ("bamcp__K=500__D=15", "GDL-GDL"): 719.5,
+    ("bamcp__K=500__D=15", "Grid-Grid"): 9746.2,
+    ("bamcp__K=500__D=15", "GC-UGC"): 252.8,
+    ("bamcp__K=500__D=15", "GDL-UGDL"): 465.5,
+    ("bamcp__K=500__D=15", "Grid-UGrid"): 5605.0,
+    ("bfs3__K=1__C=15__D=25", "GC-GC"): 335.2,
+    ("bfs3__K=1__C=15__D=25", "GDL-GDL"): 161.0,
+    ("bfs3__K=1__C=15__D=50", "Grid-Grid"): 1450.7,
+    ("bfs3__K=1__C=15__D=25", "GC-UGC"): 499.2,
+    ("bfs3__K=1__C=15__D=25", "GDL-UGDL"): 338.8,
+    ("bfs3__K=1__C=15__D=50", "Grid-UGrid"): 4060.3,
+    ("bfs3__K=500__C=15__D=15", "GC-GC"): 4614.3,
+    ("bfs3__K=500__C=15__D=15", "GDL-GDL"): 2192.2,
+    ("bfs3__K=500__C=15__D=15", "GC-UGC"): 6225.8,
+    ("bfs3__K=500__C=15__D=15", "GDL-UGDL"): 3756.0,
+}
+
+
+def agent_id(algorithm: str, params: dict) -> str:
+    algo = agents.get(algorithm)
+    return algo.agent_id(algo.parse_params({k: str(v) for k, v in params.items()}))
 
 
 @njit(cache=True)
@@ -68,124 +151,137 @@ def calibration_ns() -> float:
     return best
 
 
-def _player(name: str, params: dict, dist: str, horizon: int):
-    prior = builtin(dist)
-    ep = Episode(prior.reward, prior.reward_std, False, prior.initial_state, 0.95, horizon)
-    return MODULES[name].make_player(prior, params, None, ep), prior
-
-
-def time_trajectories(name: str, params: dict, dist: str, n: int, horizon: int = 250):
-    play, prior = _player(name, params, dist, horizon)
+def time_ours(row: dict, repeats: int) -> float:
+    """ms per trajectory of ``horizon_timed`` steps: best pass of the mean over the MDPs."""
+    test, prior = builtin(row["test"]), builtin(row["prior"])
+    ep = Episode(test.reward, test.reward_std, test.reward_type == "gaussian",
+                 test.initial_state, 0.95, row["horizon_timed"])
+    algo = agents.get(row["algorithm"])
+    params = algo.parse_params({k: str(v) for k, v in row["params"].items()})
+    play = algo.make_player(prior, params, None, ep)
     rng = np.random.default_rng(12345)
-    mdps = [prior.draw_mdp(rng) for _ in range(n)]
+    mdps = [test.draw_mdp(rng) for _ in range(row["n_mdps"])]
     play(mdps[0], 0)  # compile / load the cache
-    reps = []
-    for _ in range(REPEATS):
+    best = float("inf")
+    for _ in range(repeats):
         t = time.perf_counter()
         for i, P in enumerate(mdps):
             play(P, 1000 + i)
-        reps.append((time.perf_counter() - t) / n * 1000.0)
-    return min(reps), statistics.median(reps)
+        best = min(best, (time.perf_counter() - t) / len(mdps) * 1000.0)
+    return best
+
+
+def write_md(result: dict) -> None:
+    """``results/tree_search.md`` from the JSON result."""
+    records = result["rows"]
+    note = result["note"][0].upper() + result["note"][1:]
+    n_ok = sum(1 for r in records if r["ratio"] is not None and r["ratio"] <= 0.1)
+    lines = [
+        "# Tree-search agents: speed against the original program",
+        "",
+        f"bbrlcore {result['bbrlcore_version']}, {result['date']}; calibration "
+        f"{result['calibration_ns_per_uniform']} ns per `np.random.random()` in numba (the "
+        f"machine's state: 6-13 ns were seen on 2026-11-23). {note}; "
+        f"the original: {result['original']}.",
+        "",
+        "| agent | experiment | rows | MDPs | ours ms | original ms | ratio |",
+        "| --- | --- | --- | --- | ---: | ---: | ---: |",
+    ]
+    for r in records:
+        o = "" if r["original_ms_per_trajectory"] is None else r["original_ms_per_trajectory"]
+        q = "" if r["ratio"] is None else f"{r['ratio']:.3f}"
+        lines.append(f"| {r['agent']} | {r['experiment']} | {r['kind']} | {r['n_mdps']} | "
+                     f"{r['ms_per_trajectory']} | {o} | {q} |")
+    lines += ["", f"{n_ok} of {len(records)} rows at most 0.1 of the original's time.",
+              "", f"Benchmark run time: {result['run_time_s']:.0f} s.", ""]
+    with atomic_path(OUT / "tree_search.md") as p:
+        p.write_text("\n".join(lines))
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--original", default=os.environ.get("BBRL_ORIGINAL"),
+                    help="path of the original's BBRL-DDS binary (built outside the project)")
+    ap.add_argument("--original-repeats", type=int, default=2)
+    ap.add_argument("--original-workdir", default=None)
+    ap.add_argument("--only", default=None, help="regex on 'agent test-prior'")
+    ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--render", action="store_true",
+                    help="only rewrite tree_search.md from tree_search.json")
+    args = ap.parse_args()
+    if args.render:
+        write_md(json.loads((OUT / "tree_search.json").read_text()))
+        return
     t_start = time.perf_counter()
     cal = calibration_ns()
-    print(f"calibration: {cal:.1f} ns per np.random.random() in numba")
-    ref_rows = []
-    for name, params, dist, ref_ms in REFERENCE:
-        n = N_MDPS_GRID if dist == "Grid" else N_MDPS
-        best, med = time_trajectories(name, params, dist, n)
-        row = {
-            "agent": name,
-            "params": params,
-            "distribution": dist,
-            "n_mdps": n,
-            "ms_per_trajectory_best": round(best, 1),
-            "ms_per_trajectory_median": round(med, 1),
-            # the keys the cost model (bbrlcore.cost) reads
-            "algorithm": name,
-            "test": dist,
-            "ms_per_trajectory": round(best, 1),
-            "original_ms": ref_ms,
-            "ratio_best": round(best / ref_ms, 3),
+    print(f"calibration: {cal:.1f} ns per np.random.random() in numba", flush=True)
+    today = datetime.date.today().isoformat()
+    records = []
+    for row in _rows():
+        aid = agent_id(row["algorithm"], row["params"])
+        exp = f"{row['test']}-{row['prior']}"
+        if args.only and not re.search(args.only, f"{aid} {exp}"):
+            continue
+        T = row["horizon_timed"]
+        scale = 250.0 / T  # corner rows: per decision x 250
+        ours = time_ours(row, args.repeats) * scale
+        orig = ORIGINAL_MS.get((aid, exp))
+        orig_date = ORIGINAL_DATE if orig is not None else None
+        if args.original:
+            best = float("inf")
+            for _ in range(args.original_repeats):
+                best = min(best, original.time_original(
+                    args.original, row["algorithm"], row["params"], row["test"],
+                    row["prior"], row["n_mdps"], T, args.original_workdir) * scale)
+            orig, orig_date = best, today
+        rec = {
+            "algorithm": row["algorithm"],
+            "agent": aid,
+            "params": row["params"],
+            "test": row["test"],
+            "prior": row["prior"],
+            "experiment": exp,
+            "kind": row["kind"],
+            "horizon": 250,
+            "horizon_timed": T,
+            "extrapolated": T != 250,
+            "n_mdps": row["n_mdps"],
+            "ms_per_trajectory": round(ours, 2),
+            "ms_per_decision": round(ours / 250.0, 4),
+            "original_ms_per_trajectory": None if orig is None else round(orig, 1),
+            "original_date": orig_date,
+            "ratio": None if orig is None else round(ours / orig, 4),
+            "date": today,
         }
-        ref_rows.append(row)
-        print(row)
-    scaling = []
-    for dist in ("GC", "Grid"):
-        for D in (15, 50):
-            for K in (500, 2500, 10000):
-                settings = [("bamcp", {"K": K, "D": D})]
-                settings += [("bfs3", {"K": K, "C": C, "D": D}) for C in (2, 15)]
-                for name, params in settings:
-                    best, med = time_trajectories(name, params, dist, 1, T_SCALING)
-                    row = {
-                        "agent": name,
-                        "params": params,
-                        "distribution": dist,
-                        "decisions": T_SCALING,
-                        "ms_per_decision_best": round(best / T_SCALING, 3),
-                        "ms_per_decision_median": round(med / T_SCALING, 3),
-                        "algorithm": name,
-                        "test": dist,
-                        "ms_per_decision": round(best / T_SCALING, 3),
-                    }
-                    scaling.append(row)
-                    print(row)
+        records.append(rec)
+        print(f"{aid:28s} {exp:10s} ours {ours:10.1f} ms  original "
+              f"{'-' if orig is None else f'{orig:10.1f}'} ms  ratio "
+              f"{'-' if orig is None else f'{ours / orig:.3f}'}", flush=True)
     total = time.perf_counter() - t_start
+    if args.no_write:
+        return
     result = {
         "bbrlcore_version": __version__,
+        "date": today,
         "machine": platform.processor() or platform.machine(),
         "python": platform.python_version(),
         "calibration_ns_per_uniform": round(cal, 2),
+        "original": ("timed in this run" if args.original
+                     else f"recorded figures of {ORIGINAL_DATE}"),
         "note": (
-            "wall clock; best (and median) of repetitions on a shared 2-core machine; "
-            "T = 250, gamma = 0.95 for the reference table; T = "
-            f"{T_SCALING} trajectories divided by T for the scaling table"
+            "wall clock, ms per trajectory (gamma = 0.95); ours: best of "
+            f"{args.repeats} passes of the mean over n_mdps; reference rows T = 250; corner "
+            f"rows: T = {T_CORNER} decisions, per decision x 250 (extrapolated), the "
+            "original timed the same way"
         ),
-        "reference": ref_rows,
-        "scaling": scaling,
+        "rows": records,
         "run_time_s": round(total, 1),
     }
     OUT.mkdir(parents=True, exist_ok=True)
     with atomic_path(OUT / "tree_search.json") as p:
         p.write_text(json.dumps(result, indent=2) + "\n")
-    lines = [
-        "# Tree-search agents: speed",
-        "",
-        f"bbrlcore {__version__}; calibration {cal:.1f} ns per `np.random.random()` in numba "
-        "(about 11 ns when the machine is idle). Wall clock, best of "
-        f"{REPEATS} repetitions (median in brackets), shared 2-core machine.",
-        "",
-        "## ms per trajectory (T = 250) vs the original library",
-        "",
-        "| agent | params | dist | MDPs | ms (best) | ms (median) | original ms | ratio |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for r in ref_rows:
-        ps = ", ".join(f"{k}={v}" for k, v in r["params"].items())
-        lines.append(
-            f"| {r['agent']} | {ps} | {r['distribution']} | {r['n_mdps']} | "
-            f"{r['ms_per_trajectory_best']} | {r['ms_per_trajectory_median']} | "
-            f"{r['original_ms']} | {r['ratio_best']} |"
-        )
-    lines += [
-        "",
-        f"## ms per decision (one trajectory of T = {T_SCALING}, divided by T)",
-        "",
-        "| agent | params | dist | ms/decision (best) | ms/decision (median) |",
-        "| --- | --- | --- | --- | --- |",
-    ]
-    for r in scaling:
-        ps = ", ".join(f"{k}={v}" for k, v in r["params"].items())
-        lines.append(
-            f"| {r['agent']} | {ps} | {r['distribution']} | {r['ms_per_decision_best']} | "
-            f"{r['ms_per_decision_median']} |"
-        )
-    lines += ["", f"Benchmark run time: {total:.0f} s.", ""]
-    with atomic_path(OUT / "tree_search.md") as p:
-        p.write_text("\n".join(lines))
+    write_md(result)
     print(f"done in {total:.0f} s")
 
 

@@ -82,7 +82,9 @@ OVERLAY = dict(
     n_mdps=24,
     horizon=250,
     experiments=[{"test": "GC", "prior": "GC"}],
-    algorithms={"random": {}, "e-greedy": {"epsilon": [0.1]}, "bamcp": {"K": [300], "D": [15]}},
+    # BAMCP K=3000: a 12-trajectory chunk is ~2-3 s of work after ~1 s of start-up (K=300
+    # took ~0.3 s once the kernel got faster, and finished before it could be killed)
+    algorithms={"random": {}, "e-greedy": {"epsilon": [0.1]}, "bamcp": {"K": [3000], "D": [15]}},
     chunk_budget_minutes=1.0e-9,
 )
 
@@ -99,14 +101,14 @@ def uninterrupted(tmp_path_factory):
 @pytest.mark.slow
 def test_killed_run_job_resumes_without_recomputing(tmp_path, uninterrupted):
     cfg = config(tmp_path, **OVERLAY, max_chunks=2)
-    victim = tmp_path / "results/runs/GC-GC/bamcp__K=300__D=15/12-24.parquet"
+    victim = tmp_path / "results/runs/GC-GC/bamcp__K=3000__D=15/12-24.parquet"
     p = snakemake(tmp_path, cfg)
     killed = None
     t0 = time.time()
     while p.poll() is None and time.time() - t0 < 600:
         pids = run_pids(tmp_path, "agents/GC/bamcp", "--mdps 12:24")
         if pids:
-            time.sleep(1.5)  # well inside the trajectory loop (start-up ~1 s, ~4 s of work)
+            time.sleep(1.5)  # well inside the trajectory loop (start-up ~1 s, 2-3 s of work)
             assert not victim.exists(), "the chunk finished before it could be killed"
             os.kill(pids[0], signal.SIGKILL)
             killed = pids[0]

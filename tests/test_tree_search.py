@@ -158,3 +158,129 @@ def test_depth_defaults_to_horizon():
     ep = _episode(prior, horizon=7)
     assert bamcp.resolve_depth({"K": 3, "D": None}, ep) == 7
     assert bfs3.resolve_depth({"K": 3, "C": 1, "D": 4}, ep) == 4
+
+
+# ---------------------------------------------------------------------------------------
+# BFS3's expansion draws: each exact sampler gives the multinomial Mult(C, p) of the
+# posterior predictive p, whichever path the row takes (one state; two states at C <= 4:
+# Bernoulli trials; sequential cached binomials for rows of up to max(2, C // 3) states;
+# the urn with its alias table and its stack of counts beyond)
+
+
+def _compositions(C: int, k: int):
+    if k == 1:
+        yield (C,)
+        return
+    for m in range(C + 1):
+        for rest in _compositions(C - m, k - 1):
+            yield (m, *rest)
+
+
+def _multinomial_chi2(counts: np.ndarray, p: np.ndarray, C: int) -> tuple[float, int]:
+    """Chi-square statistic and degrees of freedom of observed multiplicity vectors
+    (rows of ``counts``, over the support of ``p``) against Mult(C, p)."""
+    from math import factorial
+
+    k = len(p)
+    obs: dict[tuple, int] = {}
+    for row in counts:
+        key = tuple(int(v) for v in row)
+        obs[key] = obs.get(key, 0) + 1
+    n = len(counts)
+    stat = 0.0
+    cells = 0
+    pooled_o, pooled_e = 0, 0.0
+    for comp in _compositions(C, k):
+        coef = factorial(C)
+        for m in comp:
+            coef //= factorial(m)
+        e = n * coef * float(np.prod([pi**m for pi, m in zip(p, comp, strict=True)]))
+        o = obs.pop(comp, 0)
+        if e < 5:  # pool the rare outcomes
+            pooled_o += o
+            pooled_e += e
+            continue
+        stat += (o - e) ** 2 / e
+        cells += 1
+    assert not obs, f"impossible outcomes drawn: {obs}"
+    if pooled_e > 0:
+        stat += (pooled_o - pooled_e) ** 2 / pooled_e
+        cells += 1
+    return stat, cells - 1
+
+
+def _small_prior(row: list[float]) -> FDMDistribution:
+    """3 states, 2 actions; row (1, 0) is ``row``, the others uniform."""
+    theta = np.ones((3, 2, 3))
+    theta[1, 0] = row
+    return FDMDistribution("small", "SMALL", theta, np.zeros((3, 2, 3)), 0)
+
+
+@pytest.mark.parametrize(
+    "row,C,path",
+    [
+        ([1.0, 1.0, 1.0], 4, "urn, uniform prior row (no alias)"),
+        ([0.5, 2.0, 1.5], 4, "urn, alias table"),
+        ([0.5, 2.0, 1.5], 9, "sequential cached binomials (k = 3 <= C // 3)"),
+        ([0.0, 2.0, 0.7], 6, "two-state row: cached binomial"),
+        ([0.0, 2.0, 0.7], 3, "two-state row, C <= 4: Bernoulli trials"),
+        ([0.0, 0.0, 1.3], 5, "prior's one-state row, with a count outside its support"),
+        ([0.0, 2.0, 0.0], 5, "one-state row"),
+    ],
+)
+def test_expansion_draws_are_multinomial(row, C, path):
+    from scipy.stats import chi2
+
+    prior = _small_prior(row)
+    # the tree's root is at state 1 and expands row (1, 0); it is reached by (1, 0) -> 1
+    # (a pseudo-count on the tested row) when 1 is in the row's support, else by (0, 1)
+    x, a = (1, 0) if row[1] > 0 else (0, 1)
+    obs = np.array([[1, 0, 2], [1, 0, 2], [1, 0, 1], [0, 1, 2]], dtype=np.int64)
+    if row == [0.0, 2.0, 0.0]:
+        obs = obs[2:]  # the row's only state
+    w = np.array(row, dtype=float)
+    for x_, u_, y_ in obs:
+        if (x_, u_) == (1, 0):  # a real count, in the prior's support or not
+            w[y_] += 1.0
+    if (x, a) == (1, 0):
+        w[1] += 1.0
+    supp = [y for y in range(3) if w[y] > 0]
+    p = w[supp] / w[supp].sum()
+    reps = 20000
+    out = bfs3.expansion_multiplicities(
+        prior.theta, prior.reward, obs, x, a, 1, C, reps, 12345
+    )[:, 0, :]
+    assert (out.sum(axis=1) == C).all()
+    assert (out[:, [y for y in range(3) if y not in supp]] == 0).all()
+    stat, dof = _multinomial_chi2(out[:, supp], p, C)
+    if dof == 0:  # one outcome only
+        assert stat == 0.0
+        return
+    pval = chi2.sf(stat, dof)
+    print(f"{path}: chi2 = {stat:.1f}, dof = {dof}, p = {pval:.3f}")
+    assert pval > 1e-4, path
+
+
+def test_expansion_draws_dense_row_moments():
+    """A 25-state uniform-prior row (UGrid's) with counts, C = 15 (the urn): every state's
+    mean multiplicity is C p(y) and the multiplicities sum to C."""
+    prior = builtin("UGrid")
+    rng = np.random.default_rng(3)
+    ys = rng.integers(0, 25, size=40)
+    obs = np.array([[6, 2, y] for y in ys] + [[6, 2, 7]] * 30, dtype=np.int64)
+    s1 = 6
+    w = prior.theta[6, 2].copy()
+    for y in obs[:, 2]:
+        w[y] += 1.0
+    reps = 20000
+    out = bfs3.expansion_multiplicities(prior.theta, prior.reward, obs, 6, 2, s1, 15, reps, 7)
+    w[s1] += 1.0  # root pseudo-count (6, 2) -> 6
+    p = w / w.sum()
+    m = out[:, 2, :]
+    assert (m.sum(axis=1) == 15).all()
+    se = np.sqrt(15 * p * (1 - p) / reps)
+    z = (m.mean(axis=0) - 15 * p) / se
+    assert np.abs(z).max() < 4.5, z
+    # multinomial covariance of two states: -C p_i p_j
+    cov = np.cov(m[:, 7], m[:, 0])[0, 1]
+    assert abs(cov - (-15 * p[7] * p[0])) < 0.02

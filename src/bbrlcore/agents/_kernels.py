@@ -10,7 +10,9 @@ through :func:`env_transition`, which takes the uniform draw as an argument.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
 
 # ---------------------------------------------------------------------------------------
 # The environment
@@ -181,3 +183,22 @@ def dirichlet_row(alpha, out):
     inv = 1.0 / s
     for y in range(n):
         out[y] *= inv
+
+
+# ---------------------------------------------------------------------------------------
+# Bit tricks
+
+
+@intrinsic
+def ctz64(typingctx, x):
+    """Index of the lowest set bit of a non-zero ``uint64`` (LLVM's ``cttz``, one
+    instruction on x86-64): ``while mask: y = ctz64(mask); mask &= mask - 1`` visits the
+    set bits in increasing order."""
+    if not isinstance(x, types.Integer) or x.bitwidth != 64:
+        return None
+
+    def codegen(context, builder, sig, args):
+        # the zero-is-poison flag off: ctz64(0) = 64
+        return builder.cttz(args[0], ir.Constant(ir.IntType(1), 0))
+
+    return types.int64(x), codegen

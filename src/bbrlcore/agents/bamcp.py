@@ -105,6 +105,9 @@ QL_RATE = 0.2
 INF = 1e10
 
 
+#: Unsigned array indices: numba then emits no negative-index wraparound.
+U = np.uint64
+
 #: Uniforms drawn at once into the kernel's buffer: the search's hot loops read them from
 #: there (the kernel's own xoshiro256** generator, ``_rng``, fills it).
 RBUF = 4096
@@ -112,7 +115,7 @@ RBUF = 4096
 
 @njit(cache=True, error_model="numpy")
 def _search(
-    x, nX, nU, K, D, gamma, rsup, asup, Np, supp, nsupp, urn, utot, stamp, sim0, gset, gcount,
+    x, nX, nU, K, D, gamma, rsup, acum, supp, nsupp, urn, stamp, sim0, gset, gcount,
     vN, vstate, vsib, qN, qW, qhead, path_node, path_a, path_r, scores, tie, rbuf, rstate, rs,
     clog, isq, inv,
 ):  # fmt: skip
@@ -130,13 +133,13 @@ def _search(
     rp = rstate[0]
     # root
     root = 0
-    vN[root] = 0
-    vstate[root] = x
-    vsib[root] = -1
+    vN[U(root)] = 0
+    vstate[U(root)] = x
+    vsib[U(root)] = -1
     for a in range(nU):
-        qN[root * nU + a] = 0
-        qW[root * nU + a] = 0.0
-        qhead[root * nU + a] = -1
+        qN[U(root * nU + a)] = 0
+        qW[U(root * nU + a)] = 0.0
+        qhead[U(root * nU + a)] = -1
     used = 1
     for k in range(K):
         sim = sim0 + 1 + k
@@ -151,21 +154,21 @@ def _search(
             if in_tree:
                 # UCB1 (c = 3; unvisited actions 1e10), exact ties uniformly
                 # (tables: clog[m] = c sqrt(ln(m + 1)), isq[n] = 1/sqrt(n), inv[n] = 1/n)
-                cl = clog[vN[node]]
+                cl = clog[U(vN[U(node)])]
                 best = -INF
                 nt = 0
                 for a in range(nU):
-                    n = qN[node * nU + a]
+                    n = qN[U(node * nU + a)]
                     if n == 0:
                         sc = INF
                     else:
-                        sc = qW[node * nU + a] * inv[n] + cl * isq[n]
+                        sc = qW[U(node * nU + a)] * inv[U(n)] + cl * isq[U(n)]
                     if sc > best:
                         best = sc
                         tie[0] = a
                         nt = 1
                     elif sc == best:
-                        tie[nt] = a
+                        tie[U(nt)] = a
                         nt += 1
                 if nt == 1:
                     a = tie[0]
@@ -173,12 +176,13 @@ def _search(
                     if rp == RB:
                         rng_fill_uniform(rs, rbuf)
                         rp = 0
-                    a = tie[min(int(rbuf[rp] * nt), nt - 1)]
+                    i = int(rbuf[U(rp)] * nt)
+                    a = tie[U(i if i < nt else nt - 1)]
                     rp += 1
                 if rp == RB:
                     rng_fill_uniform(rs, rbuf)
                     rp = 0
-                v = rbuf[rp]
+                v = rbuf[U(rp)]
                 rp += 1
             else:
                 # rollout: one uniform decides the epsilon test, the action and the
@@ -187,71 +191,74 @@ def _search(
                 if rp == RB:
                     rng_fill_uniform(rs, rbuf)
                     rp = 0
-                r = rbuf[rp]
+                r = rbuf[U(rp)]
                 rp += 1
-                if r < ROLLOUT_EPSILON:
-                    v = r * (nU / ROLLOUT_EPSILON)
-                    a = min(int(v), nU - 1)
-                    v -= a
-                else:
-                    m = gcount[s]
-                    v = (r - ROLLOUT_EPSILON) * (m / (1.0 - ROLLOUT_EPSILON))
-                    j = min(int(v), m - 1)
-                    a = gset[s * nU + j]
-                    v -= j
+                # both candidates, then a select (the test is a coin flip: no branch)
+                v1 = r * (nU / ROLLOUT_EPSILON)
+                a1 = int(v1)
+                if a1 > nU - 1:
+                    a1 = nU - 1
+                m = gcount[U(s)]
+                v2 = (r - ROLLOUT_EPSILON) * (m / (1.0 - ROLLOUT_EPSILON))
+                j = int(v2)
+                if j > m - 1:
+                    j = m - 1
+                if j < 0:
+                    j = 0
+                a2 = gset[U(s * nU + j)]
+                eps = r < ROLLOUT_EPSILON
+                a = a1 if eps else a2
+                v = v1 - a1 if eps else v2 - j
             # root sampling, with the lazily drawn row integrated out (Polya urn): the
             # k-th visit of (s, a) in this simulation goes to y with probability
-            # (alpha_y + c_y) / (n + k), c = this simulation's earlier draws from (s, a)
-            # (urn[base + i] = alpha + c of the i-th support state, utot = their sum; the
-            # urn is refilled from asup, alpha in support order, when a simulation first
-            # visits the pair)
+            # (alpha_y + c_y) / (n + k), c = this simulation's earlier draws from (s, a).
+            # urn[base + i] holds the cumulative sums of alpha + c over the support (in
+            # support order; refilled from acum, those of alpha, when a simulation first
+            # visits the pair): the draw counts the sums at most the target (the first i
+            # with target < sum_i) and the update adds 1 from the drawn state on, without
+            # a branch on the data
             pa = s * nU + a
             base = pa * nX
-            ks = nsupp[pa]
-            if stamp[pa] != sim:
-                stamp[pa] = sim
+            ks = nsupp[U(pa)]
+            if stamp[U(pa)] != sim:
+                stamp[U(pa)] = sim
                 for i in range(ks):
-                    urn[base + i] = asup[base + i]
-                utot[pa] = Np[pa]
-            target = v * utot[pa]
-            acc = 0.0
-            idx = ks - 1
+                    urn[U(base + i)] = acum[U(base + i)]
+            target = v * urn[U(base + ks - 1)]
+            idx = 0
             for i in range(ks - 1):
-                acc += urn[base + i]
-                if target < acc:
-                    idx = i
-                    break
-            urn[base + idx] += 1.0
-            utot[pa] += 1.0
-            s2 = supp[base + idx]
-            rew = rsup[base + idx]
+                idx += urn[U(base + i)] <= target
+            for i in range(ks):
+                urn[U(base + i)] += 1.0 if i >= idx else 0.0
+            s2 = supp[U(base + idx)]
+            rew = rsup[U(base + idx)]
             d += 1
             if not in_tree:
                 tail += disc * rew
                 disc *= gamma
                 s = s2
                 continue
-            path_node[plen] = node
-            path_a[plen] = a
-            path_r[plen] = rew
+            path_node[U(plen)] = node
+            path_a[U(plen)] = a
+            path_r[U(plen)] = rew
             plen += 1
             # child V-node for s2 (sparse list); expand on the edge's second visit
-            child = qhead[node * nU + a]
-            while child >= 0 and vstate[child] != s2:
-                child = vsib[child]
-            if child < 0 and qN[node * nU + a] >= 1:
+            child = qhead[U(node * nU + a)]
+            while child >= 0 and vstate[U(child)] != s2:
+                child = vsib[U(child)]
+            if child < 0 and qN[U(node * nU + a)] >= 1:
                 if used >= cap:
                     raise RuntimeError("bamcp: node pool overflow")
                 child = used
                 used += 1
-                vN[child] = 0
-                vstate[child] = s2
-                vsib[child] = qhead[node * nU + a]
-                qhead[node * nU + a] = child
+                vN[U(child)] = 0
+                vstate[U(child)] = s2
+                vsib[U(child)] = qhead[U(node * nU + a)]
+                qhead[U(node * nU + a)] = child
                 for b in range(nU):
-                    qN[child * nU + b] = 0
-                    qW[child * nU + b] = 0.0
-                    qhead[child * nU + b] = -1
+                    qN[U(child * nU + b)] = 0
+                    qW[U(child * nU + b)] = 0.0
+                    qhead[U(child * nU + b)] = -1
             s = s2
             if child >= 0:
                 node = child
@@ -260,21 +267,24 @@ def _search(
         # backup
         G = tail
         for i in range(plen - 1, -1, -1):
-            G = path_r[i] + gamma * G
-            n = path_node[i]
-            a = path_a[i]
-            qN[n * nU + a] += 1
-            qW[n * nU + a] += G
-            vN[n] += 1
+            G = path_r[U(i)] + gamma * G
+            n = path_node[U(i)]
+            a = path_a[U(i)]
+            qN[U(n * nU + a)] += 1
+            qW[U(n * nU + a)] += G
+            vN[U(n)] += 1
     rstate[0] = rp
     return used
 
 
 @njit(cache=True, error_model="numpy")
-def _support_order(alpha, R, supp, nsupp, asup, rsup, s, a):
-    """Copy row (s, a) of the posterior counts and rewards in support order."""
+def _support_order(alpha, R, supp, nsupp, acum, rsup, s, a):
+    """Row (s, a) in support order: the cumulative sums of the posterior counts, and the
+    rewards."""
+    acc = 0.0
     for i in range(nsupp[s, a]):
-        asup[s, a, i] = alpha[s, a, supp[s, a, i]]
+        acc += alpha[s, a, supp[s, a, i]]
+        acum[s, a, i] = acc
         rsup[s, a, i] = R[s, a, supp[s, a, i]]
 
 
@@ -320,12 +330,11 @@ def bamcp_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R,
     nX, nU, _ = theta.shape
     alpha, Np, _Pm, supp, nsupp = model_init(theta)
     urn = np.empty((nX, nU, nX))
-    utot = np.empty((nX, nU))
-    asup = np.empty((nX, nU, nX))  # alpha and R in support order (see _support_order)
+    acum = np.empty((nX, nU, nX))  # cumulative alpha and R in support order
     rsup = np.empty((nX, nU, nX))
     for s in range(nX):
         for b in range(nU):
-            _support_order(alpha, R, supp, nsupp, asup, rsup, s, b)
+            _support_order(alpha, R, supp, nsupp, acum, rsup, s, b)
     stamp = np.full((nX, nU), -1, dtype=np.int64)
     Qrl = np.zeros((nX, nU))
     gset = np.empty((nX, nU), dtype=np.int64)
@@ -358,8 +367,8 @@ def bamcp_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R,
     rstate = np.zeros(1, dtype=np.int64)
 
     # flat views for the search (same memory; the 2-D/3-D forms serve the updates)
-    rsup_f, asup_f, Np_f, supp_f = rsup.ravel(), asup.ravel(), Np.ravel(), supp.ravel()
-    nsupp_f, urn_f, utot_f, stamp_f = nsupp.ravel(), urn.ravel(), utot.ravel(), stamp.ravel()
+    rsup_f, acum_f, supp_f = rsup.ravel(), acum.ravel(), supp.ravel()
+    nsupp_f, urn_f, stamp_f = nsupp.ravel(), urn.ravel(), stamp.ravel()
     gset_f, qN_f, qW_f, qhead_f = gset.ravel(), qN.ravel(), qW.ravel(), qhead.ravel()
 
     x = env_reset(initial_state, nX)
@@ -369,7 +378,7 @@ def bamcp_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R,
     max_used = 0
     for _t in range(T):
         used = _search(
-            x, nX, nU, K, D, gamma, rsup_f, asup_f, Np_f, supp_f, nsupp_f, urn_f, utot_f,
+            x, nX, nU, K, D, gamma, rsup_f, acum_f, supp_f, nsupp_f, urn_f,
             stamp_f, sim0, gset_f, gcount, vN, vstate, vsib, qN_f, qW_f, qhead_f, path_node,
             path_a, path_r, scores, tie, rbuf, rstate, rs, clog, isq, inv,
         )  # fmt: skip
@@ -382,7 +391,7 @@ def bamcp_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R,
         ret += disc * r
         disc *= gamma
         model_update(alpha, Np, _Pm, supp, nsupp, x, u, y)
-        _support_order(alpha, R, supp, nsupp, asup, rsup, x, u)
+        _support_order(alpha, R, supp, nsupp, acum, rsup, x, u)
         _ql_update(Qrl, gset, gcount, x, u, y, r, gamma)
         x = y
     return ret, max_used, cap

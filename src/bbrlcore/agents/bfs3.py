@@ -32,12 +32,37 @@ likewise for ``L``, with an unexpanded successor worth ``Vmax``/``Vmin``;
 :math:`U(s) = \max(V_{min}, \max_b U(s,b))` and the same for ``L``. Bounds do not depend
 on the remaining depth. After the real step the agent adds the transition to its real
 counts; rewards always come from the prior's known mean reward table. Each trajectory
-starts from the prior. The ``C`` draws of an expansion are recorded only as successors
-with multiplicities, so they are drawn directly as a multinomial (sequential binomials by
-inversion): the same distribution as ``C`` single draws, at a fraction of the cost.
-Parameters: ``K`` (the budget: ``N = max(1, K // C)`` rollouts per
+starts from the prior. Parameters: ``K`` (the budget: ``N = max(1, K // C)`` rollouts per
 FSSS tree, so about ``nU·K`` rollouts per decision), ``C`` (the branching factor) and the
 depth ``D`` (default: the horizon).
+
+Drawing the successors
+----------------------
+An expansion records its ``C`` draws per action only as successors with multiplicities
+(in increasing state order, the order of every sum over them), so any exact sampler of
+the multinomial :math:`\mathrm{Mult}(C, p)`, ``p`` the predictive row, is the algorithm.
+Which one is used depends on the number ``k`` of states of the row's support:
+
+* ``k = 1``: no draw.
+* ``k = 2`` and ``C <= 4``: the first state's multiplicity is the number of ``C``
+  uniforms below its probability (``C`` Bernoulli trials).
+* ``k <= max(2, C // 3)`` (the accurate priors' rows; UGC's 5-state rows at C = 15):
+  sequential binomials, the state's multiplicity :math:`\mathrm{Bin}(n, w/W)` given the
+  ``n`` draws left (``w`` its weight, ``W`` the remaining weight), each by inversion of
+  its distribution function with one uniform. That function depends on ``(w, W, n)``
+  only and recurs: it is computed once (by the inversion's own recurrence, so the values
+  compared are the same numbers) and kept in a hash table keyed by ``(w, W, n)``.
+* larger rows (UGrid's 25 states, UGDL's 9): ``C`` categorical draws, each in O(1) from
+  the **urn** of the predictive, :math:`\theta(s,b,\cdot) + n(s,b,\cdot) +
+  c(s,b,\cdot)`: with probability :math:`\Theta/W` (``Θ`` the prior's row total) a draw
+  from the prior's row by a Walker alias table (built once per trajectory), else a
+  uniformly chosen ball of a stack holding one entry per count (the real transitions,
+  then the path's pseudo-counts, pushed and popped with the path). The same ``C``
+  i.i.d. draws from ``p``, without one binomial per state of a 25-state row.
+
+The thresholds are speed choices (measured, see :func:`_workspace`). Along a rollout's
+way back only the action it took can have changed at a node, so only that action's
+bounds are recomputed (the full backup's values, bit for bit).
 
 Memory
 ------
@@ -48,7 +73,10 @@ and, per action, two bounds and a successor count (20 bytes) and up to ``C`` rec
 successors, each a state, a multiplicity and a child index (12 bytes):
 :math:`N D\,(24 + n_U (20 + 12 C))` bytes, about 27 MB for Grid (nU = 4) at K = 10 000,
 C = 15, D = 50. The kernel checks the bound on every allocation and raises if it would
-be exceeded.
+be exceeded. Besides the pool: the urn's stacks, one 4-byte entry per count,
+:math:`n_X n_U (T + D + 1)` of them (120 KB for Grid at T = 250, D = 50), the prior's
+alias tables (:math:`O(n_X^2 n_U)`) and the hash table of binomial distribution functions
+(1,024 slots of ``C`` doubles and four 8-byte fields: about 150 KB at C = 15).
 
 References
 ----------
@@ -68,7 +96,15 @@ import numpy as np
 from numba import njit
 
 from ..errors import BBRLError
-from ._kernels import argmax_random_tie, env_reset, env_reward, env_step, model_init, model_update
+from ._kernels import (
+    argmax_random_tie,
+    ctz64,
+    env_reset,
+    env_reward,
+    env_step,
+    model_init,
+    model_update,
+)
 from ._rng import rng_fill_uniform, rng_new
 from .base import (
     MAX_AGENT_MEMORY_BYTES,
@@ -80,12 +116,15 @@ from .base import (
     support_sizes,
 )
 
-#: Largest number of trials drawn by inversion (beyond, (1 - p)**n may underflow).
-BINOMIAL_INVERSION_MAX = 200
-
 #: Uniforms drawn at once into the kernel's buffer: the search's hot loops read them from
 #: there (the kernel's own xoshiro256** generator, ``_rng``, fills it).
 RBUF = 4096
+
+#: Unsigned array indices: numba then emits no negative-index wraparound.
+U = np.uint64
+
+#: Slots of the kernel's hash table of binomial distribution functions (a power of 2).
+HSLOTS = 1024
 
 
 @njit(cache=True, error_model="numpy")
@@ -103,144 +142,346 @@ def _draw(pc, pcsum, supp, nsupp, s, b, r):
 
 
 @njit(cache=True, error_model="numpy")
-def _backup(node, R, gamma, vmin, vmax, vstate, vU, vL, qU, qL, nsucc, sstate, smult, schild, C):
-    """Bellman backup of the bounds of ``node`` (spec 02 §5.7)."""
-    s = vstate[node]
-    nU = qU.shape[1]
-    best_u = vmin
-    best_l = vmin
-    inv = 1.0 / C
-    for b in range(nU):
-        su = 0.0
-        sl = 0.0
-        for j in range(nsucc[node, b]):
-            y = sstate[node, b, j]
-            m = smult[node, b, j]
-            c = schild[node, b, j]
-            r = R[s, b, y]
-            if c >= 0:
-                su += m * (r + gamma * vU[c])
-                sl += m * (r + gamma * vL[c])
-            else:
-                su += m * (r + gamma * vmax)
-                sl += m * (r + gamma * vmin)
-        qU[node, b] = su * inv
-        qL[node, b] = sl * inv
-        if qU[node, b] > best_u:
-            best_u = qU[node, b]
-        if qL[node, b] > best_l:
-            best_l = qL[node, b]
-    vU[node] = best_u
-    vL[node] = best_l
+def _prior_alias(theta):
+    """Walker alias tables of the prior's rows (Vose's construction).
+
+    Returns ``(th_tot, al_k, al_scale, al_uni, al_y, al_prob, al_alias)``: for row (s, b),
+    ``th_tot`` = sum of theta(s, b, .), ``al_k`` = the number of its positive entries,
+    ``al_scale = al_k / th_tot``; slot ``i < al_k`` holds state ``al_y[s, b, i]``, kept
+    with probability ``al_prob[s, b, i]``, else replaced by ``al_alias[s, b, i]``. A
+    uniform ``v`` in [0, al_k) then gives state y with probability theta(s, b, y) /
+    th_tot: slot ``int(v)``, kept when ``v - int(v) < al_prob``. ``al_uni`` marks rows
+    whose slots are all kept (uniform rows: no alias needed).
+    """
+    nX, nU, _ = theta.shape
+    th_tot = np.zeros((nX, nU))
+    al_uni = np.zeros((nX, nU), dtype=np.bool_)
+    al_k = np.zeros((nX, nU), dtype=np.int64)
+    al_scale = np.zeros((nX, nU))
+    al_y = np.zeros((nX, nU, nX), dtype=np.int32)
+    al_prob = np.ones((nX, nU, nX))
+    al_alias = np.zeros((nX, nU, nX), dtype=np.int32)
+    w = np.empty(nX)
+    small = np.empty(nX, dtype=np.int64)
+    large = np.empty(nX, dtype=np.int64)
+    for s in range(nX):
+        for b in range(nU):
+            tot = 0.0
+            k = 0
+            for y in range(nX):
+                if theta[s, b, y] > 0.0:
+                    al_y[s, b, k] = y
+                    tot += theta[s, b, y]
+                    k += 1
+            th_tot[s, b] = tot
+            al_k[s, b] = k
+            if k == 0:
+                continue
+            al_scale[s, b] = k / tot
+            ns = 0
+            nl = 0
+            for i in range(k):
+                w[i] = theta[s, b, al_y[s, b, i]] * k / tot
+                al_alias[s, b, i] = al_y[s, b, i]
+                if w[i] < 1.0:
+                    small[ns] = i
+                    ns += 1
+                else:
+                    large[nl] = i
+                    nl += 1
+            while ns > 0 and nl > 0:
+                ns -= 1
+                i = small[ns]
+                j = large[nl - 1]
+                al_prob[s, b, i] = w[i]
+                al_alias[s, b, i] = al_y[s, b, j]
+                w[j] = (w[j] + w[i]) - 1.0
+                if w[j] < 1.0:
+                    nl -= 1
+                    small[ns] = j
+                    ns += 1
+            # what is left has probability 1 up to rounding
+            for t in range(ns):
+                al_prob[s, b, small[t]] = 1.0
+            for t in range(nl):
+                al_prob[s, b, large[t]] = 1.0
+            uni = True
+            for i in range(k):
+                if al_prob[s, b, i] < 1.0:
+                    uni = False
+            al_uni[s, b] = uni
+    return th_tot, al_k, al_scale, al_uni, al_y, al_prob, al_alias
 
 
 @njit(cache=True, error_model="numpy")
 def _fsss(
-    x, a, s1, N, C, D, gamma, R, vmin, vmax, pc, pcsum, supp, nsupp,
+    x, a, s1, N, C, D, nX, nU, gamma, R, vmin, vmax, pc, pcsum, supp, nsupp,
     vstate, vU, vL, qU, qL, nsucc, sstate, smult, schild,
-    path_node, path_b, path_s, path_y, path_old, tie, rbuf, rstate, rs, bstep,
+    path_node, path_b, path_s, path_y, path_old, tie, rbuf, rstate, rs,
+    th_tot, al_k, al_scale, al_uni, al_y, al_prob, al_alias, stk, scap, slen, cnt, bstep,
+    hmask, hw, hW, hn, hflip, hcdf, kseq, cbern,
 ):  # fmt: skip
     """N rollouts in a fresh FSSS tree rooted at ``s1`` (reached by x, a -> s1); returns
-    ``(root upper bound, nodes used)``. ``pc`` holds the real posterior counts on entry
-    and on exit (path pseudo-counts are added and restored exactly). The expansion, the
-    predictive draws and the tie-breaks are written out here (numba does not make calls
-    to small helpers free); ``rstate`` = [buffer position]; ``rs`` = the generator that
-    refills the buffer."""
-    nU = qU.shape[1]
+    ``(root upper bound, nodes used)``.
+
+    Everything is written out in this one function (the expansion and its draws, the
+    bounds, the tie-breaks) because numba does not make calls to small helpers free, on
+    flat arrays (one multiply-add per index): pair ``p = s nU + b``; a pair's row of
+    states at ``p nX``, its count stack at ``p scap``; a node's action at
+    ``nb = node nU + b``, its recorded successors at ``nb C``. ``pc``/``pcsum`` (the
+    predictive's weights) and ``stk``/``slen`` (its urn of counts) hold the real counts
+    on entry and on exit: the path's pseudo-counts are added and restored exactly.
+    ``rstate`` = [buffer position]; ``rs`` = the generator that refills the buffer.
+    """
     cap = vstate.shape[0]
     RB = rbuf.shape[0]
     rp = rstate[0]
+    gvmax = gamma * vmax
+    gvmin = gamma * vmin
+    inv = 1.0 / C
+    usemask = nX <= 64
+    one = np.uint64(1)
+    zero = np.uint64(0)
     used = 0
     root = -1
+    pa = x * nU + a
     for _ in range(N):
-        old_root = pc[x, a, s1]
-        old_root_sum = pcsum[x, a]
-        pc[x, a, s1] += 1.0
-        pcsum[x, a] += 1.0
+        # planning counts = real counts + the root's pseudo-count
+        old_root = pc[U(pa * nX + s1)]
+        old_root_sum = pcsum[U(pa)]
+        pc[U(pa * nX + s1)] += 1.0
+        pcsum[U(pa)] += 1.0
+        stk[U(pa * scap + slen[U(pa)])] = s1
+        slen[U(pa)] += 1
         node = root
         parent = -1
-        pb = 0
         pj = 0
         s = s1
         depth = 0
         plen = 0
         while depth < D:
             if node < 0:
-                # expand: C predictive successors per action, bounds [Vmin, Vmax]
+                # expand: C predictive successors per action (bounds [Vmin, Vmax])
                 if used >= cap:
                     raise RuntimeError("bfs3: node pool overflow")
                 node = used
                 used += 1
-                vstate[node] = s
-                vU[node] = vmax
-                vL[node] = vmin
+                vstate[U(node)] = s
+                best_u = vmin
+                best_l = vmin
                 for b in range(nU):
-                    qU[node, b] = vmax
-                    qL[node, b] = vmin
-                    # C draws from the predictive, recorded as (successor,
-                    # multiplicity): the multiplicities are multinomial, drawn as
-                    # sequential binomials by inversion (one uniform each)
+                    p = s * nU + b
+                    row = p * nX
+                    nb = node * nU + b
+                    sb = nb * C
+                    k = nsupp[U(p)]
+                    su = 0.0
+                    sl = 0.0
                     n = 0
-                    k = nsupp[s, b]
-                    rest_n = C
-                    rest_p = pcsum[s, b]
-                    for i in range(k):
-                        y = supp[s, b, i]
-                        if i == k - 1:
-                            m = rest_n
-                        else:
-                            p = pc[s, b, y] / rest_p if pc[s, b, y] < rest_p else 1.0
-                            if p >= 1.0:
-                                m = rest_n
-                            elif rest_n > BINOMIAL_INVERSION_MAX:  # would underflow
-                                m = np.random.binomial(rest_n, p)
-                            else:
-                                flip = p > 0.5
-                                pp = 1.0 - p if flip else p
-                                if rp == RB:
-                                    rng_fill_uniform(rs, rbuf)
-                                    rp = 0
-                                uu = rbuf[rp]
-                                rp += 1
-                                ratio = pp / (1.0 - pp)
-                                pk = (1.0 - pp) ** rest_n
-                                cdf = pk
-                                m = 0
-                                while uu >= cdf and m < rest_n:
-                                    # bstep[n, m] = (n - m) / (m + 1): no division here
-                                    pk *= ratio * bstep[rest_n, m]
-                                    m += 1
-                                    cdf += pk
-                                if flip:
-                                    m = rest_n - m
-                            rest_p -= pc[s, b, y]
+                    if k == 1:
+                        y = supp[U(row)]
+                        sstate[U(sb)] = y
+                        smult[U(sb)] = C
+                        schild[U(sb)] = -1
+                        r = R[U(row + y)]
+                        su += C * (r + gvmax)
+                        sl += C * (r + gvmin)
+                        n = 1
+                    elif k == 2 and C <= cbern:
+                        # two states, few draws: the first state's multiplicity is the
+                        # number of C uniforms below its probability (C Bernoulli trials)
+                        if rp + C > RB:
+                            rng_fill_uniform(rs, rbuf)
+                            rp = 0
+                        y = supp[U(row)]
+                        w = pc[U(row + y)]
+                        W = pcsum[U(p)]
+                        m = 0
+                        for c in range(C):
+                            m += rbuf[U(rp + c)] * W < w
+                        rp += C
                         if m > 0:
-                            sstate[node, b, n] = y
-                            smult[node, b, n] = m
-                            schild[node, b, n] = -1
+                            sstate[U(sb)] = y
+                            smult[U(sb)] = m
+                            schild[U(sb)] = -1
+                            r = R[U(row + y)]
+                            su += m * (r + gvmax)
+                            sl += m * (r + gvmin)
+                            n = 1
+                        if m < C:
+                            y = supp[U(row + 1)]
+                            m = C - m
+                            sstate[U(sb + n)] = y
+                            smult[U(sb + n)] = m
+                            schild[U(sb + n)] = -1
+                            r = R[U(row + y)]
+                            su += m * (r + gvmax)
+                            sl += m * (r + gvmin)
                             n += 1
-                            rest_n -= m
-                        if rest_n == 0:
-                            break
-                    nsucc[node, b] = n
+                    elif k <= kseq:
+                        # few successors: the multiplicities are multinomial, drawn as
+                        # sequential binomials Bin(n, w / W) by inversion (one uniform
+                        # each) of their distribution functions, which depend on (w, W, n)
+                        # only and are kept in a hash table (keys checked exactly)
+                        rest_n = C
+                        rest_p = pcsum[U(p)]
+                        for i in range(k):
+                            y = supp[U(row + i)]
+                            w = pc[U(row + y)]
+                            if i == k - 1:
+                                m = rest_n
+                            else:
+                                h = (int(w * 4.0) * 40503 + int(rest_p * 4.0) * 7919
+                                     + rest_n * 1031) & hmask
+                                hb = h * C
+                                if hw[U(h)] != w or hW[U(h)] != rest_p or hn[U(h)] != rest_n:
+                                    # (the inversion's own recurrence, so that the table
+                                    # holds exactly the values it would compare)
+                                    hw[U(h)] = w
+                                    hW[U(h)] = rest_p
+                                    hn[U(h)] = rest_n
+                                    pr = w / rest_p if w < rest_p else 1.0
+                                    if pr >= 1.0:
+                                        hflip[U(h)] = 2  # certain: no draw
+                                    else:
+                                        flip = pr > 0.5
+                                        hflip[U(h)] = 1 if flip else 0
+                                        pp = 1.0 - pr if flip else pr
+                                        ratio = pp / (1.0 - pp)
+                                        pk = (1.0 - pp) ** rest_n
+                                        cdf = pk
+                                        hcdf[U(hb)] = cdf
+                                        bs = rest_n * (C + 1)
+                                        for mm in range(rest_n - 1):
+                                            # bstep[n, m] = (n - m) / (m + 1)
+                                            pk *= ratio * bstep[U(bs + mm)]
+                                            cdf += pk
+                                            hcdf[U(hb + mm + 1)] = cdf
+                                f = hflip[U(h)]
+                                if f == 2:
+                                    m = rest_n
+                                else:
+                                    if rp == RB:
+                                        rng_fill_uniform(rs, rbuf)
+                                        rp = 0
+                                    uu = rbuf[U(rp)]
+                                    rp += 1
+                                    # the first j with u < F(j) (F non-decreasing), or n
+                                    m = 0
+                                    for j in range(rest_n):
+                                        m += hcdf[U(hb + j)] <= uu
+                                    if f == 1:
+                                        m = rest_n - m
+                                rest_p -= w
+                            if m > 0:
+                                sstate[U(sb + n)] = y
+                                smult[U(sb + n)] = m
+                                schild[U(sb + n)] = -1
+                                r = R[U(row + y)]
+                                su += m * (r + gvmax)
+                                sl += m * (r + gvmin)
+                                n += 1
+                                rest_n -= m
+                            if rest_n == 0:
+                                break
+                    else:
+                        # C categorical draws, O(1) each, from the urn: the prior's mass
+                        # Theta (alias table over theta(s, b, .)), then one ball per
+                        # count in stk (real transitions, then the path's pseudo-counts)
+                        th = th_tot[U(p)]
+                        L = slen[U(p)]
+                        W = th + L
+                        ktm = al_k[U(p)] - 1
+                        sc = al_scale[U(p)]
+                        uni = al_uni[U(p)]
+                        Lm = L - 1
+                        sk = p * scap
+                        cb = b * nX  # (one counter row per action: independent chains)
+                        if rp + C > RB:
+                            rng_fill_uniform(rs, rbuf)
+                            rp = 0
+                        mask = zero
+                        for c in range(C):
+                            t = rbuf[U(rp + c)] * W
+                            if t < th:
+                                v = t * sc
+                                i = int(v)
+                                if i > ktm:
+                                    i = ktm
+                                ri = U(row + i)
+                                if uni or v - i < al_prob[ri]:
+                                    y = al_y[ri]
+                                else:
+                                    y = al_alias[ri]
+                            else:
+                                j = int(t - th)
+                                if j > Lm:
+                                    j = Lm
+                                y = stk[U(sk + j)]
+                            cnt[U(cb + y)] += 1
+                            mask |= one << np.uint64(y)
+                        rp += C
+                        # recorded in increasing state order (the support's order)
+                        if usemask:
+                            while mask != zero:
+                                y = ctz64(mask)
+                                mask &= mask - one
+                                m = cnt[U(cb + y)]
+                                cnt[U(cb + y)] = 0
+                                sstate[U(sb + n)] = y
+                                smult[U(sb + n)] = m
+                                schild[U(sb + n)] = -1
+                                r = R[U(row + y)]
+                                su += m * (r + gvmax)
+                                sl += m * (r + gvmin)
+                                n += 1
+                        else:
+                            rest = C
+                            for i in range(k):
+                                y = supp[U(row + i)]
+                                m = cnt[U(cb + y)]
+                                if m > 0:
+                                    cnt[U(cb + y)] = 0
+                                    sstate[U(sb + n)] = y
+                                    smult[U(sb + n)] = m
+                                    schild[U(sb + n)] = -1
+                                    r = R[U(row + y)]
+                                    su += m * (r + gvmax)
+                                    sl += m * (r + gvmin)
+                                    n += 1
+                                    rest -= m
+                                    if rest == 0:
+                                        break
+                    nsucc[U(nb)] = n
+                    # the node's backup (every successor unexpanded), same sums and order
+                    # as _backup_action
+                    qu = su * inv
+                    ql = sl * inv
+                    qU[U(nb)] = qu
+                    qL[U(nb)] = ql
+                    if qu > best_u:
+                        best_u = qu
+                    if ql > best_l:
+                        best_l = ql
+                vU[U(node)] = best_u
+                vL[U(node)] = best_l
                 if parent < 0:
                     root = node
                 else:
-                    schild[parent, pb, pj] = node
-                _backup(node, R, gamma, vmin, vmax, vstate, vU, vL, qU, qL, nsucc, sstate,
-                        smult, schild, C)  # fmt: skip
+                    schild[U(pj)] = node
             # action with the largest upper bound, exact ties uniformly
-            best = qU[node, 0]
+            nb0 = node * nU
+            best = qU[U(nb0)]
             tie[0] = 0
             nt = 1
             for b in range(1, nU):
-                q = qU[node, b]
+                q = qU[U(nb0 + b)]
                 if q > best:
                     best = q
                     tie[0] = b
                     nt = 1
                 elif q == best:
-                    tie[nt] = b
+                    tie[U(nt)] = b
                     nt += 1
             if nt == 1:
                 b = tie[0]
@@ -248,23 +489,25 @@ def _fsss(
                 if rp == RB:
                     rng_fill_uniform(rs, rbuf)
                     rp = 0
-                b = tie[min(int(rbuf[rp] * nt), nt - 1)]
+                i = int(rbuf[U(rp)] * nt)
+                b = tie[U(i if i < nt else nt - 1)]
                 rp += 1
             # successor with the largest gap x multiplicity (best starts at 0), ties
             # uniformly
-            ns = nsucc[node, b]
+            sb = (nb0 + b) * C
+            ns = nsucc[U(nb0 + b)]
             bestg = 0.0
             nt = 0
             for j in range(ns):
-                c = schild[node, b, j]
-                gap = (vmax - vmin) if c < 0 else max(0.0, vU[c] - vL[c])
-                g = gap * smult[node, b, j]
+                c = schild[U(sb + j)]
+                gap = (vmax - vmin) if c < 0 else max(0.0, vU[U(c)] - vL[U(c)])
+                g = gap * smult[U(sb + j)]
                 if g > bestg:
                     bestg = g
                     tie[0] = j
                     nt = 1
                 elif g == bestg:
-                    tie[nt] = j
+                    tie[U(nt)] = j
                     nt += 1
             if nt == 1:
                 j = tie[0]
@@ -272,38 +515,172 @@ def _fsss(
                 if rp == RB:
                     rng_fill_uniform(rs, rbuf)
                     rp = 0
-                j = tie[min(int(rbuf[rp] * nt), nt - 1)]
+                i = int(rbuf[U(rp)] * nt)
+                j = tie[U(i if i < nt else nt - 1)]
                 rp += 1
-            y = sstate[node, b, j]
-            path_node[plen] = node
-            path_s[plen] = s
-            path_b[plen] = b
-            path_y[plen] = y
-            path_old[plen, 0] = pc[s, b, y]
-            path_old[plen, 1] = pcsum[s, b]
+            y = sstate[U(sb + j)]
+            p = s * nU + b
+            path_node[U(plen)] = node
+            path_b[U(plen)] = b
+            path_s[U(plen)] = p
+            path_y[U(plen)] = y
+            path_old[U(2 * plen)] = pc[U(p * nX + y)]
+            path_old[U(2 * plen + 1)] = pcsum[U(p)]
             plen += 1
-            pc[s, b, y] += 1.0
-            pcsum[s, b] += 1.0
+            pc[U(p * nX + y)] += 1.0
+            pcsum[U(p)] += 1.0
+            stk[U(p * scap + slen[U(p)])] = y
+            slen[U(p)] += 1
             parent = node
-            pb = b
-            pj = j
-            node = schild[node, b, j]
+            pj = sb + j
+            node = schild[U(sb + j)]
             s = y
             depth += 1
-        # back up the path (deepest first) and restore the counts
+        # back up the path (deepest first) and restore the counts. Only the action the
+        # rollout took can have changed at each node (the other actions' subtrees were
+        # not visited), so only its bounds are recomputed: the full backup's result,
+        # bit for bit.
         for i in range(plen - 1, -1, -1):
-            _backup(path_node[i], R, gamma, vmin, vmax, vstate, vU, vL, qU, qL, nsucc,
-                    sstate, smult, schild, C)  # fmt: skip
-            pc[path_s[i], path_b[i], path_y[i]] = path_old[i, 0]
-            pcsum[path_s[i], path_b[i]] = path_old[i, 1]
-        pc[x, a, s1] = old_root
-        pcsum[x, a] = old_root_sum
+            node = path_node[U(i)]
+            b = path_b[U(i)]
+            p = path_s[U(i)]
+            row = p * nX
+            nb0 = node * nU
+            sb = (nb0 + b) * C
+            su = 0.0
+            sl = 0.0
+            for j in range(nsucc[U(nb0 + b)]):
+                y = sstate[U(sb + j)]
+                m = smult[U(sb + j)]
+                c = schild[U(sb + j)]
+                r = R[U(row + y)]
+                if c >= 0:
+                    su += m * (r + gamma * vU[U(c)])
+                    sl += m * (r + gamma * vL[U(c)])
+                else:
+                    su += m * (r + gvmax)
+                    sl += m * (r + gvmin)
+            qU[U(nb0 + b)] = su * inv
+            qL[U(nb0 + b)] = sl * inv
+            best_u = vmin
+            best_l = vmin
+            for bb in range(nU):
+                if qU[U(nb0 + bb)] > best_u:
+                    best_u = qU[U(nb0 + bb)]
+                if qL[U(nb0 + bb)] > best_l:
+                    best_l = qL[U(nb0 + bb)]
+            vU[U(node)] = best_u
+            vL[U(node)] = best_l
+            pc[U(row + path_y[U(i)])] = path_old[U(2 * i)]
+            pcsum[U(p)] = path_old[U(2 * i + 1)]
+            slen[U(p)] -= 1
+        pc[U(pa * nX + s1)] = old_root
+        pcsum[U(pa)] = old_root_sum
+        slen[U(pa)] -= 1
     rstate[0] = rp
-    return vU[root], used
+    return vU[U(root)], used
 
 
 @njit(cache=True, error_model="numpy")
-def bfs3_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R, K, C, D, seed):
+def _workspace(theta, R, T, N, C, D):
+    """Every array of the search, for trajectories of at most ``T`` real steps and FSSS
+    trees of ``N`` rollouts of depth ``D`` (see :func:`_fsss`): the counting model (3-D,
+    for the updates, and flat views of it and of ``R`` for the search) and the search's
+    arrays, in tuples."""
+    nX, nU, _ = theta.shape
+    pc, pcsum, Pm, supp, nsupp = model_init(theta)
+    flat = (R.ravel(), pc.ravel(), pcsum.ravel(), supp.ravel(), nsupp.ravel())
+    cap = N * D
+    nodes = (
+        np.empty(cap, dtype=np.int64),  # vstate
+        np.empty(cap),  # vU
+        np.empty(cap),  # vL
+        np.empty(cap * nU),  # qU
+        np.empty(cap * nU),  # qL
+        np.empty(cap * nU, dtype=np.int32),  # nsucc
+        np.empty(cap * nU * C, dtype=np.int32),  # sstate
+        np.empty(cap * nU * C, dtype=np.int32),  # smult
+        np.empty(cap * nU * C, dtype=np.int32),  # schild
+    )
+    path = (
+        np.empty(D, dtype=np.int64),  # path_node
+        np.empty(D, dtype=np.int64),  # path_b
+        np.empty(D, dtype=np.int64),  # path_s
+        np.empty(D, dtype=np.int64),  # path_y
+        np.empty(2 * D),  # path_old
+        np.empty(max(nU, C), dtype=np.int64),  # tie
+    )
+    # the predictive's urn: alias tables of the prior's part, stacks of the counts (at
+    # most T real transitions and D + 1 pseudo-counts per pair)
+    th_tot, al_k, al_scale, al_uni, al_y, al_prob, al_alias = _prior_alias(theta)
+    scap = T + D + 1
+    urn = (
+        th_tot.ravel(), al_k.ravel(), al_scale.ravel(), al_uni.ravel(), al_y.ravel(),
+        al_prob.ravel(), al_alias.ravel(),
+        np.empty(nX * nU * scap, dtype=np.int32),  # stk
+        scap,
+        np.zeros(nX * nU, dtype=np.int64),  # slen
+        np.zeros(nU * nX, dtype=np.int64),  # cnt
+    )
+    # steps of the binomial inversion: pmf(m + 1) = pmf(m) (p / (1 - p)) (n - m) / (m + 1)
+    bstep = np.zeros((C + 1) * (C + 1))
+    for n_ in range(C + 1):
+        for m_ in range(n_):
+            bstep[n_ * (C + 1) + m_] = (n_ - m_) / (m_ + 1.0)
+    # rows of up to kseq states: sequential binomials; larger rows: the urn (measured
+    # 2026-11-23, GC-UGC and GDL-UGDL K=1 D=25: 5-state rows at C = 15 -16% by the
+    # binomials, at C = 2 or 5 +20-35%; 9-state rows at C = 10 or 15 +35-55%)
+    kseq = max(2, C // 3)
+    # distribution functions of Bin(n, w / W) by (w, W, n): a hash table (keys checked)
+    binom = (
+        bstep,
+        HSLOTS - 1,  # hmask
+        np.full(HSLOTS, -1.0),  # hw
+        np.full(HSLOTS, -1.0),  # hW
+        np.zeros(HSLOTS, dtype=np.int64),  # hn
+        np.zeros(HSLOTS, dtype=np.int64),  # hflip
+        np.empty(HSLOTS * C),  # hcdf
+        kseq,
+        # two-state rows at C <= 4: C Bernoulli trials (GC K=10000 C=2 D=50: -15%; at C = 5
+        # the cached binomial is as fast, 2026-11-23)
+        4,  # cbern
+    )
+    return (pc, pcsum, Pm, supp, nsupp), flat, nodes, path, urn, binom
+
+
+@njit(cache=True, error_model="numpy")
+def _observe(model, urn, x, u, y):
+    """A real transition: the counting model and the urn's stack of counts."""
+    pc, pcsum, Pm, supp, nsupp = model
+    model_update(pc, pcsum, Pm, supp, nsupp, x, u, y)
+    stk, scap, slen = urn[7], urn[8], urn[9]
+    p = x * pc.shape[1] + u
+    stk[p * scap + slen[p]] = y
+    slen[p] += 1
+
+
+@njit(cache=True, error_model="numpy")
+def _tree(x, a, s1, N, C, D, nX, nU, gamma, vmin, vmax, flat, nodes, path, urn, binom, rbuf,
+          rstate, rs):  # fmt: skip
+    """:func:`_fsss` on the workspace's arrays."""
+    R_f, pc_f, pcsum_f, supp_f, nsupp_f = flat
+    vstate, vU, vL, qU, qL, nsucc, sstate, smult, schild = nodes
+    path_node, path_b, path_s, path_y, path_old, tie = path
+    th_f, alk_f, als_f, alu_f, aly_f, alp_f, ala_f, stk, scap, slen, cnt = urn
+    bstep, hmask, hw, hW, hn, hflip, hcdf, kseq, cbern = binom
+    return _fsss(
+        x, a, s1, N, C, D, nX, nU, gamma, R_f, vmin, vmax, pc_f, pcsum_f, supp_f, nsupp_f,
+        vstate, vU, vL, qU, qL, nsucc, sstate, smult, schild,
+        path_node, path_b, path_s, path_y, path_old, tie, rbuf, rstate, rs,
+        th_f, alk_f, als_f, alu_f, aly_f, alp_f, ala_f, stk, scap, slen, cnt, bstep,
+        hmask, hw, hW, hn, hflip, hcdf, kseq, cbern,
+    )  # fmt: skip
+
+
+@njit(cache=True, error_model="numpy")
+def bfs3_trajectory(
+    P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R, K, C, D, seed
+):
     """One whole BFS3 trajectory on test MDP ``P``.
 
     Returns ``(discounted_return, max_nodes, capacity)``: the largest number of V-nodes
@@ -315,30 +692,9 @@ def bfs3_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R, 
     N = max(1, K // C)
     vmax = R.max() / (1.0 - gamma)
     vmin = 0.0
-    pc, pcsum, _Pm, supp, nsupp = model_init(theta)
-    cap = N * D
-    vstate = np.empty(cap, dtype=np.int64)
-    vU = np.empty(cap)
-    vL = np.empty(cap)
-    qU = np.empty((cap, nU))
-    qL = np.empty((cap, nU))
-    nsucc = np.empty((cap, nU), dtype=np.int32)
-    sstate = np.empty((cap, nU, C), dtype=np.int32)
-    smult = np.empty((cap, nU, C), dtype=np.int32)
-    schild = np.empty((cap, nU, C), dtype=np.int32)
-    path_node = np.empty(D, dtype=np.int64)
-    path_b = np.empty(D, dtype=np.int64)
-    path_old = np.empty((D, 2))
-    path_s = np.empty(D, dtype=np.int64)
-    path_y = np.empty(D, dtype=np.int64)
-    tie = np.empty(max(nU, C), dtype=np.int64)
-    rbuf = np.empty(RBUF)
-    # steps of the binomial inversion: pmf(m + 1) = pmf(m) (p / (1 - p)) (n - m) / (m + 1)
-    nb = min(C, BINOMIAL_INVERSION_MAX) + 1
-    bstep = np.zeros((nb, nb))
-    for n_ in range(nb):
-        for m_ in range(n_):
-            bstep[n_, m_] = (n_ - m_) / (m_ + 1.0)
+    model, flat, nodes, path, urn, binom = _workspace(theta, R, T, N, C, D)
+    pc, pcsum, _Pm, supp, nsupp = model
+    rbuf = np.empty(max(RBUF, C))
     rng_fill_uniform(rs, rbuf)
     rstate = np.zeros(1, dtype=np.int64)
     q = np.empty(nU)
@@ -352,11 +708,8 @@ def bfs3_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R, 
             q[a] = 0.0
             for _c in range(C):
                 s1 = _draw(pc, pcsum, supp, nsupp, x, a, np.random.random())
-                U, used = _fsss(
-                    x, a, s1, N, C, D, gamma, R, vmin, vmax, pc, pcsum, supp, nsupp,
-                    vstate, vU, vL, qU, qL, nsucc, sstate, smult, schild,
-                    path_node, path_b, path_s, path_y, path_old, tie, rbuf, rstate, rs, bstep,
-                )  # fmt: skip
+                U, used = _tree(x, a, s1, N, C, D, nX, nU, gamma, vmin, vmax, flat, nodes,
+                                path, urn, binom, rbuf, rstate, rs)  # fmt: skip
                 if used > max_used:
                     max_used = used
                 q[a] += (R[x, a, s1] + gamma * U) / C
@@ -365,9 +718,35 @@ def bfs3_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R, 
         r = env_reward(Renv, Rstd, gaussian, x, u, y)
         ret += disc * r
         disc *= gamma
-        model_update(pc, pcsum, _Pm, supp, nsupp, x, u, y)
+        _observe(model, urn, x, u, y)
         x = y
-    return ret, max_used, cap
+    return ret, max_used, N * D
+
+
+@njit(cache=True, error_model="numpy")
+def expansion_multiplicities(theta, R, obs, x, a, s1, C, reps, seed):
+    """The successors an expansion records, for tests: ``out[r, b, y]`` = multiplicity of
+    ``y`` among the ``C`` draws of action ``b`` in the ``r``-th of ``reps`` fresh FSSS
+    trees rooted at ``s1`` (reached by ``x, a -> s1``: one pseudo-count), after the real
+    transitions ``obs`` (rows ``x, u, y``). Each tree is one rollout of depth 1, whose
+    expansion of the root draws from the predictive rows ``(s1, b)``."""
+    nX, nU, _ = theta.shape
+    model, flat, nodes, path, urn, binom = _workspace(theta, R, obs.shape[0], 1, C, 1)
+    for i in range(obs.shape[0]):
+        _observe(model, urn, obs[i, 0], obs[i, 1], obs[i, 2])
+    rs = rng_new(seed)
+    rbuf = np.empty(max(RBUF, C))
+    rng_fill_uniform(rs, rbuf)
+    rstate = np.zeros(1, dtype=np.int64)
+    nsucc, sstate, smult = nodes[5], nodes[6], nodes[7]
+    out = np.zeros((reps, nU, nX), dtype=np.int64)
+    for r in range(reps):
+        _tree(x, a, s1, 1, C, 1, nX, nU, 0.95, 0.0, 1.0, flat, nodes, path, urn, binom,
+              rbuf, rstate, rs)  # fmt: skip
+        for b in range(nU):
+            for j in range(nsucc[b]):
+                out[r, b, sstate[b * C + j]] = smult[b * C + j]
+    return out
 
 
 # ---------------------------------------------------------------------------------------
