@@ -86,7 +86,8 @@ def main() -> int:
     meta = {"benchmark": "core_agents", "bbrlcore_version": __version__,
             "date": time.strftime("%Y-%m-%d"), "machine": platform.machine(),
             "python": platform.python_version(), "n_mdps": args.n_mdps, "horizon": 250,
-            "repeats": args.repeats, "statistic": "best of repeats of the mean"}
+            "repeats": args.repeats, "statistic": "best of repeats of the mean",
+            "calibration": False}
     (out / "core_agents.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     lines = [f"# Core agents: ms per 250-step trajectory ({args.n_mdps} MDPs, best of "
              f"{args.repeats}, {meta['date']}, bbrlcore {__version__})", "",

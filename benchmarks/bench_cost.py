@@ -61,7 +61,8 @@ ONLINE: dict[str, list[dict]] = {
         + _grid(epsilon=[1e-4, 1e-6], delta=[1e-4, 1e-6])
     ),
     "bamcp": _grid(K=[1, 500, 25000], D=[15, 50]) + [{"K": 2500, "D": 25}],
-    "bfs3": _grid(K=[1, 500, 10000], C=[2, 15], D=[15, 50]) + [{"K": 1250, "C": 5, "D": 25}],
+    "bfs3": _grid(K=[1, 500, 1250, 2500, 5000, 10000], C=[2, 15], D=[15, 50])
+    + [{"K": 1250, "C": 5, "D": 25}],
     # beyond the paper (config.yaml's extended_algorithms)
     "psrl": [{"schedule": "doubling"}, {"schedule": "fixed", "period": 1},
              {"schedule": "fixed", "period": 50}],
@@ -112,10 +113,12 @@ def horizon_for(alg: str, params: dict, test: str, prior: str, max_s: float) -> 
     return max(10, int(250 * max_s / (t10 * 25)))
 
 
-def online(alg: str, budget: float, max_s: float) -> list[dict]:
+def online(alg: str, budget: float, max_s: float, skip: set | None = None) -> list[dict]:
     rows = []
     for params in ONLINE[alg]:
         for test, prior in EXPERIMENTS:
+            if skip and (alg, json.dumps(params, sort_keys=True), test, prior) in skip:
+                continue
             T = horizon_for(alg, params, test, prior, max_s)
             ts = E.new_test_set(D.builtin(test), 50, 0.95, T, seed=1)
             agent = E.train_agent(alg, {k: str(v) for k, v in params.items()},
@@ -194,16 +197,25 @@ def main() -> int:
     ap.add_argument("--max-s", type=float, default=20.0,
                     help="longest trajectory measured on the full horizon (20 s)")
     ap.add_argument("--report", action="store_true", help="only redo the check")
+    ap.add_argument("--missing", action="store_true",
+                    help="measure only the online configurations without a record yet")
     args = ap.parse_args()
     path = RESULTS / "cost_model.json"
     old = json.loads(path.read_text()) if path.exists() else {"rows": []}
     if not args.report:
         todo = (args.only.split(",") if args.only else [*ONLINE, "opps-ds"])
-        rows = [r for r in old["rows"] if r["algorithm"] not in todo]
+        skip = None
+        if args.missing:  # keep every record, add the configurations without one
+            rows = list(old["rows"])
+            skip = {(r["algorithm"], json.dumps(r.get("params", {}), sort_keys=True),
+                     r["test"], r["prior"]) for r in rows if "ms_per_trajectory" in r}
+            todo = [a for a in todo if a != "opps-ds"]
+        else:
+            rows = [r for r in old["rows"] if r["algorithm"] not in todo]
         t0 = time.perf_counter()
         for alg in todo:
             rows += opps(args.budget) if alg == "opps-ds" else online(alg, args.budget,
-                                                                     args.max_s)
+                                                                     args.max_s, skip)
         meta = {"benchmark": "cost_model", "bbrlcore_version": __version__,
                 "date": time.strftime("%Y-%m-%d"), "machine": platform.machine(),
                 "python": platform.python_version(), "budget_s": args.budget,

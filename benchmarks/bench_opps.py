@@ -86,6 +86,8 @@ def main() -> None:
             rows.append(row)
             print(row, file=sys.stderr, flush=True)
     res = {
+        # the cost model is calibrated by bench_cost.py (one protocol over every grid)
+        "meta": {"calibration": False},
         "benchmark": "OPPS-DS training (c=660, gamma=0.95, T=250) and learned agent's "
                      "online time",
         "machine": f"{platform.node()} {platform.processor() or platform.machine()}, "

@@ -21,7 +21,8 @@ configuration by a short **probe** (see :func:`probe_records_dir`).
 
 Measurements are JSON records found (at any depth) in every ``*.json`` file of the
 benchmarks' results directory (``benchmarks/results/``, or ``$BBRL_BENCHMARK_RESULTS``)
-and of extra directories (a workflow's probes). A record is an object with
+and of extra directories (a workflow's probes), except files whose top-level ``meta``
+says ``"calibration": false`` (reports made by another protocol). A record is an object with
 ``algorithm``, the configuration (``params`` as an object or ``"k=v;k=v"`` text, or an
 agent id under ``agent``), ``test`` and ``prior`` (distribution names), ``horizon``
 (250), ``gamma`` (0.95) and a time: ``ms_per_trajectory``, ``s_per_trajectory``,
@@ -96,6 +97,8 @@ class Record:
     seconds: float
     phase: str  # "online" (one trajectory) or "offline" (training)
     source: str
+    #: what offline learning chose, when it changes the work (OPPS-DS: its formula)
+    learned: tuple[tuple[str, Any], ...] = ()
 
     @property
     def config(self) -> tuple[Any, ...]:
@@ -143,6 +146,9 @@ def records(*dirs: str | os.PathLike[str] | None) -> list[Record]:
                 data = json.loads(f.read_text())
             except (OSError, ValueError):
                 continue
+            meta = data.get("meta") if isinstance(data, dict) else None
+            if isinstance(meta, dict) and meta.get("calibration") is False:
+                continue  # a report against the original, measured by another protocol
             for rec in _walk(data):
                 r = _record(rec, f.name)
                 if r is not None:
@@ -169,6 +175,11 @@ def _record(rec: dict[str, Any], source: str) -> Record | None:
         secs, phase = float(rec["offline_s"]), "offline"
     if secs is None or not (secs > 0 and math.isfinite(secs)):
         return None
+    timed = rec.get("horizon_timed")
+    if rec.get("extrapolated") and isinstance(timed, int) and 0 < timed < horizon:
+        # a few decisions timed and scaled up: a record of what was timed (the cost of a
+        # decision changes along a trajectory, so the scaled figure is not a measurement)
+        secs, horizon = secs * timed / horizon, timed
     params = _parse_params(rec.get("params"))
     if not params and isinstance(rec.get("agent"), str):  # an agent id
         params = _parse_params(rec["agent"].replace("__", ";"))
@@ -181,8 +192,11 @@ def _record(rec: dict[str, Any], source: str) -> Record | None:
             test = prior
         else:
             return None
+    keys = {"formula": "formula", "rpn": "rpn", "learned_formula": "rpn",
+            "learned_infix": "infix"}
+    learned = tuple(sorted((v, rec[k]) for k, v in keys.items() if isinstance(rec.get(k), str)))
     return Record(alg, tuple(sorted(params.items())), test, prior, horizon,
-                  _num(rec, "gamma", 0.95), secs, phase, source)
+                  _num(rec, "gamma", 0.95), secs, phase, source, learned)
 
 
 # ---------------------------------------------------------------------------------------
@@ -219,15 +233,23 @@ def _full_params(algorithm: str, params: Mapping[str, Any]) -> dict[str, Any]:
 
 def features(
     algorithm: str, params: Mapping[str, Any], prior: Any, test: Any, gamma: float,
-    horizon: int,
+    horizon: int, learned: Mapping[str, Any] | None = None,
 ) -> dict[str, float]:
-    """Work amounts of one trajectory (:attr:`Algorithm.cost_features`)."""
+    """Work amounts of one trajectory (:attr:`Algorithm.cost_features`). ``learned`` is
+    what offline learning chose when it is known (a trained agent's ``info``; OPPS-DS's
+    formula decides which models it solves): passed to the algorithm's function when it
+    takes a ``learned`` argument."""
+    import inspect
+
     from . import agents
     from .agents.base import default_cost_features
 
     alg = agents.get(algorithm)
     fn = alg.cost_features or default_cost_features
-    return fn(_full_params(algorithm, params), prior, test, float(gamma), int(horizon))
+    args = (_full_params(algorithm, params), prior, test, float(gamma), int(horizon))
+    if learned and "learned" in inspect.signature(fn).parameters:
+        return fn(*args, learned=dict(learned))
+    return fn(*args)
 
 
 def offline_features(
@@ -263,11 +285,11 @@ class Fit:
     """Prices of one algorithm and phase, the local corrections, and their validation.
 
     A prediction is the priced work times a **local correction**: the geometric mean of
-    measured/priced over the nearest measured configurations of the same experiment (same
-    categorical parameters, distance in the parameters scaled to the measured ranges, on
-    a log scale for positive ones). It carries what the work amounts miss (how many sweeps
-    a warm-started solve needs on a given prior, how exploring a policy is); without a
-    measured neighbour the priced work stands alone.
+    measured/priced over the nearest measured configurations of the same experiment
+    (distance in the parameters scaled to the measured ranges, on a log scale for positive
+    ones; a categorical parameter that differs counts as a whole range). It carries what
+    the work amounts miss (how many sweeps a warm-started solve needs on a given prior,
+    how exploring a policy is); without a measured neighbour the priced work stands alone.
     """
 
     names: list[str]
@@ -293,9 +315,11 @@ class Fit:
         num, cat = _split(params)
         near = []
         for cfg, n2, c2, res in self.residuals.get((test, prior), []):
-            if cfg == exclude or c2 != cat:
-                continue
-            near.append((self._distance(num, n2), res))
+            if cfg == exclude:
+                continue  # categorical parameters that differ count as a whole range apart
+            miss = sum(1.0 for a, b in zip(c2, cat, strict=False) if a != b) + abs(
+                len(c2) - len(cat))
+            near.append((math.hypot(self._distance(num, n2), miss), res))
         if not near:
             return 1.0
         near.sort(key=lambda v: v[0])
@@ -418,7 +442,7 @@ class CostModel:
                 prior = self.dists(r.prior)
                 if r.phase == "online":
                     f = features(r.algorithm, dict(r.params), prior, self.dists(r.test),
-                                 r.gamma, r.horizon)
+                                 r.gamma, r.horizon, dict(r.learned))
                 else:
                     f = offline_features(r.algorithm, dict(r.params), prior, r.gamma,
                                          r.horizon)
@@ -435,11 +459,12 @@ class CostModel:
 
     def seconds_per_trajectory(
         self, algorithm: str, params: Mapping[str, Any], test: Any, horizon: int = 250,
-        prior: Any = None, gamma: float = 0.95,
+        prior: Any = None, gamma: float = 0.95, learned: Mapping[str, Any] | None = None,
     ) -> float:
-        """Estimated seconds of one trajectory of ``horizon`` steps (online time)."""
+        """Estimated seconds of one trajectory of ``horizon`` steps (online time);
+        ``learned``: a trained agent's ``info`` when known (see :func:`features`)."""
         p = self.dists(prior if prior is not None else test)
-        f = features(algorithm, params, p, self.dists(test), gamma, horizon)
+        f = features(algorithm, params, p, self.dists(test), gamma, horizon, learned)
         fit = self.fits.get((algorithm, "online"))
         if fit is None:
             return sum(UNCALIBRATED_S.get(k, 0.0) * v for k, v in f.items())

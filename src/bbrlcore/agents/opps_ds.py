@@ -431,10 +431,46 @@ def _mean_backups(theta: np.ndarray) -> float:
     return float(np.mean([support_sizes(counts[k]).sum() for k in range(3)]))
 
 
-def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict[str, float]:
-    """The learned formula agent: the features' models solved after every step."""
-    return {"trajectory": 1.0, "steps": float(horizon),
-            "backups": horizon * _mean_backups(prior.theta)}
+def cost_features(params: dict, prior, test, gamma: float, horizon: int,
+                  learned: dict | None = None) -> dict[str, float]:
+    """The learned formula agent: the models of the features its formula reads (θ,
+    self-loops, ones) solved after every step. Before training the formula is unknown:
+    the features' average; with ``learned`` (the agent's info: ``rpn`` or ``formula``)
+    exactly those it reads."""
+    codes = None
+    for key in ("rpn", "formula", "infix"):
+        text = (learned or {}).get(key)
+        if isinstance(text, str):
+            try:
+                codes = F.parse_formula(text, "cost")
+                break
+            except BBRLError:
+                codes = None
+    counts = feature_counts(prior.theta)
+    used = [True, True, True] if codes is None else list(F.variables_used(codes))
+    share = 1.0 / 3.0 if codes is None else 1.0  # unknown formula: the average model
+    out = {"trajectory": 1.0, "steps": float(horizon)}
+    for k, name in enumerate(("theta", "self", "ones")):
+        if used[k]:
+            # warm-started solves after each step: their sweeps scale like a cold solve's
+            B = float(support_sizes(counts[k]).sum())
+            out[f"backups_{name}"] = share * horizon * B * _cold_sweeps(
+                counts[k], prior.reward, gamma, horizon)
+    return out
+
+
+def _cold_sweeps(counts: np.ndarray, R: np.ndarray, gamma: float, horizon: int) -> float:
+    """Sweeps of the BBRL Q-iteration (tolerance 0.01, at most T + 1) of the mean model of
+    ``counts`` from zero: how slowly values propagate in it."""
+    P = counts / counts.sum(axis=2, keepdims=True)
+    r = (P * R).sum(axis=2)
+    q = np.zeros(r.shape)
+    for k in range(1, horizon + 2):
+        new = r + gamma * P @ q.max(axis=1)
+        if np.abs(new - q).max() <= 0.01:
+            return float(k)
+        q = new
+    return float(horizon + 1)
 
 
 def offline_cost_features(params: dict, prior, gamma: float, horizon: int) -> dict[str, float]:

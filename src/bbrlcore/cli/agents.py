@@ -133,7 +133,8 @@ def _expected_run_seconds(ts: E.TestSet, agent: E.TrainedAgent, n: int) -> float
 
     try:
         s = cost.model().seconds_per_trajectory(
-            agent.algorithm, agent.params, ts.test, ts.horizon, agent.prior, ts.gamma)
+            agent.algorithm, agent.params, ts.test, ts.horizon, agent.prior, ts.gamma,
+            learned=agent.info)
     except (BBRLError, ValueError, ArithmeticError):
         return None
     return n * s
