@@ -58,10 +58,18 @@ def test_tree_search_work_grows_like_the_searches():
     f = cost.features
     gc, ugrid, grid = D.builtin("GC"), D.builtin("UGrid"), D.builtin("Grid")
     a = f("bfs3", {"K": 1, "C": 15, "D": 50}, grid, grid, 0.95, 250)
+    # one rollout per tree: it expands one node per depth
+    assert a["expansions"] == pytest.approx(a["trees"] * 50)
     b = f("bfs3", {"K": 1, "C": 15, "D": 50}, ugrid, grid, 0.95, 250)
-    assert b["visit_support"] / a["visit_support"] > 5  # dense posterior rows
+    assert b["expansion_support"] / a["expansion_support"] > 5  # dense posterior rows
     c = f("bfs3", {"K": 10000, "C": 15, "D": 50}, grid, grid, 0.95, 250)
     assert c["visits"] / a["visits"] == pytest.approx(10000 // 15)
+    # the probe sees a wide predictive saturate the tree: far fewer expansions than
+    # rollout levels (measured: about 5% of N·D for UGDL at C = 15, K = 10000, D = 15)
+    gdl, ugdl = D.builtin("GDL"), D.builtin("UGDL")
+    u = f("bfs3", {"K": 10000, "C": 15, "D": 15}, ugdl, gdl, 0.95, 250)
+    assert u["expansions"] < 0.2 * u["visits"]
+    assert c["expansions"] > u["expansions"]
     k1 = f("bamcp", {"K": 500, "D": 15}, gc, gc, 0.95, 250)
     k2 = f("bamcp", {"K": 25000, "D": 50}, gc, gc, 0.95, 250)
     assert k2["sim_steps"] / k1["sim_steps"] == pytest.approx(50 * 50 / 15)

@@ -749,6 +749,48 @@ def expansion_multiplicities(theta, R, obs, x, a, s1, C, reps, seed):
     return out
 
 
+@njit(cache=True, error_model="numpy")
+def probe_tree_nodes(Pbar, initial_state, gamma, T, theta, R, K, C, D, seed, points, trees):
+    """Mean number of V-nodes an FSSS tree of :func:`_fsss` creates (its expansions), for
+    the cost model: a trajectory of ``T`` random actions on the mean test MDP ``Pbar``
+    updates the agent's counting model like the real steps do, and at ``points`` times
+    spread over it (the first step included) ``trees`` trees of ``N = max(1, K // C)``
+    rollouts are searched from the current state, for random root actions and successors
+    drawn like the agent's. The expansions, not the rollouts, are what grows
+    sub-linearly in ``N`` (a wide predictive at large ``C`` saturates the tree)."""
+    np.random.seed(seed)
+    rs = rng_new(seed)
+    nX, nU, _ = theta.shape
+    N = max(1, K // C)
+    vmax = R.max() / (1.0 - gamma)
+    model, flat, nodes, path, urn, binom = _workspace(theta, R, T, N, C, D)
+    pc, pcsum, _Pm, supp, nsupp = model
+    rbuf = np.empty(max(RBUF, C))
+    rng_fill_uniform(rs, rbuf)
+    rstate = np.zeros(1, dtype=np.int64)
+    x = env_reset(initial_state, nX)
+    total = 0.0
+    count = 0
+    nxt = 0
+    k = 0
+    for t in range(T):
+        if t == nxt and k < points:
+            for _j in range(trees):
+                a = np.random.randint(0, nU)
+                s1 = _draw(pc, pcsum, supp, nsupp, x, a, np.random.random())
+                _U, used = _tree(x, a, s1, N, C, D, nX, nU, gamma, 0.0, vmax, flat, nodes,
+                                 path, urn, binom, rbuf, rstate, rs)  # fmt: skip
+                total += used
+                count += 1
+            k += 1
+            nxt = (k * T) // points
+        u = np.random.randint(0, nU)
+        y = env_step(Pbar, x, u)
+        _observe(model, urn, x, u, y)
+        x = y
+    return total / max(count, 1)
+
+
 # ---------------------------------------------------------------------------------------
 # The algorithm
 
@@ -825,17 +867,40 @@ def _setting_check(params: dict, prior, gamma: float, horizon: int) -> str | Non
     return None
 
 
+#: Trajectory points and trees per point of :func:`probe_tree_nodes` in
+#: :func:`cost_features`.
+COST_PROBE_POINTS = 4
+COST_PROBE_TREES = 3
+
+
 def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict[str, float]:
-    """Per decision nU·C FSSS trees of N = max(1, K // C) rollouts of D levels; a level
-    expands a node (C successors drawn for each of the nU actions, over the row's
-    support) or backs one up (its nU·C recorded successors)."""
-    K, C = float(params["K"]), float(params["C"])
-    D = float(horizon if params.get("D") is None else params["D"])
+    """Per decision nU·C FSSS trees of N = max(1, K // C) rollouts of D levels. A level
+    visits a node (the action and successor choices and the backup on the way back) or
+    first expands it: C successors drawn for each of the nU actions, over the row's
+    support, recorded (at most min(C, support) per action) with fresh bounds, in memory
+    no rollout touched yet. Rollouts are counted exactly; expansions are what a probe of
+    the kernel's own search measures
+    (:func:`probe_tree_nodes`: far fewer than ``N·D`` when a wide predictive saturates
+    the tree, e.g. the uniform priors at C = 15)."""
+    K, C = int(params["K"]), int(params["C"])
+    D = int(horizon if params.get("D") is None else params["D"])
     T, nU = float(horizon), float(prior.n_actions)
     S = float(support_sizes(prior.theta).mean())
-    visits = T * nU * C * max(1.0, K // C) * D
-    return {"trajectory": 1.0, "decisions": T, "trees": T * nU * C, "visits": visits,
-            "visit_draws": visits * nU * C, "visit_support": visits * nU * S}
+    N = max(1, K // C)
+    theta = np.ascontiguousarray(prior.theta, dtype=np.float64)
+    E = probe_tree_nodes(
+        np.ascontiguousarray(test.mean_model(), dtype=np.float64),
+        int(test.initial_state), float(gamma), int(horizon), theta,
+        np.ascontiguousarray(prior.reward, dtype=np.float64), K, C, D, 0,
+        COST_PROBE_POINTS, COST_PROBE_TREES,
+    )
+    trees = T * nU * C
+    visits = trees * N * D
+    expansions = trees * E
+    return {"trajectory": 1.0, "decisions": T, "trees": trees, "visits": visits,
+            "expansions": expansions, "expansion_draws": expansions * nU * C,
+            "expansion_support": expansions * nU * S,
+            "expansion_successors": expansions * nU * min(float(C), S)}
 
 
 ALGORITHM = Algorithm(
