@@ -501,7 +501,10 @@ def test_snakemake_refuses_a_malformed_distribution_and_bad_yaml_before_any_job(
     r = subprocess.run([SNAKEMAKE, "-s", str(ROOT / "Snakefile"), "--directory", str(tmp_path),
                         "-n"], capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode != 0
-    assert "config.yaml: not valid YAML at line 18, column 1" in r.stdout + r.stderr
+    # the parser stops at the line after the unclosed "[" (1-based)
+    line = text.splitlines().index("n_mdps: [500" + text.split("n_mdps: [500", 1)[1]
+                                   .split("\n", 1)[0]) + 2
+    assert f"config.yaml: not valid YAML at line {line}, column 1" in r.stdout + r.stderr
 
 
 # ---------------------------------------------------------------------------------------
