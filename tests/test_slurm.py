@@ -149,6 +149,7 @@ LIMIT_PRESET = {
 
 @pytest.mark.slow
 @pytest.mark.slurm
+@pytest.mark.timeout(1800)
 def test_a_job_killed_at_its_time_limit_gets_a_longer_one(tmp_path):
     """A run job whose first time limit is too short is killed by Slurm (TIMEOUT); its
     retry (Snakemake's attempt 2) is submitted with a limit runtime_retry_factor times
