@@ -110,6 +110,37 @@ def test_fit_recovers_prices_and_leaves_each_configuration_out(tmp_path):
     assert not m.in_range("bamcp", {"K": 2500, "D": 25}, "Grid", "Grid")
 
 
+def test_a_fitted_model_is_kept_on_disk_and_a_bad_cache_is_refitted(tmp_path, monkeypatch):
+    """Every workflow job asks the cost model for its estimate: the fit is stored once
+    (keyed by the sources and the records) and read back; a damaged file is refitted."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    recs = tmp_path / "recs"
+    recs.mkdir()
+    rows = [_rec("e-greedy", {"epsilon": e}, "GC", "GC", 0.1 * (1 + e)) for e in (0.0, 1.0)]
+    (recs / "r.json").write_text(json.dumps({"rows": rows}))
+    monkeypatch.setattr(cost, "_MODELS", {})
+    a = cost.model(recs).seconds_per_trajectory("e-greedy", {"epsilon": 0.5}, "GC")
+    files = list((tmp_path / "cache" / "bbrlcore").glob("cost-*.pkl"))
+    assert len(files) == 1
+    monkeypatch.setattr(cost, "_MODELS", {})
+    def no_refit(rows):
+        raise AssertionError("refitted instead of reading the cache")
+
+    monkeypatch.setattr(cost, "_fit", no_refit)
+    assert cost.model(recs).seconds_per_trajectory("e-greedy", {"epsilon": 0.5}, "GC") == a
+    monkeypatch.undo()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(cost, "_MODELS", {})
+    files[0].write_bytes(b"not a pickle")
+    assert cost.model(recs).seconds_per_trajectory("e-greedy", {"epsilon": 0.5}, "GC") == a
+    # other records, another file
+    rows.append(_rec("e-greedy", {"epsilon": 0.5}, "GC", "GC", 0.2))
+    (recs / "r.json").write_text(json.dumps({"rows": rows}))
+    monkeypatch.setattr(cost, "_MODELS", {})
+    cost.model(recs)
+    assert len(list((tmp_path / "cache" / "bbrlcore").glob("cost-*.pkl"))) == 2
+
+
 def test_a_local_correction_carries_what_the_work_misses(tmp_path):
     """Measurements 3x above the priced work on one experiment: its other configurations
     are predicted 3x higher, other experiments are not."""

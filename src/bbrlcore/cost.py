@@ -42,9 +42,12 @@ size jobs and budgets, they are not promises.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
+import pickle
+import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -539,8 +542,77 @@ def model(
     dirs += [Path(d) for d in extra_dirs]
     key = (_dirs_key(dirs), tuple(sorted((k, id(v)) for k, v in (dists or {}).items())))
     if key not in _MODELS:
-        _MODELS[key] = CostModel(records(*dirs), Distributions(dists))
+        recs = records(*dirs)
+        dd = Distributions(dists)
+        path = _disk_cache_path(recs, dd)
+        m = _load_cached(path, dd) if path is not None else None
+        if m is None:
+            m = CostModel(recs, dd)
+            if path is not None:
+                _store_cached(path, m)
+        _MODELS[key] = m
     return _MODELS[key]
+
+
+#: Fitted models kept on disk (``cache_base()/cost-<key>.pkl``), so that each of a
+#: workflow's thousands of jobs does not refit (computing every record's work, BFS3's
+#: probes included, takes seconds). Set ``BBRL_COST_CACHE=0`` to disable.
+CACHE_ENV = "BBRL_COST_CACHE"
+
+
+def _disk_cache_path(recs: list[Record], dists: Distributions) -> Path | None:
+    """The cache file of a model fitted to ``recs``: keyed by bbrlcore's sources, the
+    records, the fingerprints of the plugin algorithms they name and the arrays of the
+    plan's own distributions they name (None: not cacheable)."""
+    if os.environ.get(CACHE_ENV, "1") == "0":
+        return None
+    from . import agents, cache_base, source_digest
+    from .agents import registry
+    from .errors import BBRLError
+
+    h = hashlib.sha256(source_digest().encode())
+    for r in recs:
+        h.update(repr(r).encode())
+    for name in sorted({r.algorithm for r in recs}):
+        try:
+            agents.get(name)
+            h.update(f"{name}:{registry.entry(name).fingerprint}".encode())
+        except BBRLError:
+            h.update(f"{name}:?".encode())
+    for name in sorted({n for r in recs for n in (r.test, r.prior)} & set(dists.extra)):
+        d = dists.extra[name]
+        try:
+            for arr in (d.theta, d.reward):
+                h.update(np.ascontiguousarray(arr, dtype=np.float64).tobytes())
+            h.update(repr(getattr(d, "initial_state", None)).encode())
+        except AttributeError:
+            return None
+    return Path(cache_base()) / f"cost-{h.hexdigest()[:24]}.pkl"
+
+
+def _load_cached(path: Path, dists: Distributions) -> CostModel | None:
+    try:
+        with open(path, "rb") as fh:
+            fits, skipped = pickle.load(fh)
+    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError,
+            TypeError, ValueError):
+        return None
+    m = CostModel.__new__(CostModel)
+    m.dists, m.fits, m.skipped = dists, fits, skipped
+    return m
+
+
+def _store_cached(path: Path, m: CostModel) -> None:
+    """Written to a temporary file, then renamed (concurrent jobs may race: the last
+    rename wins, every version is whole); a cache that cannot be written is skipped."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+        with os.fdopen(fd, "wb") as fh:
+            pickle.dump((m.fits, m.skipped), fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    except OSError:
+        pass
 
 
 # ---------------------------------------------------------------------------------------
