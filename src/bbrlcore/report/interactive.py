@@ -181,7 +181,9 @@ def aggregate_metrics(metrics: pl.DataFrame,
                 "hovertemplate": f"<b>{fam}</b><br>{label} %{{x:.3f}} [{lo:.3f}, {hi:.3f}]"
                                  "<extra></extra>"})
     layout: dict[str, Any] = {"height": 110 + 34 * max(len(fams), 3),
-                              "margin": {"t": 20, "b": 60}, "showlegend": False}
+                              "margin": {"t": 20, "b": 60,
+                                         "l": 20 + 7 * max((len(f) for f in fams), default=8)},
+                              "showlegend": False}
     for k, label in enumerate(METRICS.values()):
         axis = "" if k == 0 else str(k + 1)
         lo, hi = k / n + 0.02, (k + 1) / n - 0.02
