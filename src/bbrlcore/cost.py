@@ -60,8 +60,10 @@ RESULTS_ENV = "BBRL_BENCHMARK_RESULTS"
 #: Environment variable naming extra calibration directories (``os.pathsep``-separated),
 #: e.g. a workflow's probes; the workflow sets it for its jobs.
 EXTRA_ENV = "BBRL_COST_RECORDS"
-#: Fixed seconds per job (process start, imports, loading numba's cache, I/O).
-JOB_OVERHEAD_S = 3.0
+#: Fixed seconds per job (process start, imports, loading numba's cache and the fitted
+#: model, I/O): the quick preset's 345 jobs took 8.3 CPU-minutes in all, 1.4 s each
+#: (2026-11-24, their trajectories included).
+JOB_OVERHEAD_S = 1.5
 #: Price of work of an algorithm without any measurement (a fixed part and a part per step).
 UNCALIBRATED_S = {"trajectory": 1e-3, "steps": 1e-4, "job": 1.0, "pull_steps": 1e-5}
 
