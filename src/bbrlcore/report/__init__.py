@@ -357,7 +357,7 @@ def build(
 def compile_latex(out: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "report.tex"],
-        cwd=out, capture_output=True, text=True, timeout=300)
+        cwd=out, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
 
 
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
