@@ -28,7 +28,7 @@ import numpy as np
 
 from bbrlcore import agents
 from bbrlcore.agents.base import Episode
-from bbrlcore.distributions import builtin
+from bbrlcore.mdp.distributions import builtin
 
 ROOT = Path(__file__).resolve().parents[1]
 

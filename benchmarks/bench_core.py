@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 
 from bbrlcore import __version__, agents
-from bbrlcore import distributions as D
-from bbrlcore import experiment as E
+from bbrlcore import protocol as E
+from bbrlcore.mdp import distributions as D
 
 EXPERIMENTS = [("GC", "GC"), ("GDL", "GDL"), ("Grid", "Grid"), ("GC", "UGC"),
                ("GDL", "UGDL"), ("Grid", "UGrid")]

@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 
 from bbrlcore import __version__
-from bbrlcore import distributions as D
-from bbrlcore import experiment as E
+from bbrlcore import protocol as E
+from bbrlcore.mdp import distributions as D
 
 EXPERIMENTS = [("GC", "GC"), ("GDL", "GDL"), ("Grid", "Grid"), ("GC", "UGC"),
                ("GDL", "UGDL"), ("Grid", "UGrid")]

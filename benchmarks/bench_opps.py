@@ -27,9 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
-from bbrlcore import distributions as D
 from bbrlcore.agents import get
 from bbrlcore.agents.base import Episode, TrainContext
+from bbrlcore.mdp import distributions as D
 
 HERE = Path(__file__).resolve().parent
 CONFIGS = [("F2", 500), ("F3", 1250)]
@@ -79,7 +79,7 @@ def main() -> None:
                 "ms_per_trajectory_mean": round(1e3 * statistics.fmean(per), 3),
                 "mean_return": round(float(np.mean(rets)), 3),
                 "original_train_s": orig[0], "original_ms_per_trajectory": orig[1],
-                # the keys the cost model (bbrlcore.cost) reads
+                # the keys the cost model (bbrlcore.plan.cost) reads
                 "algorithm": "opps-ds", "test": prior_name,
                 "ms_per_trajectory": round(1e3 * statistics.fmean(per), 3),
             }

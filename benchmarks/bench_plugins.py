@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 
 from bbrlcore import __version__
-from bbrlcore import distributions as D
-from bbrlcore import experiment as E
+from bbrlcore import protocol as E
+from bbrlcore.mdp import distributions as D
 
 ROOT = Path(__file__).resolve().parents[1]
 MY = ROOT / "examples" / "my_agents.py"

@@ -22,7 +22,7 @@ numba) tells the machine's state.
     .venv/bin/python benchmarks/bench_tree_search.py [--original PATH] [--only REGEX]
 
 Writes ``benchmarks/results/tree_search.{json,md}``; the JSON records carry the keys the
-cost model (``bbrlcore.cost``) reads: ``algorithm``, ``agent``, ``params``, ``test``,
+cost model (``bbrlcore.plan.cost``) reads: ``algorithm``, ``agent``, ``params``, ``test``,
 ``prior``, ``horizon`` and ``ms_per_trajectory``.
 """
 
@@ -43,8 +43,8 @@ from numba import njit
 
 from bbrlcore import __version__, agents
 from bbrlcore.agents.base import Episode
-from bbrlcore.distributions import builtin
 from bbrlcore.formats.artefacts import atomic_path
+from bbrlcore.mdp.distributions import builtin
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import original  # noqa: E402

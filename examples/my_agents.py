@@ -25,7 +25,7 @@ from numba import njit
 
 from bbrlcore.agents import CompiledAgent, Param, PythonAgent, in_unit_interval
 from bbrlcore.agents._kernels import argmax_random_tie, model_init, model_update
-from bbrlcore.solvers import q_solve
+from bbrlcore.mdp.solvers import q_solve
 
 PARAMS = (Param("epsilon", float, required=True, check=in_unit_interval,
                 doc="probability of a uniformly random action"),)

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bbrlcore import distributions as D
+from bbrlcore.mdp import distributions as D
 
 N_STATES = 6
 LEFT, RIGHT = 0, 1

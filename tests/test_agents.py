@@ -2,10 +2,10 @@ import numpy as np
 import pytest
 
 from bbrlcore import agents
-from bbrlcore import distributions as D
-from bbrlcore import experiment as E
+from bbrlcore import protocol as E
 from bbrlcore.agents.softmax import boltzmann_action, compat_action
 from bbrlcore.errors import BBRLError
+from bbrlcore.mdp import distributions as D
 
 
 def test_agent_ids():

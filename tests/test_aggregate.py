@@ -1,4 +1,4 @@
-"""Statistics across experiments (bbrlcore.aggregate) and the Holm variant of "among the
+"""Statistics across experiments (bbrlcore.analysis.aggregate) and the Holm variant of "among the
 best": estimators against hand-computed values, the resampling against the expanded
 data, the coverage of the intervals on simulated data, the tables and ``bbrl aggregate``."""
 
@@ -16,13 +16,14 @@ import pytest
 from scipy import stats as sps
 from scipy.optimize import brentq
 
-from bbrlcore import __version__, stats
-from bbrlcore import aggregate as A
+from bbrlcore import __version__
 from bbrlcore import plan as P
+from bbrlcore.analysis import aggregate as A
+from bbrlcore.analysis import constraints as analysis
+from bbrlcore.analysis import stats
+from bbrlcore.analysis.results import summary_table
 from bbrlcore.errors import BBRLError
 from bbrlcore.formats import artefacts
-from bbrlcore.report import analysis
-from bbrlcore.results import summary_table
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def run_table(exp, alg, agent, returns, online=0.5, steps=250, offline=0.0, compat=False):
-    """A run table with every column a run table has (bbrlcore.experiment.RUN_COLUMNS)."""
+    """A run table with every column a run table has (bbrlcore.protocol.RUN_COLUMNS)."""
     n = len(returns)
     test, prior = exp.split("-")
     return pl.DataFrame({

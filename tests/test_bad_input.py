@@ -21,12 +21,12 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bbrlcore import distributions as D
-from bbrlcore import experiment as E
 from bbrlcore import plan as P
+from bbrlcore import protocol as E
 from bbrlcore.cli import main
 from bbrlcore.errors import BBRLError
 from bbrlcore.formats import artefacts
+from bbrlcore.mdp import distributions as D
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = yaml.safe_load((ROOT / "config.yaml").read_text())
@@ -65,7 +65,7 @@ def files(tmp_path_factory):
     E.write_run(run, d / "run.parquet", {"agent": agent.agent_id})
     D.write_dat(D.builtin("GC"), d / "GC.dat")
     D.write_parquet(D.builtin("GC"), d / "GC.parquet")
-    from bbrlcore import formulas as F
+    from bbrlcore.agents import formulas as F
 
     F.write_parquet(F.generate(2), d / "f2.parquet")
     return d

@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from bbrlcore import distributions as D
+from bbrlcore.mdp import distributions as D
 
 
 def bbrl(cmd, args, env, cwd):

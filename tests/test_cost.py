@@ -10,11 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bbrlcore import cost
-from bbrlcore import distributions as D
-from bbrlcore import experiment as E
 from bbrlcore import plan as P
+from bbrlcore import protocol as E
 from bbrlcore.agents import sboss
+from bbrlcore.mdp import distributions as D
+from bbrlcore.plan import cost
+from bbrlcore.protocol import runner
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -190,7 +191,7 @@ def test_time_limits_grow_on_each_retry():
 
 
 def test_a_run_past_its_estimate_says_so(capsys, monkeypatch):
-    monkeypatch.setattr(E, "OVERRUN_MIN_S", 0.0)
+    monkeypatch.setattr(runner, "OVERRUN_MIN_S", 0.0)
     ts = E.new_test_set(D.builtin("GC"), 3, 0.95, 250, seed=1)
     agent = E.train_agent("e-greedy", {"epsilon": "0.1"}, D.builtin("GC"), progress=False)
     E.run_agent(ts, agent, progress=False, expected_s=1e-9)

@@ -3,8 +3,8 @@ import zlib
 import numpy as np
 import pytest
 
-from bbrlcore import distributions as D
 from bbrlcore.errors import BBRLError
+from bbrlcore.mdp import distributions as D
 
 
 def test_builtins_equal_the_original_files(shared):

@@ -26,8 +26,9 @@ def test_docstring_examples(name):
 
 def test_public_modules_have_examples():
     with_examples = []
-    for name in ("bbrlcore.agents", "bbrlcore.distributions", "bbrlcore.cost",
-                 "bbrlcore.gym", "bbrlcore.formats.artefacts", "bbrlcore.aggregate"):
+    for name in ("bbrlcore.agents", "bbrlcore.mdp.distributions", "bbrlcore.plan.cost",
+                 "bbrlcore.protocol.gym", "bbrlcore.formats.artefacts",
+                 "bbrlcore.analysis.aggregate"):
         module = importlib.import_module(name)
         if doctest.DocTestFinder().find(module):
             with_examples.append(name)

@@ -3,10 +3,10 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from bbrlcore import distributions as D
-from bbrlcore import experiment as E
+from bbrlcore import protocol as E
 from bbrlcore import seeds
 from bbrlcore.errors import BBRLError
+from bbrlcore.mdp import distributions as D
 
 
 @pytest.fixture(scope="module")

@@ -20,9 +20,8 @@ from numba import njit
 from polars.testing import assert_frame_equal
 
 from bbrlcore import agents
-from bbrlcore import distributions as D
-from bbrlcore import experiment as E
 from bbrlcore import plan as P
+from bbrlcore import protocol as E
 from bbrlcore.agents import registry
 from bbrlcore.agents.bolt import BOLT
 from bbrlcore.agents.boss import BOSS
@@ -30,6 +29,7 @@ from bbrlcore.agents.mbie_eb import MBIEEB
 from bbrlcore.agents.psrl import PSRL
 from bbrlcore.cli import main
 from bbrlcore.errors import BBRLError
+from bbrlcore.mdp import distributions as D
 
 ROOT = Path(__file__).resolve().parents[1]
 CLASSES = {"psrl": PSRL, "boss": BOSS, "bolt": BOLT, "mbie-eb": MBIEEB}
@@ -448,7 +448,7 @@ def test_finite_on_gaussian_rewards_and_a_prior_with_another_support():
 def test_cost_features_count_the_work():
     """The cost model's work amounts follow each kernel's rules (samplings replayed with
     random actions; a solve per step for BOLT and MBIE-EB)."""
-    from bbrlcore import cost
+    from bbrlcore.plan import cost
 
     def f(alg, p, test="Grid", prior="UGrid"):
         return cost.features(alg, p, D.builtin(prior), D.builtin(test), 0.95, 250)

@@ -1,9 +1,15 @@
 """Scores agree with the original C++ program (00-decisions §9): two-sample z < 3 on every
 reference row of the core agents, with N = 500 test MDPs as in the reference."""
 
+import importlib.util
+from pathlib import Path
+
 import pytest
 
-from bbrlcore import fidelity
+_spec = importlib.util.spec_from_file_location(
+    "bbrl_fidelity", Path(__file__).resolve().parents[1] / "benchmarks" / "fidelity.py")
+fidelity = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(fidelity)
 
 CORE = ["random", "e-greedy", "soft-max", "beb", "sboss"]
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bbrlcore import formulas as F
+from bbrlcore.agents import formulas as F
 from bbrlcore.errors import BBRLError
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "formula_sets"

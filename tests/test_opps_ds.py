@@ -15,14 +15,14 @@ import numpy as np
 import polars as pl
 import pytest
 
-from bbrlcore import distributions as D
-from bbrlcore import formulas as F
+from bbrlcore.agents import formulas as F
 from bbrlcore.agents import get
 from bbrlcore.agents import opps_ds as O
 from bbrlcore.agents.base import Episode, TrainContext
 from bbrlcore.agents.formula_agent import feature_counts, initial_q
 from bbrlcore.errors import BBRLError
-from bbrlcore.solvers import solve_q
+from bbrlcore.mdp import distributions as D
+from bbrlcore.mdp.solvers import solve_q
 
 A = get("opps-ds")
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "formula_sets"
@@ -98,7 +98,7 @@ def test_feature_models_match_their_definitions():
     Q = initial_q(counts, prior.reward, np.ones(3, dtype=np.bool_), 0.95, 250)
     for k, c in enumerate([prior.theta, self_loop, np.ones_like(prior.theta)]):
         P = c / c.sum(axis=2, keepdims=True)
-        # the Q-iteration's answer (solved exactly: bbrlcore.solvers.q_solve), within the
+        # the Q-iteration's answer (solved exactly: bbrlcore.mdp.solvers.q_solve), within the
         # literal iteration's 0.01 tolerance of it
         literal = solve_q(P, prior.reward, 0.95, 250)
         assert np.abs(Q[k] - literal).max() <= 0.01 * 0.95 / 0.05 + 1e-9

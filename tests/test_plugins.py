@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from bbrlcore import agents
-from bbrlcore import distributions as D
-from bbrlcore import experiment as E
+from bbrlcore import protocol as E
 from bbrlcore.agents import registry
 from bbrlcore.cli import main
 from bbrlcore.errors import BBRLError
+from bbrlcore.mdp import distributions as D
 
 ROOT = Path(__file__).resolve().parents[1]
 MY = f"{ROOT / 'examples' / 'my_agents.py'}"
@@ -265,7 +265,7 @@ def test_two_plugins_with_one_name_are_refused(tmp_path):
 
 def test_gymnasium_env_and_agent_adapter(tmp_path):
     gymnasium = pytest.importorskip("gymnasium")
-    from bbrlcore.gym import MDPEnv, TestSetEnv, gymnasium_agent
+    from bbrlcore.protocol.gym import MDPEnv, TestSetEnv, gymnasium_agent
 
     ts = E.new_test_set(D.builtin("GC"), 4, 0.95, 25, seed=2)
     env = TestSetEnv(ts)

@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bbrlcore import agents
-from bbrlcore import distributions as D
-from bbrlcore import experiment as E
-from bbrlcore import formulas as F
+from bbrlcore import protocol as E
+from bbrlcore.agents import formulas as F
+from bbrlcore.mdp import distributions as D
 
 
 @st.composite

@@ -16,15 +16,16 @@ import pytest
 import yaml
 
 from bbrlcore import agents, report
-from bbrlcore import distributions as D
-from bbrlcore import experiment as E
-from bbrlcore import formulas as F
 from bbrlcore import plan as P
-from bbrlcore import published as PUB
+from bbrlcore import protocol as E
+from bbrlcore.agents import formulas as F
+from bbrlcore.analysis import constraints as analysis
+from bbrlcore.analysis import published as PUB
+from bbrlcore.analysis.results import merge_tables, summary_table
 from bbrlcore.errors import BBRLError
 from bbrlcore.formats import artefacts
-from bbrlcore.report import analysis
-from bbrlcore.results import merge_tables, summary_table
+from bbrlcore.mdp import distributions as D
+from bbrlcore.protocol import runner
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = yaml.safe_load((ROOT / "config.yaml").read_text())
@@ -51,6 +52,11 @@ def test_published_table_has_the_papers_48_rows():
         has_compat = r["algorithm"] in ("soft-max", "beb", "sboss")
         assert (r["compat_agent"] == r["agent"] + "__compat=true") if has_compat else (
             r["compat_agent"] is None)
+        # the shipped alternative of a formula agent: its operands swapped (DIV, SUB)
+        swapped = (F.swapped_operands(raw["formula"]) if r["agent_algorithm"] == "formula"
+                   else None)
+        want = None if swapped is None else f"formula__formula={swapped}"
+        assert r["alternative_agent"] == want, r["paper_agent"]
     assert t["se"].to_list() == pytest.approx([h / 1.96 for h in t["halfwidth"]])
     assert PUB.CITATION.startswith("M. Castronovo") and "PLOS ONE" in PUB.CITATION
 
@@ -79,11 +85,23 @@ def test_published_table_equals_the_papers_tables(shared):
 
 
 def test_reference_scores_ship_unchanged(shared):
-    assert (PUB.REFERENCE_FILE.read_bytes()
-            == (shared / "data" / "reference_scores.tsv").read_bytes())
+    """The original's figures as shared/data has them, plus bbrl's agent id of each row
+    (what the agent registry makes of the row's algorithm, parameters and compat flag)."""
+    original = (shared / "data" / "reference_scores.tsv").read_text().splitlines()
+    shipped = PUB.REFERENCE_FILE.read_text().splitlines()
+    assert [ln for ln in shipped if ln.startswith("#") and not ln.startswith("# agent:")] == [
+        ln for ln in original if ln.startswith("#")]
+    assert [ln.rsplit("\t", 1)[0] for ln in shipped if not ln.startswith("#")] == [
+        ln for ln in original if not ln.startswith("#")]
     ref = PUB.reference_table()
     assert ref.height == 79 and ref["agent"].null_count() == 0
     assert "beb__beta=2.5__compat=true" in ref["agent"].to_list()
+    for i, r in enumerate(ref.iter_rows(named=True)):
+        raw = dict(kv.split("=", 1) for kv in (r["params"] or "").split(";") if kv)
+        if r["compat"] == "true":
+            raw["compat"] = True
+        alg = agents.get(r["algorithm"])
+        assert alg.agent_id(alg.parse_params(raw)) == r["agent"], f"row {i + 1}"
 
 
 def test_paper_sequences_equal_the_papers_text(shared):
@@ -178,13 +196,13 @@ def test_formula_agent_plays_exactly_like_the_opps_ds_agent_it_names():
                          progress=False)
     ts = E.new_test_set(D.builtin("GC"), 12, 0.95, 250, seed=11)
     ep = ts.episode()
-    play_opps = agents.get("opps-ds").make_player(prior, opps.params, E._as_trained(opps), ep)
+    play_opps = agents.get("opps-ds").make_player(prior, opps.params, runner._as_trained(opps), ep)
     seeds = [1000 + i for i in range(ts.n_mdps)]
     expected = [play_opps(np.ascontiguousarray(ts.mdps[i]), s) for i, s in enumerate(seeds)]
     for text in (opps.info["infix"], opps.info["rpn"]):
         fa = E.train_agent("formula", {"formula": text}, prior, progress=False)
         assert fa.offline_time_s == 0.0
-        play = agents.get("formula").make_player(prior, fa.params, E._as_trained(fa), ep)
+        play = agents.get("formula").make_player(prior, fa.params, runner._as_trained(fa), ep)
         got = [play(np.ascontiguousarray(ts.mdps[i]), s) for i, s in enumerate(seeds)]
         assert [g[0] for g in got] == [e[0] for e in expected]
         assert [int(g[1][0]) for g in got] == [int(e[1][0]) for e in expected]

@@ -195,7 +195,7 @@ def test_only_a_provably_stale_lock_is_removed(tmp_path, monkeypatch):
     import json as _json
     import socket
 
-    from bbrlcore import workflow_support as ws
+    from bbrlcore.plan import workflow as ws
 
     monkeypatch.chdir(tmp_path)
     locks = tmp_path / ".snakemake" / "locks"

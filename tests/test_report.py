@@ -8,10 +8,12 @@ import numpy as np
 import polars as pl
 import pytest
 
-from bbrlcore import distributions as D
-from bbrlcore import experiment as E
+from bbrlcore import protocol as E
 from bbrlcore import report
-from bbrlcore.report import analysis, figures
+from bbrlcore.analysis import constraints as analysis
+from bbrlcore.mdp import distributions as D
+from bbrlcore.mdp import hardness
+from bbrlcore.report import figures
 
 
 def synthetic(n=200, seed=0):
@@ -100,7 +102,7 @@ def small_report(tmp_path_factory):
                             ("beb", {"beta": "1", "compat": "true"})]:
             agent = E.train_agent(alg, params, D.builtin(prior), progress=False)
             tables.append(E.run_agent(ts, agent, progress=False))
-    from bbrlcore.results import merge_tables, summary_table
+    from bbrlcore.analysis.results import merge_tables, summary_table
 
     merged = merge_tables(tables)
     summary = summary_table(merged)
@@ -145,10 +147,10 @@ def test_html_report(small_report):
 
 def test_hardness_of_grid_reports_the_goal_unreachable():
     ts = E.new_test_set(D.builtin("Grid"), 4, 0.95, 10, seed=1)
-    h = analysis.hardness(ts)
+    h = hardness.hardness(ts)
     assert (h["unreachable_states"] == 1).all()  # the goal cell 24 is never entered
     assert np.isfinite(h["diameter"].to_numpy()).all() and (h["diameter"] >= 8).all()
-    g = analysis.hardness(E.new_test_set(D.builtin("GC"), 3, 0.95, 10, seed=1))
+    g = hardness.hardness(E.new_test_set(D.builtin("GC"), 3, 0.95, 10, seed=1))
     assert (g["unreachable_states"] == 0).all()
 
 
@@ -159,7 +161,7 @@ def test_hitting_times_on_a_known_chain():
         P[s, 0, s], P[s, 0, s + 1] = 0.5, 0.5
         P[s, 1, s], P[s, 1, s + 1] = 0.75, 0.25
     P[2, :, 0] = 1.0
-    h = analysis._hitting_times(P, 2)
+    h = hardness._hitting_times(P, 2)
     assert h[1] == pytest.approx(2.0) and h[0] == pytest.approx(4.0)
 
 

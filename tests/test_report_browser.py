@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from bbrlcore import distributions as D
-from bbrlcore import experiment as E
+from bbrlcore import protocol as E
 from bbrlcore import report
-from bbrlcore.results import merge_tables, summary_table
+from bbrlcore.analysis.results import merge_tables, summary_table
+from bbrlcore.mdp import distributions as D
 from system_tools import require
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,8 +10,8 @@ import pytest
 from bbrlcore.agents import get, sboss
 from bbrlcore.agents._rng import rng_new
 from bbrlcore.agents.base import Episode
-from bbrlcore.distributions import builtin
 from bbrlcore.errors import BBRLError
+from bbrlcore.mdp.distributions import builtin
 
 ALG = sboss.ALGORITHM
 

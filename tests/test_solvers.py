@@ -1,7 +1,7 @@
 import numpy as np
 
-from bbrlcore import distributions as D
-from bbrlcore.solvers import (
+from bbrlcore.mdp import distributions as D
+from bbrlcore.mdp.solvers import (
     guez_policy_iteration,
     guez_value_iteration,
     q_iteration,
@@ -93,7 +93,7 @@ def test_guez_policy_iteration_matches_value_iteration():
 
 
 def test_q_solve_reaches_the_fixed_point_and_passes_the_stopping_test():
-    from bbrlcore.solvers import q_solve
+    from bbrlcore.mdp.solvers import q_solve
 
     gamma = 0.95
     for name in ["GC", "GDL", "Grid", "UGrid"]:
@@ -112,7 +112,7 @@ def test_q_solve_reaches_the_fixed_point_and_passes_the_stopping_test():
 
 
 def test_q_solve_keeps_the_cap_when_it_binds():
-    from bbrlcore.solvers import q_solve
+    from bbrlcore.mdp.solvers import q_solve
 
     d = D.builtin("GC")
     P = d.draw_mdp(np.random.default_rng(0))

@@ -10,9 +10,9 @@ import polars as pl
 import pytest
 from scipy import stats as sps
 
-from bbrlcore import stats
+from bbrlcore.analysis import stats
+from bbrlcore.analysis.results import merge_tables, summary_table
 from bbrlcore.errors import BBRLError
-from bbrlcore.results import merge_tables, summary_table
 
 
 def test_mean_ci_is_mean_pm_196_sample_std_over_sqrt_n():

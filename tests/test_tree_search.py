@@ -11,9 +11,9 @@ from scipy.stats import norm
 from bbrlcore import agents
 from bbrlcore.agents import bamcp, bfs3
 from bbrlcore.agents.base import Episode
-from bbrlcore.distributions import FDMDistribution, builtin
+from bbrlcore.analysis.stats import paired_z
 from bbrlcore.errors import BBRLError
-from bbrlcore.stats import paired_z
+from bbrlcore.mdp.distributions import FDMDistribution, builtin
 
 MODULES = {"bamcp": bamcp, "bfs3": bfs3}
 

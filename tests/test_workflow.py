@@ -22,9 +22,9 @@ import polars as pl
 import pytest
 import yaml
 
-from bbrlcore import cost
 from bbrlcore import plan as P
 from bbrlcore.errors import BBRLError
+from bbrlcore.plan import cost
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
@@ -447,7 +447,7 @@ def test_missing_artefacts_come_back_with_identical_returns(tmp_path):
     results directory with a space: everything runs. Then one chunk, one trained agent and
     one merged table are deleted: a plain rerun regenerates exactly those and what depends
     on them (merge, summary, report), with identical returns."""
-    from bbrlcore import distributions as D
+    from bbrlcore.mdp import distributions as D
 
     D.write_dat(D.builtin("GC"), tmp_path / "chain.dat")
     cfg = _write_cfg(tmp_path, _tiny({

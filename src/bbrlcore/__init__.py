@@ -3,10 +3,17 @@
 A numba-accelerated successor of the BBRL C++ library (Castronovo, Ernst, Couëtoux and
 Fonteneau, "Benchmarking for Bayesian Reinforcement Learning", PLOS ONE 2016).
 
-Data flows one way through the package::
+The package is a row of rooms, one per stage; data flows one way through them::
 
-    distributions  ->  experiment (test sets)  ->  agents (train, then play)
-                   ->  run tables  ->  stats  ->  report
+    mdp  ->  agents  ->  protocol  ->  analysis  ->  report
+    (problems)  (algorithms)  (test sets, training, timed runs)  (tables, statistics)
+
+    plan (configuration, cost model: what the workflow runs)   cli (the ``bbrl`` command)
+
+``errors``, ``seeds`` (the seed tree) and ``formats`` (file formats, artefact I/O) are
+the foundation every room stands on. ``src/bbrlcore/README.md`` is the map: what each
+room holds, what flows in and out, and where a new algorithm, problem, metric or report
+section goes.
 
 The version recorded in every artefact is :data:`__version__`; the environment variable
 ``BBRL_VERSION_OVERRIDE`` replaces it (tests use it to simulate a core upgrade).
@@ -16,9 +23,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from pathlib import Path
 
-from ._version import __version__ as _static_version
+from bbrlcore._version import __version__ as _static_version
 
 __version__: str = os.environ.get("BBRL_VERSION_OVERRIDE") or _static_version
 
@@ -58,5 +66,52 @@ def _default_numba_cache_dir() -> str:
 
 if "NUMBA_CACHE_DIR" not in os.environ:
     os.environ["NUMBA_CACHE_DIR"] = _default_numba_cache_dir()
+
+
+# ---------------------------------------------------------------------------------------
+# Paths of the flat layout (0.1.0): still importable, as aliases of the new modules.
+
+#: Old module path -> the module it now is (see CHANGELOG.md, "The package's rooms").
+MOVED: dict[str, str] = {
+    "bbrlcore.distributions": "bbrlcore.mdp.distributions",
+    "bbrlcore.solvers": "bbrlcore.mdp.solvers",
+    "bbrlcore.formulas": "bbrlcore.agents.formulas",
+    "bbrlcore.experiment": "bbrlcore.protocol",
+    "bbrlcore.gym": "bbrlcore.protocol.gym",
+    "bbrlcore.results": "bbrlcore.analysis.results",
+    "bbrlcore.stats": "bbrlcore.analysis.stats",
+    "bbrlcore.aggregate": "bbrlcore.analysis.aggregate",
+    "bbrlcore.published": "bbrlcore.analysis.published",
+    "bbrlcore.cost": "bbrlcore.plan.cost",
+    "bbrlcore.probe": "bbrlcore.plan.probe",
+    "bbrlcore.workflow_support": "bbrlcore.plan.workflow",
+}
+
+
+class _MovedFinder:
+    """Finds ``bbrlcore.distributions`` and the other old paths: the module is the new
+    one itself (same object, so ``isinstance`` and module state are shared)."""
+
+    @staticmethod
+    def find_spec(name: str, path: object = None, target: object = None) -> object:
+        if name not in MOVED:
+            return None
+        import importlib.util
+
+        return importlib.util.spec_from_loader(name, _MovedFinder)
+
+    @staticmethod
+    def create_module(spec: object) -> object:
+        import importlib
+
+        return importlib.import_module(MOVED[spec.name])  # type: ignore[attr-defined]
+
+    @staticmethod
+    def exec_module(module: object) -> None:
+        return None
+
+
+if not any(isinstance(f, type) and f.__name__ == "_MovedFinder" for f in sys.meta_path):
+    sys.meta_path.append(_MovedFinder)  # type: ignore[arg-type]
 
 __all__ = ["__version__"]

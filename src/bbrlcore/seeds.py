@@ -25,7 +25,7 @@ MAX_SEED = 2**63 - 1
 def check_seed(seed: int, where: str) -> int:
     """``seed`` if it is an integer in [0, :data:`MAX_SEED`]; else a :class:`BBRLError`
     naming ``where`` (``--seed``, ``test_seed``, ...)."""
-    from .errors import BBRLError
+    from bbrlcore.errors import BBRLError
 
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
         raise BBRLError(f"{where} {seed}: must be an integer in [0, 2^63 - 1]")

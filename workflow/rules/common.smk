@@ -12,8 +12,8 @@ from snakemake.utils import validate
 
 import bbrlcore
 from bbrlcore import plan as bbrl_plan
-from bbrlcore import probe as bbrl_probe
-from bbrlcore import workflow_support as bbrl_support
+from bbrlcore.plan import probe as bbrl_probe
+from bbrlcore.plan import workflow as bbrl_support
 from bbrlcore.errors import BBRLError
 
 # ---- configuration: base config.yaml, then the preset overlay, then --config ---------
@@ -44,11 +44,11 @@ EXPERIMENTS = {e.name: e for e in PLAN.experiments}
 AGENTS = {a.key: a for a in PLAN.agents}
 CONDA_ENV = "../../envs/bbrl.yaml"
 
-if workflow.is_main_process:  # a lock left by a killed run (bbrlcore.workflow_support)
+if workflow.is_main_process:  # a lock left by a killed run (bbrlcore.plan.workflow)
     bbrl_support.clear_stale_lock()
 
 # Algorithms the benchmarks do not calibrate (plugins) are probed once, by the main
-# process, before the chunks are sized (bbrlcore.probe); jobs reuse the probes.
+# process, before the chunks are sized (bbrlcore.plan.probe); jobs reuse the probes.
 try:
     bbrl_probe.ensure(PLAN, R, run=workflow.is_main_process)
 except BBRLError as exc:

@@ -1,5 +1,5 @@
 # Stage 5: runs, one job per experiment x agent x chunk of test MDPs. The number of chunks
-# comes from the cost model (bbrlcore.cost) so that no chunk is expected to exceed
+# comes from the cost model (bbrlcore.plan.cost) so that no chunk is expected to exceed
 # chunk_budget_minutes; it is known when the DAG is built.
 
 

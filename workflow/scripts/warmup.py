@@ -11,8 +11,8 @@ sys.stderr = sys.stdout = log
 
 
 import bbrlcore  # noqa: E402
-from bbrlcore import distributions  # noqa: E402
-from bbrlcore import experiment as E  # noqa: E402
+from bbrlcore.mdp import distributions
+from bbrlcore import protocol as E
 
 #: Cheap parameters per algorithm (same kernels and types as any real configuration).
 CHEAP = {

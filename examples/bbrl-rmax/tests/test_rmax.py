@@ -10,9 +10,9 @@ import pytest
 from bbrl_rmax import RMax, RMaxCompiled
 
 from bbrlcore import agents
-from bbrlcore import distributions as D
-from bbrlcore import experiment as E
+from bbrlcore import protocol as E
 from bbrlcore.errors import BBRLError
+from bbrlcore.mdp import distributions as D
 
 
 def test_installed_plugins_are_found_by_name():

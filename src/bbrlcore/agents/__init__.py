@@ -17,8 +17,8 @@ Examples
 
 from __future__ import annotations
 
-from . import registry
-from .api import (
+from bbrlcore.agents import registry
+from bbrlcore.agents.api import (
     AgentError,
     CompiledAgent,
     PythonAgent,
@@ -27,7 +27,7 @@ from .api import (
     trajectory_kernel,
     trajectory_loop,
 )
-from .base import (
+from bbrlcore.agents.base import (
     COMPAT,
     Algorithm,
     Episode,

@@ -13,7 +13,7 @@ agents draw whole models from it and plan in them:
   independently from :math:`\mathrm{Dir}(\alpha(x,u,\cdot))` (:func:`sample_model`:
   normalised Gamma variates over the row's support, from the kernel's own xoshiro256**
   generator, :mod:`._rng`), and solve it with BEB's solver
-  (:func:`~bbrlcore.solvers.guez_policy_iteration`: the Guez value iteration's answer,
+  (:func:`~bbrlcore.mdp.solvers.guez_policy_iteration`: the Guez value iteration's answer,
   Euclidean tolerance 1e-4, lowest action index on ties, warm-started from the previous
   solve's values and policy).
 * :func:`sample_and_solve_merged` (BOSS with K > 1): draw ``K[x, u]`` rows per pair and
@@ -33,10 +33,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..solvers import guez_policy_iteration
-from ._kernels import model_init, support_insert
-from ._rng import gamma_s, rng_new, uniform_s
-from .sboss import build_merged, merged_value_iteration
+from bbrlcore.agents._kernels import model_init, support_insert
+from bbrlcore.agents._rng import gamma_s, rng_new, uniform_s
+from bbrlcore.agents.sboss import build_merged, merged_value_iteration
+from bbrlcore.mdp.solvers import guez_policy_iteration
 
 
 @njit(cache=True, error_model="numpy")
@@ -104,7 +104,7 @@ def sample_model(alpha, supp, nsupp, Ps, rs):
 @njit(cache=True, error_model="numpy")
 def sample_and_solve(alpha, supp, nsupp, Rm, gamma, tol, Ps, V, pi, A, b, rs):
     """PSRL's step: draw one posterior MDP into ``Ps`` and solve it to the Guez
-    tolerance ``tol`` by :func:`~bbrlcore.solvers.guez_policy_iteration` (BEB's solver),
+    tolerance ``tol`` by :func:`~bbrlcore.mdp.solvers.guez_policy_iteration` (BEB's solver),
     warm-started from ``V`` and ``pi`` (updated in place; ``pi`` is the greedy action of
     every state, lowest index on ties). Returns the number of sweeps."""
     sample_model(alpha, supp, nsupp, Ps, rs)

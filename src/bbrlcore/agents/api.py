@@ -35,7 +35,7 @@ built-ins', so parsing, agent ids, configuration grids and error messages are th
         ...
 
 The agent sees ``self.p`` (its parsed parameters), ``self.prior`` (the
-:class:`~bbrlcore.distributions.FDMDistribution` it was trained on: concentrations
+:class:`~bbrlcore.mdp.distributions.FDMDistribution` it was trained on: concentrations
 ``theta`` and the known rewards ``reward``), ``self.n_states``, ``self.n_actions``,
 ``self.gamma``, ``self.horizon``, ``self.learned`` (what ``train`` returned) and
 ``self.rng``, a :class:`numpy.random.Generator` made from the trajectory's seed (set
@@ -75,9 +75,8 @@ from typing import Any, ClassVar
 import numpy as np
 from numba import njit
 
-from ..errors import BBRLError
-from ._kernels import env_reset, env_reward, env_step
-from .base import (
+from bbrlcore.agents._kernels import env_reset, env_reward, env_step
+from bbrlcore.agents.base import (
     Algorithm,
     CostFeatures,
     Episode,
@@ -86,11 +85,12 @@ from .base import (
     TrainContext,
     Trained,
 )
+from bbrlcore.errors import BBRLError
 
 
 class AgentError(BBRLError):
     """The user's agent code failed (or played an invalid action) during a trajectory.
-    :func:`bbrlcore.experiment.run_agent` adds the test MDP to the message."""
+    :func:`bbrlcore.protocol.run_agent` adds the test MDP to the message."""
 
     def __init__(self, message: str, step: int | None = None) -> None:
         super().__init__(message)

@@ -75,8 +75,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from ..errors import BBRLError
-from ._kernels import (
+from bbrlcore.agents._kernels import (
     argmax_random_tie,
     env_reset,
     env_reward,
@@ -84,8 +83,8 @@ from ._kernels import (
     model_init,
     model_update,
 )
-from ._rng import rng_fill_uniform, rng_new
-from .base import (
+from bbrlcore.agents._rng import rng_fill_uniform, rng_new
+from bbrlcore.agents.base import (
     MAX_AGENT_MEMORY_BYTES,
     Algorithm,
     Episode,
@@ -94,6 +93,7 @@ from .base import (
     at_least_one,
     support_sizes,
 )
+from bbrlcore.errors import BBRLError
 
 #: UCT exploration constant (spec 02 §4.1).
 UCT_C = 3.0

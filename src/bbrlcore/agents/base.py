@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import BBRLError
+from bbrlcore.errors import BBRLError
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,7 @@ Player = Callable[[np.ndarray, int], tuple[float, np.ndarray]]
 
 #: ``cost_features(params, prior, test, gamma, horizon) -> {name: amount}``: the work one
 #: trajectory does, in the kernel's own units (steps, Bellman backups, simulated steps,
-#: sampled entries...). The cost model (:mod:`bbrlcore.cost`) prices each unit from
+#: sampled entries...). The cost model (:mod:`bbrlcore.plan.cost`) prices each unit from
 #: benchmark measurements, so a trajectory's time is a non-negative combination of them.
 CostFeatures = Callable[[dict[str, Any], Any, Any, float, int], dict[str, float]]
 #: ``offline_cost_features(params, prior, gamma, horizon) -> {name: amount}``: the work

@@ -10,7 +10,7 @@ where :math:`n(x,u) = \sum_y \alpha(x,u,y)` is the total Dirichlet count of the 
 ":math:`\beta / c_{\langle x,u,y\rangle}`" is a misprint (00-decisions §1). The model is
 solved to the Guez value iteration's tolerance (Euclidean change of a sweep at most 1e-4,
 lowest-index ties) by warm-started policy iteration
-(:func:`bbrlcore.solvers.guez_policy_iteration`: exact policy evaluation, then a Guez
+(:func:`bbrlcore.mdp.solvers.guez_policy_iteration`: exact policy evaluation, then a Guez
 sweep, until a sweep changes the values by at most the tolerance), and the agent plays
 the last sweep's greedy action. Only the
 observed pair's row and bonus change after a transition.
@@ -29,10 +29,18 @@ import math
 import numpy as np
 from numba import njit
 
-from ..errors import BBRLError
-from ..solvers import GUEZ_TOLERANCE, guez_policy_iteration
-from ._kernels import env_reset, env_reward, env_step, model_init, model_update
-from .base import COMPAT, Algorithm, Episode, Param, Trained, non_negative, support_sizes
+from bbrlcore.agents._kernels import env_reset, env_reward, env_step, model_init, model_update
+from bbrlcore.agents.base import (
+    COMPAT,
+    Algorithm,
+    Episode,
+    Param,
+    Trained,
+    non_negative,
+    support_sizes,
+)
+from bbrlcore.errors import BBRLError
+from bbrlcore.mdp.solvers import GUEZ_TOLERANCE, guez_policy_iteration
 
 _NO_COUNTERS = np.zeros(0, dtype=np.int64)
 

@@ -95,8 +95,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from ..errors import BBRLError
-from ._kernels import (
+from bbrlcore.agents._kernels import (
     argmax_random_tie,
     ctz64,
     env_reset,
@@ -105,8 +104,8 @@ from ._kernels import (
     model_init,
     model_update,
 )
-from ._rng import rng_fill_uniform, rng_new
-from .base import (
+from bbrlcore.agents._rng import rng_fill_uniform, rng_new
+from bbrlcore.agents.base import (
     MAX_AGENT_MEMORY_BYTES,
     Algorithm,
     Episode,
@@ -115,6 +114,7 @@ from .base import (
     at_least_one,
     support_sizes,
 )
+from bbrlcore.errors import BBRLError
 
 #: Uniforms drawn at once into the kernel's buffer: the search's hot loops read them from
 #: there (the kernel's own xoshiro256** generator, ``_rng``, fills it).

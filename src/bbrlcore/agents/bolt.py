@@ -30,7 +30,7 @@ exact set.)
 The optimistic MDP is solved **after every transition** (and at reset), like BEB's, to
 the Guez value iteration's tolerance (Euclidean change of a sweep at most 1e-4, lowest
 action index wins ties, then lowest σ), by warm-started policy iteration as BEB does
-(:func:`bbrlcore.solvers.guez_policy_iteration`): exact evaluation of the current policy
+(:func:`bbrlcore.mdp.solvers.guez_policy_iteration`): exact evaluation of the current policy
 (u, σ) by an :math:`n_X \times n_X` linear solve, then one optimistic sweep, until a
 sweep changes the values by at most the tolerance (plain sweeps after 100 evaluations).
 A sweep costs two passes over each row's support (the mean's sum and the max over σ),
@@ -50,11 +50,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..errors import BBRLError
-from ..solvers import GUEZ_MAX_SWEEPS, GUEZ_TOLERANCE, _lu_solve
-from ._kernels import model_init, model_update
-from .api import CompiledAgent, no_counters, trajectory_loop
-from .base import Param, non_negative, support_sizes
+from bbrlcore.agents._kernels import model_init, model_update
+from bbrlcore.agents.api import CompiledAgent, no_counters, trajectory_loop
+from bbrlcore.agents.base import Param, non_negative, support_sizes
+from bbrlcore.errors import BBRLError
+from bbrlcore.mdp.solvers import GUEZ_MAX_SWEEPS, GUEZ_TOLERANCE, _lu_solve
 
 
 @njit(cache=True, error_model="numpy")
@@ -125,7 +125,7 @@ def bolt_evaluate(Pm, C1, C2, R, supp, nsupp, gamma, pi, sig, A, b):
 def bolt_policy_iteration(Pm, C1, C2, R, supp, nsupp, gamma, tol, V, pi, sig, A, b, Vnew):
     """The Guez value iteration's answer for the optimistic model, by policy iteration
     from the policy (pi, sig) (all updated in place), as
-    :func:`bbrlcore.solvers.guez_policy_iteration` does for a plain model. Returns the
+    :func:`bbrlcore.mdp.solvers.guez_policy_iteration` does for a plain model. Returns the
     number of sweeps."""
     nX = V.shape[0]
     tol2 = tol * tol

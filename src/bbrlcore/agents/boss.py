@@ -29,7 +29,7 @@ the reward function (the prior's ``reward``), like the paper's agents.
 With ``K = 1`` the merged model is one posterior sample, and BOSS is PSRL (:mod:`.psrl`)
 resampling when a pair becomes known: it then samples and solves exactly like PSRL
 (:func:`~._posterior.sample_and_solve`: BEB's solver,
-:func:`~bbrlcore.solvers.guez_policy_iteration`), so ``K = 1, B = 0`` plays exactly PSRL
+:func:`~bbrlcore.mdp.solvers.guez_policy_iteration`), so ``K = 1, B = 0`` plays exactly PSRL
 with one sample per trajectory (``schedule=fixed`` with a period of at least the horizon).
 With ``K > 1`` the samples, the sparse merged model (stored over each row's support only)
 and its solver are SBOSS's (:func:`~.sboss.build_merged`,
@@ -56,10 +56,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..errors import BBRLError
-from ..solvers import GUEZ_TOLERANCE
-from ._kernels import env_transition
-from ._posterior import (
+from bbrlcore.agents._kernels import env_transition
+from bbrlcore.agents._posterior import (
     generator_from_numba,
     mean_values,
     posterior_init,
@@ -67,9 +65,11 @@ from ._posterior import (
     sample_and_solve,
     sample_and_solve_merged,
 )
-from .api import CompiledAgent, trajectory_loop
-from .base import Param, at_least_one, support_sizes
-from .sboss import MAX_SAMPLE_ENTRIES, PI_MAX_STATES, PI_WARM_STEPS
+from bbrlcore.agents.api import CompiledAgent, trajectory_loop
+from bbrlcore.agents.base import Param, at_least_one, support_sizes
+from bbrlcore.agents.sboss import MAX_SAMPLE_ENTRIES, PI_MAX_STATES, PI_WARM_STEPS
+from bbrlcore.errors import BBRLError
+from bbrlcore.mdp.solvers import GUEZ_TOLERANCE
 
 # ctr slots of the per-trajectory state
 _RESAMPLE, _RESAMPLES = 0, 1

@@ -17,9 +17,23 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..solvers import q_solve
-from ._kernels import argmax_random_tie, env_reset, env_reward, env_step, model_init, model_update
-from .base import Algorithm, Episode, Param, Trained, in_unit_interval, support_sizes
+from bbrlcore.agents._kernels import (
+    argmax_random_tie,
+    env_reset,
+    env_reward,
+    env_step,
+    model_init,
+    model_update,
+)
+from bbrlcore.agents.base import (
+    Algorithm,
+    Episode,
+    Param,
+    Trained,
+    in_unit_interval,
+    support_sizes,
+)
+from bbrlcore.mdp.solvers import q_solve
 
 _NO_COUNTERS = np.zeros(0, dtype=np.int64)
 

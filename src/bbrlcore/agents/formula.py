@@ -13,7 +13,7 @@ table and it reproduces that agent without the offline search.
 Parameter ``formula``: the paper's notation (``Q2/Q0``, ``max(Q0, Q2)``, ``Q0 + Q2``,
 ``-Q1``, ``|Q1|``, ``sqrt(Q0)``, ``ln(Q2)``, ``1/Q0``, ``min(Q0, Q1)``...; also the
 tables' ``Q_2(x, u)/Q_0(x, u)``) or the original's RPN tokens (``X2 X0 DIV``); see
-:func:`bbrlcore.formulas.parse_formula`. It is stored in its canonical form, the RPN
+:func:`bbrlcore.agents.formulas.parse_formula`. It is stored in its canonical form, the RPN
 tokens joined by ``_``, which is also how the agent id shows it (ids name files and
 Snakemake wildcards): ``formula__formula=X2_X0_DIV``. A malformed formula is one error
 naming the token and its position.
@@ -41,9 +41,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import formulas as F
-from .base import Algorithm, Episode, Param, Trained, support_sizes
-from .formula_agent import feature_counts, play_formula
+from bbrlcore.agents import formulas as F
+from bbrlcore.agents.base import Algorithm, Episode, Param, Trained, support_sizes
+from bbrlcore.agents.formula_agent import feature_counts, play_formula
 
 
 def _normalise(value: str, where: str) -> str:
@@ -82,7 +82,7 @@ def cost_features(params: dict[str, Any], prior: Any, test: Any, gamma: float,
                   horizon: int) -> dict[str, float]:
     """The features the formula reads, each solved after every step: one backup term per
     support entry of its model (θ, self-loops, ones), the dense linear solves of the
-    solver's policy iteration (|X|³ each, :func:`bbrlcore.solvers.q_solve`), and a part
+    solver's policy iteration (|X|³ each, :func:`bbrlcore.mdp.solvers.q_solve`), and a part
     per formula evaluation.
 
     Examples

@@ -31,9 +31,16 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..formulas import eval_rpn
-from ..solvers import q_solve
-from ._kernels import argmax_random_tie, env_reset, env_reward, env_step, model_init, model_update
+from bbrlcore.agents._kernels import (
+    argmax_random_tie,
+    env_reset,
+    env_reward,
+    env_step,
+    model_init,
+    model_update,
+)
+from bbrlcore.agents.formulas import eval_rpn
+from bbrlcore.mdp.solvers import q_solve
 
 
 def feature_counts(theta: np.ndarray) -> np.ndarray:

@@ -20,7 +20,7 @@ unknown pair moves to a fictitious absorbing state that pays :math:`R_{max}` for
 the model has :math:`n_X + 1` states. The model is solved at reset and after every
 transition, like BEB's, to the Guez value iteration's tolerance (Euclidean change of a
 sweep at most 1e-4, lowest action index wins ties) by warm-started policy iteration
-(:func:`bbrlcore.solvers.guez_policy_iteration`, BEB's solver, on the
+(:func:`bbrlcore.mdp.solvers.guez_policy_iteration`, BEB's solver, on the
 :math:`(n_X+1)`-state model), and the agent plays the last sweep's greedy action. Only the
 observed pair's row and bonus change after a transition. The counts are not capped (the
 paper's analysis stops updating a pair after m visits to bound the sample complexity;
@@ -40,11 +40,11 @@ import math
 import numpy as np
 from numba import njit
 
-from ..errors import BBRLError
-from ..solvers import GUEZ_TOLERANCE, guez_policy_iteration
-from ._kernels import model_update
-from .api import CompiledAgent, no_counters, trajectory_loop
-from .base import Param, non_negative, support_sizes
+from bbrlcore.agents._kernels import model_update
+from bbrlcore.agents.api import CompiledAgent, no_counters, trajectory_loop
+from bbrlcore.agents.base import Param, non_negative, support_sizes
+from bbrlcore.errors import BBRLError
+from bbrlcore.mdp.solvers import GUEZ_TOLERANCE, guez_policy_iteration
 
 
 @njit(cache=True, error_model="numpy")

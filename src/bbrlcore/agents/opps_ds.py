@@ -1,7 +1,7 @@
 r"""OPPS-DS: offline prior-based policy search over a discrete set of formula agents.
 
 Offline, OPPS-DS (spec 02 §3) treats every formula of a formula set (``F2``...``F6``, see
-:mod:`bbrlcore.formulas`) as an arm of a multi-armed bandit. Pulling an arm draws one MDP
+:mod:`bbrlcore.agents.formulas`) as an arm of a multi-armed bandit. Pulling an arm draws one MDP
 from the prior and plays one trajectory of T steps (discount γ) of that formula agent
 (:mod:`bbrlcore.agents.formula_agent`); the payoff is the discounted return. The bandit
 is solved with UCB1 (Auer et al. 2002) under a budget of ``n_draws`` successful pulls:
@@ -26,7 +26,7 @@ counters) can be checkpointed atomically, and a resumed training gives exactly t
 of an uninterrupted one. The final tie-break uses ``SeedSequence([seed, h(agent id), 1])``.
 
 Agent ids render the formula set by name and seed, never by path (see
-:func:`bbrlcore.formulas.label_of`): ``opps-ds__formula_set=F3@s1__n_draws=1250__c=660``.
+:func:`bbrlcore.agents.formulas.label_of`): ``opps-ds__formula_set=F3@s1__n_draws=1250__c=660``.
 
 Paper: Castronovo, Maes, Fonteneau and Ernst, "Learning exploration/exploitation
 strategies for single trajectory reinforcement learning", EWRL 2012; Castronovo et al.,
@@ -50,12 +50,9 @@ import numpy as np
 import polars as pl
 from numba import njit
 
-from .. import formulas as F
-from ..errors import BBRLError
-from ..formats.artefacts import atomic_path
-from ..seeds import id_hash64
-from ._kernels import dirichlet_row
-from .base import (
+from bbrlcore.agents import formulas as F
+from bbrlcore.agents._kernels import dirichlet_row
+from bbrlcore.agents.base import (
     Algorithm,
     Episode,
     Param,
@@ -65,7 +62,15 @@ from .base import (
     positive,
     support_sizes,
 )
-from .formula_agent import feature_counts, formula_trajectory, initial_q, play_formula
+from bbrlcore.agents.formula_agent import (
+    feature_counts,
+    formula_trajectory,
+    initial_q,
+    play_formula,
+)
+from bbrlcore.errors import BBRLError
+from bbrlcore.formats.artefacts import atomic_path
+from bbrlcore.seeds import id_hash64
 
 # indices of the scalar UCB1 state (int64 array ``st``)
 _ATTEMPTS, _SUCCESS, _BUDGET, _NEXT_INIT = 0, 1, 2, 3

@@ -13,9 +13,9 @@ import math
 import numpy as np
 from numba import njit
 
-from ..solvers import q_iteration, support_of
-from ._kernels import argmax_random_tie, env_reset, env_reward, env_step
-from .base import Algorithm, Episode, Trained, support_sizes
+from bbrlcore.agents._kernels import argmax_random_tie, env_reset, env_reward, env_step
+from bbrlcore.agents.base import Algorithm, Episode, Trained, support_sizes
+from bbrlcore.mdp.solvers import q_iteration, support_of
 
 _NO_COUNTERS = np.zeros(0, dtype=np.int64)
 

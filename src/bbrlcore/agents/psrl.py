@@ -27,7 +27,7 @@ A new episode's sample is drawn before its first decision; the first is drawn at
 trajectory's first decision. Each sample is solved like BEB's model: the **Guez value
 iteration**'s answer (Jacobi sweeps until the Euclidean norm of a sweep's change is at
 most 1e-4, lowest action index wins ties), reached by warm-started policy iteration
-(:func:`bbrlcore.solvers.guez_policy_iteration`, from the previous sample's values and
+(:func:`bbrlcore.mdp.solvers.guez_policy_iteration`, from the previous sample's values and
 policy; the first from those of the prior's mean model), so its planning is BEB's, done
 once per episode instead of at every step. Rows are drawn over their support only
 (zero concentrations stay impossible), as normalised Gamma variates from the kernel's own
@@ -55,18 +55,18 @@ import math
 import numpy as np
 from numba import njit
 
-from ..errors import BBRLError
-from ..solvers import GUEZ_TOLERANCE
-from ._kernels import env_transition
-from ._posterior import (
+from bbrlcore.agents._kernels import env_transition
+from bbrlcore.agents._posterior import (
     generator_from_numba,
     mean_values,
     posterior_init,
     posterior_update,
     sample_and_solve,
 )
-from .api import CompiledAgent, trajectory_loop
-from .base import Param, at_least_one, support_sizes
+from bbrlcore.agents.api import CompiledAgent, trajectory_loop
+from bbrlcore.agents.base import Param, at_least_one, support_sizes
+from bbrlcore.errors import BBRLError
+from bbrlcore.mdp.solvers import GUEZ_TOLERANCE
 
 #: The values of ``schedule``.
 SCHEDULES = ("doubling", "fixed")

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._kernels import env_reset, env_reward, env_step
-from .base import Algorithm, Episode, Trained
+from bbrlcore.agents._kernels import env_reset, env_reward, env_step
+from bbrlcore.agents.base import Algorithm, Episode, Trained
 
 _NO_COUNTERS = np.zeros(0, dtype=np.int64)
 

@@ -38,8 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import BBRLError
-from .base import Algorithm
+from bbrlcore.agents.base import Algorithm
+from bbrlcore.errors import BBRLError
 
 #: The entry-point group of algorithms.
 GROUP = "bbrl.agents"
@@ -266,7 +266,7 @@ def as_algorithm(obj: Any, what: str) -> Algorithm:
     if isinstance(obj, Algorithm):
         alg = obj
     else:
-        from .api import CompiledAgent, PythonAgent, algorithm_of
+        from bbrlcore.agents.api import CompiledAgent, PythonAgent, algorithm_of
 
         if isinstance(obj, type) and issubclass(obj, (PythonAgent, CompiledAgent)) or (
                 isinstance(obj, type) and callable(getattr(obj, "act", None))):

@@ -90,11 +90,11 @@ import math
 import numpy as np
 from numba import njit
 
-from ..errors import BBRLError
-from ..solvers import GUEZ_MAX_SWEEPS, GUEZ_TOLERANCE, _lu_solve
-from ._kernels import env_transition, support_insert
-from ._rng import gamma_s, normal_s, rng_new, rng_randint, uniform_s
-from .base import COMPAT, Algorithm, Episode, Param, Trained, positive
+from bbrlcore.agents._kernels import env_transition, support_insert
+from bbrlcore.agents._rng import gamma_s, normal_s, rng_new, rng_randint, uniform_s
+from bbrlcore.agents.base import COMPAT, Algorithm, Episode, Param, Trained, positive
+from bbrlcore.errors import BBRLError
+from bbrlcore.mdp.solvers import GUEZ_MAX_SWEEPS, GUEZ_TOLERANCE, _lu_solve
 
 #: Reward of the reference's filler actions (compat): C's INT_MIN.
 INT_MIN = -2147483648.0

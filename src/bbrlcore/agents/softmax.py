@@ -25,10 +25,10 @@ import math
 import numpy as np
 from numba import njit
 
-from ..solvers import q_solve
-from ._kernels import env_reset, env_reward, env_step, model_init, model_update
-from .base import COMPAT, Algorithm, Episode, Param, Trained, positive
-from .egreedy import cost_features as egreedy_cost_features
+from bbrlcore.agents._kernels import env_reset, env_reward, env_step, model_init, model_update
+from bbrlcore.agents.base import COMPAT, Algorithm, Episode, Param, Trained, positive
+from bbrlcore.agents.egreedy import cost_features as egreedy_cost_features
+from bbrlcore.mdp.solvers import q_solve
 
 _NO_COUNTERS = np.zeros(0, dtype=np.int64)
 

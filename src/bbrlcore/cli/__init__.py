@@ -11,7 +11,7 @@ import argparse
 import importlib
 import sys
 
-from ..errors import BBRLError
+from bbrlcore.errors import BBRLError
 
 #: Subcommand modules, in the order ``bbrl --help`` lists them.
 _SUBMODULES = (
@@ -21,7 +21,7 @@ _SUBMODULES = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .. import __version__
+    from bbrlcore import __version__
 
     parser = argparse.ArgumentParser(
         prog="bbrl",
@@ -42,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ._io import check
+    from bbrlcore.cli._io import check
 
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -1,5 +1,5 @@
 import sys
 
-from . import main
+from bbrlcore.cli import main
 
 sys.exit(main())

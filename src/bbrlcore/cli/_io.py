@@ -20,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import BBRLError
-from ..formats import artefacts
+from bbrlcore.errors import BBRLError
+from bbrlcore.formats import artefacts
 
 #: (argument label, path) pairs
 Paths = list[tuple[str, str]]

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .. import agents
-from .. import distributions as D
-from .. import experiment as E
-from ..errors import BBRLError
-from ._io import IO
+from bbrlcore import agents
+from bbrlcore import protocol as E
+from bbrlcore.cli._io import IO
+from bbrlcore.errors import BBRLError
+from bbrlcore.mdp import distributions as D
 
 
 def _param_files(args: argparse.Namespace) -> list[tuple[str, str]]:
@@ -119,7 +119,7 @@ def _run(args: argparse.Namespace) -> int:
 def _expected_train_seconds(algorithm: str, raw: dict, prior, gamma: float,
                             horizon: int) -> float | None:
     """The cost model's estimate of offline learning (None if it cannot tell)."""
-    from .. import cost
+    from bbrlcore.plan import cost
 
     try:
         return cost.model().offline_seconds(algorithm, raw, prior, horizon, gamma)
@@ -129,7 +129,7 @@ def _expected_train_seconds(algorithm: str, raw: dict, prior, gamma: float,
 
 def _expected_run_seconds(ts: E.TestSet, agent: E.TrainedAgent, n: int) -> float | None:
     """The cost model's estimate of ``n`` trajectories (None if it cannot tell)."""
-    from .. import cost
+    from bbrlcore.plan import cost
 
     try:
         s = cost.model().seconds_per_trajectory(

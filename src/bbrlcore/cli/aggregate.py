@@ -1,5 +1,5 @@
 """``bbrl aggregate``: statistics across experiments, a thin shell over
-:mod:`bbrlcore.aggregate`.
+:mod:`bbrlcore.analysis.aggregate`.
 
 ``bbrl aggregate MERGED... [--seed S] [--resamples N] [--offline-bound s]
 [--online-bound s] [--alpha A] [--correction none|holm] [-o DIR]`` prints the aggregate
@@ -16,10 +16,10 @@ import math
 import numpy as np
 import polars as pl
 
-from .. import aggregate as agg_mod
-from .. import stats
-from ..errors import BBRLError
-from ._io import IO
+from bbrlcore.analysis import aggregate as agg_mod
+from bbrlcore.analysis import stats
+from bbrlcore.cli._io import IO
+from bbrlcore.errors import BBRLError
 
 #: Thresholds at which the terminal shows the performance profiles.
 PROFILE_TAUS = (0.0, 0.25, 0.5, 0.75, 0.9, 1.0)
@@ -85,7 +85,7 @@ def _bound(v: float | None) -> str:
 
 
 def render(agg: agg_mod.Aggregates) -> str:
-    """The terminal view of :func:`bbrlcore.aggregate.compute`'s tables."""
+    """The terminal view of :func:`bbrlcore.analysis.aggregate.compute`'s tables."""
     meta = agg.meta
     t = agg.tables
     conf = round(100 * meta["confidence"], 2)
@@ -164,7 +164,7 @@ def render(agg: agg_mod.Aggregates) -> str:
 
 
 def _aggregate(args: argparse.Namespace) -> int:
-    from ..results import read_runs
+    from bbrlcore.analysis.results import read_runs
 
     for name, v in (("--offline-bound", args.offline_bound),
                     ("--online-bound", args.online_bound)):

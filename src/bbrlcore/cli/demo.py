@@ -7,10 +7,10 @@ from pathlib import Path
 
 import polars as pl
 
-from .. import agents
-from .. import distributions as D
-from .. import experiment as E
-from ._io import IO
+from bbrlcore import agents
+from bbrlcore import protocol as E
+from bbrlcore.cli._io import IO
+from bbrlcore.mdp import distributions as D
 
 #: (algorithm, parameters) played by the demo when their module is installed.
 DEMO_AGENTS: list[tuple[str, dict[str, str]]] = [

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from .. import distributions as D
-from ._io import IO
+from bbrlcore.cli._io import IO
+from bbrlcore.mdp import distributions as D
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -1,6 +1,6 @@
 """``bbrl estimate CONFIG [--preset NAME]``: CPU-hours of a workflow configuration.
 
-Uses the plan (:mod:`bbrlcore.plan`) and the cost model (:mod:`bbrlcore.cost`) that the
+Uses the plan (:mod:`bbrlcore.plan`) and the cost model (:mod:`bbrlcore.plan.cost`) that the
 Snakemake workflow uses to chunk its runs, so the figure is what the cluster will be asked
 for: per algorithm, the offline training, the runs (N trajectories per experiment and
 configuration) and a fixed overhead per job, in CPU-hours.
@@ -11,9 +11,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .. import cost
-from .. import plan as P
-from ..errors import BBRLError
+from bbrlcore import plan as P
+from bbrlcore.errors import BBRLError
+from bbrlcore.plan import cost
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -84,7 +84,7 @@ def _estimate(args: argparse.Namespace) -> int:
         k, v = item.split("=", 1)
         overrides[k.strip()] = yaml.safe_load(v)
     plan = P.load(args.config, overrides, calibration_dir=args.benchmarks)
-    from .. import probe
+    from bbrlcore.plan import probe
 
     probe.ensure(plan, plan.config["results_dir"])  # plugins: measured by short probes
     rows = estimate(plan)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from .. import distributions as D
-from .. import experiment as E
-from ._io import IO
+from bbrlcore import protocol as E
+from bbrlcore.cli._io import IO
+from bbrlcore.mdp import distributions as D
 
 
 def register(sub: argparse._SubParsersAction) -> None:

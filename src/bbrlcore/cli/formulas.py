@@ -6,9 +6,9 @@ import argparse
 import sys
 import time
 
-from .. import formulas as F
-from ..errors import BBRLError
-from ._io import IO
+from bbrlcore.agents import formulas as F
+from bbrlcore.cli._io import IO
+from bbrlcore.errors import BBRLError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -47,7 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _write(fs: F.FormulaSet, out: str) -> None:
     if out.endswith(".dat"):
-        from ..formats.artefacts import atomic_path
+        from bbrlcore.formats.artefacts import atomic_path
 
         with atomic_path(out) as tmp:
             tmp.write_text(fs.to_dat())

@@ -3,7 +3,7 @@
 ``RESULTS`` is a results directory (its ``summary.parquet``, else its ``merged/*.parquet``),
 a summary table or merged (run) tables. Prints, for every published row the results
 contain, the published score, ours (compat and default), the two-sample z, the verdict and
-the original program's own figure (:mod:`bbrlcore.published`); ``-o`` also writes the
+the original program's own figure (:mod:`bbrlcore.analysis.published`); ``-o`` also writes the
 table as Parquet.
 """
 
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import polars as pl
 
-from ..errors import BBRLError
-from ..formats import artefacts
-from ._io import IO
+from bbrlcore.cli._io import IO
+from bbrlcore.errors import BBRLError
+from bbrlcore.formats import artefacts
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -45,7 +45,7 @@ def _directory_inputs(args: argparse.Namespace) -> list[tuple[str, str]]:
 def read_summary(paths: list[str]) -> pl.DataFrame:
     """The summary table of ``paths`` (see the module docstring); one :class:`BBRLError`
     naming the path when there is nothing to compare."""
-    from ..results import read_runs, summary_table
+    from bbrlcore.analysis.results import read_runs, summary_table
 
     if len(paths) == 1 and Path(paths[0]).is_dir():
         d = Path(paths[0])
@@ -72,7 +72,7 @@ def read_summary(paths: list[str]) -> pl.DataFrame:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from .. import published
+    from bbrlcore.analysis import published
 
     summary = read_summary(args.results)
     table = published.compare(summary)

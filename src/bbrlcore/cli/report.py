@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from .. import experiment as E
-from .. import seeds
-from ..errors import BBRLError
-from ._io import IO
+from bbrlcore import protocol as E
+from bbrlcore import seeds
+from bbrlcore.cli._io import IO
+from bbrlcore.errors import BBRLError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,8 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .. import report
-    from ..results import read_runs, summary_table
+    from bbrlcore import report
+    from bbrlcore.analysis.results import read_runs, summary_table
 
     if not (0 < args.alpha < 1):
         raise BBRLError(f"--alpha {args.alpha}: must be in (0, 1)")

@@ -1,4 +1,4 @@
-"""``bbrl merge`` and ``bbrl summary``: thin shells over :mod:`bbrlcore.results`.
+"""``bbrl merge`` and ``bbrl summary``: thin shells over :mod:`bbrlcore.analysis.results`.
 
 * ``bbrl merge RUN... -o merged.parquet``: concatenate run tables (chunks or whole runs).
 * ``bbrl summary MERGED... -o summary.parquet [--markdown summary.md]``: the tidy summary
@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..formats import artefacts
-from ..results import markdown, read_runs, summary_table
-from ._io import IO
+from bbrlcore.analysis.results import markdown, read_runs, summary_table
+from bbrlcore.cli._io import IO
+from bbrlcore.formats import artefacts
 
 
 def register(sub: argparse._SubParsersAction) -> None:

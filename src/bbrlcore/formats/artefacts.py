@@ -23,8 +23,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .. import __version__
-from ..errors import BBRLError
+from bbrlcore import __version__
+from bbrlcore.errors import BBRLError
 
 META_KEY = b"bbrl"
 
@@ -208,7 +208,7 @@ def warn_version(p: str | os.PathLike[str], version: str) -> None:
     """The rule for artefacts of another bbrlcore version: **accept with a warning** naming
     both versions (once per file), on stderr. Nothing is silently mixed: a run table
     records the version that ran it, and merging refuses run tables of different versions
-    within an experiment (:func:`bbrlcore.results.merge_tables`)."""
+    within an experiment (:func:`bbrlcore.analysis.results.merge_tables`)."""
     if version == __version__:
         return
     key = (str(Path(p).resolve()), version)

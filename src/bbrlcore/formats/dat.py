@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import BBRLError
+from bbrlcore.errors import BBRLError
 
 
 def read_text(path: str | Path) -> str:

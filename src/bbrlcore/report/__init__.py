@@ -6,7 +6,7 @@ figures as PDF), the figures as PNG and PDF, and every number a figure or table 
 Parquet under ``data/`` so any plot can be redone with polars. When the results hold
 configurations of the paper's tables, a section "Against the published numbers" puts each
 published row beside ours with a verdict, and the time-constraint sequences beside the
-paper's (:func:`published_section`, :mod:`bbrlcore.published`; ``data/published.parquet``
+paper's (:func:`published_section`, :mod:`bbrlcore.analysis.published`; ``data/published.parquet``
 and ``data/published-sequences.parquet``).
 
 Differences from the original ``BBRL-export`` (03 §2–4, §7), all deliberate:
@@ -35,11 +35,13 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from .. import __version__, stats
-from .. import published as P
-from ..formats.artefacts import atomic_path
-from . import analysis, figures
-from . import interactive as I
+from bbrlcore import __version__
+from bbrlcore.analysis import constraints, stats
+from bbrlcore.analysis import published as P
+from bbrlcore.formats.artefacts import atomic_path
+from bbrlcore.mdp import hardness
+from bbrlcore.report import figures
+from bbrlcore.report import interactive as I
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -95,7 +97,7 @@ def experiment_section(
     _write_parquet(d2, data_dir / f"{exp}-online.parquet")
     # Optimal knows the test MDP: an upper reference, not a contender
     contenders = s.filter(pl.col("algorithm") != "optimal")
-    cmap = analysis.constraint_map(contenders, returns, alpha, n_bounds, correction)
+    cmap = constraints.constraint_map(contenders, returns, alpha, n_bounds, correction)
     _write_parquet(cmap, data_dir / f"{exp}-constraint-map.parquet")
     fig_map = _save(figures.constraint_map_figure(cmap, title, styles),
                     fig_dir / f"{exp}-constraint-map")
@@ -110,7 +112,7 @@ def experiment_section(
         "map": I.to_json(I.constraint_map(cmap, title, styles)),
     }
 
-    best = analysis.among_best(contenders, returns, alpha, correction=correction)
+    best = constraints.among_best(contenders, returns, alpha, correction=correction)
     oracle = s.filter(pl.col("algorithm") == "optimal").select(
         "family", "agent", "mean", pl.lit(None, pl.Float64).alias("z"),
         pl.lit(False).alias("among_best"), pl.lit(False).alias("reference"))
@@ -165,7 +167,7 @@ def _z(z: float | None) -> str:
 def published_section(
     summary: pl.DataFrame, merged: pl.DataFrame, out: Path, alpha: float
 ) -> dict[str, Any] | None:
-    """"Against the published numbers": the comparison table (:func:`bbrlcore.published.
+    """"Against the published numbers": the comparison table (:func:`bbrlcore.analysis.published.
     compare`) and the time-constraint sequences beside the paper's, written to
     ``data/published.parquet`` and ``data/published-sequences.parquet``; None when the
     results hold no published configuration and no experiment of the paper."""
@@ -219,11 +221,11 @@ def aggregates_section(
     merged: pl.DataFrame, out: Path, styles: dict[str, Any], alpha: float, correction: str,
     n_resamples: int, seed: int,
 ) -> dict[str, Any]:
-    """Statistics across experiments (:mod:`bbrlcore.aggregate`): the tables written to
+    """Statistics across experiments (:mod:`bbrlcore.analysis.aggregate`): the tables written to
     ``data/aggregate-*.parquet``, interactive figures, and rows for the pages; without
     Random and Optimal in every experiment (the normalisation), a note saying so."""
-    from .. import aggregate as A
-    from ..errors import BBRLError
+    from bbrlcore.analysis import aggregate as A
+    from bbrlcore.errors import BBRLError
 
     try:
         agg = A.compute(merged, n_resamples=n_resamples, seed=seed, alpha=alpha,
@@ -282,8 +284,8 @@ def build(
     stats.check_correction(correction)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    summary = analysis.with_family(summary)
-    fams = analysis.family_order(summary["family"].to_list())
+    summary = constraints.with_family(summary)
+    fams = constraints.family_order(summary["family"].to_list())
     styles = figures.style_map(fams)
     _write_parquet(summary, out / "data" / "summary.parquet")
     exps = summary["experiment"].unique().to_list()
@@ -306,7 +308,7 @@ def build(
                ([g["accurate"]] if g["accurate"] else []) + g["inaccurate"]]
     hard = None
     if test_sets:
-        h = pl.concat([analysis.hardness(ts) for ts in test_sets])
+        h = pl.concat([hardness.hardness(ts) for ts in test_sets])
         _write_parquet(h, out / "data" / "hardness.parquet")
         stats_rows = []
         for (t,), g in h.group_by(["test"], maintain_order=True):

@@ -1,6 +1,6 @@
 """The report's figures (matplotlib): score against offline time, score against online time
 per decision, and the time-constraint map. Each function takes the tables of
-:mod:`bbrlcore.report.analysis` and returns a figure; the tables are saved beside them.
+:mod:`bbrlcore.analysis.constraints` and returns a figure; the tables are saved beside them.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The HTML report's interactive figures: plotly.js specifications built from the tables.
 
-Each function takes a table of :mod:`bbrlcore.report.analysis` or
-:mod:`bbrlcore.aggregate` and returns a plain ``{"data": [...], "layout": {...}}`` figure
+Each function takes a table of :mod:`bbrlcore.analysis.constraints` or
+:mod:`bbrlcore.analysis.aggregate` and returns a plain ``{"data": [...], "layout": {...}}`` figure
 (JSON-able; the page draws it with ``Plotly.newPlot``). Hovering a point shows the agent
 id, its parameters, its score with the 95% interval and its offline and online times;
 clicking a family in the legend hides or shows it; the score-against-time figures have
@@ -41,7 +41,7 @@ def write_library(out: Path) -> Path:
     """Copy plotly.js into ``out`` (once) and return its path."""
     from plotly.offline import get_plotlyjs
 
-    from ..formats.artefacts import atomic_path
+    from bbrlcore.formats.artefacts import atomic_path
 
     path = Path(out) / LIBRARY
     js = get_plotlyjs()
@@ -52,7 +52,7 @@ def write_library(out: Path) -> Path:
 
 
 def _fmt(s: float | None) -> str:
-    from .figures import _fmt_time
+    from bbrlcore.report.figures import _fmt_time
 
     if s is None or not math.isfinite(s):
         return "–"

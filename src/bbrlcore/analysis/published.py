@@ -5,7 +5,7 @@ Bayesian Reinforcement Learning", PLOS ONE 11(6): e0157088, 2016,
 doi:10.1371/journal.pone.0157088 — prints, for each of its six experiments, the best agent
 of each algorithm with its score (the tables of §5.3.1 and §5.3.2: 48 rows), and in its
 text the sequences of algorithms among the best as the online-time bound grows. Both ship
-inside the package (``bbrlcore/data/published.tsv``, ``published_sequences.tsv``), with
+inside the package (``bbrlcore/analysis/data/published.tsv``, ``published_sequences.tsv``), with
 the original program's reference figures (``reference_scores.tsv``, a copy of
 ``shared/data/reference_scores.tsv``: N = 500, γ = 0.95, T = 250).
 
@@ -54,10 +54,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import polars as pl
 
-from .errors import BBRLError
+from bbrlcore.errors import BBRLError
 
 #: The paper the published numbers come from.
 CITATION = ('M. Castronovo, D. Ernst, A. Couëtoux, R. Fonteneau, "Benchmarking for '
@@ -128,35 +127,22 @@ def _parse_kv(spec: str | None, where: str) -> dict[str, str]:
     return out
 
 
-def _compat_id(algorithm: str, params: dict[str, Any]) -> str | None:
-    from . import agents
-
-    alg = agents.get(algorithm)
-    if not any(p.name == "compat" for p in alg.params):
-        return None
-    return alg.agent_id(alg.parse_params({**params, "compat": True}))
-
-
 def published_table() -> pl.DataFrame:
     """The paper's 48 best-agent rows: ``experiment, test, prior, section, algorithm
     (the paper's), paper_agent (the table's wording), agent_algorithm, params (bbrl's
     k=v;k=v), agent (bbrl's id, default mode), compat_agent (the compat variant's id, null
     where the algorithm has none), mean, halfwidth, se`` (:func:`standard_error`)."""
-    t = _read_tsv(PUBLISHED_FILE, schema_overrides={"params": pl.Utf8, "mean": pl.Float64,
-                                                    "halfwidth": pl.Float64})
-    compat = []
-    for r in t.iter_rows(named=True):
-        raw = _parse_kv(r["params"], f"{PUBLISHED_FILE.name}: {r['experiment']} "
-                        f"{r['algorithm']}")
-        compat.append(_compat_id(r["agent_algorithm"], raw))
+    t = _read_tsv(PUBLISHED_FILE, schema_overrides={
+        "params": pl.Utf8, "mean": pl.Float64, "halfwidth": pl.Float64,
+        "compat_agent": pl.Utf8, "alternative_agent": pl.Utf8})
     return t.with_columns(
         pl.col("experiment").str.split("-").list.get(0).alias("test"),
         pl.col("experiment").str.split("-").list.get(1).alias("prior"),
         pl.col("params").fill_null(""),
-        pl.Series("compat_agent", compat, dtype=pl.Utf8),
         (pl.col("halfwidth") / Z95).alias("se"),
     ).select("experiment", "test", "prior", "section", "algorithm", "paper_agent",
-             "agent_algorithm", "params", "agent", "compat_agent", "mean", "halfwidth", "se")
+             "agent_algorithm", "params", "agent", "compat_agent", "alternative_agent",
+             "mean", "halfwidth", "se")
 
 
 def paper_sequences() -> pl.DataFrame:
@@ -169,20 +155,10 @@ def paper_sequences() -> pl.DataFrame:
 def reference_table() -> pl.DataFrame:
     """The original program's figures (``reference_scores.tsv``) with bbrl's agent id of
     each configuration (``agent``, compat variant where flagged) and the standard error."""
-    from . import agents
-
-    t = _read_tsv(REFERENCE_FILE, schema_overrides={"params": pl.Utf8, "compat": pl.Utf8})
-    ids = []
-    for i, r in enumerate(t.iter_rows(named=True)):
-        raw: dict[str, Any] = _parse_kv(r["params"], f"{REFERENCE_FILE.name} row {i + 1}")
-        if r["compat"] == "true":
-            raw["compat"] = True
-        alg = agents.get(r["algorithm"])
-        ids.append(alg.agent_id(alg.parse_params(raw, source=f"{REFERENCE_FILE.name} "
-                                                 f"row {i + 1}")))
+    t = _read_tsv(REFERENCE_FILE, schema_overrides={"params": pl.Utf8, "compat": pl.Utf8,
+                                                    "agent": pl.Utf8})
     return t.with_columns(
         (pl.col("test") + "-" + pl.col("prior")).alias("experiment"),
-        pl.Series("agent", ids, dtype=pl.Utf8),
         (pl.col("ci95_halfwidth") / Z95).alias("se"),
     )
 
@@ -258,36 +234,6 @@ def known_reasons(algorithm: str, params: dict[str, str]) -> str:
     return ""
 
 
-def swapped_operands(formula: str) -> str | None:
-    """The formula with the two operands of its last operator exchanged, when that
-    operator is not commutative (DIV, SUB), in canonical form; else None.
-
-    The tables' notation (``Q2/Q0``) does not say in which order the original printed the
-    operands of an RPN formula; ``X2 X0 DIV`` is X2/X0 (spec 02 §1.1), and the swapped
-    reading is the other candidate.
-
-    Examples
-    --------
-    >>> swapped_operands("Q2/Q0"), swapped_operands("Q1 - max(Q0, Q2)")
-    ('X0_X2_DIV', 'X0_X2_MAX2_X1_SUB')
-    >>> swapped_operands("Q0 + Q2") is None
-    True
-    """
-    from . import formulas as F
-
-    codes = [int(c) for c in F.parse_formula(formula)]
-    if F.SYMBOLS[codes[-1]] not in ("DIV", "SUB"):
-        return None
-    need, start = 1, len(codes) - 1
-    for j in range(len(codes) - 2, -1, -1):  # the top operand ends just before the operator
-        need += int(F.ARITY[codes[j]]) - 1
-        if need == 0:
-            start = j
-            break
-    a, b = codes[:start], codes[start:-1]
-    return F.canonical(np.array(b + a + codes[-1:], dtype=np.int64))
-
-
 # ---------------------------------------------------------------------------------------
 # The comparison
 
@@ -360,17 +306,15 @@ def compare(summary: pl.DataFrame) -> pl.DataFrame:
         params = _parse_kv(p["params"], PUBLISHED_FILE.name)
         reasons = known_reasons(p["algorithm"], params)
         alt_id = alt = z_alt = None
-        if p["agent_algorithm"] == "formula":
-            sw = swapped_operands(params["formula"])
-            if sw is not None:
-                alt_id = f"formula__formula={sw}"
-                alt = ours.get((exp, alt_id))
-                z_alt = z_of(alt)
-                note = (f"the table's notation does not say which operand its original "
-                        f"formula pushed first (RPN 'a b DIV' is a/b): {alt_id} swaps them")
-                if alt and z_alt is not None:
-                    note += f" and scores {alt['mean']:.2f} ± {alt['half']:.2f} (z = {z_alt:+.1f})"
-                reasons = f"{reasons}; {note}" if reasons else note
+        if p["alternative_agent"]:
+            alt_id = p["alternative_agent"]
+            alt = ours.get((exp, alt_id))
+            z_alt = z_of(alt)
+            note = (f"the table's notation does not say which operand its original "
+                    f"formula pushed first (RPN 'a b DIV' is a/b): {alt_id} swaps them")
+            if alt and z_alt is not None:
+                note += f" and scores {alt['mean']:.2f} ± {alt['half']:.2f} (z = {z_alt:+.1f})"
+            reasons = f"{reasons}; {note}" if reasons else note
         if want_compat and variant == "default" and known_reasons(p["algorithm"], params):
             reasons = ("only the default variant was run; the published number carries the "
                        "original's quirks (compat)" + (f"; {reasons}" if reasons else ""))
@@ -406,7 +350,7 @@ def counts(table: pl.DataFrame) -> tuple[int, int]:
 def sequences(summary: pl.DataFrame, returns: dict[str, dict[str, Any]],
               alpha: float = 0.05) -> pl.DataFrame:
     """Per experiment of the paper present in ``summary``: our time-constraint sequence
-    (:func:`bbrlcore.report.analysis.constraint_sequence`) beside the paper's.
+    (:func:`bbrlcore.report.constraints.constraint_sequence`) beside the paper's.
 
     Two of ours: ``compat`` (an algorithm with compat agents is represented by them, the
     behaviour the paper measured) and ``default`` (compat agents left out). ``returns``
@@ -416,7 +360,7 @@ def sequences(summary: pl.DataFrame, returns: dict[str, dict[str, Any]],
     appearance is reversed, "A before B" meaning the paper shows A first, empty if the order
     agrees), and ``order_agrees`` (no reversed pair in the compat sequence).
     """
-    from .report import analysis
+    from bbrlcore.analysis import constraints
 
     paper = paper_sequences()
     rows = []
@@ -425,7 +369,7 @@ def sequences(summary: pl.DataFrame, returns: dict[str, dict[str, Any]],
         if not ps:
             continue
         s = summary.filter(pl.col("experiment") == exp)
-        out: dict[str, Any] = {"experiment": exp, "paper": analysis.sequence_text(ps)}
+        out: dict[str, Any] = {"experiment": exp, "paper": constraints.sequence_text(ps)}
         for variant in ("compat", "default"):
             if variant == "compat":
                 with_compat = set(s.filter(pl.col("compat"))["algorithm"].to_list())
@@ -434,11 +378,11 @@ def sequences(summary: pl.DataFrame, returns: dict[str, dict[str, Any]],
             else:
                 keep = s.filter(~pl.col("compat"))
             keep = keep.with_columns(pl.col("algorithm").replace_strict(
-                analysis.NICE, default=pl.col("algorithm")).alias("family"))
-            seq = analysis.constraint_sequence(keep, returns.get(exp, {}), alpha)
+                constraints.NICE, default=pl.col("algorithm")).alias("family"))
+            seq = constraints.constraint_sequence(keep, returns.get(exp, {}), alpha)
             ours = seq["algorithms"].to_list()
-            rev = analysis.reversed_pairs(ps, ours)
-            out[f"ours_{variant}"] = analysis.sequence_text(ours)
+            rev = constraints.reversed_pairs(ps, ours)
+            out[f"ours_{variant}"] = constraints.sequence_text(ours)
             out[f"reversed_{variant}"] = "; ".join(f"{a} before {b}" for a, b in rev)
         out["order_agrees"] = out["reversed_compat"] == ""
         rows.append(out)

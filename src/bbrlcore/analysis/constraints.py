@@ -9,7 +9,7 @@ r"""What the report shows, computed as tables (everything a figure draws is in P
   each comparison on its own; a family is *among the best* unless the reference is
   significantly better than its best agent. ``correction="holm"`` replaces the
   per-comparison decisions by Holm's step-down procedure over the m comparisons
-  (:func:`bbrlcore.stats.holm`): family-wise error at most α instead of min(1, m·α).
+  (:func:`bbrlcore.analysis.stats.holm`): family-wise error at most α instead of min(1, m·α).
 * :func:`constraint_map` — the time-constraint map: for every (offline bound, online bound)
   cell of a log-spaced grid covering the smallest and largest observed times, the
   families among the best with agents within both bounds.
@@ -28,10 +28,8 @@ import math
 
 import numpy as np
 import polars as pl
-from numba import njit
 
-from .. import stats
-from ..solvers import _lu_solve, guez_policy_iteration, support_of
+from bbrlcore.analysis import stats
 
 # ---------------------------------------------------------------------------------------
 # Families and scores
@@ -284,168 +282,3 @@ def reversed_pairs(reference: list[list[str]], other: list[list[str]]) -> list[t
             if fa[a] < fa[b] and fb[b] < fb[a]]
 
 
-# ---------------------------------------------------------------------------------------
-# Hardness of a test set
-
-
-@njit(cache=True)
-def _reachable(P, start):
-    nX, nU, _ = P.shape
-    seen = np.zeros(nX, dtype=np.bool_)
-    stack = np.empty(nX, dtype=np.int64)
-    top = 0
-    seen[start] = True
-    stack[0] = start
-    top = 1
-    while top > 0:
-        top -= 1
-        s = stack[top]
-        for u in range(nU):
-            for y in range(nX):
-                if P[s, u, y] > 0.0 and not seen[y]:
-                    seen[y] = True
-                    stack[top] = y
-                    top += 1
-    return seen
-
-
-@njit(cache=True)
-def _hitting_times(P, target):
-    """Least expected number of steps to reach ``target`` from every state (inf when the
-    target cannot be reached), by policy iteration on the stochastic shortest path."""
-    nX, nU, _ = P.shape
-    # graph distance to the target (reverse BFS)
-    dist = np.full(nX, -1, dtype=np.int64)
-    dist[target] = 0
-    frontier = np.empty(nX, dtype=np.int64)
-    frontier[0] = target
-    nf = 1
-    level = 0
-    while nf > 0:
-        level += 1
-        nxt = np.empty(nX, dtype=np.int64)
-        nn = 0
-        for s in range(nX):
-            if dist[s] >= 0:
-                continue
-            hit = False
-            for u in range(nU):
-                for k in range(nf):
-                    if P[s, u, frontier[k]] > 0.0:
-                        hit = True
-                        break
-                if hit:
-                    break
-            if hit:
-                dist[s] = level
-                nxt[nn] = s
-                nn += 1
-        frontier = nxt
-        nf = nn
-    h = np.full(nX, np.inf)
-    h[target] = 0.0
-    # proper initial policy: the action most likely to move strictly closer
-    pi = np.zeros(nX, dtype=np.int64)
-    for s in range(nX):
-        if dist[s] <= 0:
-            continue
-        best = -1.0
-        for u in range(nU):
-            p = 0.0
-            for y in range(nX):
-                if dist[y] >= 0 and dist[y] < dist[s]:
-                    p += P[s, u, y]
-            if p > best:
-                best = p
-                pi[s] = u
-    idx = np.full(nX, -1, dtype=np.int64)
-    m = 0
-    for s in range(nX):
-        if dist[s] > 0:
-            idx[s] = m
-            m += 1
-    if m == 0:
-        return h
-    A = np.empty((m, m))
-    b = np.empty(m)
-    for _it in range(200):
-        A[:, :] = 0.0
-        for s in range(nX):
-            i = idx[s]
-            if i < 0:
-                continue
-            A[i, i] += 1.0
-            b[i] = 1.0
-            for y in range(nX):
-                j = idx[y]
-                if j >= 0:
-                    A[i, j] -= P[s, pi[s], y]
-        _lu_solve(A, b)
-        for s in range(nX):
-            if idx[s] >= 0:
-                h[s] = b[idx[s]]
-        changed = False
-        for s in range(nX):
-            if idx[s] < 0:
-                continue
-            cur = 1.0
-            for y in range(nX):
-                if P[s, pi[s], y] > 0.0:
-                    cur += P[s, pi[s], y] * h[y]
-            for u in range(nU):
-                if u == pi[s]:
-                    continue
-                v = 1.0
-                for y in range(nX):
-                    if P[s, u, y] > 0.0:
-                        v += P[s, u, y] * h[y]
-                if v < cur * (1.0 - 1e-12):
-                    cur = v
-                    pi[s] = u
-                    changed = True
-        if not changed:
-            break
-    return h
-
-
-@njit(cache=True)
-def _diameter(P, start):
-    nX = P.shape[0]
-    reach = _reachable(P, start)
-    diam = 0.0
-    for t in range(nX):
-        if not reach[t]:
-            continue
-        h = _hitting_times(P, t)
-        for s in range(nX):
-            if reach[s] and h[s] > diam:
-                diam = h[s]
-    n_unreach = 0
-    for s in range(nX):
-        if not reach[s]:
-            n_unreach += 1
-    return diam, n_unreach
-
-
-def hardness(ts) -> pl.DataFrame:
-    """Per test MDP: optimal value from the initial state, diameter, unreachable states.
-
-    With a random initial state (-1) the value is averaged over the states and the
-    reachable set is taken from state 0.
-    """
-    R = np.ascontiguousarray(ts.test.reward)
-    gamma = ts.gamma if ts.gamma < 1 else 0.95
-    rows = []
-    for i in range(ts.n_mdps):
-        P = np.ascontiguousarray(ts.mdps[i])
-        supp, nsupp = support_of(P)
-        nX = P.shape[0]
-        V = np.zeros(nX)
-        guez_policy_iteration(P, R, supp, nsupp, gamma, 1e-9, V, np.zeros(nX, np.int64),
-                              np.empty((nX, nX)), np.empty(nX))
-        x0 = ts.test.initial_state
-        v0 = float(V.mean()) if x0 < 0 else float(V[x0])
-        diam, unreach = _diameter(P, max(x0, 0))
-        rows.append({"test": ts.test.short_name, "mdp_index": i, "optimal_value": v0,
-                     "diameter": float(diam), "unreachable_states": int(unreach)})
-    return pl.DataFrame(rows)

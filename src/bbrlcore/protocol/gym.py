@@ -16,7 +16,7 @@ Needs the optional extra ``gymnasium`` (``pip install bbrlcore[gym]``).
 Examples
 --------
 >>> from bbrlcore import distributions as D, experiment as E
->>> from bbrlcore.gym import TestSetEnv
+>>> from bbrlcore.protocol.gym import TestSetEnv
 >>> env = TestSetEnv(E.new_test_set(D.builtin("GC"), 3, 0.95, 10, seed=0))
 >>> obs, info = env.reset(seed=1)
 >>> obs, info["mdp_index"], env.prior.short_name
@@ -33,15 +33,15 @@ from typing import Any
 
 import numpy as np
 
-from .agents.api import PythonAgent
-from .agents.base import Param
-from .errors import BBRLError
+from bbrlcore.agents.api import PythonAgent
+from bbrlcore.agents.base import Param
+from bbrlcore.errors import BBRLError
 
 try:
     import gymnasium
     from gymnasium import spaces
 except ImportError as exc:  # pragma: no cover - the optional extra
-    raise ImportError("bbrlcore.gym needs gymnasium: pip install 'bbrlcore[gym]'") from exc
+    raise ImportError("bbrlcore.protocol.gym needs gymnasium: pip install 'bbrlcore[gym]'") from exc
 
 
 class MDPEnv(gymnasium.Env):

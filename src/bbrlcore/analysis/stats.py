@@ -31,13 +31,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .errors import BBRLError
+from bbrlcore.errors import BBRLError
 
 #: The normal quantile of the two-sided 95% interval.
 Z95 = 1.96
 
 #: Corrections for multiple comparisons accepted by :func:`among the best
-#: <bbrlcore.report.analysis.among_best>` and the ``multiple_comparisons`` config key.
+#: <bbrlcore.analysis.constraints.among_best>` and the ``multiple_comparisons`` config key.
 CORRECTIONS = ("none", "holm")
 
 

@@ -29,7 +29,7 @@ PROC = Path("/proc")
 
 def setup_environment(cost_records_dirs: list[str]) -> None:
     """``bbrl`` beside this Python first on PATH; the probes for the jobs' estimates."""
-    from . import cost
+    from bbrlcore.plan import cost
 
     here = Path(sys.executable).parent
     if (here / "bbrl").exists():

@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from .errors import BBRLError
-from .formats import artefacts, dat
+from bbrlcore.errors import BBRLError
+from bbrlcore.formats import artefacts, dat
 
 REWARD_TYPES = ("constant", "gaussian")
 

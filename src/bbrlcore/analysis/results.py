@@ -16,10 +16,10 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from . import stats
-from .errors import BBRLError
-from .experiment import RUN_COLUMNS
-from .formats import artefacts
+from bbrlcore.analysis import stats
+from bbrlcore.errors import BBRLError
+from bbrlcore.formats import artefacts
+from bbrlcore.protocol.runner import RUN_COLUMNS
 
 #: Columns of the summary table, in order.
 SUMMARY_COLUMNS = (

@@ -64,8 +64,8 @@ import numpy as np
 import polars as pl
 from numba import njit
 
-from .errors import BBRLError
-from .formats import artefacts
+from bbrlcore.errors import BBRLError
+from bbrlcore.formats import artefacts
 
 # ---------------------------------------------------------------------------------------
 # Tokens
@@ -494,6 +494,34 @@ def canonical(codes: np.ndarray | str) -> str:
     if isinstance(codes, str):
         codes = parse_formula(codes)
     return "_".join(SYMBOLS[int(t)] for t in codes)
+
+
+def swapped_operands(formula: str) -> str | None:
+    """The formula with the two operands of its last operator exchanged, when that
+    operator is not commutative (DIV, SUB), in canonical form; else None.
+
+    The tables' notation (``Q2/Q0``) does not say in which order the original printed the
+    operands of an RPN formula; ``X2 X0 DIV`` is X2/X0 (spec 02 §1.1), and the swapped
+    reading is the other candidate.
+
+    Examples
+    --------
+    >>> swapped_operands("Q2/Q0"), swapped_operands("Q1 - max(Q0, Q2)")
+    ('X0_X2_DIV', 'X0_X2_MAX2_X1_SUB')
+    >>> swapped_operands("Q0 + Q2") is None
+    True
+    """
+    codes = [int(c) for c in parse_formula(formula)]
+    if SYMBOLS[codes[-1]] not in ("DIV", "SUB"):
+        return None
+    need, start = 1, len(codes) - 1
+    for j in range(len(codes) - 2, -1, -1):  # the top operand ends just before the operator
+        need += int(ARITY[codes[j]]) - 1
+        if need == 0:
+            start = j
+            break
+    a, b = codes[:start], codes[start:-1]
+    return canonical(np.array(b + a + codes[-1:], dtype=np.int64))
 
 
 # ---------------------------------------------------------------------------------------

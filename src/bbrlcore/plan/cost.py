@@ -78,7 +78,7 @@ def default_results_dir() -> Path:
     env = os.environ.get(RESULTS_ENV)
     if env:
         return Path(env)
-    repo = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+    repo = Path(__file__).resolve().parents[3] / "benchmarks" / "results"
     if repo.is_dir():
         return repo
     return Path("benchmarks") / "results"
@@ -221,7 +221,7 @@ class Distributions:
         if name in self.extra:
             return self.extra[name]
         if name not in self._memo:
-            from . import distributions
+            from bbrlcore.mdp import distributions
 
             self._memo[name] = distributions.load(name)
         return self._memo[name]
@@ -229,7 +229,7 @@ class Distributions:
 
 def _full_params(algorithm: str, params: Mapping[str, Any]) -> dict[str, Any]:
     """Typed parameters with the defaults (files are not looked up)."""
-    from . import agents
+    from bbrlcore import agents
 
     alg = agents.get(algorithm)
     raw = {k: v for k, v in dict(params).items() if v is not None}
@@ -246,8 +246,8 @@ def features(
     takes a ``learned`` argument."""
     import inspect
 
-    from . import agents
-    from .agents.base import default_cost_features
+    from bbrlcore import agents
+    from bbrlcore.agents.base import default_cost_features
 
     alg = agents.get(algorithm)
     fn = alg.cost_features or default_cost_features
@@ -261,7 +261,7 @@ def offline_features(
     algorithm: str, params: Mapping[str, Any], prior: Any, gamma: float, horizon: int
 ) -> dict[str, float]:
     """Work amounts of offline learning (:attr:`Algorithm.offline_cost_features`)."""
-    from . import agents
+    from bbrlcore import agents
 
     alg = agents.get(algorithm)
     if alg.offline_cost_features is None:
@@ -440,7 +440,7 @@ class CostModel:
         self.dists = dists or Distributions()
         self.skipped: list[tuple[Record, str]] = []
         by: dict[tuple[str, str], list[tuple[Record, dict[str, float]]]] = {}
-        from .errors import BBRLError
+        from bbrlcore.errors import BBRLError
 
         for r in recs:
             try:
@@ -485,7 +485,7 @@ class CostModel:
         fit = self.fits.get((algorithm, "offline"))
         f = offline_features(algorithm, params, self.dists(prior), gamma, horizon)
         if fit is None:
-            from . import agents
+            from bbrlcore import agents
 
             if agents.get(algorithm).train is None:
                 return 0.0
@@ -568,9 +568,9 @@ def _disk_cache_path(recs: list[Record], dists: Distributions) -> Path | None:
     plan's own distributions they name (None: not cacheable)."""
     if os.environ.get(CACHE_ENV, "1") == "0":
         return None
-    from . import agents, cache_base, source_digest
-    from .agents import registry
-    from .errors import BBRLError
+    from bbrlcore import agents, cache_base, source_digest
+    from bbrlcore.agents import registry
+    from bbrlcore.errors import BBRLError
 
     h = hashlib.sha256(source_digest().encode())
     for r in recs:

@@ -1,6 +1,6 @@
 """Probes: short measurements of algorithms the benchmarks do not calibrate (plugins).
 
-The cost model (:mod:`bbrlcore.cost`) prices an algorithm's work from measurements. The
+The cost model (:mod:`bbrlcore.plan.cost`) prices an algorithm's work from measurements. The
 built-ins are measured by ``benchmarks/``; a plugin is measured here, by a **probe**: for
 each of its configurations and each experiment it runs in, one training on the prior
 (timed: the offline time) and :data:`TRAJECTORIES` trajectories on test MDPs drawn from
@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import cost
-from .errors import BBRLError
-from .formats import artefacts
+from bbrlcore.errors import BBRLError
+from bbrlcore.formats import artefacts
+from bbrlcore.plan import cost
 
 #: Trajectories per (configuration, experiment).
 TRAJECTORIES = 3
@@ -52,7 +52,7 @@ def ensure(plan: Any, results_dir: str | Path, *, progress: bool = True,
     """Run the missing probes of ``plan``'s uncalibrated algorithms (``run=False``: only
     use those that exist); set ``plan.cost_records_dirs`` and ``plan.probed``; return the
     probe directories."""
-    from . import experiment as E
+    from bbrlcore import protocol as E
 
     todo = uncalibrated(plan)
     dirs: list[Path] = []

@@ -1,0 +1,223 @@
+"""Running: one trajectory per test MDP, timed; run tables."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bbrlcore.protocol.test_sets import TestSet
+    from bbrlcore.protocol.training import TrainedAgent
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from bbrlcore import __version__, agents, seeds
+from bbrlcore.errors import BBRLError
+from bbrlcore.formats import artefacts
+
+# ---------------------------------------------------------------------------------------
+# Running
+
+
+def parse_slice(spec: str | None, n: int) -> range:
+    """``"a:b"`` (Python slice, either side optional) over ``range(n)``."""
+    if spec is None or spec == "":
+        return range(n)
+    if ":" not in spec:
+        raise BBRLError(f"--mdps {spec!r}: expected START:STOP (for example 0:100)")
+    a, b = spec.split(":", 1)
+    try:
+        start = int(a) if a.strip() else 0
+        stop = int(b) if b.strip() else n
+    except ValueError:
+        raise BBRLError(f"--mdps {spec!r}: START and STOP must be integers") from None
+    if not (0 <= start <= stop <= n):
+        raise BBRLError(f"--mdps {spec!r}: must satisfy 0 <= START <= STOP <= {n}")
+    return range(start, stop)
+
+
+#: A run or a training lasting more than this many times its estimate says so on stderr
+#: (the job's log), while it runs and at its end.
+OVERRUN_FACTOR = 3.0
+#: ... once it has lasted at least this many seconds (small jobs are all noise).
+OVERRUN_MIN_S = 30.0
+
+
+class Overrun:
+    """Watches a run or a training against the cost model's estimate (``expected_s``)."""
+
+    def __init__(self, what: str, expected_s: float | None) -> None:
+        self.what = what
+        self.expected = expected_s if expected_s and expected_s > 0 else None
+        self.warned = False
+
+    def check(self, elapsed: float, final: bool = False) -> None:
+        if self.expected is None or elapsed < OVERRUN_MIN_S:
+            return
+        ratio = elapsed / self.expected
+        if ratio <= OVERRUN_FACTOR or (self.warned and not final):
+            return
+        self.warned = True
+        when = "took" if final else "has run for"
+        print(
+            f"bbrl: warning: {self.what} {when} {elapsed:.0f} s, {ratio:.1f} times the cost "
+            f"model's estimate of {self.expected:.3g} s for the whole job; a cluster time "
+            "limit derived from it may be too short (the workflow lengthens it on retry; "
+            "benchmarks/bench_cost.py recalibrates the model)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def run_agent(
+    ts: TestSet,
+    agent: TrainedAgent,
+    mdps: range | None = None,
+    *,
+    progress: bool = True,
+    label: str | None = None,
+    expected_s: float | None = None,
+) -> pl.DataFrame:
+    """Play one trajectory of ``agent`` on each selected test MDP; one row per MDP.
+
+    ``expected_s`` (the cost model's estimate for these trajectories) makes a run that
+    lasts more than :data:`OVERRUN_FACTOR` times longer say so on stderr. Anything the
+    agent's code prints goes to stderr; an error of the agent's code is one
+    :class:`BBRLError` naming the agent, the test MDP and the step."""
+    from bbrlcore.agents.api import AgentError, plugin_output
+
+    alg = agents.get(agent.ref or agent.algorithm)
+    if agent.prior.n_states != ts.test.n_states or agent.prior.n_actions != ts.test.n_actions:
+        raise BBRLError(
+            f"agent prior {agent.prior.short_name} has {agent.prior.n_states} states and "
+            f"{agent.prior.n_actions} actions; test set {ts.test.short_name} has "
+            f"{ts.test.n_states} and {ts.test.n_actions}"
+        )
+    if agent.gamma != ts.gamma or agent.horizon != ts.horizon:
+        if alg.train is not None:
+            print(
+                f"bbrl: warning: agent {agent.agent_id} was trained with gamma={agent.gamma}, "
+                f"horizon={agent.horizon}; the test set uses gamma={ts.gamma}, "
+                f"horizon={ts.horizon}",
+                file=sys.stderr,
+            )
+    alg.check_setting(agent.params, agent.prior, ts.gamma, ts.horizon,
+                      source=f"agent {agent.agent_id}")
+    idx = np.arange(ts.n_mdps) if mdps is None else np.asarray(list(mdps), dtype=np.int64)
+    trained = _as_trained(agent)
+    play = alg.make_player(agent.prior, agent.params, trained, ts.episode())
+    tseeds = seeds.trajectory_seeds(ts.seed, agent.agent_id, idx)
+    # compile (or load from the numba cache) outside the timed region
+    if len(idx):
+        warm = alg.make_player(agent.prior, agent.params, trained, ts.episode(horizon=1))
+        try:
+            with plugin_output():
+                warm(np.ascontiguousarray(ts.mdps[idx[0]]), int(tseeds[0]))
+        except AgentError as exc:
+            raise BBRLError(f"agent {agent.agent_id}, test MDP {int(idx[0])}: {exc}") from None
+    n = len(idx)
+    returns = np.empty(n)
+    times = np.empty(n)
+    counters = np.zeros((n, len(alg.counters)), dtype=np.int64)
+    name = label or f"{agent.agent_id} {ts.test.short_name}-{agent.prior.short_name}"
+    overrun = Overrun(f"run {name}", expected_s)
+    if progress and expected_s and expected_s >= 5.0:  # long runs: say what to expect
+        print(f"[run {name}] {n} trajectories, about {expected_s:.3g} s expected (cost model)",
+              file=sys.stderr, flush=True)
+    t_start = time.perf_counter()
+    last = t_start
+    with plugin_output():  # the agent's prints go to stderr
+        for k, i in enumerate(idx):
+            P = np.ascontiguousarray(ts.mdps[i])
+            t0 = time.perf_counter()
+            try:
+                ret, cnt = play(P, int(tseeds[k]))
+            except AgentError as exc:
+                raise BBRLError(f"agent {agent.agent_id}, test MDP {int(i)}: {exc}") from None
+            times[k] = time.perf_counter() - t0
+            returns[k] = ret
+            if len(alg.counters):
+                counters[k, :] = cnt
+            now = time.perf_counter()
+            overrun.check(now - t_start, final=k + 1 == n)
+            if progress and (now - last >= 5.0 or (k + 1 == n and now - t_start >= 5.0)):
+                last = now
+                el = now - t_start
+                eta = el / (k + 1) * (n - k - 1)
+                print(
+                    f"[run {name}] {k + 1}/{n} MDPs, elapsed {el:.1f} s, ~{eta:.0f} s left",
+                    file=sys.stderr,
+                    flush=True,
+                )
+    if not np.isfinite(returns).all():
+        bad = idx[~np.isfinite(returns)]
+        raise BBRLError(f"agent {agent.agent_id} produced a non-finite return on MDPs {bad[:5]}")
+    experiment = f"{ts.test.short_name}-{agent.prior.short_name}"
+    cols: dict[str, Any] = {
+        "experiment": [experiment] * n,
+        "test": [ts.test.short_name] * n,
+        "prior": [agent.prior.short_name] * n,
+        "algorithm": [agent.algorithm] * n,
+        "agent": [agent.agent_id] * n,
+        "params": [json.dumps(agent.params, sort_keys=True)] * n,
+        "compat": [bool(agent.params.get("compat", False))] * n,
+        "mdp_index": idx.astype(np.int64),
+        "discounted_return": returns,
+        "online_time_s": times,
+        "n_steps": np.full(n, ts.horizon, dtype=np.int64),
+        "offline_time_s": np.full(n, agent.offline_time_s),
+        "seed": tseeds.astype(np.int64),
+        "gamma": np.full(n, ts.gamma),
+        "horizon": np.full(n, ts.horizon, dtype=np.int64),
+        "test_seed": np.full(n, ts.seed, dtype=np.int64),
+        "bbrlcore_version": [__version__] * n,
+    }
+    for j, c in enumerate(alg.counters):
+        cols[c] = counters[:, j]
+    return pl.DataFrame(cols).cast(RUN_COLUMNS)  # type: ignore[arg-type]
+
+
+def _as_trained(agent: TrainedAgent):
+    from bbrlcore.agents.base import Trained
+
+    return Trained(info=agent.info, table=agent.table)
+
+
+#: Columns every run table has, with their types (agent counters come on top).
+RUN_COLUMNS: dict[str, type[pl.DataType]] = {
+    "experiment": pl.String,
+    "test": pl.String,
+    "prior": pl.String,
+    "algorithm": pl.String,
+    "agent": pl.String,
+    "params": pl.String,
+    "compat": pl.Boolean,
+    "mdp_index": pl.Int64,
+    "discounted_return": pl.Float64,
+    "online_time_s": pl.Float64,
+    "n_steps": pl.Int64,
+    "offline_time_s": pl.Float64,
+    "seed": pl.Int64,
+    "gamma": pl.Float64,
+    "horizon": pl.Int64,
+    "test_seed": pl.Int64,
+    "bbrlcore_version": pl.String,
+}
+
+#: Columns whose values depend on timing (excluded when comparing runs).
+TIMING_COLUMNS = ("online_time_s", "offline_time_s")
+
+
+def write_run(table: pl.DataFrame, path: str | Path, meta: dict[str, Any]) -> None:
+    artefacts.write_artefact(path, table, "run", meta)
+
+
+def read_run(path: str | Path) -> pl.DataFrame:
+    table, _ = artefacts.read_artefact(path, "run")
+    return table
