@@ -1,0 +1,1 @@
+"""Markov decision processes: models and their measures (hardness, values)."""
