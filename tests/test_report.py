@@ -8,6 +8,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+import reference_hardness  # the former dense diameter (tests/)
 from bbrlcore import protocol as E
 from bbrlcore import report
 from bbrlcore.analysis import constraints as analysis
@@ -147,10 +148,10 @@ def test_html_report(small_report):
 
 def test_hardness_of_grid_reports_the_goal_unreachable():
     ts = E.new_test_set(D.builtin("Grid"), 4, 0.95, 10, seed=1)
-    h = hardness.hardness(ts)
+    h = hardness.hardness_table(ts)
     assert (h["unreachable_states"] == 1).all()  # the goal cell 24 is never entered
     assert np.isfinite(h["diameter"].to_numpy()).all() and (h["diameter"] >= 8).all()
-    g = hardness.hardness(E.new_test_set(D.builtin("GC"), 3, 0.95, 10, seed=1))
+    g = hardness.hardness_table(E.new_test_set(D.builtin("GC"), 3, 0.95, 10, seed=1))
     assert (g["unreachable_states"] == 0).all()
 
 
@@ -161,7 +162,7 @@ def test_hitting_times_on_a_known_chain():
         P[s, 0, s], P[s, 0, s + 1] = 0.5, 0.5
         P[s, 1, s], P[s, 1, s + 1] = 0.75, 0.25
     P[2, :, 0] = 1.0
-    h = hardness._hitting_times(P, 2)
+    h = reference_hardness._hitting_times(P, 2)
     assert h[1] == pytest.approx(2.0) and h[0] == pytest.approx(4.0)
 
 

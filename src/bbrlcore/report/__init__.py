@@ -308,7 +308,7 @@ def build(
                ([g["accurate"]] if g["accurate"] else []) + g["inaccurate"]]
     hard = None
     if test_sets:
-        h = pl.concat([hardness.hardness(ts) for ts in test_sets])
+        h = pl.concat([hardness.hardness_table(ts) for ts in test_sets])
         _write_parquet(h, out / "data" / "hardness.parquet")
         stats_rows = []
         for (t,), g in h.group_by(["test"], maintain_order=True):
