@@ -146,7 +146,7 @@ import numpy as np
 import polars as pl
 from numba import njit
 
-from bbrlcore.solvers import _lu_solve
+from bbrlcore.mdp.solvers import _lu_solve
 
 #: Relative accuracy of the optimal values (sup-norm error bound over ‖V‖∞).
 VALUE_RTOL = 1e-13
