@@ -87,7 +87,7 @@ def cost_features(params: dict[str, Any], prior: Any, test: Any, gamma: float,
 
     Examples
     --------
-    >>> from bbrlcore import distributions as D
+    >>> from bbrlcore.mdp import distributions as D
     >>> f = cost_features({"formula": "X0"}, D.builtin("GC"), None, 0.95, 250)
     >>> f["trajectory"], f["steps"], f["backups"] > 0
     (1.0, 250.0, True)

@@ -891,7 +891,8 @@ def hardness_table(ts, gamma: float | None = None) -> pl.DataFrame:
 
     Examples
     --------
-    >>> from bbrlcore import distributions as D, experiment as E
+    >>> from bbrlcore import protocol as E
+    >>> from bbrlcore.mdp import distributions as D
     >>> ts = E.new_test_set(D.builtin("GC"), 2, 0.95, 10, seed=1)
     >>> hardness_table(ts).columns[:4]
     ['test', 'mdp_index', 'optimal_value', 'diameter']

@@ -15,7 +15,8 @@ Needs the optional extra ``gymnasium`` (``pip install bbrlcore[gym]``).
 
 Examples
 --------
->>> from bbrlcore import distributions as D, experiment as E
+>>> from bbrlcore import protocol as E
+>>> from bbrlcore.mdp import distributions as D
 >>> from bbrlcore.protocol.gym import TestSetEnv
 >>> env = TestSetEnv(E.new_test_set(D.builtin("GC"), 3, 0.95, 10, seed=0))
 >>> obs, info = env.reset(seed=1)
