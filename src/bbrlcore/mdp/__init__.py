@@ -1,0 +1,1 @@
+"""MDP problems: the paper's distributions and the problem families."""
