@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
@@ -28,17 +29,23 @@ from bbrlcore.errors import BBRLError
 from bbrlcore.formats import artefacts
 from bbrlcore.mdp.distributions import FDMDistribution
 
+if TYPE_CHECKING:
+    from bbrlcore.mdp.families import FamilyDistribution
+
 
 @dataclass(frozen=True, eq=False)
 class TestSet:
     """N test MDPs drawn from ``test`` with their γ, T and seed.
+
+    ``test`` is an FDM distribution or a problem family's test distribution with a drawn
+    structure (:class:`bbrlcore.mdp.families.FamilyDistribution`).
 
     ``mdps`` has shape (N, nX, nU, nX); MDP ``i`` is drawn with the generator
     :func:`bbrlcore.seeds.mdp_rng` ``(seed, i)``, so a smaller test set with the same seed
     is a prefix of a larger one.
     """
 
-    test: FDMDistribution
+    test: FDMDistribution | FamilyDistribution
     mdps: np.ndarray
     gamma: float
     horizon: int
@@ -62,7 +69,8 @@ class TestSet:
 
 
 def new_test_set(
-    test: FDMDistribution, n_mdps: int, gamma: float, horizon: int, seed: int
+    test: FDMDistribution | FamilyDistribution, n_mdps: int, gamma: float, horizon: int,
+    seed: int
 ) -> TestSet:
     """Draw a test set (checks the parameters with clear errors)."""
     if not 1 <= n_mdps <= MAX_MDPS:
@@ -103,7 +111,7 @@ def read_test_set(path: str | Path) -> TestSet:
     table, meta = artefacts.read_artefact(path, "test-set")
     m = artefacts.MetaReader(path, meta, "test-set")
     regen = artefacts.REGENERATE["test-set"]
-    test = FDMDistribution.from_dict(m.dict("test_distribution"), str(path))
+    test = _embedded_test_distribution(m.dict("test_distribution"), str(path))
     n = m.int("n_mdps", lo=1, hi=MAX_MDPS)
     gamma = m.float("gamma", lo=0.0, hi=1.0, lo_open=True)
     horizon = m.int("horizon", lo=1, hi=MAX_HORIZON)
@@ -128,6 +136,18 @@ def read_test_set(path: str | Path) -> TestSet:
     mdps = P.reshape(n, nX, nU, nX)
     check_mdps(mdps, str(path))
     return TestSet(test, mdps, gamma, horizon, seed)
+
+
+def _embedded_test_distribution(
+    d: dict[str, Any], source: str
+) -> FDMDistribution | FamilyDistribution:
+    """The embedded test distribution: a problem family's (a ``"family"`` key: rebuilt from
+    the family and its parameters) or an FDM."""
+    if "family" in d:
+        from bbrlcore.mdp.families import from_dict
+
+        return from_dict(d, source)
+    return FDMDistribution.from_dict(d, source)
 
 
 #: Tolerance on the sum of each transition row of a test MDP.

@@ -1,0 +1,161 @@
+"""DeepSea: deep exploration down an N × N grid.
+
+The problem
+-----------
+An N × N grid (``size`` N), the agent starting in the top-left cell. Picture a triangle of
+reachable cells below the top-left corner: every step the agent descends one row and moves
+one column left or right (clipped at the left edge). Moving right costs 0.01/N; moving
+right from the bottom-right cell (after N rights in a row) pays 1. The two actions are
+mapped to left and right by a **random, fixed mapping drawn per cell** (bsuite:
+``mapping ~ Bernoulli(1/2)`` per cell, action == mapping means right), so no single action
+always goes right. An agent that dithers reaches the treasure with probability 2^-N; the
+small costs push a myopic agent left. Cells with column > row are unreachable but kept.
+
+Continuing form (bbrl plays one trajectory of T steps): bsuite's episode ends after the
+N-th move; here the N-th move leads into one of two **surface** states, "surfaced after a
+right move" (index N²) or "after a left move" (N² + 1), from which every action returns
+to the top-left cell. An episode thus takes N + 1 steps. The surface states keep the
+rewards a function of the transition that is the same in every drawn MDP, whatever the
+mapping: −0.01/N on every move into the cell (or surface state) a right move leads to,
+plus 1 on a right move from the last column (as bsuite; of that column only the
+bottom-right cell is reachable, whose right move leads to the right-surface state); 0
+elsewhere.
+The optimal policy (always right) earns 1 − 0.01 per episode.
+
+Structure drawn per MDP: the action mapping. The nominal dynamics are deterministic;
+``p_rand`` (probability of a uniformly random action) makes them stochastic, and each
+drawn row is then a Dirichlet centred on it (``concentration`` 10). Colosseum has no
+``p_lazy`` for DeepSea (staying put once makes the treasure unreachable), nor has this
+family. bsuite's "stochastic" variant (a right move fails with probability 1/N) is not
+reproduced; use ``p_rand``.
+
+Accurate prior (exact): each cell's rows are right or left with probability 1/2 each, so
+the mean row is one half on each target, and the moment-matched total falls to the floor:
+Beta(1/2, 1/2) per (cell, action) when ``p_rand`` = 0.
+
+Sizes: ``size`` from 2 to 70 (N² + 2 states, 2 actions): the largest whose dense
+(nX, nU, nX) arrays stay within ``MAX_ENTRIES`` (50,000,000 transitions, 400 MB
+each); a larger size is refused with the memory it would need.
+
+Reference
+---------
+I. Osband, Y. Doron, M. Hessel, J. Aslanides, E. Sezener, A. Saraiva, K. McKinney,
+T. Lattimore, C. Szepesvári, S. Singh, B. Van Roy, R. Sutton, D. Silver, H. van Hasselt,
+"Behaviour Suite for Reinforcement Learning", ICLR 2020 (arXiv:1908.03568, 2019), §2.2
+"Deep sea"; I. Osband, B. Van Roy, D. Russo, Z. Wen, "Deep exploration via randomized value
+functions", JMLR 20(124), 2019.
+
+Examples
+--------
+>>> from bbrlcore.mdp.families import make
+>>> t = make("deepsea", size=3).test
+>>> t.n_states, t.n_actions, round(float(t.reward[0, 0, 4] + t.reward[0, 1, 4]), 4)
+(11, 2, -0.0067)
+>>> P = t.draw_mdp(np.random.default_rng(1))
+>>> sorted(int(y) for y in P[0].argmax(axis=1))  # one action to (1, 0), one to (1, 1)
+[3, 4]
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from ._base import (
+    Family,
+    FamilyDistribution,
+    Kernel,
+    Moments,
+    concentration_param,
+    controlled,
+    max_size,
+    p_rand_param,
+    size_param,
+)
+
+#: bsuite's move cost for a right move, divided by N.
+MOVE_COST = 0.01
+
+
+def _shape(p: Mapping[str, Any]) -> tuple[int, int]:
+    n = int(p["size"])
+    return n * n + 2, 2
+
+
+#: Largest ``size`` (N² + 2 states, 2 actions).
+MAX_SIZE = max_size(lambda n: _shape({"size": n}), 2)
+
+
+class DeepSeaDistribution(FamilyDistribution):
+    """DeepSea with a drawn action mapping (module docstring).
+
+    State ``r·N + c`` is the cell in row ``r`` (0 = top), column ``c``; ``N²`` and
+    ``N² + 1`` are the surface states after a right and a left move. The structure is the
+    (N, N) array ``mapping`` of the action that moves right in each cell.
+    """
+
+    def __init__(self, p: dict[str, Any], short_name: str, name: str) -> None:
+        N = self.N = p["size"]
+        n_cells = N * N
+        self.surface_right, self.surface_left = n_cells, n_cells + 1
+        r, c = np.divmod(np.arange(n_cells), N)
+        last = r == N - 1
+        self.right = np.where(last, n_cells, (r + 1) * N + np.minimum(c + 1, N - 1))
+        self.left = np.where(last, n_cells + 1, (r + 1) * N + np.maximum(c - 1, 0))
+        nX = n_cells + 2
+        R = np.zeros((nX, 2, nX))
+        cells = np.arange(n_cells)
+        R[cells[:, None], np.arange(2)[None, :], self.right[:, None]] = -MOVE_COST / N
+        edge = cells[c == N - 1]  # bsuite pays a right move from any last-column cell
+        R[edge[:, None], np.arange(2)[None, :], self.right[edge][:, None]] += 1.0
+        super().__init__("deepsea", p, short_name, name, R, 0)
+
+    def draw_structure(self, rng: np.random.Generator) -> np.ndarray:
+        return rng.integers(0, 2, size=(self.N, self.N))
+
+    def kernel(self, mapping: np.ndarray) -> Kernel:
+        nX = self.n_states
+        n_cells = self.N * self.N
+        m = np.asarray(mapping).reshape(-1)
+        succ = np.zeros((nX, 2, 1), dtype=np.int64)
+        for u in (0, 1):
+            succ[:n_cells, u, 0] = np.where(m == u, self.right, self.left)
+        return succ, np.ones((nX, 2, 1))  # the surface states return to cell 0
+
+    def structures(self) -> Iterator[tuple[float, np.ndarray]]:
+        n = self.N * self.N
+        if n > 16:
+            raise ValueError(f"{self.short_name}: 2^{n} mappings: too many to enumerate")
+        for bits in itertools.product((0, 1), repeat=n):
+            yield 0.5**n, np.array(bits).reshape(self.N, self.N)
+
+    def _moments(self) -> tuple[np.ndarray, np.ndarray]:
+        # a cell's rows depend on its own mapping only: right or left with 1/2 each
+        acc = Moments(self.n_states, 2)
+        for v in (0, 1):
+            mapping = np.full((self.N, self.N), v)
+            acc.add(controlled(self.kernel(mapping), self.p_rand, self.p_lazy), 0.5)
+        return acc.result()
+
+
+def build(p: dict[str, Any], short_name: str, name: str) -> DeepSeaDistribution:
+    return DeepSeaDistribution(p, short_name, name)
+
+
+FAMILY = Family(
+    name="deepsea",
+    display="DeepSea",
+    long_name="DeepSea",
+    params=(
+        size_param(10, 2, MAX_SIZE, "side N of the grid (N² + 2 states)"),
+        p_rand_param(),
+        concentration_param(),
+    ),
+    build=build,
+    shape=_shape,
+    reference="Osband et al., 'Behaviour Suite for Reinforcement Learning', ICLR 2020 "
+              "(bsuite, 2019)",
+)

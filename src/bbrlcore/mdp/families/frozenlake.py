@@ -1,0 +1,201 @@
+"""FrozenLake: crossing a slippery lake with holes.
+
+The problem
+-----------
+A ``size`` × ``size`` grid (5 by default) of frozen tiles and holes. Picture the lake from
+above: the agent starts in the top-left tile, the goal is the bottom-right tile, and holes
+are scattered in between. The agent moves up, right, down or left (actions 0..3, clipped
+at the shore), but the ice is slippery: it goes where it meant with probability
+``1 − slip`` and to either side (the two perpendicular directions) with ``slip/2`` each
+(Colosseum's ``is_slippery``: ``slip`` = 0.5). Stepping into a hole sends it back to the
+start. Reaching the goal pays 1; every other transition pays 0 (Colosseum's deterministic
+rewards). The challenge is the stochastic motion: a good policy trades a short path
+against the risk of sliding into a hole.
+
+Structure drawn per MDP: the holes, as Gym's ``generate_random_map`` (which Colosseum
+uses) draws them: every tile but the start and the goal is frozen with probability
+``p_frozen`` (0.8), and the lake is drawn again until a path of frozen tiles links the
+start to the goal (4-neighbour connectivity; at most 10,000 attempts, then a one-line
+error asking for a larger ``p_frozen``).
+
+Continuing form: from the goal tile every action returns to the start (as Colosseum's
+FrozenLake does), so reaching the goal pays 1 on the transition into the goal tile, a
+fixed state whatever the holes: the rewards are the same in every drawn MDP. A hole is
+never entered (the move leads to the start instead); its own rows, unreachable, also lead
+to the start. Each drawn row is a Dirichlet centred on the controlled kernel
+(``concentration`` 10).
+
+Accurate prior (Monte-Carlo): the path condition couples the holes, so the mean and spread
+of each row are averaged over :data:`~bbrlcore.mdp.families._base.PRIOR_DRAWS` seeded
+lakes plus one pseudo-draw uniform on the support (``mc_moments``); :meth:`support` is
+every transition some hole pattern allows (each tile but the start and the goal may be a
+hole).
+
+Sizes: ``size`` from 2 to 59 (size² states, 4 actions): the largest whose dense
+(nX, nU, nX) arrays stay within ``MAX_ENTRIES`` (50,000,000 transitions, 400 MB
+each); a larger size is refused with the memory it would need.
+
+Reference
+---------
+M. Conserva, P. Rauber, "Hardness in Markov decision processes: theory and practice",
+NeurIPS 2022, App. A.3.5 (Colosseum's FrozenLake), after OpenAI Gym's ``FrozenLake-v1``
+(Brockman et al., "OpenAI Gym", arXiv:1606.01540, 2016).
+
+Examples
+--------
+>>> from bbrlcore.mdp.families import make
+>>> t = make("frozenlake", size=4).test
+>>> t.n_states, t.n_actions, float(t.reward[14, 1, 15])
+(16, 4, 1.0)
+>>> P = t.draw_mdp(np.random.default_rng(0))
+>>> bool(np.allclose(P.sum(axis=2), 1.0)), bool(P[15, :, 0].min() > 0)
+(True, True)
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import numpy as np
+from scipy import ndimage
+
+from bbrlcore.errors import BBRLError
+
+from ._base import (
+    Family,
+    FamilyDistribution,
+    Kernel,
+    Param,
+    concentration_param,
+    controlled,
+    dense,
+    max_size,
+    p_lazy_param,
+    p_rand_param,
+    size_param,
+)
+
+UP, RIGHT, DOWN, LEFT = 0, 1, 2, 3
+_DR = np.array([-1, 0, 1, 0])
+_DC = np.array([0, 1, 0, -1])
+#: Lakes drawn before giving up on finding one with a path.
+MAX_LAKE_ATTEMPTS = 10_000
+
+
+def _shape(p: Mapping[str, Any]) -> tuple[int, int]:
+    s = int(p["size"])
+    return s * s, 4
+
+
+#: Largest ``size`` (size² states, 4 actions).
+MAX_SIZE = max_size(lambda n: _shape({"size": n}), 2)
+
+
+def has_path(holes: np.ndarray) -> bool:
+    """Whether frozen tiles link the top-left and bottom-right tiles (4-neighbours)."""
+    labels, _ = ndimage.label(~holes)
+    return bool(labels[0, 0] != 0 and labels[0, 0] == labels[-1, -1])
+
+
+class FrozenLakeDistribution(FamilyDistribution):
+    """FrozenLake with drawn holes (module docstring). State ``r·size + c`` is the tile in
+    row ``r`` (0 = top), column ``c``; the structure is the (size, size) boolean array of
+    holes."""
+
+    def __init__(self, p: dict[str, Any], short_name: str, name: str) -> None:
+        s = self.side = p["size"]
+        self.p_frozen, self.slip = p["p_frozen"], p["slip"]
+        n = s * s
+        self.goal = n - 1
+        r, c = np.divmod(np.arange(n), s)
+        self._target = (np.clip(r[:, None] + _DR, 0, s - 1) * s
+                        + np.clip(c[:, None] + _DC, 0, s - 1))  # (n, 4) per direction
+        R = np.zeros((n, 4, n))
+        R[: self.goal, :, self.goal] = 1.0
+        super().__init__("frozenlake", p, short_name, name, R, 0)
+
+    def draw_structure(self, rng: np.random.Generator) -> np.ndarray:
+        s = self.side
+        for _ in range(MAX_LAKE_ATTEMPTS):
+            holes = rng.random((s, s)) >= self.p_frozen
+            holes[0, 0] = holes[-1, -1] = False
+            if has_path(holes):
+                return holes
+        raise BBRLError(f"family frozenlake: p_frozen={self.p_frozen:g}: no lake of size "
+                        f"{s} with a frozen path from start to goal in {MAX_LAKE_ATTEMPTS} "
+                        "draws; raise p_frozen")
+
+    def kernel(self, holes: np.ndarray, source_holes: np.ndarray | None = None) -> Kernel:
+        """The kernel of a lake; ``source_holes`` (default ``holes``) decides which tiles'
+        own rows are holes' (back to the start), ``holes`` which targets are."""
+        n = self.side * self.side
+        h = np.asarray(holes, dtype=bool).reshape(-1)
+        hs = h if source_holes is None else np.asarray(source_holes, dtype=bool).reshape(-1)
+        u = np.arange(4)
+        dirs = np.stack([u, (u - 1) % 4, (u + 1) % 4], axis=1)  # (4 actions, 3 outcomes)
+        tgt = self._target[:, dirs]  # (n, 4, 3)
+        succ = np.where(h[tgt], 0, tgt).astype(np.int64)
+        prob = np.broadcast_to(np.array([1.0 - self.slip, self.slip / 2, self.slip / 2]),
+                               (n, 4, 3)).copy()
+        back = hs.copy()
+        back[self.goal] = True
+        succ[back] = 0
+        prob[back] = [1.0, 0.0, 0.0]
+        return succ, prob
+
+    def _support(self) -> np.ndarray:
+        s = self.side
+        none = np.zeros((s, s), dtype=bool)
+        every = np.ones((s, s), dtype=bool)
+        every[0, 0] = every[-1, -1] = False
+        sup = np.zeros((s * s, 4, s * s), dtype=bool)
+        for target, source in ((none, none), (every, none), (none, every)):
+            sup |= dense(controlled(self.kernel(target, source), self.p_rand,
+                                    self.p_lazy)) > 0
+        return sup
+
+    def structures(self) -> Iterator[tuple[float, np.ndarray]]:
+        s = self.side
+        free = s * s - 2
+        if free > 14:
+            raise ValueError(f"{self.short_name}: 2^{free} lakes: too many to enumerate")
+        out, total = [], 0.0
+        for bits in itertools.product((False, True), repeat=free):
+            holes = np.array((False, *bits, False)).reshape(s, s)
+            if has_path(holes):
+                k = int(sum(bits))
+                w = (1.0 - self.p_frozen) ** k * self.p_frozen ** (free - k)
+                out.append((w, holes))
+                total += w
+        for w, holes in out:
+            yield w / total, holes
+
+    def _moments(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.mc_moments()
+
+
+def build(p: dict[str, Any], short_name: str, name: str) -> FrozenLakeDistribution:
+    return FrozenLakeDistribution(p, short_name, name)
+
+
+FAMILY = Family(
+    name="frozenlake",
+    display="FrozenLake",
+    long_name="FrozenLake",
+    params=(
+        size_param(5, 2, MAX_SIZE, "side of the lake (size² states)"),
+        Param("p_frozen", float, 0.8, 0.1, 1.0,
+              "probability that a tile (not the start or the goal) is frozen, not a hole"),
+        Param("slip", float, 0.5, 0.0, 1.0,
+              "probability of sliding to one of the two perpendicular directions"),
+        p_rand_param(),
+        p_lazy_param(),
+        concentration_param(),
+    ),
+    build=build,
+    shape=_shape,
+    reference="Conserva & Rauber, 'Hardness in Markov decision processes: theory and "
+              "practice', NeurIPS 2022 (Colosseum), after Gym's FrozenLake",
+)

@@ -1,0 +1,95 @@
+"""GC: the BBRL paper's Generalised Chain, with its length as a parameter.
+
+The problem
+-----------
+A chain of ``size`` states (5 in the paper) and 3 actions, the agent starting in state 0.
+Picture Strens's chain (family ``chain``) with its slip made unknown: from every state,
+every action leads either one state forward (the last state stays) or back to state 0,
+with probabilities the MDP draws. Moving back to state 0 pays 2; reaching (or staying in)
+the last state pays 10. Each drawn MDP gives each action its own odds, so the agent must
+find which actions walk forward.
+
+As a test distribution (the paper's definition): every (x, u) row is a Dirichlet with
+concentration ``concentration`` (1) on each of its two possible successors, 0 elsewhere;
+the uniform prior UGC puts 1 on every transition. The defaults give exactly the built-ins
+``GC`` and ``UGC`` (equal to the original library's files). Here ``concentration`` is the
+count of each possible transition (the paper's parametrisation), not a row total.
+
+Sizes: ``size`` from 2 to 4082 (size states, 3 actions): the largest whose dense
+(nX, nU, nX) arrays stay within ``MAX_ENTRIES`` (50,000,000 transitions, 400 MB
+each); a larger size is refused with the memory it would need.
+
+Reference
+---------
+M. Castronovo, D. Ernst, A. Couëtoux, R. Fonteneau, "Benchmarking for Bayesian
+reinforcement learning", PLOS ONE 11(6), 2016, §5.1 (after Strens, ICML 2000).
+
+Examples
+--------
+>>> from bbrlcore.mdp.families import make
+>>> from bbrlcore.mdp.distributions import builtin
+>>> p = make("gc")
+>>> p.test.same_as(builtin("GC")), p.prior("uniform").same_as(builtin("UGC"))
+(True, True)
+>>> make("gc", size=7).short_name
+'GC-7'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from bbrlcore.mdp.distributions import FDMDistribution
+
+from ._base import Family, Param, concentration_param, max_size, size_param
+
+
+def _shape(p: Mapping[str, Any]) -> tuple[int, int]:
+    return int(p["size"]), 3
+
+
+#: Largest ``size`` (3 actions).
+MAX_SIZE = max_size(lambda n: _shape({"size": n}), 2)
+
+
+def allowed(n: int) -> np.ndarray:
+    """The possible transitions: back to 0, or one state forward (the last stays)."""
+    a = np.zeros((n, 3, n), dtype=bool)
+    x = np.arange(n)
+    a[:, :, 0] = True
+    a[x, :, np.minimum(x + 1, n - 1)] = True
+    return a
+
+
+def reward(n: int) -> np.ndarray:
+    R = np.zeros((n, 3, n))
+    R[:, :, 0] = 2.0
+    R[:, :, n - 1] = 10.0
+    return R
+
+
+def build(p: dict[str, Any], short_name: str, name: str) -> FDMDistribution:
+    n = p["size"]
+    theta = np.where(allowed(n), float(p["concentration"]), 0.0)
+    return FDMDistribution(name, short_name, theta, reward(n), 0)
+
+
+def concentration_per_transition() -> Param:
+    return concentration_param(1.0, "Dirichlet count of each possible transition (the "
+                                    "paper's: 1)")
+
+
+FAMILY = Family(
+    name="gc",
+    display="GC",
+    long_name="GChain",
+    params=(size_param(5, 2, MAX_SIZE, "number of states"), concentration_per_transition()),
+    build=build,
+    shape=_shape,
+    reference="Castronovo et al., 'Benchmarking for Bayesian reinforcement learning', "
+              "PLOS ONE 2016 (GC)",
+    paper=True,
+)

@@ -1,0 +1,95 @@
+"""GDL: the BBRL paper's Generalised Double-Loop, with its loop length as a parameter.
+
+The problem
+-----------
+Two loops of ``size`` states (4 in the paper: 9 states) sharing state 0, 2 actions, the
+agent starting in state 0. Picture Dearden's double loop (family ``doubleloop``) with its
+arrows made uncertain: state 0 may lead into either loop; along the first loop (states 1
+to ``size``) every action moves on and closing it pays 1; along the second (``size`` + 1
+to 2·``size``) each state may move on or fall back to 0, and closing it pays 2. Which
+action does what is drawn with each MDP.
+
+As a test distribution (the paper's definition): every (x, u) row is a Dirichlet with
+concentration ``concentration`` (1) on each of its possible successors, 0 elsewhere; the
+uniform prior UGDL puts 1 on every transition. The defaults give exactly the built-ins
+``GDL`` and ``UGDL``. ``concentration`` is the count of each possible transition.
+
+Sizes: ``size`` from 1 to 2499 (2·size + 1 states, 2 actions): the largest whose dense
+(nX, nU, nX) arrays stay within ``MAX_ENTRIES`` (50,000,000 transitions, 400 MB
+each); a larger size is refused with the memory it would need.
+
+Reference
+---------
+M. Castronovo, D. Ernst, A. Couëtoux, R. Fonteneau, "Benchmarking for Bayesian
+reinforcement learning", PLOS ONE 11(6), 2016, §5.1 (after Dearden, Friedman & Russell,
+AAAI 1998).
+
+Examples
+--------
+>>> from bbrlcore.mdp.families import make
+>>> from bbrlcore.mdp.distributions import builtin
+>>> make("gdl").test.same_as(builtin("GDL")), make("gdl", size=2).test.n_states
+(True, 5)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from bbrlcore.mdp.distributions import FDMDistribution
+
+from ._base import Family, max_size, size_param
+from .gc import concentration_per_transition
+
+
+def _shape(p: Mapping[str, Any]) -> tuple[int, int]:
+    return 2 * int(p["size"]) + 1, 2
+
+
+#: Largest ``size`` (loop length; 2·size + 1 states, 2 actions).
+MAX_SIZE = max_size(lambda n: _shape({"size": n}), 1)
+
+
+def allowed(L: int) -> np.ndarray:
+    """The possible transitions (the same for both actions)."""
+    n = 2 * L + 1
+    a = np.zeros((n, 2, n), dtype=bool)
+    a[0, :, [1, L + 1]] = True
+    for i in range(1, L + 1):
+        a[i, :, i + 1 if i < L else 0] = True
+    for j in range(L + 1, 2 * L + 1):
+        a[j, :, 0] = True
+        if j < 2 * L:
+            a[j, :, j + 1] = True
+    return a
+
+
+def reward(L: int) -> np.ndarray:
+    n = 2 * L + 1
+    R = np.zeros((n, 2, n))
+    R[L, :, 0] = 1.0
+    R[2 * L, :, 0] = 2.0
+    return R
+
+
+def build(p: dict[str, Any], short_name: str, name: str) -> FDMDistribution:
+    L = p["size"]
+    theta = np.where(allowed(L), float(p["concentration"]), 0.0)
+    return FDMDistribution(name, short_name, theta, reward(L), 0)
+
+
+FAMILY = Family(
+    name="gdl",
+    display="GDL",
+    long_name="GDouble-Loop",
+    params=(size_param(4, 1, MAX_SIZE, "states per loop (2·size + 1 states)"),
+            concentration_per_transition()),
+    build=build,
+    shape=_shape,
+    reference="Castronovo et al., 'Benchmarking for Bayesian reinforcement learning', "
+              "PLOS ONE 2016 (GDL)",
+    paper=True,
+)

@@ -1,0 +1,98 @@
+"""Grid: the BBRL paper's grid world, with its side as a parameter.
+
+The problem
+-----------
+A ``size`` × ``size`` grid (5 in the paper), 4 actions (left, right, up, down), the agent
+starting in the top-left cell (state 0). Picture the grid with the goal in the
+bottom-right corner: each action either moves to the neighbouring cell or leaves the
+agent in place (a move off the grid only stays), with probabilities drawn per MDP. The goal
+cell is a jump: moving into it sends the agent back to the start with reward 10 (the
+paper's continuing form; the goal cell itself is never entered). Nothing else pays.
+
+As a test distribution (the paper's definition): every (x, u) row is a Dirichlet with
+concentration ``concentration`` (1) on each of its possible successors, 0 elsewhere; the
+uniform prior UGrid puts 1 on every transition. The defaults give exactly the built-ins
+``Grid`` and ``UGrid``. ``concentration`` is the count of each possible transition.
+
+Sizes: ``size`` from 2 to 59 (size² states, 4 actions): the largest whose dense
+(nX, nU, nX) arrays stay within ``MAX_ENTRIES`` (50,000,000 transitions, 400 MB
+each); a larger size is refused with the memory it would need.
+
+Reference
+---------
+M. Castronovo, D. Ernst, A. Couëtoux, R. Fonteneau, "Benchmarking for Bayesian
+reinforcement learning", PLOS ONE 11(6), 2016, §5.1.
+
+Examples
+--------
+>>> from bbrlcore.mdp.families import make
+>>> from bbrlcore.mdp.distributions import builtin
+>>> make("grid").test.same_as(builtin("Grid")), make("grid", size=3).test.n_states
+(True, 9)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from bbrlcore.mdp.distributions import FDMDistribution
+
+from ._base import Family, max_size, size_param
+from .gc import concentration_per_transition
+
+LEFT, RIGHT, UP, DOWN = 0, 1, 2, 3
+
+
+def _shape(p: Mapping[str, Any]) -> tuple[int, int]:
+    s = int(p["size"])
+    return s * s, 4
+
+
+#: Largest ``size`` (size² states, 4 actions).
+MAX_SIZE = max_size(lambda n: _shape({"size": n}), 2)
+
+
+def allowed(s: int) -> np.ndarray:
+    """Stay, or move to the neighbour (the goal cell's moves lead to the start)."""
+    n = s * s
+    a = np.zeros((n, 4, n), dtype=bool)
+    for x in range(n):
+        row, col = divmod(x, s)
+        moves = [(row, col - 1), (row, col + 1), (row - 1, col), (row + 1, col)]
+        for u, (r2, c2) in enumerate(moves):
+            a[x, u, x] = True
+            if 0 <= r2 < s and 0 <= c2 < s:
+                target = r2 * s + c2
+                a[x, u, 0 if target == n - 1 else target] = True
+    return a
+
+
+def reward(s: int) -> np.ndarray:
+    n = s * s
+    R = np.zeros((n, 4, n))
+    R[n - 2, RIGHT, 0] = 10.0  # from the goal's left neighbour
+    R[n - 1 - s, DOWN, 0] = 10.0  # from the cell above the goal
+    return R
+
+
+def build(p: dict[str, Any], short_name: str, name: str) -> FDMDistribution:
+    s = p["size"]
+    theta = np.where(allowed(s), float(p["concentration"]), 0.0)
+    return FDMDistribution(name, short_name, theta, reward(s), 0)
+
+
+FAMILY = Family(
+    name="grid",
+    display="Grid",
+    long_name="Grid",
+    params=(size_param(5, 2, MAX_SIZE, "side of the grid (size² states)"),
+            concentration_per_transition()),
+    build=build,
+    shape=_shape,
+    reference="Castronovo et al., 'Benchmarking for Bayesian reinforcement learning', "
+              "PLOS ONE 2016 (Grid)",
+    paper=True,
+)

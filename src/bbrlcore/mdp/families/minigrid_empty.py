@@ -1,0 +1,195 @@
+"""MiniGrid-Empty: reach the far side of an empty room, turning to move.
+
+The problem
+-----------
+A ``size`` × ``size`` empty room (5 by default). The agent has a position and a heading
+(up, right, down, left) and three actions: move forward one tile (0; blocked by the walls),
+turn right (1), turn left (2). Picture the room with the agent as an arrow on one wall's
+tiles and the goal tile on the opposite wall: every state is a (tile, heading) pair, four
+states per tile, linked in a ring by the turns and to the neighbouring tile's same heading
+by the forward move. Entering the goal pays 1, nothing else pays. Coordinating turns and
+moves makes the room much harder to cross than SimpleGrid's.
+
+Structure drawn per MDP, as Colosseum does: a side of the room (left, bottom, right, top
+wall, uniformly), a start tile uniformly among that side's ``size`` tiles with a uniform
+heading, and the goal tile uniformly among the ``size`` tiles of the opposite side.
+
+Continuing form: one extra state, **home** (index 4·size², the initial state), stands for
+"between two episodes": a forward move onto the goal tile leads to home instead and pays
+1; from home every action leads to the MDP's start (tile and heading). The goal tile itself
+is never entered (its rows are ordinary moves). So the reward, 1 on every transition into
+home, is the same in every drawn MDP however the start and goal are drawn; each episode
+starts with one step from home. Each drawn row is a Dirichlet centred on the controlled
+kernel (``concentration`` 10): with ``p_rand`` = ``p_lazy`` = 0 every drawn MDP is
+deterministic.
+
+Accurate prior (exact): a tile-heading row depends only on whether the tile ahead is the
+goal (probability 1/(4·size) per side the tile ahead lies on, for a tile of the room's
+border), and home's row only on the start (uniform over the 16·size start choices);
+these marginals give the mean and spread of every row.
+
+Sizes: ``size`` from 3 to 31 (4·size² + 1 states, 3 actions): the largest whose dense
+(nX, nU, nX) arrays stay within ``MAX_ENTRIES`` (50,000,000 transitions, 400 MB
+each); a larger size is refused with the memory it would need.
+
+Reference
+---------
+M. Chevalier-Boisvert, L. Willems, S. Pal, "Minimalistic gridworld environment for
+OpenAI Gym" (MiniGrid), 2018, https://github.com/Farama-Foundation/Minigrid; as Colosseum's
+MG-Empty: M. Conserva, P. Rauber, "Hardness in Markov decision processes: theory and
+practice", NeurIPS 2022, App. A.3.4.
+
+Examples
+--------
+>>> from bbrlcore.mdp.families import make
+>>> t = make("minigrid_empty", size=3).test
+>>> t.short_name, t.n_states, t.n_actions, t.initial_state
+('MiniGridEmpty-3', 37, 3, 36)
+>>> P = t.draw_mdp(np.random.default_rng(0))
+>>> bool(((P == 0) | (P == 1)).all())  # deterministic without p_rand and p_lazy
+True
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from ._base import (
+    Family,
+    FamilyDistribution,
+    Kernel,
+    Moments,
+    concentration_param,
+    controlled,
+    max_size,
+    p_lazy_param,
+    p_rand_param,
+    size_param,
+)
+
+FORWARD, TURN_RIGHT, TURN_LEFT = 0, 1, 2
+#: Headings: up, right, down, left (turning right adds 1).
+_DR = np.array([-1, 0, 1, 0])
+_DC = np.array([0, 1, 0, -1])
+SIDES = ("left", "bottom", "right", "top")
+
+
+def _shape(p: Mapping[str, Any]) -> tuple[int, int]:
+    s = int(p["size"])
+    return 4 * s * s + 1, 3
+
+
+#: Largest ``size`` (4·size² + 1 states, 3 actions).
+MAX_SIZE = max_size(lambda n: _shape({"size": n}), 3)
+
+
+def side_tiles(s: int, side: int) -> np.ndarray:
+    """The tiles (indices ``r·s + c``) of one side: 0 left, 1 bottom, 2 right, 3 top."""
+    j = np.arange(s)
+    if side == 0:
+        return j * s
+    if side == 1:
+        return (s - 1) * s + j
+    if side == 2:
+        return j * s + s - 1
+    return j
+
+
+class MiniGridEmptyDistribution(FamilyDistribution):
+    """MiniGrid-Empty with drawn start and goal (module docstring). State
+    ``4·(r·size + c) + h`` is tile (r, c) with heading h; ``4·size²`` is home. The
+    structure is ``(start state, goal tile)``."""
+
+    def __init__(self, p: dict[str, Any], short_name: str, name: str) -> None:
+        s = self.side = p["size"]
+        n_tiles = s * s
+        self.home = 4 * n_tiles
+        nX = self.home + 1
+        tile = np.arange(n_tiles)
+        r, c = np.divmod(tile, s)
+        ahead = (np.clip(r[:, None] + _DR, 0, s - 1) * s
+                 + np.clip(c[:, None] + _DC, 0, s - 1))  # (tile, heading)
+        self._ahead = ahead.reshape(-1)  # per tile-heading state
+        self._moves = self._ahead != np.repeat(tile, 4)  # forward changes the tile
+        h = np.tile(np.arange(4), n_tiles)
+        self._base = np.empty((self.home, 3), dtype=np.int64)
+        self._base[:, FORWARD] = 4 * self._ahead + h
+        self._base[:, TURN_RIGHT] = 4 * np.repeat(tile, 4) + (h + 1) % 4
+        self._base[:, TURN_LEFT] = 4 * np.repeat(tile, 4) + (h - 1) % 4
+        # P(goal = tile): 1/(4 s) for each side the tile lies on
+        self._p_goal = np.zeros(n_tiles)
+        for side in range(4):
+            self._p_goal[side_tiles(s, side)] += 1.0 / (4 * s)
+        R = np.zeros((nX, 3, nX))
+        R[: self.home, :, self.home] = 1.0
+        super().__init__("minigrid_empty", p, short_name, name, R, self.home)
+
+    def draw_structure(self, rng: np.random.Generator) -> tuple[int, int]:
+        s = self.side
+        side = int(rng.integers(4))
+        start = int(side_tiles(s, side)[rng.integers(s)])
+        heading = int(rng.integers(4))
+        goal = int(side_tiles(s, (side + 2) % 4)[rng.integers(s)])
+        return 4 * start + heading, goal
+
+    def _kernel(self, start: int, goal_here: np.ndarray) -> Kernel:
+        """The kernel with home → ``start`` and the forward moves flagged in
+        ``goal_here`` (per tile-heading state) leading home."""
+        succ = np.empty((self.n_states, 3, 1), dtype=np.int64)
+        succ[: self.home, :, 0] = self._base
+        succ[: self.home, FORWARD, 0] = np.where(goal_here & self._moves, self.home,
+                                                 self._base[:, FORWARD])
+        succ[self.home, :, 0] = start
+        return succ, np.ones((self.n_states, 3, 1))
+
+    def kernel(self, structure: tuple[int, int]) -> Kernel:
+        start, goal = structure
+        return self._kernel(start, self._ahead == goal)
+
+    def structures(self) -> Iterator[tuple[float, tuple[int, int]]]:
+        s = self.side
+        w = 1.0 / (4 * s * 4 * s)
+        for side, j, heading, g in itertools.product(range(4), range(s), range(4), range(s)):
+            start = int(side_tiles(s, side)[j])
+            yield w, (4 * start + heading, int(side_tiles(s, (side + 2) % 4)[g]))
+
+    def _moments(self) -> tuple[np.ndarray, np.ndarray]:
+        s = self.side
+        acc = Moments(self.n_states, 3)
+        cells = np.arange(self.home)
+        q = self._p_goal[self._ahead] * self._moves  # P(the tile ahead is the goal)
+        for goal_here, w in ((False, 1.0 - q), (True, q)):
+            k = self._kernel(0, np.full(self.home, goal_here))
+            k = controlled(k, self.p_rand, self.p_lazy)
+            acc.add((k[0][: self.home], k[1][: self.home]), w, cells)
+        home = np.array([self.home])
+        for side, j, heading in itertools.product(range(4), range(s), range(4)):
+            start = 4 * int(side_tiles(s, side)[j]) + heading
+            row = (np.full((1, 3, 1), start, dtype=np.int64), np.ones((1, 3, 1)))
+            acc.add(controlled(row, self.p_rand, self.p_lazy, home), 1.0 / (16 * s), home)
+        return acc.result()
+
+
+def build(p: dict[str, Any], short_name: str, name: str) -> MiniGridEmptyDistribution:
+    return MiniGridEmptyDistribution(p, short_name, name)
+
+
+FAMILY = Family(
+    name="minigrid_empty",
+    display="MiniGridEmpty",
+    long_name="MiniGrid-Empty",
+    params=(
+        size_param(5, 3, MAX_SIZE, "side of the room (4·size² + 1 states)"),
+        p_rand_param(),
+        p_lazy_param(),
+        concentration_param(),
+    ),
+    build=build,
+    shape=_shape,
+    reference="Chevalier-Boisvert et al., MiniGrid (2018), as Colosseum's MG-Empty "
+              "(Conserva & Rauber, NeurIPS 2022)",
+)

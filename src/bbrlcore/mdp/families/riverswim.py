@@ -1,0 +1,111 @@
+"""RiverSwim: swimming upstream to the far bank.
+
+The problem
+-----------
+A chain of ``size`` states (6 in the paper) along a river, the agent starting at the left
+bank (state 0). Picture six circles in a row: every circle has a solid arrow one step
+left (swimming with the current, always succeeds), and a fan of dashed arrows for
+swimming right against it: one step right with probability 0.35, stay with 0.6, one step
+back with 0.05 (at the left bank: right 0.6, stay 0.4; at the right bank: stay 0.6, back
+0.4). Swimming left at the left bank pays 0.005; swimming right at the right bank pays 1.
+A myopic agent collects the small reward; only sustained exploration finds the large one.
+
+These are the published probabilities with the rewards scaled to [0, 1] (5 → 0.005,
+10000 → 1) as in Osband, Russo & Van Roy, "(More) efficient reinforcement learning via
+posterior sampling", NIPS 2013, and ``examples/riverswim.py``. (Colosseum's RiverSwim
+drops the current and relies on ``p_rand`` and ``p_lazy`` instead; here they come on
+top.) Rewards are functions of (x, u, y), the same in every drawn MDP: 0.005 on
+(0, left, 0), 1 on every transition of (size - 1, right).
+
+As a test distribution: Dirichlet rows centred on the (controlled) model, ``concentration``
+10; the structure is fixed, so the test distribution is an FDM and the accurate prior is
+that FDM.
+
+Sizes: ``size`` from 2 to 5000 (size states, 2 actions): the largest whose dense
+(nX, nU, nX) arrays stay within ``MAX_ENTRIES`` (50,000,000 transitions, 400 MB
+each); a larger size is refused with the memory it would need.
+
+Reference
+---------
+A. L. Strehl, M. L. Littman, "An analysis of model-based interval estimation for Markov
+decision processes", Journal of Computer and System Sciences 74(8), 2008, pp. 1309-1331.
+
+Examples
+--------
+>>> from bbrlcore.mdp.families import make
+>>> t = make("riverswim").test
+>>> t.short_name, (t.mean_model()[2, 1, 1:4]).round(2).tolist()
+('RiverSwim-6', [0.05, 0.6, 0.35])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from bbrlcore.mdp.distributions import FDMDistribution
+
+from ._base import (
+    Family,
+    Kernel,
+    centred,
+    concentration_param,
+    max_size,
+    p_lazy_param,
+    p_rand_param,
+    size_param,
+)
+
+LEFT, RIGHT = 0, 1
+
+
+def _shape(p: Mapping[str, Any]) -> tuple[int, int]:
+    return int(p["size"]), 2
+
+
+#: Largest ``size`` (2 actions).
+MAX_SIZE = max_size(lambda n: _shape({"size": n}), 2)
+
+
+def kernel(n: int) -> Kernel:
+    """The published kernel (Strehl & Littman 2008) for a river of ``n`` states."""
+    x = np.arange(n)
+    succ = np.zeros((n, 2, 3), dtype=np.int64)
+    prob = np.zeros((n, 2, 3))
+    succ[:, LEFT, 0], prob[:, LEFT, 0] = np.maximum(x - 1, 0), 1.0
+    succ[:, RIGHT] = np.stack([np.maximum(x - 1, 0), x, np.minimum(x + 1, n - 1)], axis=1)
+    prob[:, RIGHT] = [0.05, 0.6, 0.35]
+    prob[0, RIGHT] = [0.0, 0.4, 0.6]
+    prob[n - 1, RIGHT] = [0.4, 0.6, 0.0]
+    return succ, prob
+
+
+def reward(n: int) -> np.ndarray:
+    R = np.zeros((n, 2, n))
+    R[0, LEFT, 0] = 0.005
+    R[n - 1, RIGHT, :] = 1.0
+    return R
+
+
+def build(p: dict[str, Any], short_name: str, name: str) -> FDMDistribution:
+    n = p["size"]
+    return centred(p, short_name, name, kernel(n), reward(n), 0)
+
+
+FAMILY = Family(
+    name="riverswim",
+    display="RiverSwim",
+    long_name="RiverSwim",
+    params=(
+        size_param(6, 2, MAX_SIZE, "number of states along the river"),
+        p_rand_param(),
+        p_lazy_param(),
+        concentration_param(),
+    ),
+    build=build,
+    shape=_shape,
+    reference="Strehl & Littman, 'An analysis of model-based interval estimation for "
+              "Markov decision processes', JCSS 74(8), 2008",
+)

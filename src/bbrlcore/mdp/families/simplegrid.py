@@ -1,0 +1,134 @@
+"""SimpleGrid: an open grid with rewarding and useless corners.
+
+The problem
+-----------
+A ``size`` × ``size`` grid (5 by default). The agent starts in the centre and moves up,
+right, down, left or stays (actions 0..4; a move into the border keeps it in place).
+Picture the grid with a ``+`` in some corners and a ``-`` in the others: staying in a
+``+`` corner pays 1 per step, staying in a ``-`` corner pays 0, and every other transition
+pays a small 0.2. The default ``reward_type`` 3 (XOR, Colosseum's default) marks the
+top-left and bottom-right corners ``+``: the agent must walk away from the small steady
+reward towards a corner, and not the wrong one.
+
+``reward_type`` picks the ``+`` corners as Colosseum does with corner coordinates
+(X = column, Y = row counted from the bottom, each 0 or size − 1): 0 AND (X and Y: the
+top-right corner), 1 NAND (the other three), 2 OR (X or Y: all but the bottom-left), 3 XOR
+(top-left and bottom-right). The rewards are Colosseum's deterministic optimal and
+sub-optimal values (1 and 0) and, off the corners, the 0.2 mean of its stochastic
+rewards ("a small reward at each time step"), the same in every drawn MDP.
+
+Colosseum draws the start among the most central tiles; here it is fixed (the centre, or
+for an even size the top-left of the four central tiles) since a test distribution has one
+initial state. The structure is fixed, so the test distribution is an FDM: Dirichlet rows
+centred on the controlled model (``concentration`` 10). With ``p_rand = 0`` that model is
+deterministic, every test MDP the same and even the uniform prior would reveal it, so the
+default is ``p_rand = 0.1`` (Colosseum's stochastic setting in its hardness scenarios).
+
+Sizes: ``size`` from 3 to 56 (size² states, 5 actions): the largest whose dense
+(nX, nU, nX) arrays stay within ``MAX_ENTRIES`` (50,000,000 transitions, 400 MB
+each); a larger size is refused with the memory it would need.
+
+Reference
+---------
+M. Conserva, P. Rauber, "Hardness in Markov decision processes: theory and practice",
+NeurIPS 2022, App. A.3.3 (Colosseum's SimpleGrid, a simplified MiniGrid-Empty).
+
+Examples
+--------
+>>> from bbrlcore.mdp.families import make
+>>> t = make("simplegrid").test
+>>> t.short_name, t.initial_state, float(t.reward[0, 0, 0]), float(t.reward[4, 1, 4])
+('SimpleGrid-5', 12, 1.0, 0.0)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from bbrlcore.mdp.distributions import FDMDistribution
+
+from ._base import (
+    Family,
+    Kernel,
+    Param,
+    centred,
+    concentration_param,
+    max_size,
+    p_lazy_param,
+    p_rand_param,
+    size_param,
+)
+
+UP, RIGHT, DOWN, LEFT, STAY = 0, 1, 2, 3, 4
+_DR = np.array([-1, 0, 1, 0, 0])
+_DC = np.array([0, 1, 0, -1, 0])
+#: Rewards: staying in a rewarding corner, in another corner, anything else.
+CORNER_GOOD, CORNER_BAD, OTHER = 1.0, 0.0, 0.2
+REWARD_TYPES = ("AND", "NAND", "OR", "XOR")
+
+
+def _shape(p: Mapping[str, Any]) -> tuple[int, int]:
+    s = int(p["size"])
+    return s * s, 5
+
+
+#: Largest ``size`` (size² states, 5 actions).
+MAX_SIZE = max_size(lambda n: _shape({"size": n}), 3)
+
+
+def kernel(s: int) -> Kernel:
+    """The deterministic moves on a ``s`` × ``s`` grid."""
+    r, c = np.divmod(np.arange(s * s), s)
+    succ = (np.clip(r[:, None] + _DR, 0, s - 1) * s + np.clip(c[:, None] + _DC, 0, s - 1))
+    return succ[:, :, None].astype(np.int64), np.ones((s * s, 5, 1))
+
+
+def rewarding(X: int, Y: int, reward_type: int) -> bool:
+    """Colosseum's rule for the corner (X, Y)."""
+    if reward_type == 0:
+        return bool(X and Y)
+    if reward_type == 1:
+        return not (X and Y)
+    if reward_type == 2:
+        return bool(X | Y)
+    return bool(X ^ Y)
+
+
+def reward(s: int, reward_type: int) -> np.ndarray:
+    n = s * s
+    R = np.full((n, 5, n), OTHER)
+    for r in (0, s - 1):
+        for c in (0, s - 1):
+            x = r * s + c
+            good = rewarding(c, s - 1 - r, reward_type)
+            R[x, :, x] = CORNER_GOOD if good else CORNER_BAD
+    return R
+
+
+def build(p: dict[str, Any], short_name: str, name: str) -> FDMDistribution:
+    s = p["size"]
+    start = ((s - 1) // 2) * s + (s - 1) // 2
+    return centred(p, short_name, name, kernel(s), reward(s, p["reward_type"]), start)
+
+
+FAMILY = Family(
+    name="simplegrid",
+    display="SimpleGrid",
+    long_name="SimpleGrid",
+    params=(
+        size_param(5, 3, MAX_SIZE, "side of the grid (size² states)"),
+        Param("reward_type", int, 3, 0, 3,
+              "which corners pay: 0 AND, 1 NAND, 2 OR, 3 XOR (Colosseum's rule)",
+              short="rtype"),
+        p_rand_param(0.1),
+        p_lazy_param(),
+        concentration_param(),
+    ),
+    build=build,
+    shape=_shape,
+    reference="Conserva & Rauber, 'Hardness in Markov decision processes: theory and "
+              "practice', NeurIPS 2022 (Colosseum)",
+)

@@ -1,0 +1,203 @@
+"""Taxi: pick up passengers and drive them to their destinations.
+
+The problem
+-----------
+A ``size`` × ``size`` grid (5 by default) with four pick-up/drop-off locations, one per
+quadrant. A passenger waits at one location and wants to go to another. The taxi moves
+south, north, east or west (actions 0..3; blocked at the border), picks the passenger up
+(4; only on the passenger's tile) and drops them off (5; only on the destination tile).
+Picture the grid split into four quadrants, a marked tile in each; a state is the taxi's
+tile plus the passenger's situation (waiting at location p for destination d, p ≠ d: 12
+cases; or on board for destination d: 4 cases), 16 per tile. A successful drop-off pays 1
+and, as in Colosseum's continuing Taxi, a new passenger appears at once at another
+location than the taxi's, with a new destination (the 9 choices equally likely; the taxi
+stays). A pick-up or drop-off that does nothing pays 0; every other step pays a small
+0.1 (Colosseum's deterministic rewards).
+
+Rewards are functions of (x, u, y), the same in every drawn MDP whatever the locations:
+1 on any transition from "on board" to "waiting" (only a delivery does that), 0 on a
+pick-up or drop-off that leaves the state unchanged, 0.1 elsewhere.
+
+Structure drawn per MDP: the four locations, each uniformly among its quadrant's tiles
+(rows and columns split in halves, the first half the larger; Colosseum also draws them
+per quadrant, with a minimum distance, and adds wall segments: this grid has no inner
+walls). The initial state is the taxi in the top-left tile, the passenger waiting at
+location 0 (top-left quadrant) for location 1 (top-right). Each drawn row is a Dirichlet
+centred on the controlled kernel (``concentration`` 10); deliveries are random (the new
+passenger), everything else deterministic without ``p_rand`` and ``p_lazy``.
+
+Accurate prior (exact): a state's rows depend only on whether the location that matters
+there (the waiting passenger's, or the destination when on board) is under the taxi,
+probability 1/(tiles of that quadrant) on the quadrant's tiles and 0 elsewhere.
+
+Sizes: ``size`` from 4 to 13 (16·size² states, 6 actions): the largest whose dense
+(nX, nU, nX) arrays stay within ``MAX_ENTRIES`` (50,000,000 transitions, 400 MB
+each); a larger size is refused with the memory it would need.
+
+Reference
+---------
+T. G. Dietterich, "Hierarchical reinforcement learning with the MAXQ value function
+decomposition", Journal of Artificial Intelligence Research 13, 2000, pp. 227-303; as
+Colosseum's Taxi: M. Conserva, P. Rauber, "Hardness in Markov decision processes: theory
+and practice", NeurIPS 2022, App. A.3.6.
+
+Examples
+--------
+>>> from bbrlcore.mdp.families import make
+>>> t = make("taxi", size=4).test
+>>> t.short_name, t.n_states, t.n_actions, t.initial_state
+('Taxi-4', 256, 6, 0)
+>>> float(t.reward[12, 5, 0]), float(t.reward[0, 4, 0]), float(t.reward[0, 0, 64])
+(1.0, 0.0, 0.1)
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from ._base import (
+    Family,
+    FamilyDistribution,
+    Kernel,
+    Moments,
+    concentration_param,
+    controlled,
+    max_size,
+    p_lazy_param,
+    p_rand_param,
+    size_param,
+)
+
+SOUTH, NORTH, EAST, WEST, PICKUP, DROPOFF = range(6)
+_DR = np.array([1, -1, 0, 0])
+_DC = np.array([0, 0, 1, -1])
+#: Waiting passengers: (location, destination), location ≠ destination; status k < 12.
+PAIRS = tuple((p, d) for p in range(4) for d in range(4) if p != d)
+#: Statuses 12 + d: on board for destination d.
+ON_BOARD = 12
+N_STATUS = 16
+#: After a delivery at location d: the new (location, destination) statuses.
+AFTER_DELIVERY = tuple(tuple(k for k, (p, _) in enumerate(PAIRS) if p != d) for d in range(4))
+#: Rewards: delivery, a pick-up or drop-off that does nothing, anything else.
+DELIVERY, FAILED, STEP = 1.0, 0.0, 0.1
+
+
+def _shape(p: Mapping[str, Any]) -> tuple[int, int]:
+    s = int(p["size"])
+    return N_STATUS * s * s, 6
+
+
+#: Largest ``size`` (16·size² states, 6 actions).
+MAX_SIZE = max_size(lambda n: _shape({"size": n}), 4)
+
+
+def quadrants(s: int) -> tuple[np.ndarray, ...]:
+    """The tiles of the four quadrants (top-left, top-right, bottom-left, bottom-right)."""
+    halves = np.array_split(np.arange(s), 2)
+    return tuple((rows[:, None] * s + cols[None, :]).reshape(-1)
+                 for rows in halves for cols in halves)
+
+
+class TaxiDistribution(FamilyDistribution):
+    """Taxi with drawn locations (module docstring). State ``16·(r·size + c) + k`` is the
+    taxi on tile (r, c) with passenger status ``k``; the structure is the (size², 4)
+    boolean array ``at[tile, q]``: location q is on that tile."""
+
+    def __init__(self, p: dict[str, Any], short_name: str, name: str) -> None:
+        s = self.side = p["size"]
+        n_tiles = s * s
+        nX = N_STATUS * n_tiles
+        self.quadrants = quadrants(s)
+        tile = np.repeat(np.arange(n_tiles), N_STATUS)
+        status = np.tile(np.arange(N_STATUS), n_tiles)
+        self._tile, self._status = tile, status
+        self._waiting = status < ON_BOARD
+        # the location that matters in each state: the passenger's, or the destination
+        loc = np.array([pq[0] for pq in PAIRS] + list(range(4)))
+        self._relevant = loc[status]
+        r, c = np.divmod(tile, s)
+        self._moved = (np.clip(r[:, None] + _DR, 0, s - 1) * s
+                       + np.clip(c[:, None] + _DC, 0, s - 1)) * N_STATUS + status[:, None]
+        dest = np.array([pq[1] for pq in PAIRS] + list(range(4)))[status]
+        self._picked = tile * N_STATUS + ON_BOARD + dest
+        self._delivered = (tile[:, None] * N_STATUS
+                           + np.array(AFTER_DELIVERY)[np.where(self._waiting, 0, dest)])
+        self._p_here = np.zeros((n_tiles, 4))  # P(location q is on this tile)
+        for q, tiles in enumerate(self.quadrants):
+            self._p_here[tiles, q] = 1.0 / len(tiles)
+        R = np.full((nX, 6, nX), STEP)
+        board = np.flatnonzero(~self._waiting)
+        wait = np.flatnonzero(self._waiting)
+        R[board[:, None, None], np.arange(6)[None, :, None], wait[None, None, :]] = DELIVERY
+        x = np.arange(nX)
+        R[x, PICKUP, x] = FAILED
+        R[x, DROPOFF, x] = FAILED
+        super().__init__("taxi", p, short_name, name, R, 0)
+
+    def draw_structure(self, rng: np.random.Generator) -> np.ndarray:
+        at = np.zeros((self.side * self.side, 4), dtype=bool)
+        for q, tiles in enumerate(self.quadrants):
+            at[tiles[rng.integers(len(tiles))], q] = True
+        return at
+
+    def _kernel(self, here: np.ndarray) -> Kernel:
+        """The kernel where ``here`` (per state) says whether the location that matters
+        is under the taxi."""
+        nX = self.n_states
+        x = np.arange(nX)
+        succ = np.repeat(x[:, None, None], 6, axis=1).repeat(9, axis=2)
+        prob = np.zeros((nX, 6, 9))
+        prob[:, :, 0] = 1.0
+        succ[:, :4, 0] = self._moved
+        pick = self._waiting & here
+        succ[pick, PICKUP, 0] = self._picked[pick]
+        drop = ~self._waiting & here
+        succ[drop, DROPOFF, :] = self._delivered[drop]
+        prob[drop, DROPOFF, :] = 1.0 / 9.0
+        return succ, prob
+
+    def kernel(self, at: np.ndarray) -> Kernel:
+        return self._kernel(np.asarray(at)[self._tile, self._relevant])
+
+    def structures(self) -> Iterator[tuple[float, np.ndarray]]:
+        w = 1.0 / float(np.prod([len(t) for t in self.quadrants]))
+        if w < 1e-4:
+            raise ValueError(f"{self.short_name}: too many location choices to enumerate")
+        for tiles in itertools.product(*self.quadrants):
+            at = np.zeros((self.side * self.side, 4), dtype=bool)
+            at[list(tiles), range(4)] = True
+            yield w, at
+
+    def _moments(self) -> tuple[np.ndarray, np.ndarray]:
+        acc = Moments(self.n_states, 6)
+        q = self._p_here[self._tile, self._relevant]
+        for here, w in ((False, 1.0 - q), (True, q)):
+            k = self._kernel(np.full(self.n_states, here))
+            acc.add(controlled(k, self.p_rand, self.p_lazy), w)
+        return acc.result()
+
+
+def build(p: dict[str, Any], short_name: str, name: str) -> TaxiDistribution:
+    return TaxiDistribution(p, short_name, name)
+
+
+FAMILY = Family(
+    name="taxi",
+    display="Taxi",
+    long_name="Taxi",
+    params=(
+        size_param(5, 4, MAX_SIZE, "side of the grid (16·size² states)"),
+        p_rand_param(),
+        p_lazy_param(),
+        concentration_param(),
+    ),
+    build=build,
+    shape=_shape,
+    reference="Dietterich, 'Hierarchical reinforcement learning with the MAXQ value "
+              "function decomposition', JAIR 13, 2000; as Colosseum's Taxi "
+              "(Conserva & Rauber, NeurIPS 2022)",
+)
