@@ -41,8 +41,7 @@ from typing import Any
 
 from bbrlcore.errors import BBRLError
 from bbrlcore.mdp.distributions import FDMDistribution
-
-from . import (
+from bbrlcore.mdp.families import (
     chain,
     deepsea,
     doubleloop,
@@ -56,7 +55,7 @@ from . import (
     sixarms,
     taxi,
 )
-from ._base import Family, FamilyDistribution, Param, Problem, support
+from bbrlcore.mdp.families._base import Family, FamilyDistribution, Param, Problem, support
 
 __all__ = ["FAMILIES", "Family", "FamilyDistribution", "Param", "Problem", "from_dict",
            "get_family", "make", "support"]

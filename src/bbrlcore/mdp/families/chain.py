@@ -44,8 +44,7 @@ from typing import Any
 import numpy as np
 
 from bbrlcore.mdp.distributions import FDMDistribution
-
-from ._base import (
+from bbrlcore.mdp.families._base import (
     Family,
     Kernel,
     Param,

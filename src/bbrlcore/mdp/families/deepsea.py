@@ -64,7 +64,7 @@ from typing import Any
 
 import numpy as np
 
-from ._base import (
+from bbrlcore.mdp.families._base import (
     Family,
     FamilyDistribution,
     Kernel,

@@ -62,8 +62,7 @@ import numpy as np
 from scipy import ndimage
 
 from bbrlcore.errors import BBRLError
-
-from ._base import (
+from bbrlcore.mdp.families._base import (
     Family,
     FamilyDistribution,
     Kernel,

@@ -43,8 +43,13 @@ from typing import Any
 import numpy as np
 
 from bbrlcore.mdp.distributions import FDMDistribution
-
-from ._base import Family, Param, concentration_param, max_size, size_param
+from bbrlcore.mdp.families._base import (
+    Family,
+    Param,
+    concentration_param,
+    max_size,
+    size_param,
+)
 
 
 def _shape(p: Mapping[str, Any]) -> tuple[int, int]:

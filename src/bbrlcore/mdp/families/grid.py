@@ -39,9 +39,8 @@ from typing import Any
 import numpy as np
 
 from bbrlcore.mdp.distributions import FDMDistribution
-
-from ._base import Family, max_size, size_param
-from .gc import concentration_per_transition
+from bbrlcore.mdp.families._base import Family, max_size, size_param
+from bbrlcore.mdp.families.gc import concentration_per_transition
 
 LEFT, RIGHT, UP, DOWN = 0, 1, 2, 3
 

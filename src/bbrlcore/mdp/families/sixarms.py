@@ -42,8 +42,14 @@ from typing import Any
 import numpy as np
 
 from bbrlcore.mdp.distributions import FDMDistribution
-
-from ._base import Family, Kernel, centred, concentration_param, p_lazy_param, p_rand_param
+from bbrlcore.mdp.families._base import (
+    Family,
+    Kernel,
+    centred,
+    concentration_param,
+    p_lazy_param,
+    p_rand_param,
+)
 
 #: Probability that arm i (from the hub) enters room i + 1.
 ARM_SUCCESS = (1.0, 0.15, 0.10, 0.05, 0.03, 0.01)
