@@ -888,7 +888,10 @@ def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict
     S = float(support_sizes(prior.theta).mean())
     N = max(1, K // C)
     theta = np.ascontiguousarray(prior.theta, dtype=np.float64)
-    E = probe_tree_nodes(
+    from bbrlcore.agents._memo import pure_probe  # memoised on disk: every job plans these
+
+    E = pure_probe(
+        "bfs3-probes", probe_tree_nodes,
         np.ascontiguousarray(test.mean_model(), dtype=np.float64),
         int(test.initial_state), float(gamma), int(horizon), theta,
         np.ascontiguousarray(prior.reward, dtype=np.float64), K, C, D, 0,

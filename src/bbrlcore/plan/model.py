@@ -41,6 +41,7 @@ Configuration (see ``config.yaml`` for the paper's full one):
 from __future__ import annotations
 
 import math
+import os
 import re
 import shlex
 from collections.abc import Mapping
@@ -199,9 +200,16 @@ class Plan:
     @property
     def cost_model(self) -> cost.CostModel:
         """The cost model, calibrated by the benchmarks (and the probes of
-        ``cost_records_dirs``), resolving this plan's own distributions."""
-        return cost.model(self.results_dir_calibration, self.cost_records_dirs or None,
-                          self.dists)
+        ``cost_records_dirs``), resolving this plan's own distributions; looked up once
+        per plan and extra directories (:func:`bbrlcore.plan.probe.ensure` forgets it), not
+        once per estimate."""
+        extra = self.cost_records_dirs or None
+        key = (tuple(extra or ()), os.environ.get(cost.EXTRA_ENV) if extra is None else None)
+        memo = self.__dict__.get("_model")
+        if memo is None or memo[0] != key:
+            memo = self.__dict__["_model"] = (
+                key, cost.model(self.results_dir_calibration, extra, self.dists))
+        return memo[1]
 
     def seconds_per_trajectory(self, exp: Experiment, agent: AgentConfig) -> float:
         key = (exp.name, agent.key)
@@ -214,10 +222,14 @@ class Plan:
         return memo[key]
 
     def offline_seconds(self, prior: str, agent: AgentConfig) -> float:
-        return self.cost_model.offline_seconds(
-            agent.algorithm, agent.param_dict, prior, self.config["horizon"],
-            self.config["gamma"],
-        )
+        key = (prior, agent.key)
+        memo = self.__dict__.setdefault("_offline", {})
+        if key not in memo:
+            memo[key] = self.cost_model.offline_seconds(
+                agent.algorithm, agent.param_dict, prior, self.config["horizon"],
+                self.config["gamma"],
+            )
+        return memo[key]
 
     def n_chunks(self, exp: Experiment, agent: AgentConfig) -> int:
         """Chunks of the run: a power of two (stable under small recalibrations), at most

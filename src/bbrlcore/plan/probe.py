@@ -105,8 +105,8 @@ def ensure(plan: Any, results_dir: str | Path, *, progress: bool = True,
                 raise BBRLError(f"probe of {a.key}: {exc}") from None
     plan.cost_records_dirs = [str(d) for d in dirs]
     plan.probed = set(todo)
-    plan.__dict__.pop("_spt", None)  # estimates made before the probes
-    plan.__dict__.pop("_chunks", None)
+    for memo in ("_model", "_spt", "_offline", "_chunks"):  # made before the probes
+        plan.__dict__.pop(memo, None)
     return dirs
 
 
