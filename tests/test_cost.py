@@ -217,3 +217,23 @@ def re_ratio(line: str) -> float:
 
     m = re.search(r"x(\d+\.\d+)", line)
     return float(m.group(1)) if m else math.inf
+
+
+def test_estimate_lists_the_agents_and_explains_its_columns(capsys):
+    """No silent doubling: the compat variants that compat_variants adds are counted and
+    named per algorithm; a small figure keeps its digits; the columns are explained."""
+    from bbrlcore.cli import main
+    from bbrlcore.cli.estimate import COLUMNS, hours
+
+    assert main(["estimate", str(ROOT / "config.yaml"), "--preset", "quick"]) == 0
+    out = capsys.readouterr().out
+    beb = next(ln for ln in out.splitlines() if ln.strip().startswith("beb: "))
+    assert "4 agents (2 configurations + 2 compat variants added by compat_variants" in beb
+    assert "beb__beta=2.5__compat=true" in beb
+    assert "expected CPU-hours: 0.0" not in out and "expected CPU-hours: 0.1" in out
+    for col in ("configs", "offline h", "max chunk h", "in range", "worst", "calibration"):
+        assert f"  {col}" in COLUMNS and f"  {col}" in out
+    assert hours(0.0042) == "0.0042 (15 s)" and hours(2.0 / 3600) == "0.00056 (2 s)"
+    with pytest.raises(SystemExit):
+        main(["estimate", "--help"])
+    assert "max chunk h" in capsys.readouterr().out

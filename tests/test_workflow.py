@@ -347,6 +347,11 @@ def test_tiny_runs_end_to_end(tiny_run):
     assert (wd / "results/summary.md").read_text().startswith("# bbrl summary")
     for rule in ("train", "runs", "merge", "warmup_numba", "distributions", "test_sets"):
         assert any((wd / "results/logs" / rule).rglob("*.log")), rule
+    # one name for one agent: the agent files, the run directories and the results agree
+    assert {p.stem for p in (wd / "results/agents/UGC").glob("*.parquet")} == set(
+        merged["agent"])
+    assert {p.name for p in (wd / "results/runs/GC-UGC").iterdir()} == set(merged["agent"])
+    assert {a.key for a in plan.agents} == set(merged["agent"])
 
 
 @pytest.mark.slow
@@ -355,6 +360,9 @@ def test_second_run_does_nothing(tiny_run):
     r = _snake(wd, cfg, "-n")
     assert r.returncode == 0
     assert "Nothing to be done" in r.stdout + r.stderr
+    # the plan says what it runs: the compat variant the base configuration adds is named
+    assert ("beb: 2 agents (1 configuration + 1 compat variant added by compat_variants: "
+            "true): beb__beta=1, beb__beta=1__compat=true") in r.stderr
 
 
 @pytest.mark.slow
@@ -563,3 +571,35 @@ def test_the_workflow_is_lint_clean_and_snakefmt_formatted():
     r = subprocess.run([fmt, "--check", "Snakefile", "workflow/"], capture_output=True,
                        text=True, cwd=ROOT)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_bbrl_init_writes_a_study_that_plans_estimates_and_dry_runs(tmp_path):
+    """A study of one's own outside config.yaml: `bbrl init` writes it (checked before it
+    exists), `bbrl estimate` prices it and `snakemake --configfile` plans it, results in
+    their own directory."""
+    from bbrlcore.cli import main
+
+    shutil.copy(ROOT / "examples" / "my_agents.py", tmp_path / "my_agents.py")
+    cfg = tmp_path / "my-study.yaml"
+    old = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        assert main(["init", "my-study.yaml", "--algorithm", "my_agents.py:MyGreedy",
+                     "--experiment", "GC:UGC"]) == 2
+        assert not cfg.exists()  # refused before anything is written
+        assert main(["init", "my-study.yaml", "--algorithm",
+                     "my_agents.py:MyGreedy epsilon=[0.1,0.2]", "--experiment", "GC:UGC",
+                     "--n-mdps", "5"]) == 0
+        assert main(["init", "my-study.yaml"]) == 2  # exists: --force to overwrite
+        assert main(["init", "study.txt"]) == 2
+        assert main(["init", "x.yaml", "--experiment", "GC-UGC"]) == 2
+        plan = P.load(cfg)  # plugin references are relative to the working directory
+    finally:
+        os.chdir(old)
+    assert plan.config["results_dir"] == "results/my-study"
+    assert [e.name for e in plan.experiments] == ["GC-UGC"]
+    assert {"my-greedy__epsilon=0.1", "my-greedy__epsilon=0.2"} <= {a.key for a in plan.agents}
+    r = _snake(tmp_path, cfg, "-n")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "my-greedy: 2 agents" in r.stderr
+    assert "results/my-study/report/index.html" in r.stdout + r.stderr

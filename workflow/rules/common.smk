@@ -5,6 +5,7 @@ import json
 import os
 import re
 import shlex
+import sys
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
@@ -55,6 +56,16 @@ except BBRLError as exc:
     raise WorkflowError(str(exc)) from None
 # `bbrl` (beside this Python) first on PATH for the shell rules; the probes for the jobs
 bbrl_support.setup_environment(PLAN.cost_records_dirs)
+
+if workflow.is_main_process:  # what the plan runs (compat variants named, never silent)
+    print(
+        f"bbrl: {len(PLAN.experiments)} experiment{'s' * (len(PLAN.experiments) != 1)}, "
+        f"{len(PLAN.agents)} agent "
+        f"configurations; agents per algorithm:",
+        *("  " + line for line in PLAN.agents_summary()),
+        sep="\n",
+        file=sys.stderr,
+    )
 
 
 def one_of(names):

@@ -16,7 +16,7 @@ from bbrlcore.errors import BBRLError
 #: Subcommand modules, in the order ``bbrl --help`` lists them.
 _SUBMODULES = (
     "distribution", "experiment", "agents", "formulas", "results", "aggregate", "report",
-    "estimate", "published", "demo",
+    "estimate", "init", "published", "demo",
 )
 
 

@@ -18,7 +18,12 @@ from bbrlcore.plan import cost
 
 def register(sub: argparse._SubParsersAction) -> None:
     e = sub.add_parser(
-        "estimate", help="expected CPU-hours of a workflow configuration (cost model)"
+        "estimate", help="expected CPU-hours of a workflow configuration (cost model)",
+        description="Expected CPU-hours of a workflow configuration, per algorithm, from "
+        "the cost model the workflow uses to size its jobs (algorithms no benchmark "
+        "measured, such as your plugins, are probed first: a few trajectories per "
+        "experiment, kept under RESULTS_DIR/probes/ and reused).",
+        epilog=COLUMNS, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     e.add_argument("config", help="workflow configuration (config.yaml)")
     e.add_argument("--preset", help="apply this preset overlay (quick, tiny, ...)")
@@ -31,7 +36,41 @@ def register(sub: argparse._SubParsersAction) -> None:
         help=f"benchmarks results directory for calibration (default: ${cost.RESULTS_ENV} "
         "or benchmarks/results)",
     )
+    e.add_argument("--agents", action="store_true",
+                   help="list every agent id per algorithm (default: when 40 or fewer)")
     e.set_defaults(func=_estimate)
+
+
+#: What the table's columns mean (``--help`` and the end of the output).
+COLUMNS = """columns:
+  configs      agent configurations (compat variants included)
+  jobs         workflow jobs: one training per (configuration, prior), one run per chunk
+  offline h    CPU-hours of offline training (OPPS-DS; zero for algorithms without)
+  runs h       CPU-hours of the trajectories: N per (configuration, experiment)
+  overhead h   a fixed cost per job (process start, imports, loading kernels and data)
+  total h      offline + runs + overhead
+  max chunk h  the longest single run job (the chunk budget bounds it)
+  in range     runs whose experiment and parameters lie inside the measured ones
+  worst        the largest prediction/measurement ratio over the measured
+               configurations, each predicted without its own measurement
+  calibration  measured (benchmarks/results), probed (short runs of this plan),
+               or none (a rough default price)"""
+
+
+def hours(h: float) -> str:
+    """CPU-hours with the precision they need (``0.0042 h`` is 15 s, not ``0.0``).
+
+    Examples
+    --------
+    >>> hours(435.2), hours(4.56), hours(0.1333), hours(0.0042)
+    ('435', '4.56', '0.133', '0.0042 (15 s)')
+    """
+    if h >= 100:
+        return f"{h:.0f}"
+    if h >= 0.1:
+        return f"{h:.3g}"
+    s = h * 3600.0
+    return f"{h:.2g} ({s:.2g} s)" if s < 60 else f"{h:.2g} ({s / 60:.2g} min)"
 
 
 def estimate(plan: P.Plan) -> dict[str, dict[str, Any]]:
@@ -109,9 +148,9 @@ def _estimate(args: argparse.Namespace) -> int:
         cal = r["calibration"] + (f" ({r['measured_configs']} configs)"
                                   if r["calibration"] != "none" else "")
         print(
-            f"{name:14s} {r['configs']:7d} {jobs:6d} {r['offline_h']:10.3f} "
-            f"{r['run_h']:10.3f} {r['overhead_h']:10.3f} {r['total_h']:10.3f} "
-            f"{r['max_chunk_h']:11.3f}  {r['in_range']:4d}/{r['runs']:<4d} {worst:>6s}  {cal}"
+            f"{name:14s} {r['configs']:7d} {jobs:6d} {r['offline_h']:10.3g} "
+            f"{r['run_h']:10.3g} {r['overhead_h']:10.3g} {r['total_h']:10.3g} "
+            f"{r['max_chunk_h']:11.3g}  {r['in_range']:4d}/{r['runs']:<4d} {worst:>6s}  {cal}"
         )
         tot["configs"] += r["configs"]
         tot["jobs"] += jobs
@@ -119,13 +158,18 @@ def _estimate(args: argparse.Namespace) -> int:
             tot[k] += r[k]
     print("-" * len(hdr))
     print(
-        f"{'total':14s} {tot['configs']:7d} {tot['jobs']:6d} {tot['offline_h']:10.3f} "
-        f"{tot['run_h']:10.3f} {tot['overhead_h']:10.3f} {tot['total_h']:10.3f} "
+        f"{'total':14s} {tot['configs']:7d} {tot['jobs']:6d} {tot['offline_h']:10.3g} "
+        f"{tot['run_h']:10.3g} {tot['overhead_h']:10.3g} {tot['total_h']:10.3g} "
         f"{'':11s}  {tot['in_range']:4d}/{tot['runs']:<4d}"
     )
-    print(f"expected CPU-hours: {tot['total_h']:.1f} (single-core, this machine class)")
-    print("in range: runs (configuration x experiment) whose experiment and parameters lie "
-          "inside the measured ones; worst: the largest ratio between prediction and "
-          "measurement over the measured configurations, each predicted without its own "
-          "measurement (benchmarks/README.md)")
+    print(f"expected CPU-hours: {hours(tot['total_h'])} (single-core, this machine class)")
+    print()
+    print("agents per algorithm" + (" (compat_variants: true adds the compat variant of "
+                                    "every configuration of an algorithm that has one)"
+                                    if c.get("compat_variants") else "") + ":")
+    for line in plan.agents_summary(list_all=args.agents):
+        print("  " + line)
+    print()
+    print(COLUMNS)
+    print("(the cost model and its checks: benchmarks/README.md)")
     return 0

@@ -262,7 +262,7 @@ def _agent_configs(algs: Mapping[str, Any], key: str, compat_variants: bool, fai
                     variants.append({**combo, "compat": True})
                 for c in variants:
                     ordered = tuple((p.name, c[p.name]) for p in params if p.name in c)
-                    akey = _key(name, ordered)
+                    akey = _agent_id(alg, ordered, fsets, gkey, fail)
                     if akey in seen:
                         raise fail(gkey, f"configuration {akey} also listed in {seen[akey]}")
                     seen[akey] = gkey
@@ -387,16 +387,38 @@ def _check_formula_set(v: str, w: str, fail, fsets) -> None:
         )
 
 
-def _key(name: str, params: tuple[tuple[str, Any], ...]) -> str:
-    parts = [name]
-    for k, v in params:
-        if k == "compat":
+def _agent_id(alg: Any, params: tuple[tuple[str, Any], ...], fsets: Mapping[str, Any],
+              where: str, fail: Any) -> str:
+    """The configuration's agent id, exactly as its runs record it (defaults included), so
+    that one agent has one name in file names, ``--forcerun`` targets and results; a
+    formula set of the configuration's ``formula_sets`` appears by the label its generated
+    file will carry (``F3@s1``), another by :func:`~bbrlcore.agents.formulas.label_of`."""
+    from bbrlcore.agents import formulas as F
+
+    try:
+        full = alg.parse_params(dict(params), source=where)
+    except BBRLError as exc:
+        raise fail(where, str(exc)) from None
+    parts = [alg.name]
+    for p in alg.params:
+        v = full.get(p.name)
+        if v is None:
+            continue
+        if p.name == "compat":
             if v:
                 parts.append("compat=true")
             continue
-        if v is None:
-            continue
-        if k == "formula_set" and isinstance(v, str) and ("/" in v or "." in v):
-            v = Path(v).stem
-        parts.append(f"{k}={show_value(v)}")
+        if p.name == "formula_set" and isinstance(v, str) and v in fsets:
+            fs = fsets[v] or {}
+            meta = {"source": "generate", "max_size": fs.get("max_size"),
+                    "seed": fs.get("seed", F.DEFAULT_SEED)}
+            for k in ("n_points", "range"):
+                if k in fs:
+                    meta[k] = fs[k]
+            text = F._label(meta, [])
+        elif p.id_value:
+            text = p.id_value(v)
+        else:
+            text = show_value(v)
+        parts.append(f"{p.name}={text}")
     return "__".join(parts)

@@ -264,6 +264,28 @@ class Plan:
         base = c["runtime_min_minutes"] + c["runtime_safety"] * estimate_s / 60.0
         return max(1, math.ceil(base * c["runtime_retry_factor"] ** max(0, attempt - 1)))
 
+    def agents_summary(self, list_all: bool = False) -> list[str]:
+        """One line per algorithm: how many agents it runs, how many of them are compat
+        variants that ``compat_variants: true`` added (so an inherited switch never doubles
+        an algorithm silently), and, with ``list_all`` or few agents, their ids."""
+        by: dict[str, list[AgentConfig]] = {}
+        for a in self.agents:
+            by.setdefault(a.algorithm, []).append(a)
+        added = self.config.get("compat_variants", False)
+        out = []
+        for alg, cfgs in by.items():
+            n_compat = sum(1 for a in cfgs if dict(a.params).get("compat") is True)
+            line = f"{alg}: {len(cfgs)} agent{'s' if len(cfgs) != 1 else ''}"
+            if n_compat and added:
+                line += (f" ({len(cfgs) - n_compat} configuration"
+                         f"{'s' if len(cfgs) - n_compat != 1 else ''} + {n_compat} compat "
+                         "variant" + ("s" if n_compat != 1 else "")
+                         + " added by compat_variants: true)")
+            if list_all or len(self.agents) <= 40:
+                line += ": " + ", ".join(a.key for a in cfgs)
+            out.append(line)
+        return out
+
     def train_mem_mb(self, agent: AgentConfig) -> int:
         if agent.algorithm == "opps-ds":
             fs = str(agent.param_dict.get("formula_set", ""))
