@@ -107,6 +107,10 @@ def test_every_snakemake_command_of_the_readme_is_accepted(tmp_path):
     env = _env()
     cmds = commands("snakemake")
     assert any("--profile slurm" in c for c in cmds)
+    for cmd in commands("bbrl init"):  # the study files the README's commands use
+        r = subprocess.run(["bash", "-c", cmd], cwd=wf, env=env, capture_output=True,
+                           text=True)
+        assert r.returncode == 0, f"{cmd}\n{r.stderr[-2000:]}"
     for cmd in cmds:
         r = subprocess.run(["bash", "-c", f"{cmd} -n --quiet rules"
                             if "--config" not in cmd else _dry(cmd)],

@@ -210,7 +210,7 @@ def known_reasons(algorithm: str, params: dict[str, str]) -> str:
     """
     if algorithm == "soft-max":
         return ("Soft-max: the original compares a uniform draw with unnormalised weights "
-                "exp(Q/τ), so it always plays action 0 on these benchmarks (00-decisions §1); "
+                "exp(Q/τ), so it always plays action 0 on these benchmarks; "
                 "compat reproduces it, the default mode is the published algorithm and is "
                 "expected to differ")
     if algorithm == "beb":
@@ -218,19 +218,18 @@ def known_reasons(algorithm: str, params: dict[str, str]) -> str:
         if beta.is_integer():
             return ""
         return (f"BEB: the original truncates β to an integer ({beta:g} acts as "
-                f"{int(beta)}; 00-decisions §1); compat reproduces it, the default mode uses "
+                f"{int(beta)}); compat reproduces it, the default mode uses "
                 "the real β")
     if algorithm == "sboss":
         return ("SBOSS: the original's deviation is NaN for rows with a zero prior "
                 "concentration, so it never resamples there, and rows without samples get "
-                "filler actions (00-decisions §1); compat reproduces it, the default mode "
+                "filler actions; compat reproduces it, the default mode "
                 "resamples as published")
     if algorithm == "opps-ds":
         return ("OPPS-DS: played as the formula the table names (the formula agent, no "
                 "offline search); the table gives neither the formula set nor the budget "
                 "that selected it, and that formula was the best of many trainings "
-                "(selection bias); our F5/F6 are other random draws of the sets "
-                "(00-decisions §2)")
+                "(selection bias); our F5/F6 are other random draws of the sets")
     return ""
 
 
