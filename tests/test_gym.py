@@ -51,7 +51,7 @@ BAD = {
                      "P must have shape (nX, nU, nX), got (5, 3, 4)"),
     "P empty": (lambda g: {"P": np.zeros((0, 1, 0)), "R": np.zeros((0, 1, 0))},
                 "P must have shape"),
-    "P strings": (lambda g: {"P": [[["a"]]]}, "MDPEnv: P must be an array of numbers"),
+    "P strings": (lambda g: {"P": [[["a"]]]}, "MDPEnv: P must be an array of real numbers"),
     "P ragged": (lambda g: {"P": [[[1.0], [0.5, 0.5]]]}, "MDPEnv: P must be an array"),
     "R shape": (lambda g: {"R": g["R"][:, :2]}, "P and R must have the same shape"),
     "R nan": (lambda g: {"R": g["R"] * np.nan}, "MDPEnv: R(0,0,0) = nan is not finite"),

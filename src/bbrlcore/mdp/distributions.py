@@ -88,6 +88,7 @@ class FDMDistribution:
     reward_variance: np.ndarray | None = field(default=None)
 
     def __post_init__(self) -> None:
+        _normalise(self)
         validate(self)
 
     # ----------------------------------------------------------------------------------
@@ -278,6 +279,48 @@ class FDMDistribution:
         if self.reward_variance is not None:
             cols["reward_variance"] = self.reward_variance.ravel()
         return pl.DataFrame(cols)
+
+
+def _normalise(d: FDMDistribution) -> None:
+    """Array-likes (lists, tuples, arrays of any numeric dtype) as float64 arrays and a
+    NumPy integer initial state as an int, in place; anything else of the wrong type is
+    one :class:`BBRLError` naming the field (so that what is accepted can be written and
+    read back)."""
+    for key in ("name", "short_name"):
+        v = getattr(d, key)
+        if not isinstance(v, str):
+            raise BBRLError(f"distribution: {key} must be a string, got {v!r}")
+        if "\n" in v or "\r" in v:
+            raise BBRLError(f"distribution: {key} {v!r} must hold no line break")
+        try:
+            v.encode("utf-8")
+        except UnicodeEncodeError:
+            raise BBRLError(f"distribution: {key} {v!r} is not valid Unicode text") from None
+    src = f"distribution {d.short_name!r}"
+    for key in ("theta", "reward", "reward_variance"):
+        v = getattr(d, key)
+        if v is None and key == "reward_variance":
+            continue
+        if isinstance(v, (str, bytes)) or v is None or np.iscomplexobj(v):
+            raise BBRLError(f"{src}: {key} must be an array of real numbers, got "
+                            f"{type(v).__name__}")
+        try:
+            with np.errstate(all="ignore"):
+                a = np.asarray(v, dtype=np.float64)
+        except (TypeError, ValueError, OverflowError) as exc:
+            why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise BBRLError(f"{src}: {key} must be an array of real numbers ({why})") from None
+        if a is not v:
+            object.__setattr__(d, key, a)
+    if not isinstance(d.reward_type, str):
+        raise BBRLError(f"{src}: reward type must be one of {', '.join(REWARD_TYPES)}, got "
+                        f"{d.reward_type!r:.40}")
+    ini = d.initial_state
+    if isinstance(ini, (bool, np.bool_)) or not isinstance(ini, (int, np.integer)):
+        raise BBRLError(f"{src}: initial state must be an integer (-1 for a uniformly drawn "
+                        f"one), got {ini!r}")
+    if type(ini) is not int:
+        object.__setattr__(d, "initial_state", int(ini))
 
 
 def validate(d: FDMDistribution, source: str | None = None) -> None:
@@ -580,9 +623,16 @@ def horizon_for_epsilon(epsilon: float, gamma: float, r_max: float) -> int:
     """
     if not (0 < gamma < 1):
         raise BBRLError(f"--epsilon needs a discount factor in (0, 1), got {gamma}")
-    if epsilon <= 0 or r_max <= 0:
-        raise BBRLError("--epsilon: epsilon and the largest reward must be > 0")
-    return max(1, math.ceil(math.log(epsilon * (1 - gamma) / r_max) / math.log(gamma)))
+    if not (0 < epsilon and math.isfinite(epsilon)):
+        raise BBRLError(f"--epsilon {epsilon}: must be a finite number > 0")
+    if not (0 < r_max and math.isfinite(r_max)):
+        raise BBRLError(f"--epsilon: the largest reward must be > 0 and finite, got {r_max}")
+    x = epsilon * (1 - gamma) / r_max
+    if x > 0:
+        t = math.log(x) / math.log(gamma)
+    else:  # underflow: the same in logarithms
+        t = (math.log(epsilon) + math.log1p(-gamma) - math.log(r_max)) / math.log(gamma)
+    return max(1, math.ceil(t))
 
 
 def dumps(d: FDMDistribution) -> str:

@@ -70,11 +70,15 @@ def _number(value: Any, what: str, *, integer: bool) -> Any:
 
 
 def _array(value: Any, what: str) -> np.ndarray:
+    """``value`` as a new float64 array; else one :class:`BBRLError` naming ``what``."""
+    if isinstance(value, (str, bytes)) or value is None or np.iscomplexobj(value):
+        raise BBRLError(f"{what} must be an array of real numbers, got {type(value).__name__}")
     try:
-        a = np.array(value, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise BBRLError(f"{what} must be an array of numbers ({exc})") from None
-    return a
+        with np.errstate(all="ignore"):
+            return np.array(value, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError) as exc:
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise BBRLError(f"{what} must be an array of real numbers ({why})") from None
 
 
 def check_transitions(P: np.ndarray, what: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 from collections.abc import Callable
@@ -71,6 +72,10 @@ def train_agent(
     if not 1 <= horizon <= MAX_HORIZON:
         raise BBRLError(f"--horizon must be in [1, {MAX_HORIZON}], got {horizon}")
     seeds.check_seed(seed, "--seed")
+    if (isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, (int, float))
+            or not (0 < checkpoint_every < math.inf)):
+        raise BBRLError(f"--checkpoint-every {checkpoint_every}: must be a finite number of "
+                        "seconds > 0")
     alg.check_setting(params, prior, gamma, horizon,
                       source="" if source == "--param" else source)
     overrun = Overrun(f"training {alg.agent_id(params)}", expected_s)
