@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import numbers
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -281,6 +282,32 @@ class FDMDistribution:
         return pl.DataFrame(cols)
 
 
+def _show(v: Any) -> str:
+    """A short one-line description of a value for an error message."""
+    if isinstance(v, np.ndarray):
+        return f"an array of shape {v.shape}"
+    text = repr(v).replace("\n", " ")
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def as_real_array(value: Any, what: str) -> np.ndarray:
+    """``value`` (an array, or nested lists or tuples of real numbers) as a float64 array;
+    anything else (strings, None, complex numbers, ragged lists) is one
+    :class:`BBRLError` naming ``what``."""
+    try:
+        with np.errstate(all="ignore"):
+            raw = np.asarray(value)
+            kind = raw.dtype.kind
+            if kind == "O" and not all(isinstance(x, numbers.Real) for x in raw.flat):
+                kind = "U"  # None, strings, other objects
+            if kind not in "iufO":
+                raise TypeError(f"got {_show(value)}")
+            return raw.astype(np.float64, copy=False)
+    except (TypeError, ValueError, OverflowError) as exc:
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise BBRLError(f"{what} must be an array of real numbers ({why})") from None
+
+
 def _normalise(d: FDMDistribution) -> None:
     """Array-likes (lists, tuples, arrays of any numeric dtype) as float64 arrays and a
     NumPy integer initial state as an int, in place; anything else of the wrong type is
@@ -289,7 +316,7 @@ def _normalise(d: FDMDistribution) -> None:
     for key in ("name", "short_name"):
         v = getattr(d, key)
         if not isinstance(v, str):
-            raise BBRLError(f"distribution: {key} must be a string, got {v!r}")
+            raise BBRLError(f"distribution: {key} must be a string, got {_show(v)}")
         if "\n" in v or "\r" in v:
             raise BBRLError(f"distribution: {key} {v!r} must hold no line break")
         try:
@@ -301,24 +328,16 @@ def _normalise(d: FDMDistribution) -> None:
         v = getattr(d, key)
         if v is None and key == "reward_variance":
             continue
-        if isinstance(v, (str, bytes)) or v is None or np.iscomplexobj(v):
-            raise BBRLError(f"{src}: {key} must be an array of real numbers, got "
-                            f"{type(v).__name__}")
-        try:
-            with np.errstate(all="ignore"):
-                a = np.asarray(v, dtype=np.float64)
-        except (TypeError, ValueError, OverflowError) as exc:
-            why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise BBRLError(f"{src}: {key} must be an array of real numbers ({why})") from None
+        a = as_real_array(v, f"{src}: {key}")
         if a is not v:
             object.__setattr__(d, key, a)
     if not isinstance(d.reward_type, str):
         raise BBRLError(f"{src}: reward type must be one of {', '.join(REWARD_TYPES)}, got "
-                        f"{d.reward_type!r:.40}")
+                        f"{_show(d.reward_type)}")
     ini = d.initial_state
     if isinstance(ini, (bool, np.bool_)) or not isinstance(ini, (int, np.integer)):
         raise BBRLError(f"{src}: initial state must be an integer (-1 for a uniformly drawn "
-                        f"one), got {ini!r}")
+                        f"one), got {_show(ini)}")
     if type(ini) is not int:
         object.__setattr__(d, "initial_state", int(ini))
 

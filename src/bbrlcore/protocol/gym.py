@@ -46,6 +46,7 @@ import numpy as np
 from bbrlcore.agents.api import PythonAgent
 from bbrlcore.agents.base import Param
 from bbrlcore.errors import BBRLError
+from bbrlcore.mdp.distributions import as_real_array
 from bbrlcore.protocol.test_sets import (
     MAX_HORIZON,
     ROW_SUM_TOLERANCE,
@@ -71,14 +72,7 @@ def _number(value: Any, what: str, *, integer: bool) -> Any:
 
 def _array(value: Any, what: str) -> np.ndarray:
     """``value`` as a new float64 array; else one :class:`BBRLError` naming ``what``."""
-    if isinstance(value, (str, bytes)) or value is None or np.iscomplexobj(value):
-        raise BBRLError(f"{what} must be an array of real numbers, got {type(value).__name__}")
-    try:
-        with np.errstate(all="ignore"):
-            return np.array(value, dtype=np.float64)
-    except (TypeError, ValueError, OverflowError) as exc:
-        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise BBRLError(f"{what} must be an array of real numbers ({why})") from None
+    return np.array(as_real_array(value, what), dtype=np.float64)
 
 
 def check_transitions(P: np.ndarray, what: str) -> None:
