@@ -852,6 +852,20 @@ def test_an_os_error_of_a_full_disk_outside_the_artefacts_is_one_line(capsys, wd
     assert not (wd / "new").exists()
 
 
+def test_an_atomic_write_that_fails_removes_the_directories_it_created(tmp_path,
+                                                                       monkeypatch):
+    (tmp_path / "a").mkdir()
+    with pytest.raises(RuntimeError), artefacts.atomic_path(tmp_path / "a/b/c/x.parquet") as t:
+        t.write_text("half")
+        raise RuntimeError("interrupted")
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["a"]  # a existed before
+    monkeypatch.setattr(artefacts, "os", _FullDisk())
+    with pytest.raises(BBRLError, match=r"x\.parquet: cannot write \(No space left"):
+        with artefacts.atomic_path(tmp_path / "n/x.parquet") as t:
+            t.write_text("data")
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["a"]
+
+
 def test_log_mode_writes_the_log_and_the_final_line_to_stderr(capsys, wd):
     rc, out, err = bbrl(capsys, "--log", "x.log", "experiment", "new", "--test", "GC",
                         "--n-mdps", "0", "-o", "x.parquet")
@@ -916,3 +930,27 @@ def test_a_job_on_a_full_disk_says_so_on_its_own_stderr(full_disk, bbrl_cmd, env
     assert r.stderr.rstrip().endswith(f"(log: {log})")
     assert not out.exists() and sorted(p.name for p in full_disk.iterdir()) == ["fill",
                                                                                 "ts.log"]
+
+
+@pytest.mark.slow
+def test_snakemake_shows_why_a_job_failed_on_a_full_disk(full_disk, tmp_path):
+    """The tiny workflow with its results on a full disk: the jobs' logs stay empty, and
+    Snakemake's own output says "No space left on device", naming the file."""
+    import subprocess
+    import sys
+
+    cfg = copy.deepcopy(BASE) | {"preset": "tiny", "results_dir": str(full_disk / "results")}
+    (tmp_path / "wd").mkdir()
+    (tmp_path / "wd" / "c.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    r = subprocess.run([str(Path(sys.executable).with_name("snakemake")), "-s",
+                        str(ROOT / "Snakefile"), "--directory", str(tmp_path / "wd"),
+                        "--configfile", str(tmp_path / "wd" / "c.yaml"), "--cores", "1"],
+                       capture_output=True, text=True, env=env, cwd=tmp_path / "wd",
+                       timeout=900)
+    assert r.returncode != 0
+    out = r.stdout + r.stderr
+    line = next(ln for ln in out.splitlines() if ln.startswith("bbrl: error: "))
+    assert "No space left on device" in line and str(full_disk / "results") in line, out[-3000:]
+    assert "(log: " in line
