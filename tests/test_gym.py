@@ -85,7 +85,7 @@ def test_bad_arguments_are_one_error_naming_the_argument(ts, case):
 
 ANY = st.one_of(
     st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(), st.text(max_size=3),
-    st.lists(st.floats(), max_size=3),
+    st.lists(st.floats(), max_size=3), st.builds(lambda x: np.full((3, 3), x), st.floats()),
 )
 
 

@@ -66,7 +66,8 @@ def _number(value: Any, what: str, *, integer: bool) -> Any:
     ok = (isinstance(value, numbers.Integral) if integer else isinstance(value, numbers.Real))
     if isinstance(value, (bool, np.bool_)) or not ok:
         kind = "an integer" if integer else "a number"
-        raise BBRLError(f"{what} must be {kind}, got {value!r}")
+        shown = repr(value).replace("\n", " ")
+        raise BBRLError(f"{what} must be {kind}, got {shown[:40]}")
     return int(value) if integer else float(value)
 
 
