@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from system_tools import apt_install
+
 PACKAGES = ["munge", "slurmctld", "slurmd", "slurm-client"]
 BINARIES = ["munged", "slurmctld", "slurmd", "sbatch", "squeue", "sinfo", "scancel"]
 SLURM_CONF = Path("/etc/slurm/slurm.conf")
@@ -45,13 +47,7 @@ def ensure_installed() -> None:
         raise SlurmUnavailable(f"Slurm binaries missing ({', '.join(missing)}) and no apt-get")
     if os.geteuid() != 0:
         raise SlurmUnavailable("Slurm binaries missing and not root: cannot apt-get install")
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    for cmd in (["apt-get", "update", "-qq"],
-                ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *PACKAGES]):
-        r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
-        if r.returncode != 0:
-            tail = (r.stderr or r.stdout).strip().splitlines()[-1:] or ["?"]
-            raise SlurmUnavailable(f"{' '.join(cmd)} failed: {tail[0]}")
+    apt_install(PACKAGES, timeout=900, error=SlurmUnavailable)  # waits for the dpkg lock
     still = _which_all()
     if still:
         raise SlurmUnavailable(f"installed {PACKAGES} but still missing: {', '.join(still)}")

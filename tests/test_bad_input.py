@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import os
 from pathlib import Path
 
@@ -531,3 +532,425 @@ def test_check_output_path_is_the_one_write_mechanism(tmp_path):
         with pytest.raises(BBRLError):
             with artefacts.atomic_path(bad):
                 pass
+
+
+# ---------------------------------------------------------------------------------------
+# Round three (issue #23): numbers, files and keys that still gave a traceback or a
+# misleading line; nothing left behind by a refused command; a full disk
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["experiment", "new", "--test", "GC", "--epsilon", "nan"], "--epsilon nan: must be a finite"),
+    (["experiment", "new", "--test", "GC", "--epsilon", "inf"], "--epsilon inf: must be a finite"),
+    (["experiment", "new", "--test", "GC", "--epsilon=-inf"], "--epsilon -inf: must be a finite"),
+    (["experiment", "new", "--test", "GC", "--epsilon", "0"], "--epsilon 0.0: must be a finite"),
+    (["experiment", "new", "--test", "GC", "--epsilon", "5e-324", "--gamma", "0.9999999"],
+     "gives a horizon T=7,628,607,150 above 100,000,000"),
+    (["train", "--agent", "opps-ds", "--param", "formula_set=F2", "--param", "n_draws=5",
+      "--prior", "GC", "--checkpoint-every", "-5"], "--checkpoint-every -5.0: must be a finite"),
+    (["train", "--agent", "opps-ds", "--param", "formula_set=F2", "--param", "n_draws=5",
+      "--prior", "GC", "--checkpoint-every", "0"], "--checkpoint-every 0.0: must be a finite"),
+    (["train", "--agent", "beb", "--param", "beta=1", "--prior", "GC", "--checkpoint-every",
+      "nan"], "--checkpoint-every nan: must be a finite"),
+    (["train", "--agent", "beb", "--param", "beta=1", "--prior", "GC", "--checkpoint-every",
+      "inf"], "--checkpoint-every inf: must be a finite"),
+])
+def test_non_finite_and_non_positive_numbers_are_one_line(capsys, wd, args, needle):
+    refused(capsys, needle, *args, "-o", "x.parquet")
+    assert not (wd / "x.parquet").exists()
+    no_leftovers(wd)
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(epsilon=st.floats(), gamma=st.floats(), r_max=st.floats())
+def test_horizon_for_epsilon_is_an_integer_or_one_error(epsilon, gamma, r_max):
+    try:
+        t = D.horizon_for_epsilon(epsilon, gamma, r_max)
+    except BBRLError as exc:
+        assert "\n" not in str(exc)
+        return
+    assert isinstance(t, int) and t >= 1
+    # the truncation error bound holds: gamma^T Rmax / (1 - gamma) <= epsilon
+    assert math.log(r_max) + t * math.log(gamma) - math.log1p(-gamma) <= math.log(epsilon) + 1e-9
+
+
+def test_a_binary_configuration_is_one_line(capsys, tmp_path):
+    p = tmp_path / "config.yaml"
+    p.write_bytes(b"n_mdps: 5\n\xff\xfe\x00\x81garbage")
+    with pytest.raises(BBRLError, match=r"config\.yaml: not a text file \(byte 10 is not "
+                                        r"UTF-8\): expected a YAML configuration"):
+        P.load(p)
+    refused(capsys, f"{p}: not a text file", "estimate", p)
+    refused(capsys, "--set 'n_mdps=[1': the value is not valid YAML", "estimate",
+            ROOT / "config.yaml", "--set", "n_mdps=[1")
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=HEALTH)
+@given(data=st.binary(max_size=300))
+def test_any_bytes_as_a_configuration_are_refused_with_one_error(tmp_path, data):
+    p = tmp_path / "config.yaml"
+    p.write_bytes(data)
+    try:
+        P.check_yaml_file(p)
+    except BBRLError as exc:
+        assert str(exc).startswith(f"{p}: ") and "\n" not in str(exc)
+    with pytest.raises(BBRLError):  # never a valid configuration
+        P.load(p)
+
+
+PRESET_KEYS = [
+    # preset key, value, the line's key (None: the preset value itself is fine)
+    ("n_mdps", "eight", "presets.tiny.n_mdps='eight': expected an integer"),
+    ("horizon", 0, "presets.tiny.horizon=0: must be >= 1"),
+    ("gamma", 2, "presets.tiny.gamma=2.0: must be in (0, 1]"),
+    ("checkpoint_every_seconds", float("inf"),
+     "presets.tiny.checkpoint_every_seconds=inf: must be > 0 and finite"),
+    ("experiments", [{"test": "GC", "prior": "nope"}],
+     "presets.tiny.experiments[0].prior=nope: unknown distribution"),
+    ("algorithms", {"e-greedy": {"epsilon": [2.0]}}, "presets.tiny.algorithms.e-greedy"),
+    ("results_dir", 3, "presets.tiny.results_dir: expected a directory name"),
+]
+
+
+@pytest.mark.parametrize("key, value, expected", PRESET_KEYS)
+def test_a_key_set_by_a_preset_is_named_by_its_full_path(key, value, expected):
+    cfg = _bad(lambda c: c["presets"]["tiny"].update({key: value}))
+    with pytest.raises(BBRLError) as exc:
+        P.load(cfg, {"preset": "tiny"})
+    assert str(exc.value).startswith(f"config.yaml: {expected}"), str(exc.value)
+    # the same value at the top level (no preset) is named as the top-level key
+    top = _bad(lambda c: c.update({key: value}))
+    with pytest.raises(BBRLError) as exc:
+        P.load(top)
+    assert str(exc.value).startswith(f"config.yaml: {expected.split('tiny.', 1)[1]}")
+
+
+def test_a_cross_field_error_of_a_preset_names_the_preset_key():
+    cfg = _bad(lambda c: (c.update(gamma=1.0),
+                          c["presets"]["tiny"].update(algorithms={"beb": {"beta": [1.0]}})))
+    with pytest.raises(BBRLError, match=r"^config\.yaml: presets\.tiny\.algorithms\.beb: .*"
+                                        r"needs a discount factor < 1"):
+        P.load(cfg, {"preset": "tiny"})
+    with pytest.raises(BBRLError, match=r"^config\.yaml: preset=nope: no such preset"):
+        P.load(BASE, {"preset": "nope"})
+
+
+def test_a_schema_error_names_the_key_as_written():
+    """Snakemake's JSON-schema validation (workflow/rules/common.smk) as one line naming
+    the key, under presets.PRESET. when the preset set it."""
+    from snakemake.exceptions import WorkflowError
+    from snakemake.utils import validate
+
+    from bbrlcore.plan.workflow import schema_error
+
+    plan = P.load(BASE, {"preset": "tiny"})
+    schema = str(ROOT / "workflow" / "schemas" / "config.schema.yaml")
+    for key, value, expected in [
+        ("n_mdps", "eight", "config.yaml: presets.tiny.n_mdps: 'eight' is not of type "
+                            "'integer'"),
+        ("gamma", "x", "config.yaml: gamma: 'x' is not of type 'number'"),
+        ("zzz", 1, "config.yaml: Additional properties are not allowed ('zzz' was "
+                   "unexpected)"),
+    ]:
+        cfg = copy.deepcopy(plan.config) | {key: value}
+        with pytest.raises(WorkflowError) as exc:
+            validate(cfg, schema=schema)
+        assert schema_error(str(exc.value), plan, "config.yaml") == expected
+
+
+GOOD_FDM = {"name": "two", "short_name": "Two", "theta": np.ones((2, 1, 2)),
+            "reward": np.zeros((2, 1, 2)), "initial_state": 0}
+
+
+@pytest.mark.parametrize("edit, needle", [
+    ({"initial_state": 1.5}, "initial state must be an integer (-1 for a uniformly drawn one), "
+                             "got 1.5"),
+    ({"initial_state": True}, "initial state must be an integer"),
+    ({"initial_state": "0"}, "initial state must be an integer"),
+    ({"initial_state": 2}, "initial state 2 outside -1..1"),
+    ({"theta": "ones"}, "theta must be an array of real numbers (got 'ones')"),
+    ({"theta": [[[1.0, "x"]], [[1.0, 1.0]]]}, "theta must be an array of real numbers"),
+    ({"theta": [[[1.0]], [[1.0, 1.0]]]}, "theta must be an array of real numbers"),
+    ({"theta": np.ones((2, 1, 2)) * 1j}, "theta must be an array of real numbers"),
+    ({"reward": None}, "reward must be an array of real numbers"),
+    ({"reward": [[[0, "1"]], [[0, 0]]]}, "reward must be an array of real numbers"),
+    ({"reward_variance": [[[1.0, -1.0]], [[0.0, 0.0]]]}, "reward variances must be finite"),
+    ({"reward_type": ["constant"]}, "reward type must be one of constant, gaussian"),
+    ({"name": 3}, "name must be a string, got 3"),
+    ({"short_name": "a\nb"}, "short_name 'a\\nb' must hold no line break"),
+    ({"short_name": "\ud800"}, "is not valid Unicode text"),
+])
+def test_bad_distribution_arguments_are_one_error(edit, needle):
+    with pytest.raises(BBRLError) as exc:
+        D.FDMDistribution(**(GOOD_FDM | edit))
+    assert needle in str(exc.value) and "\n" not in str(exc.value), str(exc.value)
+
+
+def test_a_distribution_accepts_array_likes_and_numpy_integers(tmp_path):
+    d = D.FDMDistribution("two", "Two", [[[1, 1]], [[2, 0]]], (((0.0, 1.0),), ((2.0, 3.0),)),
+                          np.int64(1), "gaussian", [[[1, 1]], [[1, 1]]])
+    assert d.theta.dtype == np.float64 and d.reward.shape == (2, 1, 2)
+    assert type(d.initial_state) is int
+    D.write_parquet(d, tmp_path / "d.parquet")
+    assert D.read_parquet(tmp_path / "d.parquet").same_as(d)
+
+
+FDM_VALUES = st.one_of(
+    st.none(), st.booleans(), st.integers(-3, 3), st.floats(), st.text(max_size=3),
+    st.lists(st.floats(), max_size=2),
+    st.builds(lambda v: np.full((2, 1, 2), v), st.floats()),
+    st.builds(lambda v: [[[v, 1.0]], [[1.0, v]]], st.one_of(st.floats(), st.integers(),
+                                                            st.text(max_size=2))),
+)
+
+
+@settings(max_examples=3 * EXAMPLES, deadline=None, suppress_health_check=HEALTH)
+@given(edits=st.dictionaries(st.sampled_from(sorted(GOOD_FDM) + ["reward_type",
+                                                                 "reward_variance"]),
+                             st.one_of(FDM_VALUES, st.text(max_size=4)), max_size=3))
+def test_what_a_distribution_accepts_it_writes_and_reads_back(tmp_path, edits):
+    """Whatever the constructor is given, it raises BBRLError or builds a distribution
+    whose Parquet and .dat files bbrl reads back."""
+    try:
+        d = D.FDMDistribution(**(GOOD_FDM | edits))
+    except BBRLError as exc:
+        assert "\n" not in str(exc)
+        return
+    D.write_parquet(d, tmp_path / "d.parquet")
+    assert D.read_parquet(tmp_path / "d.parquet").same_as(d)
+    D.write_dat(d, tmp_path / "d.dat")
+    D.read_dat(tmp_path / "d.dat")  # .dat rounds to 15 digits: read back, maybe not equal
+
+
+# -- a refused command leaves nothing behind ---------------------------------------------
+
+#: Every ``bbrl`` subcommand with a bad argument; every output path under ``new/`` (which
+#: must not exist afterwards). None: the command writes nothing.
+NOTHING_LEFT = {
+    "distribution show": None,
+    "distribution import": (["distribution", "import", "bad.dat", "-o", "new/d/x.parquet"],
+                            "bad.dat"),
+    "distribution export": (["distribution", "export", "bad.dat", "-o", "new/d/x.dat"],
+                            "bad.dat"),
+    "experiment new": (["experiment", "new", "--test", "GC", "--epsilon", "nan", "-o",
+                        "new/d/x.parquet"], "--epsilon nan"),
+    "experiment show": None,
+    "train": (["train", "--agent", "opps-ds", "--param", "formula_set=F2", "--param",
+               "n_draws=5", "--prior", "GC", "--checkpoint-every", "-5", "--checkpoint",
+               "new/c/ck", "-o", "new/d/x.parquet"], "--checkpoint-every"),
+    "run": (["run", "--experiment", "ts.parquet", "--agent", "agent.parquet", "--mdps", "4:2",
+             "-o", "new/d/x.parquet"], "--mdps '4:2'"),
+    "agents": None,
+    "formulas generate": (["formulas", "generate", "--max-size", "40", "-o",
+                           "new/d/x.parquet"], "--max-size 40"),
+    "formulas import": (["formulas", "import", "bad.dat", "-o", "new/d/x.parquet"], "bad.dat"),
+    "formulas show": None,
+    "merge": (["merge", "run.parquet", "ts.parquet", "-o", "new/d/x.parquet"], "ts.parquet"),
+    "summary": (["summary", "ts.parquet", "-o", "new/d/x.parquet", "--markdown",
+                 "new/m/x.md"], "ts.parquet"),
+    "aggregate": (["aggregate", "run.parquet", "-o", "new/d/agg"], "no Random agent"),
+    "report": (["report", "run.parquet", "--bootstrap-resamples", "5", "-o", "new/d/report"],
+               "--bootstrap-resamples 5"),
+    "estimate": None,
+    "compare-published": (["compare-published", "ts.parquet", "-o", "new/d/x.parquet"],
+                          "ts.parquet"),
+    "demo": (["demo", "--n-mdps", "0", "--out", "new/d/demo"], "--n-mdps"),
+}
+
+
+def _subcommands() -> list[str]:
+    import argparse
+
+    from bbrlcore.cli import build_parser
+
+    def subs(p: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+        acts = [a for a in p._actions if isinstance(a, argparse._SubParsersAction)]
+        return dict(acts[0].choices) if acts else {}
+
+    out = []
+    for name, p in subs(build_parser()).items():
+        inner = subs(p)
+        out += [f"{name} {n}" for n in inner] if inner else [name]
+    return out
+
+
+def test_every_subcommand_is_checked_for_leftovers():
+    assert sorted(NOTHING_LEFT) == sorted(_subcommands())
+
+
+@pytest.mark.parametrize("command", sorted(k for k, v in NOTHING_LEFT.items() if v))
+def test_a_refused_command_leaves_no_output_path(capsys, wd, command):
+    args, needle = NOTHING_LEFT[command]
+    (wd / "bad.dat").write_text("Serializable\n0\nnonsense\n")
+    refused(capsys, needle, *args)
+    assert not (wd / "new").exists(), sorted(map(str, (wd / "new").rglob("*")))
+
+
+@pytest.mark.parametrize("out", ["new/d/demo", "new"])
+def test_a_command_failing_after_creating_its_directory_removes_it(capsys, wd, monkeypatch,
+                                                                   out):
+    """bbrl demo creates --out, then a training fails: the directory goes (it did not
+    exist); an existing directory stays, with what was in it."""
+    def fail(*a, **k):
+        raise BBRLError("training failed")
+
+    monkeypatch.setattr(E, "train_agent", fail)
+    refused(capsys, "training failed", "demo", "--n-mdps", "2", "--out", out)
+    assert not (wd / "new").exists()
+    (wd / "kept").mkdir()
+    (wd / "kept" / "mine.txt").write_text("x")
+    refused(capsys, "training failed", "demo", "--n-mdps", "2", "--out", "kept")
+    assert sorted(p.name for p in (wd / "kept").iterdir()) == ["mine.txt", "test-set.parquet"]
+
+
+class _FullDisk:
+    """``os`` for bbrlcore.formats.artefacts, with a disk that fills at the rename."""
+
+    def __getattr__(self, name):
+        return getattr(os, name)
+
+    @staticmethod
+    def replace(src, dst):
+        raise OSError(28, os.strerror(28))
+
+
+WRITERS = {
+    "experiment new": ["experiment", "new", "--test", "GC", "--n-mdps", "2", "-o",
+                       "new/d/x.parquet"],
+    "distribution export": ["distribution", "export", "GC", "-o", "new/d/x.dat"],
+    "formulas generate": ["formulas", "generate", "--max-size", "2", "-o", "new/d/x.parquet"],
+    "train": ["train", "--agent", "beb", "--param", "beta=1", "--prior", "GC", "-q", "-o",
+              "new/d/x.parquet"],
+    "run": ["run", "--experiment", "ts.parquet", "--agent", "agent.parquet", "-q", "-o",
+            "new/d/x.parquet"],
+    "summary": ["summary", "run.parquet", "-o", "new/d/x.parquet"],
+    "report": ["report", "run.parquet", "--no-pdf", "-o", "new/d/report"],
+    "demo": ["demo", "--n-mdps", "2", "--out", "new/d/demo"],
+}
+
+
+@pytest.mark.parametrize("command", sorted(WRITERS))
+def test_a_full_disk_is_one_line_naming_the_file_and_leaves_nothing(capsys, wd, monkeypatch,
+                                                                   command):
+    monkeypatch.setattr(artefacts, "os", _FullDisk())
+    msg = refused(capsys, "cannot write (No space left on device)", *WRITERS[command])
+    assert "new/d/" in msg
+    assert not (wd / "new").exists(), sorted(map(str, (wd / "new").rglob("*")))
+
+
+def test_an_os_error_of_a_full_disk_outside_the_artefacts_is_one_line(capsys, wd, monkeypatch):
+    """A figure written by matplotlib on a full disk: one line naming it, no traceback."""
+    from matplotlib.figure import Figure
+
+    def savefig(self, fname, *a, **k):
+        raise OSError(28, os.strerror(28), str(fname))
+
+    monkeypatch.setattr(Figure, "savefig", savefig)
+    msg = refused(capsys, ".png: cannot write (No space left on device)", "report",
+                  "run.parquet", "--no-pdf", "-o", "new/d/report")
+    assert "new/d/report/" in msg
+    assert not (wd / "new").exists()
+
+
+def test_an_atomic_write_that_fails_removes_the_directories_it_created(tmp_path,
+                                                                       monkeypatch):
+    (tmp_path / "a").mkdir()
+    with pytest.raises(RuntimeError), artefacts.atomic_path(tmp_path / "a/b/c/x.parquet") as t:
+        t.write_text("half")
+        raise RuntimeError("interrupted")
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["a"]  # a existed before
+    monkeypatch.setattr(artefacts, "os", _FullDisk())
+    with pytest.raises(BBRLError, match=r"x\.parquet: cannot write \(No space left"):
+        with artefacts.atomic_path(tmp_path / "n/x.parquet") as t:
+            t.write_text("data")
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["a"]
+
+
+def test_log_mode_writes_the_log_and_the_final_line_to_stderr(capsys, wd):
+    rc, out, err = bbrl(capsys, "--log", "x.log", "experiment", "new", "--test", "GC",
+                        "--n-mdps", "0", "-o", "x.parquet")
+    assert rc == 2 and out == ""
+    assert err == "bbrl: error: --n-mdps must be in [1, 10000000], got 0 (log: x.log)\n"
+    assert (wd / "x.log").read_text() == "bbrl: error: --n-mdps must be in [1, 10000000], got 0\n"
+    rc, out, err = bbrl(capsys, "--log", "x.log", "experiment", "new", "--test", "GC",
+                        "--n-mdps", "2", "-o", "x.parquet")
+    assert (rc, out, err) == (0, "", "")
+    assert (wd / "x.log").read_text().startswith("wrote x.parquet: 2 MDPs")
+    refused(capsys, "--log adir/x.log: cannot write", "--log", "adir/x.log", "agents")
+
+
+def test_every_workflow_job_logs_through_bbrl_log():
+    """The rules run ``bbrl --log {log:q} ...`` (not ``> {log} 2>&1``): a job's reason of
+    failure reaches Snakemake's output even when its log cannot be written."""
+    rules = (ROOT / "workflow" / "rules").glob("*.smk")
+    text = "\n".join(p.read_text() for p in rules)
+    assert "2>&1" not in text and "> {log" not in text
+    shells = text.count('shell:\n        "bbrl ')
+    assert shells >= 8 and text.count('"bbrl --log {log:q} ') == shells
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    """A 64 KiB tmpfs, filled (root only)."""
+    d = tmp_path / "full"
+    d.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    import subprocess
+
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(d)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {r.stderr.strip()}")
+    try:
+        try:
+            with open(d / "fill", "wb") as f:
+                while True:
+                    f.write(b"\0" * 4096)
+                    f.flush()
+        except OSError:  # full
+            pass
+        yield d
+    finally:
+        subprocess.run(["umount", str(d)], check=False)
+
+
+def test_a_job_on_a_full_disk_says_so_on_its_own_stderr(full_disk, bbrl_cmd, env_with_cache):
+    """The workflow's job command line, its output and log on a full disk: the log stays
+    empty, the reason reaches the job's stderr (what Snakemake shows), naming the file."""
+    import subprocess
+
+    out, log = full_disk / "ts.parquet", full_disk / "ts.log"
+    r = subprocess.run([*bbrl_cmd, "--log", str(log), "experiment", "new", "--test", "GC",
+                        "--n-mdps", "3", "-o", str(out)], capture_output=True, text=True,
+                       env=env_with_cache, timeout=300)
+    assert r.returncode == 2
+    assert r.stderr.count("\n") == 1, r.stderr
+    assert f"{out}: cannot write" in r.stderr and "No space left on device" in r.stderr
+    assert r.stderr.rstrip().endswith(f"(log: {log})")
+    assert not out.exists() and sorted(p.name for p in full_disk.iterdir()) == ["fill",
+                                                                                "ts.log"]
+
+
+@pytest.mark.slow
+def test_snakemake_shows_why_a_job_failed_on_a_full_disk(full_disk, tmp_path):
+    """The tiny workflow with its results on a full disk: the jobs' logs stay empty, and
+    Snakemake's own output says "No space left on device", naming the file."""
+    import subprocess
+    import sys
+
+    cfg = copy.deepcopy(BASE) | {"preset": "tiny", "results_dir": str(full_disk / "results")}
+    (tmp_path / "wd").mkdir()
+    (tmp_path / "wd" / "c.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    r = subprocess.run([str(Path(sys.executable).with_name("snakemake")), "-s",
+                        str(ROOT / "Snakefile"), "--directory", str(tmp_path / "wd"),
+                        "--configfile", str(tmp_path / "wd" / "c.yaml"), "--cores", "1"],
+                       capture_output=True, text=True, env=env, cwd=tmp_path / "wd",
+                       timeout=900)
+    assert r.returncode != 0
+    out = r.stdout + r.stderr
+    line = next(ln for ln in out.splitlines() if ln.startswith("bbrl: error: "))
+    assert "No space left on device" in line and str(full_disk / "results") in line, out[-3000:]
+    assert "(log: " in line

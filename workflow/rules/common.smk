@@ -34,9 +34,8 @@ config.update(PLAN.config)
 try:
     validate(config, schema="../schemas/config.schema.yaml")
 except WorkflowError as exc:  # keep it to one line naming the key
-    first = [l for l in str(exc).splitlines() if l.strip()]
     raise WorkflowError(
-        f"{_CONFIG_NAME}: " + (first[1] if len(first) > 1 else first[0])
+        bbrl_support.schema_error(str(exc), PLAN, _CONFIG_NAME)
     ) from None
 
 R = str(Path(config["results_dir"]))

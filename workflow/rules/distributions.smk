@@ -16,5 +16,5 @@ rule distribution:
         spec=distribution_spec,
         version=VERSION,
     shell:
-        "bbrl distribution import {params.spec:q} --short-name {wildcards.dist}"
-        " -o {output:q} > {log:q} 2>&1"
+        "bbrl --log {log:q} distribution import {params.spec:q}"
+        " --short-name {wildcards.dist} -o {output:q}"

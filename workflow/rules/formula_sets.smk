@@ -16,5 +16,5 @@ rule formula_set:
         seed=fs_seed,
         version=VERSION,
     shell:
-        "bbrl formulas generate --max-size {params.max_size} --seed {params.seed}"
-        " -o {output:q} > {log:q} 2>&1"
+        "bbrl --log {log:q} formulas generate --max-size {params.max_size}"
+        " --seed {params.seed} -o {output:q}"

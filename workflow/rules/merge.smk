@@ -16,4 +16,4 @@ rule merge:
     params:
         version=VERSION,
     shell:
-        "bbrl merge {input:q} -o {output:q} > {log:q} 2>&1"
+        "bbrl --log {log:q} merge {input:q} -o {output:q}"

@@ -40,7 +40,7 @@ rule report:
         outdir=report_dir,
         version=VERSION,
     shell:
-        "bbrl report {input.merged:q} --test-sets {input.test_sets:q}"
+        "bbrl --log {log:q} report {input.merged:q} --test-sets {input.test_sets:q}"
         " --alpha {params.alpha} --correction {params.correction}"
         " --bootstrap-resamples {params.resamples} --bootstrap-seed {params.seed}"
-        " -o {params.outdir:q} > {log:q} 2>&1"
+        " -o {params.outdir:q}"

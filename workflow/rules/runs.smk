@@ -20,5 +20,5 @@ rule run:
         agent_params=agent_params,
         version=VERSION,
     shell:
-        "bbrl run --experiment {input.test_set:q} --agent {input.agent:q}"
-        " --mdps {wildcards.start}:{wildcards.stop} -q -o {output:q} > {log:q} 2>&1"
+        "bbrl --log {log:q} run --experiment {input.test_set:q} --agent {input.agent:q}"
+        " --mdps {wildcards.start}:{wildcards.stop} -q -o {output:q}"

@@ -18,5 +18,5 @@ rule summary:
     params:
         version=VERSION,
     shell:
-        "bbrl summary {input:q} -o {output.parquet:q} --markdown {output.markdown:q}"
-        " > {log:q} 2>&1"
+        "bbrl --log {log:q} summary {input:q} -o {output.parquet:q}"
+        " --markdown {output.markdown:q}"

@@ -21,5 +21,6 @@ rule test_set:
         seed=config["test_seed"],
         version=VERSION,
     shell:
-        "bbrl experiment new --test {input:q} --n-mdps {params.n} --gamma {params.gamma}"
-        " --horizon {params.horizon} --seed {params.seed} -o {output:q} > {log:q} 2>&1"
+        "bbrl --log {log:q} experiment new --test {input:q} --n-mdps {params.n}"
+        " --gamma {params.gamma} --horizon {params.horizon} --seed {params.seed}"
+        " -o {output:q}"

@@ -50,6 +50,7 @@ rule train:
         horizon=config["horizon"],
         version=VERSION,
     shell:
-        "bbrl train --agent {params.algorithm:q} {params.cli} --prior {input.prior:q}"
+        "bbrl --log {log:q} train --agent {params.algorithm:q} {params.cli}"
+        " --prior {input.prior:q}"
         " --seed {params.seed} --gamma {params.gamma} --horizon {params.horizon}"
-        " {params.checkpoint} -o {output:q} > {log:q} 2>&1"
+        " {params.checkpoint} -o {output:q}"

@@ -10,6 +10,23 @@ log = open(snakemake.log[0], "w")  # noqa: SIM115
 sys.stderr = sys.stdout = log
 
 
+def _excepthook(kind, exc, tb):
+    """The traceback into the log, and one line on the job's own stderr: the reason
+    stays visible when the log cannot be written (a full disk)."""
+    import traceback
+
+    try:
+        traceback.print_exception(kind, exc, tb, file=log)
+        log.flush()
+    except OSError:
+        pass
+    print(f"warmup {snakemake.params.algorithm}: {kind.__name__}: {exc} "
+          f"(log: {snakemake.log[0]})", file=sys.__stderr__, flush=True)
+
+
+sys.excepthook = _excepthook
+
+
 import bbrlcore  # noqa: E402
 from bbrlcore.mdp import distributions
 from bbrlcore import protocol as E

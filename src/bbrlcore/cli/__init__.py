@@ -8,8 +8,11 @@ print one line ``bbrl: error: ...`` on stderr and exit with status 2.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
+import os
 import sys
+import traceback
 
 from bbrlcore.errors import BBRLError
 
@@ -29,6 +32,11 @@ def build_parser() -> argparse.ArgumentParser:
         f"{__version__}).",
     )
     parser.add_argument("--version", action="version", version=f"bbrlcore {__version__}")
+    parser.add_argument(
+        "--log", metavar="FILE",
+        help="write everything the command prints to FILE, and its final error line to "
+        "stderr too (the workflow's jobs: the reason of a failure is seen even when FILE "
+        "cannot be written)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in _SUBMODULES:
         try:
@@ -41,26 +49,107 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    from bbrlcore.cli._io import check
+#: Errors of a full, over-quota or read-only disk: one line naming the file.
+_DISK_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG}
 
-    parser = build_parser()
-    args = parser.parse_args(argv)
+
+def _run(args: argparse.Namespace) -> tuple[int, str | None]:
+    """Run the parsed command: its exit status and the line to print on stderr."""
+    from bbrlcore.cli._io import check, fresh_dirs, remove_fresh
+
+    fresh: list = []
     try:
         io = getattr(args, "io", None)
         if io is not None:
             check(io, args)
-        rc = args.func(args)
+            fresh = fresh_dirs(io, args)
+        try:
+            rc = args.func(args)
+        except BaseException:  # a failed command leaves no directory it created
+            remove_fresh(fresh)
+            raise
+        if rc:
+            remove_fresh(fresh)
     except BBRLError as exc:
-        print(f"bbrl: error: {exc}", file=sys.stderr)
-        return 2
+        return 2, f"bbrl: error: {exc}"
     except KeyboardInterrupt:
-        print("bbrl: interrupted", file=sys.stderr)
-        return 130
+        return 130, "bbrl: interrupted"
     except BrokenPipeError:  # `bbrl agents | head`
         sys.stderr.close()
-        return 0
-    return int(rc or 0)
+        return 0, None
+    except OSError as exc:  # a write outside the artefacts' own checks (figures, stdout)
+        if exc.errno not in _DISK_ERRORS:
+            raise
+        what = f"{exc.filename}: cannot write" if exc.filename else "cannot write its output"
+        return 2, f"bbrl: error: {what} ({exc.strerror})"
+    return int(rc or 0), None
+
+
+def _say(line: str) -> None:
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except (OSError, ValueError):  # stderr on a full disk, or closed
+        pass
+
+
+def _logged(args: argparse.Namespace) -> int:
+    """``bbrl --log FILE ...``: everything the command prints (and any library's output)
+    goes to FILE; the final error line also goes to the original stderr, so that the
+    reason of a failure is seen even when FILE cannot be written (a full disk)."""
+    path = args.log
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+    except OSError as exc:
+        _say(f"bbrl: error: --log {path}: cannot write ({exc.strerror})")
+        return 2
+    for f in (sys.stdout, sys.stderr):
+        try:
+            f.flush()
+        except (OSError, ValueError):
+            pass
+    saved = os.dup(1), os.dup(2)
+    objects = sys.stdout, sys.stderr
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    log = open(fd, "w", buffering=1, errors="backslashreplace", closefd=True)  # noqa: SIM115
+    sys.stdout = sys.stderr = log
+    try:
+        try:
+            rc, line = _run(args)
+        except Exception as exc:  # a bug: the traceback in the log, one line outside
+            try:
+                traceback.print_exc()
+            except OSError:
+                pass
+            first = str(exc).splitlines()[0] if str(exc) else ""
+            rc, line = 1, f"bbrl: error: unexpected {type(exc).__name__}: {first}"
+        if line:
+            _say(line)
+        try:
+            log.close()
+        except OSError as exc:  # the last lines could not be written
+            if not rc:
+                rc, line = 2, f"bbrl: error: {path}: cannot write ({exc.strerror})"
+    finally:
+        sys.stdout, sys.stderr = objects
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        os.close(saved[0])
+        os.close(saved[1])
+    if line:
+        _say(f"{line} (log: {path})")
+    return rc
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "log", None):
+        return _logged(args)
+    rc, line = _run(args)
+    if line:
+        _say(line)
+    return rc
 
 
 if __name__ == "__main__":  # pragma: no cover

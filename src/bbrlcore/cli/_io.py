@@ -11,11 +11,18 @@ Every subcommand declares its file arguments with :class:`IO` (``set_defaults(io
   trajectory rather than after all of them;
 * an output directory (``bbrl report -o DIR``) where a file is, or that would overwrite one
   of the inputs.
+
+:func:`fresh_dirs` records the directories a command is about to create (missing parents
+of its outputs, and its missing output directories); when the command fails,
+:func:`remove_fresh` removes them again, so that a refused command leaves no trace (an
+output directory the command created is removed with what it holds; a created parent of
+an output file only when empty, so that a checkpoint kept for a resume stays).
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,3 +98,57 @@ def check(io: IO, args: argparse.Namespace) -> None:
                         f"{lab} {d}: would overwrite the input {inp} ({ilab}); choose "
                         "another output directory"
                     )
+
+
+@dataclass(frozen=True)
+class Fresh:
+    """A directory that did not exist before the command ran; ``owned``: an output
+    directory of the command (removed with its contents on failure) rather than a parent
+    of an output file (removed only when empty)."""
+
+    path: Path
+    owned: bool
+
+
+def _topmost_missing(path: Path) -> Path | None:
+    path = Path(path).absolute()
+    if path.exists() or path.is_symlink():
+        return None
+    top = path
+    while not top.parent.exists() and top.parent != top:
+        top = top.parent
+    return top
+
+
+def fresh_dirs(io: IO, args: argparse.Namespace) -> list[Fresh]:
+    """The directories the command may create (see the module docstring)."""
+    out: list[Fresh] = []
+    for _, f in _values(args, io.outputs):
+        top = _topmost_missing(Path(f).absolute().parent)
+        if top is not None:
+            out.append(Fresh(top, False))
+    for _, d in _values(args, io.outdirs):
+        top = _topmost_missing(Path(d))
+        if top is not None:
+            out.append(Fresh(top, True))
+    return out
+
+
+def remove_fresh(fresh: list[Fresh]) -> None:
+    """Remove the directories of :func:`fresh_dirs` the failed command created (best
+    effort: an error while removing is ignored)."""
+    for f in fresh:
+        if not f.path.is_dir() or f.path.is_symlink():
+            continue
+        if f.owned:
+            shutil.rmtree(f.path, ignore_errors=True)
+            continue
+        for sub in sorted((p for p in f.path.rglob("*") if p.is_dir()), reverse=True):
+            try:
+                sub.rmdir()  # only when empty
+            except OSError:
+                pass
+        try:
+            f.path.rmdir()
+        except OSError:
+            pass

@@ -67,6 +67,9 @@ def parse_kv(items: list[str]) -> dict[str, str]:
 
 
 def _train(args: argparse.Namespace) -> int:
+    from bbrlcore.protocol.training import check_checkpoint_every
+
+    check_checkpoint_every(args.checkpoint_every)
     alg = agents.get(args.agent)  # unknown names fail before any work
     raw = parse_kv(args.param)
     alg.parse_params(raw)

@@ -10,6 +10,7 @@ import polars as pl
 from bbrlcore import agents
 from bbrlcore import protocol as E
 from bbrlcore.cli._io import IO
+from bbrlcore.errors import BBRLError
 from bbrlcore.mdp import distributions as D
 
 #: (algorithm, parameters) played by the demo when their module is installed.
@@ -38,10 +39,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _demo(args: argparse.Namespace) -> int:
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    test = D.load(args.test)
+    test = D.load(args.test)  # every check before the output directory is created
     prior = D.load(args.prior or args.test)
+    if (test.n_states, test.n_actions) != (prior.n_states, prior.n_actions):
+        raise BBRLError(f"--prior {args.prior}: {prior.n_states} states and "
+                        f"{prior.n_actions} actions, but --test {args.test} has "
+                        f"{test.n_states} and {test.n_actions}: they must be equal")
     ts = E.new_test_set(test, args.n_mdps, 0.95, 250, seed=0)
+    out.mkdir(parents=True, exist_ok=True)
     E.write_test_set(ts, out / "test-set.parquet")
     installed = set(agents.available())
     tables = []

@@ -121,7 +121,11 @@ def _estimate(args: argparse.Namespace) -> int:
         if "=" not in item:
             raise BBRLError(f"--set {item!r}: expected KEY=VALUE")
         k, v = item.split("=", 1)
-        overrides[k.strip()] = yaml.safe_load(v)
+        try:
+            overrides[k.strip()] = yaml.safe_load(v)
+        except yaml.YAMLError as exc:
+            first = str(exc).splitlines()[0] if str(exc) else "syntax error"
+            raise BBRLError(f"--set {item!r}: the value is not valid YAML ({first})") from None
     plan = P.load(args.config, overrides, calibration_dir=args.benchmarks)
     from bbrlcore.plan import probe
 

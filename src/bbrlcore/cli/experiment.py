@@ -6,6 +6,7 @@ import argparse
 
 from bbrlcore import protocol as E
 from bbrlcore.cli._io import IO
+from bbrlcore.errors import BBRLError
 from bbrlcore.mdp import distributions as D
 
 
@@ -36,6 +37,10 @@ def _new(args: argparse.Namespace) -> int:
     test = D.load(args.test)
     if args.epsilon is not None:
         horizon = D.horizon_for_epsilon(args.epsilon, args.gamma, test.r_max)
+        if horizon > E.MAX_HORIZON:
+            raise BBRLError(
+                f"--epsilon {args.epsilon} with --gamma {args.gamma}: gives a horizon "
+                f"T={horizon:,} above {E.MAX_HORIZON:,}: choose a larger epsilon")
     else:
         horizon = 250 if args.horizon is None else args.horizon
     ts = E.new_test_set(test, args.n_mdps, args.gamma, horizon, args.seed)

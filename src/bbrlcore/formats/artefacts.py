@@ -90,17 +90,28 @@ def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; rename it onto ``path`` on success.
 
-    On any exception the temporary file is removed and ``path`` is left untouched. An
+    On any exception the temporary file is removed, ``path`` is left untouched and the
+    directories created for it are removed again (when empty). An
     operating-system error (no space, permission, not a directory, ...) becomes one
     :class:`BBRLError` naming ``path``.
     """
     target = Path(path)
     check_output_path(target)
     parent = target.parent if str(target.parent) else Path(".")
+    created = [d for d in (parent, *parent.parents) if not d.exists()]  # deepest first
+
+    def undo() -> None:  # the directories created here, when still empty
+        for d in created:
+            try:
+                d.rmdir()
+            except OSError:
+                break
+
     try:
         parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
     except OSError as exc:
+        undo()
         raise BBRLError(f"{target}: cannot write ({exc.strerror or exc})") from None
     os.close(fd)
     tmp_path = Path(tmp)
@@ -112,9 +123,11 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
         os.replace(tmp_path, target)
     except OSError as exc:
         tmp_path.unlink(missing_ok=True)
+        undo()
         raise BBRLError(f"{target}: cannot write ({exc.strerror or exc})") from None
     except BaseException:
         tmp_path.unlink(missing_ok=True)
+        undo()
         raise
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import numbers
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,6 +89,7 @@ class FDMDistribution:
     reward_variance: np.ndarray | None = field(default=None)
 
     def __post_init__(self) -> None:
+        _normalise(self)
         validate(self)
 
     # ----------------------------------------------------------------------------------
@@ -278,6 +280,66 @@ class FDMDistribution:
         if self.reward_variance is not None:
             cols["reward_variance"] = self.reward_variance.ravel()
         return pl.DataFrame(cols)
+
+
+def _show(v: Any) -> str:
+    """A short one-line description of a value for an error message."""
+    if isinstance(v, np.ndarray):
+        return f"an array of shape {v.shape}"
+    text = repr(v).replace("\n", " ")
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def as_real_array(value: Any, what: str) -> np.ndarray:
+    """``value`` (an array, or nested lists or tuples of real numbers) as a float64 array;
+    anything else (strings, None, complex numbers, ragged lists) is one
+    :class:`BBRLError` naming ``what``."""
+    try:
+        with np.errstate(all="ignore"):
+            raw = np.asarray(value)
+            kind = raw.dtype.kind
+            if kind == "O" and not all(isinstance(x, numbers.Real) for x in raw.flat):
+                kind = "U"  # None, strings, other objects
+            if kind not in "iufO":
+                raise TypeError(f"got {_show(value)}")
+            return raw.astype(np.float64, copy=False)
+    except (TypeError, ValueError, OverflowError) as exc:
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise BBRLError(f"{what} must be an array of real numbers ({why})") from None
+
+
+def _normalise(d: FDMDistribution) -> None:
+    """Array-likes (lists, tuples, arrays of any numeric dtype) as float64 arrays and a
+    NumPy integer initial state as an int, in place; anything else of the wrong type is
+    one :class:`BBRLError` naming the field (so that what is accepted can be written and
+    read back)."""
+    for key in ("name", "short_name"):
+        v = getattr(d, key)
+        if not isinstance(v, str):
+            raise BBRLError(f"distribution: {key} must be a string, got {_show(v)}")
+        if "\n" in v or "\r" in v:
+            raise BBRLError(f"distribution: {key} {v!r} must hold no line break")
+        try:
+            v.encode("utf-8")
+        except UnicodeEncodeError:
+            raise BBRLError(f"distribution: {key} {v!r} is not valid Unicode text") from None
+    src = f"distribution {d.short_name!r}"
+    for key in ("theta", "reward", "reward_variance"):
+        v = getattr(d, key)
+        if v is None and key == "reward_variance":
+            continue
+        a = as_real_array(v, f"{src}: {key}")
+        if a is not v:
+            object.__setattr__(d, key, a)
+    if not isinstance(d.reward_type, str):
+        raise BBRLError(f"{src}: reward type must be one of {', '.join(REWARD_TYPES)}, got "
+                        f"{_show(d.reward_type)}")
+    ini = d.initial_state
+    if isinstance(ini, (bool, np.bool_)) or not isinstance(ini, (int, np.integer)):
+        raise BBRLError(f"{src}: initial state must be an integer (-1 for a uniformly drawn "
+                        f"one), got {_show(ini)}")
+    if type(ini) is not int:
+        object.__setattr__(d, "initial_state", int(ini))
 
 
 def validate(d: FDMDistribution, source: str | None = None) -> None:
@@ -580,9 +642,16 @@ def horizon_for_epsilon(epsilon: float, gamma: float, r_max: float) -> int:
     """
     if not (0 < gamma < 1):
         raise BBRLError(f"--epsilon needs a discount factor in (0, 1), got {gamma}")
-    if epsilon <= 0 or r_max <= 0:
-        raise BBRLError("--epsilon: epsilon and the largest reward must be > 0")
-    return max(1, math.ceil(math.log(epsilon * (1 - gamma) / r_max) / math.log(gamma)))
+    if not (0 < epsilon and math.isfinite(epsilon)):
+        raise BBRLError(f"--epsilon {epsilon}: must be a finite number > 0")
+    if not (0 < r_max and math.isfinite(r_max)):
+        raise BBRLError(f"--epsilon: the largest reward must be > 0 and finite, got {r_max}")
+    x = epsilon * (1 - gamma) / r_max
+    if x > 0:
+        t = math.log(x) / math.log(gamma)
+    else:  # underflow: the same in logarithms
+        t = (math.log(epsilon) + math.log1p(-gamma) - math.log(r_max)) / math.log(gamma)
+    return max(1, math.ceil(t))
 
 
 def dumps(d: FDMDistribution) -> str:

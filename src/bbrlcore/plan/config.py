@@ -12,7 +12,7 @@ from typing import Any
 
 from bbrlcore.agents.base import show_value
 from bbrlcore.errors import BBRLError
-from bbrlcore.plan.model import DEFAULTS, AgentConfig, Experiment, Plan
+from bbrlcore.plan.model import DEFAULTS, AgentConfig, Experiment, Plan, preset_key
 from bbrlcore.protocol.test_sets import MAX_HORIZON, MAX_MDPS
 from bbrlcore.seeds import MAX_SEED
 
@@ -65,6 +65,11 @@ def check_yaml_file(path: str | Path) -> Any:
         return yaml.safe_load(p.read_text())
     except OSError as exc:
         raise BBRLError(f"{p}: cannot read ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise BBRLError(f"{p}: not a text file (byte {exc.start} is not UTF-8): expected a "
+                        "YAML configuration") from None
+    except RecursionError:
+        raise BBRLError(f"{p}: not valid YAML (nested too deeply)") from None
     except yaml.MarkedYAMLError as exc:
         def at(mark: Any) -> str:
             return f"line {mark.line + 1}, column {mark.column + 1}"
@@ -96,12 +101,14 @@ def load(
         if not isinstance(config, Mapping):
             raise BBRLError(f"{p}: expected a mapping of configuration keys")
     source = source or "config.yaml"
-    cfg, from_preset = apply_preset(config, overrides)
+    try:
+        cfg, from_preset = apply_preset(config, overrides)
+    except BBRLError as exc:
+        raise BBRLError(f"{source}: {exc}") from None
     preset = cfg.get("preset")
 
     def where(key: str) -> str:
-        top = key.split(".", 1)[0].split("[", 1)[0]
-        return f"presets.{preset}.{key}" if top in from_preset else key
+        return preset_key(key, preset, from_preset)
 
     def fail(key: str, msg: str) -> BBRLError:
         return _fail(source, where(key), msg)
@@ -220,10 +227,11 @@ def load(
             try:
                 alg.check_setting(full, loaded[prior], cfg["gamma"], cfg["horizon"])
             except BBRLError as exc:
-                raise _fail(source, a.where, f"{exc} (gamma={cfg['gamma']:g}, "
+                raise _fail(source, where(a.where), f"{exc} (gamma={cfg['gamma']:g}, "
                             f"horizon={cfg['horizon']})") from None
     available = {a.algorithm for a in out}
     plan = Plan(cfg, experiments, out, available, calibration_dir)
+    plan.from_preset = from_preset
     plan.dists = loaded
     plan.exp_agents = exp_agents
     return plan
@@ -324,10 +332,12 @@ def _check_scalars(cfg: dict[str, Any], fail) -> None:
     g = number("gamma")
     if not 0 < g <= 1:
         raise fail(f"gamma={g}", "must be in (0, 1]")
-    if not number("chunk_budget_minutes") > 0:
-        raise fail(f"chunk_budget_minutes={cfg['chunk_budget_minutes']}", "must be > 0")
-    if not number("checkpoint_every_seconds") > 0:
-        raise fail(f"checkpoint_every_seconds={cfg['checkpoint_every_seconds']}", "must be > 0")
+    if not 0 < number("chunk_budget_minutes") < math.inf:
+        raise fail(f"chunk_budget_minutes={cfg['chunk_budget_minutes']}",
+                   "must be > 0 and finite")
+    if not 0 < number("checkpoint_every_seconds") < math.inf:
+        raise fail(f"checkpoint_every_seconds={cfg['checkpoint_every_seconds']}",
+                   "must be > 0 and finite")
     for k, lo in (("runtime_safety", 0.0), ("runtime_min_minutes", 1.0),
                   ("runtime_retry_factor", 1.0)):
         v = number(k)

@@ -127,6 +127,13 @@ class AgentConfig:
         return " ".join(out)
 
 
+def preset_key(key: str, preset: str | None, from_preset: set[str]) -> str:
+    """``key`` (``n_mdps='eight'``, ``algorithms.bamcp[1].K``) as the user wrote it: under
+    ``presets.PRESET.`` when its top-level key came from the preset."""
+    top = re.split(r"[.\[=]", key, maxsplit=1)[0]
+    return f"presets.{preset}.{key}" if preset and top in from_preset else key
+
+
 @dataclass
 class Plan:
     """A checked configuration and what the workflow derives from it."""
@@ -144,6 +151,13 @@ class Plan:
     probed: set[str] = field(default_factory=set)
     #: experiment name -> keys of its agent configurations
     exp_agents: dict[str, list[str]] = field(default_factory=dict)
+    #: top-level keys the preset set (errors name them ``presets.PRESET.KEY``)
+    from_preset: set[str] = field(default_factory=set)
+
+    def where(self, key: str) -> str:
+        """``key`` as the user wrote it (``presets.tiny.n_mdps`` when the preset set
+        ``n_mdps``)."""
+        return preset_key(key, self.config.get("preset"), self.from_preset)
 
     # -- derived ----------------------------------------------------------------------
     @property

@@ -11,15 +11,21 @@
   lock only when that process is provably gone: same host, and no process with that PID
   and start time (:func:`clear_stale_lock`). Otherwise the lock stays and Snakemake
   refuses as usual (two concurrent runs are still refused).
+* :func:`schema_error`: a JSON-schema refusal of the configuration as one line naming the
+  key as the user wrote it (``config.yaml: presets.tiny.n_mdps: 'eight' is not of type
+  'integer'``).
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import os
+import re
 import socket
 import sys
 from pathlib import Path
+from typing import Any
 
 #: Where the main Snakemake process records itself (inside Snakemake's own directory).
 OWNER_FILE = Path(".snakemake") / "bbrl-lock-owner.json"
@@ -35,6 +41,26 @@ def setup_environment(cost_records_dirs: list[str]) -> None:
     if (here / "bbrl").exists():
         os.environ["PATH"] = f"{here}{os.pathsep}{os.environ.get('PATH', '')}"
     os.environ[cost.EXTRA_ENV] = os.pathsep.join(cost_records_dirs)
+
+
+def schema_error(text: str, plan: Any, source: str) -> str:
+    """One line from the text of Snakemake's ``validate`` error: ``SOURCE: KEY: problem``,
+    the key found in jsonschema's ``On instance['a']['b'][0]`` (``a.b[0]``) and named
+    under ``presets.PRESET.`` when the preset set it (:meth:`~bbrlcore.plan.Plan.where`).
+    """
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    problem = next((ln.split(":", 1)[1].strip() for ln in lines
+                    if ln.startswith("ValidationError:")), lines[1] if len(lines) > 1
+                   else (lines[0] if lines else "invalid configuration"))
+    m = re.search(r"^\s*On instance(.*?):?\s*$", text, re.M)
+    key = ""
+    for tok in re.findall(r"\[('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|-?\d+)\]",
+                          m.group(1) if m else ""):
+        v = ast.literal_eval(tok)
+        key += f"[{v}]" if isinstance(v, int) else ("." if key else "") + str(v)
+    if key:
+        return f"{source}: {plan.where(key)}: {problem}"
+    return f"{source}: {problem}"
 
 
 def process_start(pid: int) -> str | None:

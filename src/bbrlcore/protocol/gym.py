@@ -5,8 +5,11 @@ Needs the optional extra ``gymnasium`` (``pip install bbrlcore[gym]``).
 * :class:`MDPEnv` is one test MDP as a :class:`gymnasium.Env`: discrete observations (the
   state) and actions, the reward of the transition, ``truncated`` after the horizon (the
   benchmark's episodes never terminate); ``env.prior`` is the prior the agent may use.
-* :class:`TestSetEnv` plays a whole test set, one MDP per episode (episode ``k`` uses MDP
-  ``k mod N``), so your own training or evaluation loop sees exactly the benchmark's MDPs.
+  ``info`` holds the step and, at the end of the episode, the discounted return the
+  benchmark scores (``info["discounted_return"]``).
+* :class:`TestSetEnv` plays a whole test set (or a test-set file), one MDP per episode
+  (episode ``k`` uses MDP ``k mod N``), so your own training or evaluation loop sees
+  exactly the benchmark's MDPs.
 * :func:`gymnasium_agent` turns an agent written against the gymnasium conventions
   (``act(observation) -> action`` and ``update(observation, action, reward,
   next_observation, terminated, truncated)``) into a benchmark algorithm, run by the
@@ -23,12 +26,18 @@ Examples
 >>> obs, info["mdp_index"], env.prior.short_name
 (0, 0, 'GC')
 >>> obs, reward, terminated, truncated, info = env.step(1)
->>> terminated
-False
+>>> terminated, info["mdp_index"], info["step"]
+(False, 0, 1)
+>>> while not truncated:
+...     obs, reward, terminated, truncated, info = env.step(0)
+>>> info["step"], "discounted_return" in info
+(10, True)
 """
 
 from __future__ import annotations
 
+import numbers
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -37,6 +46,13 @@ import numpy as np
 from bbrlcore.agents.api import PythonAgent
 from bbrlcore.agents.base import Param
 from bbrlcore.errors import BBRLError
+from bbrlcore.mdp.distributions import as_real_array
+from bbrlcore.protocol.test_sets import (
+    MAX_HORIZON,
+    ROW_SUM_TOLERANCE,
+    TestSet,
+    read_test_set,
+)
 
 try:
     import gymnasium
@@ -45,30 +61,121 @@ except ImportError as exc:  # pragma: no cover - the optional extra
     raise ImportError("bbrlcore.protocol.gym needs gymnasium: pip install 'bbrlcore[gym]'") from exc
 
 
+def _number(value: Any, what: str, *, integer: bool) -> Any:
+    """``value`` as a Python int (``integer``) or float; else one :class:`BBRLError`."""
+    ok = (isinstance(value, numbers.Integral) if integer else isinstance(value, numbers.Real))
+    if isinstance(value, (bool, np.bool_)) or not ok:
+        kind = "an integer" if integer else "a number"
+        shown = repr(value).replace("\n", " ")
+        raise BBRLError(f"{what} must be {kind}, got {shown[:40]}")
+    return int(value) if integer else float(value)
+
+
+def _array(value: Any, what: str) -> np.ndarray:
+    """``value`` as a new float64 array; else one :class:`BBRLError` naming ``what``."""
+    return np.array(as_real_array(value, what), dtype=np.float64)
+
+
+def check_transitions(P: np.ndarray, what: str) -> None:
+    """Every row ``P[x, u, :]`` finite, non-negative and summing to one (within
+    :data:`~bbrlcore.protocol.test_sets.ROW_SUM_TOLERANCE`); else one :class:`BBRLError`
+    naming ``what``, the row and the value."""
+    bad = ~np.isfinite(P) | (P < 0)
+    if bad.any():
+        x, u, y = (int(v) for v in np.argwhere(bad)[0])
+        raise BBRLError(f"{what}: row (x={x}, u={u}): P(y={y}) = {P[x, u, y]} is not a "
+                        "probability")
+    with np.errstate(over="ignore", invalid="ignore"):
+        err = np.abs(P.sum(axis=2) - 1.0)
+    if (err > ROW_SUM_TOLERANCE).any():
+        x, u = (int(v) for v in np.argwhere(err > ROW_SUM_TOLERANCE)[0])
+        raise BBRLError(f"{what}: row (x={x}, u={u}) sums to {P[x, u].sum():.12g}, not 1 "
+                        "(each row P[x, u, :] must be a probability distribution)")
+
+
 class MDPEnv(gymnasium.Env):
-    """One MDP ``P[x, u, y]`` with rewards ``R[x, u, y]`` (see the module docstring)."""
+    """One MDP ``P[x, u, y]`` with rewards ``R[x, u, y]`` (see the module docstring).
+
+    Parameters
+    ----------
+    P
+        Transition probabilities, shape (nX, nU, nX): each row ``P[x, u, :]`` finite,
+        non-negative and summing to one.
+    R
+        Mean reward of each transition, same shape, finite.
+    initial_state
+        The initial state of every episode, in ``0..nX-1``, or -1 for a uniformly drawn one.
+    horizon
+        Episode length T (``truncated`` after T steps), in ``[1, MAX_HORIZON]``.
+    gamma
+        Discount factor in (0, 1], used for ``info["discounted_return"]``.
+    reward_std
+        Standard deviation of each transition's (Gaussian) reward, or None (constant).
+    prior
+        The prior an agent may use (``env.prior``).
+
+    Any bad argument is one :class:`~bbrlcore.errors.BBRLError` naming it. ``step`` before
+    ``reset`` (or after the end of an episode) raises :class:`gymnasium.error.ResetNeeded`,
+    as gymnasium's ``OrderEnforcing`` wrapper does.
+
+    ``info`` (from ``reset`` and ``step``) holds ``"step"``, the number of steps taken in
+    the episode (0 after ``reset``, T at its end) and, at the end of the episode
+    (``truncated``), ``"discounted_return"``: :math:`\\sum_{t<T} \\gamma^t r_t`, the
+    return the benchmark scores. :class:`TestSetEnv` adds ``"mdp_index"``.
+    """
 
     metadata = {"render_modes": []}
 
     def __init__(self, P: np.ndarray, R: np.ndarray, *, initial_state: int = 0,
                  horizon: int = 250, gamma: float = 0.95, reward_std: np.ndarray | None = None,
                  prior: Any = None) -> None:
-        self.P = np.asarray(P, dtype=float)
-        self.R = np.asarray(R, dtype=float)
-        if self.P.ndim != 3 or self.R.shape != self.P.shape:
-            raise BBRLError(f"MDPEnv: P and R must have the same shape (nX, nU, nX), got "
-                            f"{self.P.shape} and {self.R.shape}")
-        nX, nU, _ = self.P.shape
-        self.Rstd = np.zeros_like(self.R) if reward_std is None else np.asarray(reward_std)
-        self.initial_state = int(initial_state)
-        self.horizon = int(horizon)
-        self.gamma = float(gamma)
+        name = type(self).__name__
+        P = _array(P, f"{name}: P")
+        if P.ndim != 3 or P.shape[0] != P.shape[2] or 0 in P.shape:
+            raise BBRLError(f"{name}: P must have shape (nX, nU, nX), got {P.shape}")
+        self.R = _array(R, f"{name}: R")
+        if self.R.shape != P.shape:
+            raise BBRLError(f"{name}: P and R must have the same shape (nX, nU, nX), got "
+                            f"{P.shape} and {self.R.shape}")
+        if not np.isfinite(self.R).all():
+            x, u, y = (int(v) for v in np.argwhere(~np.isfinite(self.R))[0])
+            raise BBRLError(f"{name}: R({x},{u},{y}) = {self.R[x, u, y]} is not finite")
+        nX, nU, _ = P.shape
+        if reward_std is None:
+            self.Rstd = np.zeros_like(self.R)
+        else:
+            self.Rstd = _array(reward_std, f"{name}: reward_std")
+            if self.Rstd.shape != P.shape or not np.isfinite(self.Rstd).all() or (
+                    self.Rstd < 0).any():
+                raise BBRLError(f"{name}: reward_std must be finite, >= 0 and of shape "
+                                f"{P.shape}")
+        self.initial_state = _number(initial_state, f"{name}: initial_state", integer=True)
+        if not -1 <= self.initial_state < nX:
+            raise BBRLError(f"{name}: initial_state {self.initial_state} outside -1..{nX - 1} "
+                            "(-1: drawn uniformly)")
+        self.horizon = _number(horizon, f"{name}: horizon", integer=True)
+        if not 1 <= self.horizon <= MAX_HORIZON:
+            raise BBRLError(f"{name}: horizon must be in [1, {MAX_HORIZON}], got {self.horizon}")
+        self.gamma = _number(gamma, f"{name}: gamma", integer=False)
+        if not 0 < self.gamma <= 1:
+            raise BBRLError(f"{name}: gamma must be in (0, 1], got {self.gamma}")
         self.prior = prior
         self.observation_space = spaces.Discrete(nX)
         self.action_space = spaces.Discrete(nU)
-        self._cdf = np.cumsum(self.P, axis=2)
+        self._set_mdp(P, f"{name}: P")
         self._x = 0
         self._t = 0
+        self._return = 0.0
+        self._discount = 1.0
+        self._running = False  # between reset() and the end of the episode
+
+    def _set_mdp(self, P: np.ndarray, what: str) -> None:
+        check_transitions(P, what)
+        self.P = P
+        self._cdf = np.cumsum(P, axis=2)
+
+    def _info(self) -> dict[str, Any]:
+        return {"step": self._t}
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
@@ -76,11 +183,18 @@ class MDPEnv(gymnasium.Env):
         self._x = (self.initial_state if self.initial_state >= 0
                    else int(self.np_random.integers(nX)))
         self._t = 0
-        return self._x, {}
+        self._return, self._discount = 0.0, 1.0
+        self._running = True
+        return self._x, self._info()
 
     def step(self, action: int):
+        if not self._running:
+            raise gymnasium.error.ResetNeeded(
+                f"{type(self).__name__}.step: cannot call env.step() before calling "
+                "env.reset()" + (" (the episode has ended)" if self._t else ""))
         if not self.action_space.contains(action):
-            raise BBRLError(f"MDPEnv.step: action {action!r} outside [0, {self.P.shape[1]})")
+            raise BBRLError(f"{type(self).__name__}.step: action {action!r} outside "
+                            f"[0, {self.P.shape[1]})")
         x, u = self._x, int(action)
         y = int(np.searchsorted(self._cdf[x, u], self.np_random.random(), side="right"))
         y = min(y, self.P.shape[0] - 1)
@@ -91,36 +205,61 @@ class MDPEnv(gymnasium.Env):
             r += float(self.Rstd[x, u, y]) * float(self.np_random.standard_normal())
         self._x = y
         self._t += 1
-        return y, r, False, self._t >= self.horizon, {}
+        self._return += self._discount * r
+        self._discount *= self.gamma
+        truncated = self._t >= self.horizon
+        info = self._info()
+        if truncated:
+            self._running = False
+            info["discounted_return"] = self._return
+        return y, r, False, truncated, info
 
 
 class TestSetEnv(MDPEnv):
     """A test set as an environment: one of its MDPs per episode (the ``k``-th reset uses
     MDP ``k mod N``, or ``options={"mdp_index": i}``); ``env.prior`` is the test
-    distribution (an accurate prior) unless another is given."""
+    distribution (an accurate prior) unless another is given.
+
+    ``test_set`` is a :class:`~bbrlcore.protocol.TestSet` (``new_test_set``) or the path
+    of a test-set artefact (``bbrl experiment new ... -o FILE``, read and validated with
+    :func:`~bbrlcore.protocol.read_test_set`). ``info`` holds ``"mdp_index"`` besides
+    what :class:`MDPEnv` gives.
+    """
 
     __test__ = False  # not a pytest class
 
-    def __init__(self, test_set: Any, prior: Any = None) -> None:
+    def __init__(self, test_set: TestSet | str | os.PathLike[str], prior: Any = None) -> None:
+        if isinstance(test_set, (str, os.PathLike)):
+            test_set = read_test_set(test_set)
+        elif not isinstance(test_set, TestSet):
+            raise BBRLError(
+                "TestSetEnv: expected a test set (bbrlcore.protocol.new_test_set or "
+                "read_test_set) or the path of a test-set file (bbrl experiment new ... -o "
+                f"FILE), got {type(test_set).__name__}")
         ts = test_set
+        for i in range(1, ts.n_mdps):  # MDP 0 is checked by MDPEnv
+            check_transitions(_array(ts.mdps[i], "TestSetEnv"), f"TestSetEnv: MDP {i}")
+        self.test_set = ts
+        self._mdp = 0
         super().__init__(ts.mdps[0], ts.test.reward, initial_state=ts.test.initial_state,
                          horizon=ts.horizon, gamma=ts.gamma, reward_std=ts.test.reward_std,
                          prior=ts.test if prior is None else prior)
-        self.test_set = ts
         self._episode = 0
-        self._mdp = 0
+
+    def _info(self) -> dict[str, Any]:
+        return {"mdp_index": self._mdp, "step": self._t}
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
-        i = (options or {}).get("mdp_index", self._episode % self.test_set.n_mdps)
-        if not 0 <= int(i) < self.test_set.n_mdps:
-            raise BBRLError(f"TestSetEnv.reset: mdp_index {i} outside [0, "
-                            f"{self.test_set.n_mdps})")
+        n = self.test_set.n_mdps
+        i = (options or {}).get("mdp_index", self._episode % n)
+        if isinstance(i, (bool, np.bool_)) or not isinstance(i, numbers.Integral) or not (
+                0 <= i < n):
+            raise BBRLError(f"TestSetEnv.reset: mdp_index {i!r} outside [0, {n})")
         self._mdp = int(i)
         self.P = np.asarray(self.test_set.mdps[self._mdp], dtype=float)
         self._cdf = np.cumsum(self.P, axis=2)
         self._episode += 1
-        obs, info = super().reset(seed=seed, options=options)
-        return obs, {"mdp_index": self._mdp}
+        return super().reset(seed=seed, options=options)
 
 
 def gymnasium_agent(

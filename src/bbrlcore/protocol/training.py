@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 from collections.abc import Callable
@@ -43,6 +44,15 @@ class TrainedAgent:
     fingerprint: str = ""
 
 
+def check_checkpoint_every(seconds: float) -> float:
+    """``seconds`` if it is a finite number > 0; else one :class:`BBRLError` naming
+    ``--checkpoint-every``."""
+    if (isinstance(seconds, bool) or not isinstance(seconds, (int, float))
+            or not (0 < seconds < math.inf)):
+        raise BBRLError(f"--checkpoint-every {seconds}: must be a finite number of seconds > 0")
+    return float(seconds)
+
+
 def train_agent(
     algorithm: str,
     raw_params: dict[str, Any],
@@ -71,6 +81,7 @@ def train_agent(
     if not 1 <= horizon <= MAX_HORIZON:
         raise BBRLError(f"--horizon must be in [1, {MAX_HORIZON}], got {horizon}")
     seeds.check_seed(seed, "--seed")
+    check_checkpoint_every(checkpoint_every)
     alg.check_setting(params, prior, gamma, horizon,
                       source="" if source == "--param" else source)
     overrun = Overrun(f"training {alg.agent_id(params)}", expected_s)
