@@ -755,6 +755,7 @@ NOTHING_LEFT = {
     "compare-published": (["compare-published", "ts.parquet", "-o", "new/d/x.parquet"],
                           "ts.parquet"),
     "demo": (["demo", "--n-mdps", "0", "--out", "new/d/demo"], "--n-mdps"),
+    "init": (["init", "new/d/study.yaml", "--experiment", "GC-UGC"], "--experiment"),
 }
 
 
