@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _demo(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    test = D.load(args.test)
+    test = D.load_test(args.test)
     prior = D.load(args.prior or args.test)
     ts = E.new_test_set(test, args.n_mdps, 0.95, 250, seed=0)
     E.write_test_set(ts, out / "test-set.parquet")
