@@ -384,7 +384,14 @@ def _family_ladder(test: Mapping[str, Any], key: str, fail) -> list[Any]:
     keys = [p.name for p in spec.params if p.name in values]
     out = []
     for combo in itertools.product(*(values[k] for k in keys)):
-        out.append(families.Problem(spec, spec.validate(dict(zip(keys, combo, strict=True)))))
+        full = spec.validate(dict(zip(keys, combo, strict=True)))
+        parsed = families.parse_name(spec.names(full)[0])
+        if parsed is None or parsed[1] != full:  # names keep 12 significant digits
+            k = next(k for k in keys if parsed is None or parsed[1][k] != full[k])
+            raise fail(f"{key}.{k}={show_value(full[k])}", f"family {spec.name}: its name "
+                       f"{spec.names(full)[0]} would not identify it (names keep 12 "
+                       "significant digits): round the value")
+        out.append(families.Problem(spec, full))
     return out
 
 
