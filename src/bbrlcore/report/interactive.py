@@ -377,7 +377,7 @@ def score_vs_size(ladder: pl.DataFrame,
     cols = 2 if len(names) > 1 else 1
     rows = max(1, -(-len(names) // cols))
     traces: list[dict[str, Any]] = []
-    layout: dict[str, Any] = {"height": 80 + 260 * rows, "margin": {"t": 40, "r": 10},
+    layout: dict[str, Any] = {"height": 80 + 290 * rows, "margin": {"t": 40, "r": 10},
                               "legend": {"itemclick": "toggle",
                                          "itemdoubleclick": "toggleothers"},
                               "annotations": []}
@@ -387,9 +387,10 @@ def score_vs_size(ladder: pl.DataFrame,
         r, c = divmod(k, cols)
         x0, x1 = c / cols + 0.04, (c + 1) / cols - 0.02
         y1 = 1 - r / rows - 0.06 / rows
-        y0 = 1 - (r + 1) / rows + 0.14 / rows
+        y0 = 1 - (r + 1) / rows + 0.24 / rows
         layout[f"xaxis{axis}"] = {"domain": [x0, x1], "anchor": f"y{axis}",
-                                  "title": {"text": "size", "font": {"size": 10}}}
+                                  "title": {"text": "size", "font": {"size": 10},
+                                            "standoff": 4}}
         layout[f"yaxis{axis}"] = {"domain": [y0, y1], "anchor": f"x{axis}",
                                   "title": {"text": "normalised score", "font": {"size": 10}}}
         layout["annotations"].append({
