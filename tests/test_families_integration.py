@@ -106,7 +106,11 @@ def test_bad_family_names_say_why():
 # Distribution files: a family test works wherever a distribution file works
 
 
-def test_family_names_load_as_tests_and_priors():
+def test_family_names_load_as_tests_and_priors(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a name comes before a file of that name (as built-ins do)
+    D.write_dat(D.builtin("GC"), tmp_path / "RiverSwim-8")
+    assert D.load("./RiverSwim-8").same_as(D.builtin("GC"))
+    assert D.load("RiverSwim-8").n_states == 8
     p = F.make("deepsea", size=5, p_rand=0.05)
     assert D.load_test("DeepSea-5-prand0.05").same_as(p.test)
     assert D.load("DeepSea-5-prand0.05").same_as(p.prior("accurate"))

@@ -574,12 +574,12 @@ def load(spec: str | Path) -> FDMDistribution:
     s = str(spec)
     if s in _BUILDERS:
         return builtin(s)
+    named = _family_named(s)  # like the built-ins' names, before files (./DeepSea-20)
+    if named is not None:
+        problem, kind = named
+        return problem.prior("uniform" if kind == "uniform" else "accurate")
     p = Path(s)
     if not p.exists():
-        named = _family_named(s)
-        if named is not None:
-            problem, kind = named
-            return problem.prior("uniform" if kind == "uniform" else "accurate")
         if p.suffix or "/" in s:
             raise BBRLError(f"{s}: no such file")
         return builtin(s)
@@ -595,12 +595,12 @@ def load_test(spec: str | Path) -> Any:
     s = str(spec)
     if s in _BUILDERS:
         return builtin(s)
+    named = _family_named(s)
+    if named is not None:
+        problem, kind = named
+        return problem.prior("uniform") if kind == "uniform" else problem.test
     p = Path(s)
     if not p.exists():
-        named = _family_named(s)
-        if named is not None:
-            problem, kind = named
-            return problem.prior("uniform") if kind == "uniform" else problem.test
         return load(s)
     if p.suffix == ".parquet" or _is_parquet(p):
         return read_test(p)
