@@ -323,6 +323,25 @@ def test_every_builtin_cost_model_takes_a_drawn_family_test(name):
         assert 0 < s < 60, (alg, s)
 
 
+def test_plugins_are_probed_on_the_family_test_itself(tmp_path, monkeypatch):
+    """A plugin's cost probe draws its test MDPs from the family's test distribution (the
+    drawn structure), not from the accurate prior that stands for it in the cost model."""
+    from bbrlcore.plan import probe
+
+    plugin = f"{ROOT / 'examples' / 'my_agents.py'}:MyGreedy"
+    plan = P.load(_cfg([{"test": {"family": "deepsea", "size": 3}, "prior": "uniform"}],
+                       algorithms={plugin: {"epsilon": [0.1]}}, horizon=10))
+    drawn = []
+    real = E.new_test_set
+    monkeypatch.setattr(E, "new_test_set", lambda t, *a: drawn.append(t) or real(t, *a))
+    probe.ensure(plan, tmp_path, progress=False)
+    assert len(drawn) == 1 and drawn[0].same_as(F.make("deepsea", size=3).test)
+    rows = [r for f in (tmp_path / "probes").rglob("*.json")
+            for r in json.loads(f.read_text())["rows"]]
+    assert {(r["test"], r["prior"]) for r in rows if "ms_per_trajectory" in r} == {
+        ("DeepSea-3", "UDeepSea-3")}
+
+
 # ---------------------------------------------------------------------------------------
 # Command line
 
