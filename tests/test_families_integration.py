@@ -525,7 +525,7 @@ def test_problem_tables(ladder_results):
     assert PR.ladders(ladder) == ["DeepSea, accurate prior", "DeepSea, uniform prior",
                                   "RiverSwim, accurate prior", "RiverSwim, uniform prior"]
     assert ladder.height == scores.height
-    assert PR.test_info("Grid-7-c2") == {"problem": "Grid", "size": 7,
+    assert PR.problem_of("Grid-7-c2") == {"problem": "Grid", "size": 7,
                                          "setting": "concentration=2"}
     assert PR.prior_kind("GC", "UGC") == "uniform" and PR.prior_kind("GC", "UGDL") == "other"
 

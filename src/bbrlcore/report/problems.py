@@ -35,14 +35,14 @@ MEASURES = {"diameter": "diameter (expected steps)",
             "suboptimality_gaps": "sum of 1 / sub-optimality gaps"}
 
 
-def test_info(test: str) -> dict[str, Any]:
+def problem_of(test: str) -> dict[str, Any]:
     """The problem a test distribution's name belongs to: ``problem`` (the family's
     display name, or the name itself), ``size`` (None without one) and ``setting`` (the
     other parameters that differ from their defaults, as ``k=v, ...``).
 
-    >>> test_info("DeepSea-20-prand0.05")
+    >>> problem_of("DeepSea-20-prand0.05")
     {'problem': 'DeepSea', 'size': 20, 'setting': 'p_rand=0.05'}
-    >>> test_info("GC"), test_info("MyMDP")["problem"]
+    >>> problem_of("GC"), problem_of("MyMDP")["problem"]
     ({'problem': 'GC', 'size': 5, 'setting': ''}, 'MyMDP')
     """
     from bbrlcore.mdp.families import parse_name
@@ -91,7 +91,7 @@ def hardness_map(hardness: pl.DataFrame, summary: pl.DataFrame) -> pl.DataFrame:
         if not names:
             continue
         d = g["diameter"].filter(g["diameter"].is_finite())
-        row: dict[str, Any] = {"test": test, **test_info(test), "n_mdps": g.height,
+        row: dict[str, Any] = {"test": test, **problem_of(test), "n_mdps": g.height,
                                "optimal_value": g["optimal_value"].mean(),
                                "n_infinite": g.height - len(d),
                                "experiments": ", ".join(names)}
