@@ -118,7 +118,9 @@ def test_html_report(small_report):
     html = index.read_text()
     assert html.count("<h2") >= 3 and "GDL-UGDL" in html and "GDL-GDL" in html
     assert 'id="aggregates">Across experiments' in html and "Hardness" in html
-    assert html.count('class="bbrl-figure"') == 3  # metrics, profiles, improvement
+    # metrics, profiles, improvement; the hardness map and scores against hardness (a
+    # single GDL has no ladder of sizes)
+    assert html.count('class="bbrl-figure"') == 5
     assert 'href="experiments/GDL-GDL.html"' in html and 'href="experiments/GDL-UGDL.html"' in html
     assert '<script src="plotly.min.js">' in html and "http" not in html.split("<body>")[0]
     assert (out / "plotly.min.js").stat().st_size > 1_000_000
@@ -170,7 +172,8 @@ def test_latex_report(small_report):
     out, _, _ = small_report
     tex = (out / "report.tex").read_text()
     assert tex.startswith("\\documentclass") and tex.rstrip().endswith("\\end{document}")
-    assert "\\toprule" in tex and tex.count("\\includegraphics") == 2 * 3 + 1
+    # per experiment 3, the hardness spread, the hardness map, scores against hardness
+    assert "\\toprule" in tex and tex.count("\\includegraphics") == 2 * 3 + 1 + 2
     for line in tex.splitlines():
         if "includegraphics" in line:
             name = line.split("{figures/")[1].split("}")[0]

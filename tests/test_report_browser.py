@@ -31,16 +31,18 @@ CHROMIUM_FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     out = tmp_path_factory.mktemp("browser-report")
-    tables = []
+    tables, sets = [], []
     for test in ("GC", "GDL"):
         ts = E.new_test_set(D.builtin(test), 16, 0.95, 40, seed=2)
+        sets.append(ts)  # the hardness sections' figures render too
         for prior in (test, "U" + test):
             for alg, params in [("random", {}), ("optimal", {}), ("e-greedy", {"epsilon": "0.1"}),
                                 ("beb", {"beta": "1"}), ("beb", {"beta": "1", "compat": "true"})]:
                 agent = E.train_agent(alg, params, D.builtin(prior), progress=False)
                 tables.append(E.run_agent(ts, agent, progress=False))
     merged = merge_tables(tables)
-    index = report.build(merged, summary_table(merged), out, pdf=False, bootstrap_resamples=300)
+    index = report.build(merged, summary_table(merged), out, sets, pdf=False,
+                         bootstrap_resamples=300)
     return out, index
 
 

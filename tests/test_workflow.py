@@ -603,3 +603,63 @@ def test_bbrl_init_writes_a_study_that_plans_estimates_and_dry_runs(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     assert "my-greedy: 2 agents" in r.stderr
     assert "results/my-study/report/index.html" in r.stdout + r.stderr
+
+
+# ---------------------------------------------------------------------------------------
+# Problem families through the workflow (issue #26)
+
+
+@pytest.mark.slow
+def test_families_preset_dry_run(tmp_path):
+    """The families preset plans every stage: one distribution file per test and prior
+    (the prior of an accurate experiment is the test's own file), one test set per size,
+    and a run per experiment and agent; results' paths carry the family names."""
+    cfg = _write_cfg(tmp_path, copy.deepcopy(BASE))
+    r = _snake(tmp_path, cfg, "--config", "preset=families", "-n")
+    assert r.returncode == 0, r.stderr[-3000:]
+    plan = P.load(cfg, {"preset": "families"})
+    jobs = _jobs(r.stdout + r.stderr)
+    assert jobs["distribution"] == len(plan.distributions) == 2 * len(plan.tests)
+    assert jobs["test_set"] == len(plan.tests)
+    assert jobs["merge"] == len(plan.experiments)
+    assert jobs["run"] == sum(len(plan.chunks(e, a)) for e in plan.experiments
+                              for a in plan.agents_of(e))
+    planned = _planned(r.stdout)
+    assert ("distribution", "dist=UDeepSea-10") in planned
+    assert ("test_set", "test=FrozenLake-8") in planned
+    assert ("merge", "experiment=DeepSea-15-UDeepSea-15") in planned
+
+
+@pytest.mark.slow
+def test_a_family_ladder_runs_end_to_end(tmp_path):
+    """A tiny DeepSea ladder with both priors, from config.yaml alone: the family's
+    distribution files, test sets drawn from the family (the structure drawn per MDP), the
+    report's problems section with its tables."""
+    import numpy as np
+
+    from bbrlcore import protocol as E
+    from bbrlcore.mdp import distributions as D
+    from bbrlcore.mdp import families as F
+
+    cfg = _write_cfg(tmp_path, _tiny({
+        "n_mdps": 3,
+        "experiments": [{"test": {"family": "deepsea", "size": [3, 4]},
+                         "prior": ["accurate", "uniform"]}],
+        "algorithms": {"random": {}, "e-greedy": {"epsilon": [0.1]}, "optimal": {}},
+    }))
+    r = _snake(tmp_path, cfg, "--cores", "2")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    res = tmp_path / "results"
+    for size in (3, 4):
+        p = F.make("deepsea", size=size)
+        assert D.load_test(str(res / f"distributions/DeepSea-{size}.parquet")).same_as(p.test)
+        assert D.read_parquet(res / f"distributions/UDeepSea-{size}.parquet").same_as(
+            p.prior("uniform"))
+        ts = E.read_test_set(res / f"test_sets/DeepSea-{size}.parquet")
+        assert np.array_equal(ts.mdps, E.new_test_set(p.test, 3, 0.95, 20, 0).mdps)
+    s = pl.read_parquet(res / "summary.parquet")
+    assert set(s["experiment"]) == {"DeepSea-3-DeepSea-3", "DeepSea-4-DeepSea-4",
+                                    "DeepSea-3-UDeepSea-3", "DeepSea-4-UDeepSea-4"}
+    ladder = pl.read_parquet(res / "report/data/score-size.parquet")
+    assert set(ladder["ladder"]) == {"DeepSea, accurate prior", "DeepSea, uniform prior"}
+    assert 'id="fig-score-size"' in (res / "report/index.html").read_text()

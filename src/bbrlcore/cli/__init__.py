@@ -18,8 +18,8 @@ from bbrlcore.errors import BBRLError
 
 #: Subcommand modules, in the order ``bbrl --help`` lists them.
 _SUBMODULES = (
-    "distribution", "experiment", "agents", "formulas", "results", "aggregate", "report",
-    "estimate", "init", "published", "demo",
+    "distribution", "families", "experiment", "hardness", "agents", "formulas", "results",
+    "aggregate", "report", "estimate", "init", "published", "demo",
 )
 
 

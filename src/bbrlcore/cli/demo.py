@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _demo(args: argparse.Namespace) -> int:
     out = Path(args.out)
-    test = D.load(args.test)  # every check before the output directory is created
+    test = D.load_test(args.test)  # every check before the output directory is created
     prior = D.load(args.prior or args.test)
     if (test.n_states, test.n_actions) != (prior.n_states, prior.n_actions):
         raise BBRLError(f"--prior {args.prior}: {prior.n_states} states and "

@@ -14,7 +14,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("experiment", help="draw and inspect test sets")
     s = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     new = s.add_parser("new", help="draw a test set of N MDPs from a test distribution")
-    new.add_argument("--test", required=True, help="test distribution: name, .dat or .parquet")
+    new.add_argument("--test", required=True, help="test distribution: a built-in or problem "
+                     "family's name (GC, DeepSea-20), a .dat or .parquet (bbrl distribution "
+                     "new writes a family's)")
     new.add_argument("--n-mdps", type=int, default=500, help="number of test MDPs (500)")
     new.add_argument("--gamma", type=float, default=0.95, help="discount factor (0.95)")
     h = new.add_mutually_exclusive_group()
@@ -34,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _new(args: argparse.Namespace) -> int:
-    test = D.load(args.test)
+    test = D.load_test(args.test)
     if args.epsilon is not None:
         horizon = D.horizon_for_epsilon(args.epsilon, args.gamma, test.r_max)
         if horizon > E.MAX_HORIZON:

@@ -474,9 +474,35 @@ def write_dat(d: FDMDistribution, path: str | Path, compress: bool = False) -> N
 # Parquet artefact
 
 
-def write_parquet(d: FDMDistribution, path: str | Path) -> None:
+def write_parquet(d: Any, path: str | Path) -> None:
+    """Write a distribution artefact.
+
+    An FDM distribution is its table (one row per transition) and its names and sizes. A
+    problem family's test distribution that draws its structure
+    (:class:`~bbrlcore.mdp.families.FamilyDistribution`) is written as its **accurate
+    prior** (an FDM of the same name, so every reader of FDM files takes it as a prior)
+    with the family and its parameters under the metadata key ``family``, from which
+    :func:`read_test` rebuilds the test distribution itself."""
+    family = None
+    if not isinstance(d, FDMDistribution):
+        family = d.to_dict()
+        d = d.accurate_prior()
     meta = {k: v for k, v in d.to_dict().items() if k not in ("theta", "reward", "reward_variance")}
+    if family is not None:
+        meta["family"] = family
     artefacts.write_artefact(path, d.to_table(), "distribution", meta)
+
+
+def read_test(path: str | Path) -> Any:
+    """The test distribution of a distribution artefact: the family's (rebuilt from its
+    parameters, checked against the names and sizes the file records) when the file
+    records one (:func:`write_parquet`), else the FDM distribution it holds."""
+    meta = artefacts.read_meta(path, "distribution")
+    if "family" in meta:
+        from bbrlcore.mdp import families
+
+        return families.from_dict(meta["family"], str(path))
+    return read_parquet(path)
 
 
 def read_parquet(path: str | Path) -> FDMDistribution:
@@ -590,17 +616,30 @@ def builtin(name: str) -> FDMDistribution:
     try:
         return _BUILDERS[name]()
     except KeyError:
+        from bbrlcore.mdp import families
+
+        why = families.name_error(name)
+        if why is not None:
+            raise BBRLError(f"distribution {name!r}: {why}") from None
         raise BBRLError(
-            f"unknown distribution {name!r} (built-ins: {', '.join(BUILTINS)}; "
+            f"unknown distribution {name!r} (built-ins: {', '.join(BUILTINS)}; a problem "
+            "family's name such as DeepSea-20 or UDeepSea-20 (bbrl families); "
             "or give a .dat or distribution .parquet file)"
         ) from None
 
 
 def load(spec: str | Path) -> FDMDistribution:
-    """A built-in name, a ``.dat`` file (plain or zlib) or a distribution Parquet file."""
+    """An FDM distribution (a prior): a built-in name, a problem family's name
+    (``DeepSea-20``: its accurate prior; ``UDeepSea-20``: its uniform prior), a ``.dat``
+    file (plain or zlib) or a distribution Parquet file (a family test distribution's
+    file holds its accurate prior). :func:`load_test` gives test distributions."""
     s = str(spec)
     if s in _BUILDERS:
         return builtin(s)
+    named = _family_named(s)  # like the built-ins' names, before files (./DeepSea-20)
+    if named is not None:
+        problem, kind = named
+        return problem.prior("uniform" if kind == "uniform" else "accurate")
     p = Path(s)
     if not p.exists():
         if p.suffix or "/" in s:
@@ -611,12 +650,46 @@ def load(spec: str | Path) -> FDMDistribution:
     return read_dat(p)
 
 
+def load_test(spec: str | Path) -> Any:
+    """A test distribution, named or read as :func:`load` does, except that a problem
+    family's name (``DeepSea-20``) or file gives its test distribution, which may draw
+    its structure (:class:`~bbrlcore.mdp.families.FamilyDistribution`, not an FDM)."""
+    s = str(spec)
+    if s in _BUILDERS:
+        return builtin(s)
+    named = _family_named(s)
+    if named is not None:
+        problem, kind = named
+        return problem.prior("uniform") if kind == "uniform" else problem.test
+    p = Path(s)
+    if not p.exists():
+        return load(s)
+    if p.suffix == ".parquet" or _is_parquet(p):
+        return read_test(p)
+    return read_dat(p)
+
+
+def _family_named(name: str) -> Any:
+    """``(Problem, "test" | "uniform")`` for a problem family's short name, else None."""
+    from bbrlcore.mdp import families
+
+    return families.from_name(name)
+
+
 #: What a distribution's short name may hold (it names files and experiments).
 SHORT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+]*")
 
 
-def renamed(d: FDMDistribution, short_name: str) -> FDMDistribution:
-    """The same distribution under another short name (the long name is kept)."""
+def renamed(d: Any, short_name: str) -> Any:
+    """The same distribution under another short name (the long name is kept). A problem
+    family's test distribution that draws its structure keeps the name its parameters
+    give (it is rebuilt from them): renaming it is refused."""
+    if short_name == d.short_name:
+        return d
+    if not isinstance(d, FDMDistribution):
+        raise BBRLError(f"--short-name {short_name!r}: {d.short_name} is a problem family's "
+                        "test distribution: its name is derived from its parameters and "
+                        "cannot change")
     if not SHORT_NAME.fullmatch(short_name):
         raise BBRLError(f"--short-name {short_name!r}: letters, digits, '_', '.' and '+' only")
     return dataclasses.replace(d, short_name=short_name)

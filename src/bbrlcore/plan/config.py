@@ -128,7 +128,8 @@ def load(
     dists = cfg["distributions"]
     if not isinstance(dists, Mapping):
         raise fail("distributions", "must be a mapping name -> file")
-    loaded: dict[str, Any] = {}
+    loaded: dict[str, Any] = {}  # name -> FDM (the prior; a family test: its accurate prior)
+    test_dists: dict[str, Any] = {}  # name -> test distribution where it is no FDM
     for name, path in dists.items():
         if not isinstance(name, str) or not distributions.SHORT_NAME.fullmatch(name):
             raise fail(f"distributions.{name}", "a distribution name is letters, digits, "
@@ -136,40 +137,42 @@ def load(
         if not isinstance(path, str) or not Path(path).is_file():
             raise fail(f"distributions.{name}", f"{path!r}: no such file")
         try:  # a malformed file is refused here, before any job
-            loaded[name] = distributions.renamed(distributions.load(path), name)
+            test = distributions.load_test(path)
+            if not isinstance(test, distributions.FDMDistribution):
+                raise BBRLError(f"{path} holds the problem family test distribution "
+                                f"{test.short_name}: name it in experiments (test: "
+                                f"{test.short_name}, or test: {{family: {test.family}, "
+                                "...}) instead of declaring its file")
+            loaded[name] = distributions.renamed(test, name)
         except BBRLError as exc:
             raise fail(f"distributions.{name}", str(exc)) from None
     exps = cfg["experiments"]
     if not isinstance(exps, list) or not exps:
         raise fail("experiments", "must be a non-empty list of {test, prior}")
     experiments: list[Experiment] = []
+    entry_of: list[int] = []  # the experiments entry each experiment comes from
     for i, e in enumerate(exps):
         if not isinstance(e, Mapping) or not {"test", "prior"} <= set(e) or not set(e) <= {
                 "test", "prior", "algorithms"}:
             raise fail(f"experiments[{i}]", "must be a mapping with test, prior and optionally "
                        "algorithms (its own grids, instead of the global algorithms)")
-        for role in ("test", "prior"):
-            v = e[role]
-            if not isinstance(v, str) or (v not in distributions.BUILTINS and v not in dists):
+        for ex in _experiments_of(e, i, fail, dists, loaded, test_dists):
+            if ex in experiments:
+                raise fail(f"experiments[{i}]", f"experiment {ex.name} listed twice")
+            t, pr = loaded[ex.test], loaded[ex.prior]
+            if (t.n_states, t.n_actions) != (pr.n_states, pr.n_actions):
                 raise fail(
-                    f"experiments[{i}].{role}={v}",
-                    f"unknown distribution (built-ins: {', '.join(distributions.BUILTINS)}; "
-                    "or declare it under distributions:)",
+                    f"experiments[{i}]",
+                    f"test {ex.test} has {t.n_states} states and {t.n_actions} actions, "
+                    f"prior {ex.prior} has {pr.n_states} and {pr.n_actions}: they must be "
+                    "equal",
                 )
-        ex = Experiment(e["test"], e["prior"])
-        if ex in experiments:
-            raise fail(f"experiments[{i}]", f"experiment {ex.name} listed twice")
-        for role in ("test", "prior"):
-            if e[role] not in loaded:
-                loaded[e[role]] = distributions.builtin(e[role])
-        t, pr = loaded[ex.test], loaded[ex.prior]
-        if (t.n_states, t.n_actions) != (pr.n_states, pr.n_actions):
-            raise fail(
-                f"experiments[{i}]",
-                f"test {ex.test} has {t.n_states} states and {t.n_actions} actions, prior "
-                f"{ex.prior} has {pr.n_states} and {pr.n_actions}: they must be equal",
-            )
-        experiments.append(ex)
+            clash = next((o for o in experiments if o.name == ex.name), None)
+            if clash is not None:  # (a-b, c) and (a, b-c): names must identify experiments
+                raise fail(f"experiments[{i}]", f"experiment {ex.test} x {ex.prior} and "
+                           f"{clash.test} x {clash.prior} would both be named {ex.name}")
+            experiments.append(ex)
+            entry_of.append(i)
 
     fsets = cfg["formula_sets"]
     if not isinstance(fsets, Mapping):
@@ -206,10 +209,12 @@ def load(
                            "place (extended: true adds extended_algorithms to algorithms)")
         default_agents = default_agents + ext_agents
     exp_agents: dict[str, list[str]] = {}
-    for i, (e, ex) in enumerate(zip(exps, experiments, strict=True)):
-        if "algorithms" in e:
-            own = configs_of(e["algorithms"], f"experiments[{i}].algorithms")
-            blocks[ex.name] = own
+    own_of: dict[int, list[AgentConfig]] = {}
+    for i, ex in zip(entry_of, experiments, strict=True):
+        if "algorithms" in exps[i]:
+            if i not in own_of:
+                own_of[i] = configs_of(exps[i]["algorithms"], f"experiments[{i}].algorithms")
+            blocks[ex.name] = own_of[i]
         exp_agents[ex.name] = [a.key for a in blocks.get(ex.name, default_agents)]
     out: list[AgentConfig] = []
     seen: dict[str, AgentConfig] = {}
@@ -233,8 +238,169 @@ def load(
     plan = Plan(cfg, experiments, out, available, calibration_dir)
     plan.from_preset = from_preset
     plan.dists = loaded
+    plan.test_dists = {k: v for k, v in test_dists.items()
+                       if any(ex.test == k for ex in experiments)}
     plan.exp_agents = exp_agents
     return plan
+
+
+#: What ``prior`` may say instead of a distribution's name, beside a family or built-in test.
+PRIOR_KINDS = ("accurate", "uniform")
+
+
+def _experiments_of(e: Mapping[str, Any], i: int, fail, declared: Mapping[str, Any],
+                    loaded: dict[str, Any], test_dists: dict[str, Any]) -> list[Experiment]:
+    """The experiments of entry ``experiments[i]``: its test (a distribution's name, or a
+    problem family with its parameters, where a list of values is a ladder: one test per
+    combination) times its prior (a name, ``accurate``, ``uniform``, or a list of them).
+    Every distribution they name is loaded into ``loaded`` (and ``test_dists``)."""
+    from bbrlcore.mdp import distributions, families
+
+    tests: list[str] = []
+    uniform_of: dict[str, str | None] = {}
+    test = e["test"]
+    if isinstance(test, Mapping):
+        for problem in _family_ladder(test, f"experiments[{i}].test", fail):
+            name = problem.short_name
+            if name in declared:
+                raise fail(f"experiments[{i}].test", f"{name} is also declared under "
+                           "distributions: rename that one")
+            loaded.setdefault(name, problem.prior("accurate"))
+            if not isinstance(problem.test, distributions.FDMDistribution):
+                test_dists.setdefault(name, problem.test)
+            uname = problem.prior("uniform").short_name
+            uniform_of[name] = uname
+            tests.append(name)
+    else:
+        if not isinstance(test, str) or not _known(test, declared, loaded, test_dists):
+            raise fail(f"experiments[{i}].test={test}", _unknown(test))
+        tests.append(test)
+        if test in declared:
+            uniform_of[test] = None
+        elif test in distributions.BUILTINS:
+            uniform_of[test] = next((u for u, a in distributions.ACCURATE_OF.items()
+                                     if a == test), None)
+        else:
+            named = families.from_name(test)
+            uniform_of[test] = (named[0].prior("uniform").short_name
+                                if named is not None and named[1] == "test" else None)
+    raw = e["prior"]
+    priors = raw if isinstance(raw, list) else [raw]
+    if not priors:
+        raise fail(f"experiments[{i}].prior", "empty list of priors")
+    out = []
+    for k, pr in enumerate(priors):
+        key = f"experiments[{i}].prior" + (f"[{k}]" if isinstance(raw, list) else "")
+        if not isinstance(pr, str):
+            raise fail(f"{key}={pr}", "expected a distribution's name, accurate or uniform")
+        for t in tests:
+            if pr == "accurate":
+                name = t
+            elif pr == "uniform":
+                name = uniform_of[t]
+                if name is None:
+                    raise fail(f"{key}=uniform", f"test {t} has no uniform prior (a "
+                               "built-in or a problem family's has): name the prior")
+                _known(name, declared, loaded, test_dists)
+            else:
+                if not _known(pr, declared, loaded, test_dists):
+                    raise fail(f"{key}={pr}", _unknown(pr))
+                name = pr
+            out.append(Experiment(t, name))
+    return out
+
+
+def _known(name: Any, declared: Mapping[str, Any], loaded: dict[str, Any],
+           test_dists: dict[str, Any]) -> bool:
+    """Whether ``name`` is a distribution (declared, built-in or a family's name); loads
+    it into ``loaded`` (and a family test that draws its structure into ``test_dists``)."""
+    from bbrlcore.mdp import distributions, families
+
+    if not isinstance(name, str):
+        return False
+    if name in loaded or name in declared:
+        return True
+    if name in distributions.BUILTINS:
+        loaded[name] = distributions.builtin(name)
+        return True
+    named = families.from_name(name)
+    if named is None:
+        return False
+    problem, kind = named
+    if kind == "uniform":
+        loaded[name] = problem.prior("uniform")
+    else:
+        loaded[name] = problem.prior("accurate")
+        if not isinstance(problem.test, distributions.FDMDistribution):
+            test_dists[name] = problem.test
+    return True
+
+
+def _unknown(name: Any) -> str:
+    from bbrlcore.mdp import distributions, families
+
+    why = families.name_error(name)
+    if why is not None:
+        return why
+    return (f"unknown distribution (built-ins: {', '.join(distributions.BUILTINS)}; a "
+            "problem family's name such as DeepSea-20; {family: NAME, ...}; or declare it "
+            "under distributions:)")
+
+
+def _family_ladder(test: Mapping[str, Any], key: str, fail) -> list[Any]:
+    """The problems of ``test: {family: NAME, PARAM: VALUE or [VALUES], ...}``: every
+    combination of the listed values (parameters in the family's order, the last varying
+    fastest), each value checked by the family (one line naming the key)."""
+    from bbrlcore.mdp import families
+
+    fam = test.get("family")
+    if fam is None:
+        raise fail(key, "a problem family test is {family: NAME, PARAMETER: VALUE, ...} "
+                   f"(families: {', '.join(families.FAMILIES)})")
+    try:
+        spec = families.get_family(fam)
+    except BBRLError as exc:
+        raise fail(f"{key}.family={fam}", str(exc)) from None
+    values: dict[str, list[Any]] = {}
+    for k, raw in test.items():
+        if k == "family":
+            continue
+        p = spec.param(k) if isinstance(k, str) else None
+        if p is None:
+            known = ", ".join(q.name for q in spec.params) or "none"
+            raise fail(f"{key}.{k}", f"unknown parameter of family {spec.name} "
+                       f"(parameters: {known})")
+        lst = raw if isinstance(raw, list) else [raw]
+        if not lst:
+            raise fail(f"{key}.{k}", "empty ladder (give at least one value)")
+        typed = []
+        for j, v in enumerate(lst):
+            w = f"{key}.{k}" + (f"[{j}]" if isinstance(raw, list) else "")
+            if isinstance(v, str):  # YAML reads 1e-6 as a string
+                try:
+                    v = float(v)
+                except ValueError:
+                    pass
+            try:
+                typed.append(spec.validate({k: v})[k])
+            except BBRLError as exc:
+                msg = str(exc)
+                head = f"family {spec.name}: {k}={v!r}: "
+                msg = msg[len(head):] if msg.startswith(head) else msg
+                raise fail(f"{w}={show_value(v)}", f"family {spec.name}: {msg}") from None
+        values[k] = typed
+    keys = [p.name for p in spec.params if p.name in values]
+    out = []
+    for combo in itertools.product(*(values[k] for k in keys)):
+        full = spec.validate(dict(zip(keys, combo, strict=True)))
+        parsed = families.parse_name(spec.names(full)[0])
+        if parsed is None or parsed[1] != full:  # names keep 12 significant digits
+            k = next(k for k in keys if parsed is None or parsed[1][k] != full[k])
+            raise fail(f"{key}.{k}={show_value(full[k])}", f"family {spec.name}: its name "
+                       f"{spec.names(full)[0]} would not identify it (names keep 12 "
+                       "significant digits): round the value")
+        out.append(families.Problem(spec, full))
+    return out
 
 
 def _agent_configs(algs: Mapping[str, Any], key: str, compat_variants: bool, fail,

@@ -209,7 +209,8 @@ def _record(rec: dict[str, Any], source: str) -> Record | None:
 
 
 class Distributions:
-    """Name -> distribution: the built-ins, a plan's own (``extra``), or a file path."""
+    """Name -> distribution: the built-ins, a plan's own (``extra``), a problem family's
+    name or a file path; always an FDM distribution (see :func:`as_fdm`)."""
 
     def __init__(self, extra: Mapping[str, Any] | None = None) -> None:
         self.extra = dict(extra or {})
@@ -217,14 +218,25 @@ class Distributions:
 
     def __call__(self, name: Any) -> Any:
         if not isinstance(name, str):
-            return name  # already a distribution
+            return as_fdm(name)  # already a distribution
         if name in self.extra:
-            return self.extra[name]
+            return as_fdm(self.extra[name])
         if name not in self._memo:
             from bbrlcore.mdp import distributions
 
             self._memo[name] = distributions.load(name)
         return self._memo[name]
+
+
+def as_fdm(d: Any) -> Any:
+    """The distribution the work amounts are computed on: ``d`` itself when it has
+    Dirichlet concentrations (``theta``); a problem family's test distribution that draws
+    its structure (no ``theta``) is represented by its accurate prior, an FDM with the
+    test's mean model (:meth:`mean_model`), support (``theta > 0``), rewards and initial
+    state: what an algorithm's ``cost_features`` reads of a test distribution."""
+    if hasattr(d, "theta") or not hasattr(d, "accurate_prior"):
+        return d
+    return d.accurate_prior()
 
 
 def _full_params(algorithm: str, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -251,7 +263,8 @@ def features(
 
     alg = agents.get(algorithm)
     fn = alg.cost_features or default_cost_features
-    args = (_full_params(algorithm, params), prior, test, float(gamma), int(horizon))
+    args = (_full_params(algorithm, params), as_fdm(prior), as_fdm(test), float(gamma),
+            int(horizon))
     if learned and "learned" in inspect.signature(fn).parameters:
         return fn(*args, learned=dict(learned))
     return fn(*args)
@@ -266,8 +279,8 @@ def offline_features(
     alg = agents.get(algorithm)
     if alg.offline_cost_features is None:
         return {"job": 1.0}
-    return alg.offline_cost_features(_full_params(algorithm, params), prior, float(gamma),
-                                     int(horizon))
+    return alg.offline_cost_features(_full_params(algorithm, params), as_fdm(prior),
+                                     float(gamma), int(horizon))
 
 
 # ---------------------------------------------------------------------------------------
@@ -582,7 +595,7 @@ def _disk_cache_path(recs: list[Record], dists: Distributions) -> Path | None:
         except BBRLError:
             h.update(f"{name}:?".encode())
     for name in sorted({n for r in recs for n in (r.test, r.prior)} & set(dists.extra)):
-        d = dists.extra[name]
+        d = as_fdm(dists.extra[name])
         try:
             for arr in (d.theta, d.reward):
                 h.update(np.ascontiguousarray(arr, dtype=np.float64).tobytes())

@@ -88,7 +88,7 @@ def ensure(plan: Any, results_dir: str | Path, *, progress: bool = True,
                 if (exp.prior, exp.prior, c["horizon"], c["gamma"], True) not in have:
                     new.append(_row(a, exp.prior, exp.prior, c, offline_s=max(off, 1e-6),
                                     wall_s=time.perf_counter() - t0))
-            ts = E.new_test_set(plan.dists[exp.test], min(TRAJECTORIES, c["n_mdps"]),
+            ts = E.new_test_set(plan.test_distribution(exp.test), min(TRAJECTORIES, c["n_mdps"]),
                                 c["gamma"], c["horizon"], c["test_seed"])
             table = E.run_agent(ts, trained[exp.prior], progress=False)
             ms = 1000.0 * float(table["online_time_s"].mean())

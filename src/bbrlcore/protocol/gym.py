@@ -215,10 +215,18 @@ class MDPEnv(gymnasium.Env):
         return y, r, False, truncated, info
 
 
+def _accurate_prior(test: Any) -> Any:
+    from bbrlcore.mdp.families import accurate_prior
+
+    return accurate_prior(test)
+
+
 class TestSetEnv(MDPEnv):
     """A test set as an environment: one of its MDPs per episode (the ``k``-th reset uses
     MDP ``k mod N``, or ``options={"mdp_index": i}``); ``env.prior`` is the test
-    distribution (an accurate prior) unless another is given.
+    distribution's accurate prior (the test distribution itself when it is an FDM; a
+    problem family's that draws its structure: its moment-matched FDM,
+    :func:`bbrlcore.mdp.families.accurate_prior`) unless another is given.
 
     ``test_set`` is a :class:`~bbrlcore.protocol.TestSet` (``new_test_set``) or the path
     of a test-set artefact (``bbrl experiment new ... -o FILE``, read and validated with
@@ -243,7 +251,7 @@ class TestSetEnv(MDPEnv):
         self._mdp = 0
         super().__init__(ts.mdps[0], ts.test.reward, initial_state=ts.test.initial_state,
                          horizon=ts.horizon, gamma=ts.gamma, reward_std=ts.test.reward_std,
-                         prior=ts.test if prior is None else prior)
+                         prior=_accurate_prior(ts.test) if prior is None else prior)
         self._episode = 0
 
     def _info(self) -> dict[str, Any]:

@@ -217,6 +217,42 @@ def published_section(
                                 key=lambda r: rank.get(r["experiment"], 99))}
 
 
+def problems_section(
+    h: pl.DataFrame, summary: pl.DataFrame, out: Path, styles: dict[str, Any],
+    families: list[str],
+) -> dict[str, Any] | None:
+    """"Problems and hardness" (:mod:`bbrlcore.report.problems`): the hardness map, the
+    scores against hardness and along the ladders, their tables written to
+    ``data/hardness-map.parquet``, ``data/score-hardness.parquet`` and
+    ``data/score-size.parquet``; None when no experiment has a test set."""
+    from bbrlcore.report import problems as PR
+
+    hmap = PR.hardness_map(h, summary)
+    if hmap.is_empty():
+        return None
+    scores = PR.score_table(summary, hmap, families)
+    ladder = PR.ladder_table(scores)
+    data, figs = out / "data", out / "figures"
+    _write_parquet(hmap, data / "hardness-map.parquet")
+    _write_parquet(scores, data / "score-hardness.parquet")
+    _write_parquet(ladder, data / "score-size.parquet")
+    scored = scores.filter(pl.col("normalised_score").is_not_null())
+    sec: dict[str, Any] = {
+        "n_tests": hmap.height, "n_ladders": len(PR.ladders(ladder)),
+        "fig_map": _save(figures.hardness_map_figure(hmap), figs / "hardness-map"),
+        "map": I.to_json(I.hardness_map(hmap)), "scored": not scored.is_empty(),
+        "ladders": PR.ladders(ladder)}
+    if sec["scored"]:
+        sec["fig_scores"] = _save(figures.score_vs_hardness_figure(scores, styles),
+                                  figs / "score-hardness")
+        sec["scores"] = I.to_json(I.score_vs_hardness(scores, styles))
+    if sec["scored"] and not ladder.filter(pl.col("normalised_score").is_not_null()).is_empty():
+        sec["fig_sizes"] = _save(figures.score_vs_size_figure(ladder, styles),
+                                 figs / "score-size")
+        sec["sizes"] = I.to_json(I.score_vs_size(ladder, styles))
+    return sec
+
+
 def aggregates_section(
     merged: pl.DataFrame, out: Path, styles: dict[str, Any], alpha: float, correction: str,
     n_resamples: int, seed: int,
@@ -306,7 +342,7 @@ def build(
                                                    if g["test"] in order else 9, g["test"]))
     ordered = [sec for g in groups for sec in
                ([g["accurate"]] if g["accurate"] else []) + g["inaccurate"]]
-    hard = None
+    hard = problems_sec = None
     if test_sets:
         h = pl.concat([hardness.hardness_table(ts) for ts in test_sets])
         _write_parquet(h, out / "data" / "hardness.parquet")
@@ -325,6 +361,7 @@ def build(
             })
         hard = {"rows": stats_rows,
                 "fig": _save(figures.hardness_figure(h), out / "figures" / "hardness")}
+        problems_sec = problems_section(h, summary, out, styles, fams)
     published = published_section(summary, merged, out, alpha)
     agg = aggregates_section(merged, out, styles, alpha, correction, bootstrap_resamples,
                              bootstrap_seed)
@@ -333,7 +370,8 @@ def build(
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES),
                              autoescape=jinja2.select_autoescape(["html"]))
     ctx = {"groups": groups, "experiments": ordered, "version": __version__, "alpha": alpha,
-           "correction": correction, "hardness": hard, "families": fams,
+           "correction": correction, "hardness": hard, "problems": problems_sec,
+           "families": fams,
            "matrix_families": matrix_families, "aggregates": agg,
            "notes": (__doc__ or "").split("\n\n", 2)[2], "published": published}
     html = env.get_template("index.html.j2").render(root="", **ctx)

@@ -171,3 +171,105 @@ def hardness_figure(h: pl.DataFrame) -> Figure:
         ax.grid(True, axis="y", lw=0.4, alpha=0.5)
     fig.tight_layout()
     return fig
+
+
+# ---------------------------------------------------------------------------------------
+# Problems and hardness (tables of bbrlcore.report.problems)
+
+
+def problem_colours(problems: list[str]) -> dict[str, str]:
+    """A colour per problem, in the order given."""
+    return {p: _COLOURS[k % len(_COLOURS)] for k, p in enumerate(problems)}
+
+
+def hardness_map_figure(hmap: pl.DataFrame) -> Figure:
+    """Every test set by its median value norm (x) and median diameter (y), with the
+    5–95 % range over its MDPs; one colour per problem, each point labelled."""
+    colours = problem_colours(hmap["problem"].unique(maintain_order=True).to_list())
+    fig, ax = plt.subplots(figsize=(7.5, 4.8), dpi=110)
+    for problem, col in colours.items():
+        g = hmap.filter(pl.col("problem") == problem)
+        x, y = g["value_norm"].to_numpy(), g["diameter"].to_numpy()
+        xerr = np.vstack([x - g["value_norm_q05"].to_numpy(), g["value_norm_q95"].to_numpy() - x])
+        yerr = np.vstack([y - g["diameter_q05"].to_numpy(), g["diameter_q95"].to_numpy() - y])
+        fin = np.isfinite(x) & np.isfinite(y)
+        ax.errorbar(x[fin], y[fin], xerr=np.where(np.isfinite(xerr), xerr, 0)[:, fin],
+                    yerr=np.where(np.isfinite(yerr), yerr, 0)[:, fin], fmt="o", color=col,
+                    ms=5, lw=0.7, capsize=0, label=problem, alpha=0.9)
+        for t, xi, yi in zip(g["test"].to_list(), x, y, strict=True):
+            if np.isfinite(xi) and np.isfinite(yi):
+                ax.annotate(t, (xi, yi), fontsize=6, color=col, xytext=(3, 3),
+                            textcoords="offset points")
+    ax.set_xlabel("environmental value norm (median over the MDPs)")
+    ax.set_ylabel("diameter (median over the MDPs)")
+    ax.grid(True, lw=0.4, alpha=0.5)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def score_vs_hardness_figure(scores: pl.DataFrame,
+                             styles: dict[str, tuple[str, str, bool]]) -> Figure:
+    """Each algorithm's normalised score (best agent per experiment) against the
+    diameter, the value norm and the sum of reciprocal gaps of the test set, one panel
+    each."""
+    from bbrlcore.report.problems import MEASURES
+
+    s = scores.filter(pl.col("normalised_score").is_not_null())
+    fig, axes = plt.subplots(1, len(MEASURES), figsize=(11, 3.8), dpi=110, sharey=True)
+    for ax, (m, label) in zip(axes, MEASURES.items(), strict=True):
+        for fam in [f for f in styles if f in set(s["family"])]:
+            g = s.filter(pl.col("family") == fam)
+            col, mk, filled = styles[fam]
+            ax.plot(g[m].to_numpy(), g["normalised_score"].to_numpy(), mk, color=col,
+                    mfc=col if filled else "white", mec=col, ms=5, alpha=0.85, label=fam)
+        ax.set_xlabel(label)
+        xs = s[m].to_numpy().astype(float)
+        if m == "suboptimality_gaps" and xs.size and (xs[np.isfinite(xs)] > 0).all():
+            ax.set_xscale("log")  # sums of reciprocals span decades
+        ax.grid(True, lw=0.4, alpha=0.5)
+    axes[0].set_ylabel("normalised score")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5),
+               frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def score_vs_size_figure(ladder: pl.DataFrame,
+                         styles: dict[str, tuple[str, str, bool]]) -> Figure:
+    """One panel per ladder: each algorithm's normalised score against the size."""
+    from bbrlcore.report.problems import ladders
+
+    names = ladders(ladder)
+    cols = 2 if len(names) > 1 else 1
+    rows = max(1, -(-len(names) // cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols + 2, 2.8 * rows), dpi=110,
+                             squeeze=False)
+    for k, name in enumerate(names):
+        ax = axes[k // cols][k % cols]
+        g = ladder.filter(pl.col("ladder") == name)
+        for fam in [f for f in styles if f in set(g["family"])]:
+            h = g.filter(pl.col("family") == fam).sort("size")
+            col, mk, filled = styles[fam]
+            y = h["normalised_score"].to_numpy().astype(float)
+            ax.plot(h["size"].to_numpy(), y, "-" + mk if filled else "--" + mk, color=col,
+                    mfc=col if filled else "white", mec=col, ms=4, lw=1, label=fam)
+        ax.set_title(name, fontsize=8)
+        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+        ax.set_xlabel("size", fontsize=8)
+        ax.set_ylabel("normalised score", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(True, lw=0.4, alpha=0.5)
+    for k in range(len(names), rows * cols):
+        axes[k // cols][k % cols].axis("off")
+    handles, labels = {}, []
+    for ax in axes.flat:
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+            if lab not in handles:
+                handles[lab] = h
+                labels.append(lab)
+    fig.legend([handles[lab] for lab in labels], labels, fontsize=7, loc="center left",
+               bbox_to_anchor=(1.0, 0.5), frameon=False)
+    fig.tight_layout()
+    return fig

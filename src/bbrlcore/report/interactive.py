@@ -259,3 +259,157 @@ def to_json(fig: dict[str, Any]) -> str:
         return v
 
     return json.dumps(clean(fig), allow_nan=False).replace("</", "<\\/")
+
+
+# ---------------------------------------------------------------------------------------
+# Problems and hardness (tables of bbrlcore.report.problems)
+
+
+def _num(v: Any) -> Any:
+    return None if v is None or (isinstance(v, float) and not math.isfinite(v)) else v
+
+
+def hardness_map(hmap: pl.DataFrame) -> dict[str, Any]:
+    """Every test set placed by its hardness (Colosseum's Fig. 17/18): x = median value
+    norm, y = median diameter, bars from 5 % to 95 % over its MDPs, one trace per problem
+    (the table of :func:`bbrlcore.report.problems.hardness_map`)."""
+    from bbrlcore.report.figures import problem_colours
+
+    colours = problem_colours(hmap["problem"].unique(maintain_order=True).to_list())
+    traces = []
+    for problem, colour in colours.items():
+        g = hmap.filter(pl.col("problem") == problem)
+        x, y = g["value_norm"].to_list(), g["diameter"].to_list()
+        custom = [[r["test"], r["experiments"], r["n_mdps"], r["n_infinite"],
+                   _num(r["optimal_value"]), _num(r["suboptimality_gaps"])]
+                  for r in g.iter_rows(named=True)]
+        traces.append({
+            "type": "scatter", "mode": "markers+text", "name": problem,
+            "x": x, "y": y, "text": g["test"].to_list(), "textposition": "top center",
+            "textfont": {"size": 9, "color": colour},
+            "error_x": {"type": "data", "symmetric": False,
+                        "array": [_gap(h, v) for h, v in zip(g["value_norm_q95"], x, strict=True)],
+                        "arrayminus": [_gap(v, lo) for lo, v in
+                                       zip(g["value_norm_q05"], x, strict=True)],
+                        "thickness": 1, "width": 0, "color": colour},
+            "error_y": {"type": "data", "symmetric": False,
+                        "array": [_gap(h, v) for h, v in zip(g["diameter_q95"], y, strict=True)],
+                        "arrayminus": [_gap(v, lo) for lo, v in
+                                       zip(g["diameter_q05"], y, strict=True)],
+                        "thickness": 1, "width": 0, "color": colour},
+            "marker": {"color": colour, "size": 9},
+            "customdata": custom,
+            "hovertemplate": "<b>%{customdata[0]}</b> (%{customdata[2]} MDPs)<br>diameter "
+                             "%{y:.4g} (median; %{customdata[3]} infinite)<br>value norm "
+                             "%{x:.4g}<br>optimal value %{customdata[4]:.4g}<br>Σ 1/gap "
+                             "%{customdata[5]:.4g}<br>%{customdata[1]}<extra></extra>"})
+    return {"data": traces, "layout": {
+        "xaxis": {"title": {"text": "environmental value norm (median over the MDPs)"}},
+        "yaxis": {"title": {"text": "diameter (median over the MDPs)"}},
+        "updatemenus": _log_buttons(), "height": 480, "margin": {"t": 40, "r": 10},
+        "legend": {"itemclick": "toggle", "itemdoubleclick": "toggleothers"}}}
+
+
+def _gap(a: Any, b: Any) -> Any:
+    if a is None or b is None or not math.isfinite(a) or not math.isfinite(b):
+        return None
+    return max(a - b, 0.0)
+
+
+def _log_buttons() -> list[dict[str, Any]]:
+    return [{"type": "buttons", "direction": "right", "x": 1.0, "xanchor": "right",
+             "y": 1.02, "yanchor": "bottom", "showactive": True, "active": 0,
+             "pad": {"r": 0, "t": 0}, "font": {"size": 11},
+             "buttons": [
+                 {"label": "linear", "method": "relayout",
+                  "args": [{"xaxis.type": "linear", "yaxis.type": "linear"}]},
+                 {"label": "log", "method": "relayout",
+                  "args": [{"xaxis.type": "log", "yaxis.type": "log"}]}]}]
+
+
+def score_vs_hardness(scores: pl.DataFrame,
+                      styles: dict[str, tuple[str, str, bool]]) -> dict[str, Any]:
+    """Each algorithm's normalised score (its best agent per experiment) against a
+    hardness measure of the experiment's test set; buttons switch the measure (diameter,
+    value norm, gaps) and the axis scale (the table of
+    :func:`bbrlcore.report.problems.score_table`)."""
+    from bbrlcore.report.problems import MEASURES
+
+    s = scores.filter(pl.col("normalised_score").is_not_null())
+    fams = [f for f in styles if f in set(s["family"])]
+    traces, xs = [], {m: [] for m in MEASURES}
+    for fam in fams:
+        g = s.filter(pl.col("family") == fam)
+        for m in MEASURES:
+            xs[m].append(g[m].to_list())
+        traces.append({
+            "type": "scatter", "mode": "markers", "name": fam,
+            "x": g["diameter"].to_list(), "y": g["normalised_score"].to_list(),
+            "marker": _marker(styles[fam]),
+            "customdata": [[r["experiment"], r["agent"], r["prior_kind"]]
+                           for r in g.iter_rows(named=True)],
+            "hovertemplate": "<b>%{customdata[0]}</b> (%{customdata[2]} prior)<br>"
+                             "%{customdata[1]}<br>normalised score %{y:.3f}<br>x %{x:.4g}"
+                             f"<extra>{fam}</extra>"})
+    measure_menu = {
+        "type": "buttons", "direction": "right", "x": 0.0, "xanchor": "left", "y": 1.02,
+        "yanchor": "bottom", "showactive": True, "active": 0, "pad": {"r": 0, "t": 0},
+        "font": {"size": 11},
+        "buttons": [{"label": label.split(" (")[0], "method": "update",
+                     "args": [{"x": xs[m]}, {"xaxis.title.text": label}]}
+                    for m, label in MEASURES.items()]}
+    return {"data": traces, "layout": {
+        "xaxis": {"title": {"text": MEASURES["diameter"]}},
+        "yaxis": {"title": {"text": "normalised score (Random = 0, Optimal = 1)"}},
+        "updatemenus": [measure_menu, *_log_buttons()], "height": 480,
+        "margin": {"t": 50, "r": 10},
+        "legend": {"itemclick": "toggle", "itemdoubleclick": "toggleothers"}}}
+
+
+def score_vs_size(ladder: pl.DataFrame,
+                  styles: dict[str, tuple[str, str, bool]]) -> dict[str, Any]:
+    """Along each ladder (a problem, a setting, a kind of prior): each algorithm's
+    normalised score against the size, one panel per ladder, two panels a row (the table
+    of :func:`bbrlcore.report.problems.ladder_table`)."""
+    from bbrlcore.report.problems import ladders
+
+    names = ladders(ladder)
+    cols = 2 if len(names) > 1 else 1
+    rows = max(1, -(-len(names) // cols))
+    traces: list[dict[str, Any]] = []
+    layout: dict[str, Any] = {"height": 80 + 290 * rows, "margin": {"t": 40, "r": 10},
+                              "legend": {"itemclick": "toggle",
+                                         "itemdoubleclick": "toggleothers"},
+                              "annotations": []}
+    shown: set[str] = set()
+    for k, name in enumerate(names):
+        axis = "" if k == 0 else str(k + 1)
+        r, c = divmod(k, cols)
+        x0, x1 = c / cols + 0.04, (c + 1) / cols - 0.02
+        y1 = 1 - r / rows - 0.06 / rows
+        y0 = 1 - (r + 1) / rows + 0.24 / rows
+        layout[f"xaxis{axis}"] = {"domain": [x0, x1], "anchor": f"y{axis}",
+                                  "title": {"text": "size", "font": {"size": 10},
+                                            "standoff": 4}}
+        layout[f"yaxis{axis}"] = {"domain": [y0, y1], "anchor": f"x{axis}",
+                                  "title": {"text": "normalised score", "font": {"size": 10}}}
+        layout["annotations"].append({
+            "text": f"<b>{name}</b>", "showarrow": False, "xref": "paper", "yref": "paper",
+            "x": (x0 + x1) / 2, "y": y1, "xanchor": "center", "yanchor": "bottom",
+            "font": {"size": 11}})
+        g = ladder.filter(pl.col("ladder") == name)
+        for fam in [f for f in styles if f in set(g["family"])]:
+            h = g.filter(pl.col("family") == fam).sort("size")
+            colour = styles[fam][0]
+            traces.append({
+                "type": "scatter", "mode": "lines+markers", "name": fam,
+                "legendgroup": fam, "showlegend": fam not in shown,
+                "x": h["size"].to_list(), "y": h["normalised_score"].to_list(),
+                "xaxis": f"x{axis}", "yaxis": f"y{axis}", "marker": _marker(styles[fam]),
+                "line": {"color": colour, "width": 1.5,
+                         "dash": "dash" if fam.endswith("(compat)") else "solid"},
+                "customdata": [[r["experiment"], r["agent"]] for r in h.iter_rows(named=True)],
+                "hovertemplate": "<b>%{customdata[0]}</b><br>%{customdata[1]}<br>size %{x}: "
+                                 f"%{{y:.3f}}<extra>{fam}</extra>"})
+            shown.add(fam)
+    return {"data": traces, "layout": layout}

@@ -37,6 +37,7 @@ bbrlcore.errors.BBRLError: family deepsea: size=1: must be an integer in [2, 70]
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from bbrlcore.errors import BBRLError
@@ -57,8 +58,8 @@ from bbrlcore.mdp.families import (
 )
 from bbrlcore.mdp.families._base import Family, FamilyDistribution, Param, Problem, support
 
-__all__ = ["FAMILIES", "Family", "FamilyDistribution", "Param", "Problem", "from_dict",
-           "get_family", "make", "support"]
+__all__ = ["FAMILIES", "Family", "FamilyDistribution", "Param", "Problem", "accurate_prior",
+           "from_dict", "from_name", "get_family", "make", "parse_name", "support"]
 
 #: Every family, by id.
 FAMILIES: dict[str, Family] = {
@@ -107,3 +108,104 @@ def from_dict(d: Any, source: str = "distribution") -> FamilyDistribution | FDMD
                 f"parameters gives {key} {getattr(test, key)!r}, the file says {d[key]!r} "
                 "(written by another version?)")
     return test
+
+
+#: Short names split at their dashes, except the one of a float's exponent (``1e-05``).
+_SPLIT = re.compile(r"(?<![0-9]e)-")
+#: One part of a short name after the display name: a tag (none for ``size``) and a value.
+_PART = re.compile(r"([a-z]*)([0-9][0-9.e+-]*)")
+
+
+def parse_name(name: Any) -> tuple[Family, dict[str, Any], bool] | None:
+    """The family, complete parameters and whether it is the uniform prior (a leading
+    ``U``) of a short name such as ``DeepSea-20``, ``UDeepSea-20-prand0.05`` or ``GC-7``;
+    None when ``name`` is not exactly the name :meth:`Family.names` gives some valid
+    parameters (the canonical form: default values are never written).
+
+    >>> spec, params, uniform = parse_name("UDeepSea-20-prand0.05")
+    >>> spec.name, params["size"], params["p_rand"], uniform
+    ('deepsea', 20, 0.05, True)
+    >>> parse_name("DeepSea-20-prand0"), parse_name("DeepSea-1"), parse_name("Foo-3")
+    (None, None, None)
+    """
+    return _parse(name)[0]
+
+
+def name_error(name: Any) -> str | None:
+    """Why a name that starts like a family's (``DeepSea-100``) names none of its
+    distributions (a :class:`BBRLError` text naming the family and the parameter, or the
+    canonical name); None if it names one or does not look like a family's.
+
+    >>> name_error("DeepSea-1")
+    'family deepsea: size=1: must be an integer in [2, 70]'
+    """
+    return _parse(name)[1]
+
+
+def _parse(name: Any) -> tuple[tuple[Family, dict[str, Any], bool] | None, str | None]:
+    if not isinstance(name, str):
+        return None, None
+    error = None
+    candidates = [(name, False)] + ([(name[1:], True)] if name.startswith("U") else [])
+    for text, uniform in candidates:
+        parts = _SPLIT.split(text)
+        spec = _BY_DISPLAY.get(parts[0])
+        if spec is None:
+            continue
+        raw: dict[str, Any] = {}
+        for part in parts[1:]:
+            m = _PART.fullmatch(part)
+            p = None if m is None else spec.param("size") if m.group(1) == "" else next(
+                (q for q in spec.params if q.name != "size" and q.tag == m.group(1)), None)
+            if m is None or p is None or p.name in raw:
+                tags = ", ".join(f"{q.tag} ({q.name})" for q in spec.params if q.name != "size")
+                error = (f"family {spec.name}: {part!r} in {name!r} is no parameter (a size, "
+                         f"or a tag and a value; tags: {tags or 'none'})")
+                break
+            try:
+                raw[p.name] = int(m.group(2)) if p.kind is int else float(m.group(2))
+            except ValueError:
+                error = f"family {spec.name}: {p.name}={m.group(2)!r}: must be {p.range_text()}"
+                break
+        else:
+            try:
+                full = spec.validate(raw)
+            except BBRLError as exc:
+                error = str(exc)
+                continue
+            canonical = spec.names(full)[0]
+            if canonical == text:
+                return (spec, full, uniform), None
+            error = (f"family {spec.name}: {name!r} is not the name of these parameters: "
+                     f"write {'U' if uniform else ''}{canonical}")
+    return None, error
+
+
+def from_name(name: Any) -> tuple[Problem, str] | None:
+    """The problem a short name names and which of its distributions: ``"test"`` (the
+    test distribution, whose accurate prior has the same name) or ``"uniform"`` (its
+    uniform prior, named ``U`` + the test's name); None if it names none (:func:`parse_name`).
+
+    >>> p, kind = from_name("URiverSwim-8")
+    >>> p.short_name, kind, p.prior("uniform").short_name
+    ('RiverSwim-8', 'uniform', 'URiverSwim-8')
+    """
+    parsed = parse_name(name)
+    if parsed is None:
+        return None
+    spec, params, uniform = parsed
+    return Problem(spec, params), "uniform" if uniform else "test"
+
+
+def accurate_prior(test: FamilyDistribution | FDMDistribution) -> FDMDistribution:
+    """The accurate prior of a test distribution: the test itself when it is an FDM, the
+    moment-matched FDM (:meth:`FamilyDistribution.accurate_prior`) otherwise. It has the
+    test's mean model, support, rewards and initial state, so it stands for the test
+    wherever an FDM is needed (a gym environment's default prior, the cost model)."""
+    if isinstance(test, FDMDistribution):
+        return test
+    return test.accurate_prior()
+
+
+#: Families by display name (the start of their short names).
+_BY_DISPLAY: dict[str, Family] = {f.display: f for f in FAMILIES.values()}

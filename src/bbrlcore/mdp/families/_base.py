@@ -382,9 +382,7 @@ class Problem:
         if kind not in self._priors:
             t = self.test
             if kind == "accurate":
-                d = t if isinstance(t, FDMDistribution) else FDMDistribution(
-                    t.name, t.short_name, t.accurate_theta(), np.array(t.reward),
-                    t.initial_state)
+                d = t if isinstance(t, FDMDistribution) else t.accurate_prior()
             else:
                 sup = (np.ones((t.n_states, t.n_actions, t.n_states), dtype=bool)
                        if self.spec.paper else support(t))
@@ -645,6 +643,17 @@ class FamilyDistribution:
         """The accurate prior's concentrations (module docstring)."""
         m, s2 = self._moments_cached
         return moment_matched(m, s2, self.concentration)
+
+    def accurate_prior(self) -> FDMDistribution:
+        """The accurate prior as an FDM named like this distribution (computed once):
+        ``theta`` = :meth:`accurate_theta`, so its mean model is :meth:`mean_model` and
+        it is positive exactly on :meth:`support`."""
+        return self._accurate_prior_cached
+
+    @cached_property
+    def _accurate_prior_cached(self) -> FDMDistribution:
+        return FDMDistribution(self.name, self.short_name, self.accurate_theta(),
+                               np.array(self.reward), self.initial_state)
 
     def mc_moments(self, draws: int = PRIOR_DRAWS) -> tuple[np.ndarray, np.ndarray]:
         """Monte-Carlo :meth:`_moments`: ``draws`` structures from the generator seeded
