@@ -756,6 +756,11 @@ NOTHING_LEFT = {
                           "ts.parquet"),
     "demo": (["demo", "--n-mdps", "0", "--out", "new/d/demo"], "--n-mdps"),
     "init": (["init", "new/d/study.yaml", "--experiment", "GC-UGC"], "--experiment"),
+    "families": None,  # writes nothing
+    "distribution new": (["distribution", "new", "deepsea", "--param", "size=1", "-o",
+                          "new/d/x.parquet"], "size=1"),
+    "hardness": (["hardness", "ts.parquet", "--gamma", "2", "-o", "new/d/x.parquet"],
+                 "--gamma"),
 }
 
 
