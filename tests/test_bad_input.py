@@ -390,6 +390,14 @@ CROSS_FIELD = {
                                "the search tree would need"),
     "bad extra distribution": (lambda c: c.update(distributions={"AB": "nowhere.dat"}),
                                "distributions.AB: 'nowhere.dat': no such file"),
+    # issue #23: {GC: file} silently replaced the paper's GC by another distribution
+    "a built-in's name": (lambda c: c.update(distributions={"GC": "examples/riverswim.parquet"}),
+                          "config.yaml: distributions.GC: 'GC' is a built-in distribution; "
+                          "give yours another name"),
+    "a built-in's name in another case": (
+        lambda c: c.update(distributions={"ugrid": "examples/riverswim.parquet"}),
+        "distributions.ugrid: 'ugrid' differs from the built-in distribution 'UGrid' only in "
+        "case"),
 }
 
 
@@ -400,6 +408,17 @@ def test_cross_field_checks_name_the_key(kind):
         P.load(_bad(mutate))
     msg = str(exc.value)
     assert msg.startswith("config.yaml: ") and expected in msg and "\n" not in msg, msg
+
+
+@pytest.mark.parametrize("name", list(D.BUILTINS))
+def test_no_distribution_reuses_a_built_in_name(tmp_path, name):
+    """Whatever the file (even a copy of the built-in itself), a built-in's name is taken."""
+    f = tmp_path / "d.parquet"
+    D.write_parquet(D.builtin(name), f)
+    with pytest.raises(BBRLError) as exc:
+        P.load(_bad(lambda c: c.update(distributions={name: str(f)})))
+    assert str(exc.value) == (f"config.yaml: distributions.{name}: {name!r} is a built-in "
+                              "distribution; give yours another name")
 
 
 def test_a_malformed_extra_distribution_is_refused_up_front(tmp_path):
