@@ -184,7 +184,19 @@ META_EDITS = [
     ("ts.parquet", "test-set", lambda m: m["test_distribution"].update(n_states="5"),
      "n_states must be an integer"),
     ("agent.parquet", "agent", lambda m: m.update(params={"epsilon": "lots"}),
-     "params epsilon='lots': expected a number"),
+     "metadata 'params' epsilon='lots': stored as a string, expected a number"),
+    # issue #23: a number stored as a string was accepted
+    ("agent.parquet", "agent", lambda m: m["params"].update(epsilon="0.1"),
+     "metadata 'params' epsilon='0.1': stored as a string, expected a number"),
+    # issue #23: the id and the stored parameters disagree (edited by hand)
+    ("agent.parquet", "agent", lambda m: m["params"].update(epsilon=0.5),
+     "metadata 'agent' 'e-greedy__epsilon=0.1' is not the id of the stored parameters "
+     "('e-greedy__epsilon=0.5': edited by hand?)"),
+    ("agent.parquet", "agent", lambda m: m.update(agent="e-greedy__epsilon=0.5"),
+     "'e-greedy__epsilon=0.5' is not the id of the stored parameters "
+     "('e-greedy__epsilon=0.1'"),
+    ("agent.parquet", "agent", lambda m: m.update(agent="e-greedy__epsilon=0.1__x=1"),
+     "is not the id of the stored parameters"),
     ("agent.parquet", "agent", lambda m: m.update(params={"epsilon": 3.0}),
      "must be in [0, 1]"),
     ("agent.parquet", "agent", lambda m: m.update(algorithm="e-greedyy"), "unknown algorithm"),
@@ -754,3 +766,91 @@ def test_coverage_is_refused_unless_every_agent_has_the_same_mdps(cover):
     for call, prefix in ((summary_table, "summary"), (A.normalised_scores, "aggregate")):
         with pytest.raises(BBRLError, match=f"^{prefix}: experiment GC-GC: agent {lacking} "):
             call(merged)
+
+
+def test_an_agent_table_naming_another_agent_is_refused(capsys, wd):
+    def other(t: pa.Table) -> pa.Table:
+        i = t.schema.get_field_index("agent")
+        return t.set_column(i, "agent", pa.array(["e-greedy__epsilon=0.5"], pa.string()))
+
+    _rewrite(wd / "agent.parquet", table=other)
+    refused(capsys, "agent.parquet: the table's agent 'e-greedy__epsilon=0.5' is not the "
+            "metadata's 'e-greedy__epsilon=0.1'", "run", "--experiment", "ts.parquet",
+            "--agent", "agent.parquet", "-o", "out.parquet")
+
+
+STORED_AGENTS = [("e-greedy", {"epsilon": "0.1"}), ("beb", {"beta": "2.5", "compat": "true"}),
+                 ("bamcp", {"K": "100", "D": "5"}), ("random", {})]
+
+
+@pytest.fixture(scope="module")
+def stored_agents(tmp_path_factory):
+    d = tmp_path_factory.mktemp("agents")
+    for alg, params in STORED_AGENTS:
+        E.write_agent(E.train_agent(alg, params, D.builtin("GC"), progress=False),
+                      d / f"{alg}.parquet")
+    return d
+
+
+@settings(max_examples=3 * EXAMPLES, deadline=None, suppress_health_check=HEALTH)
+@given(which=st.sampled_from([a for a, _ in STORED_AGENTS]),
+       edits=st.dictionaries(st.sampled_from(["epsilon", "beta", "compat", "K", "D",
+                                              "agent", "x"]),
+                             JSON | st.sampled_from(["0.1", "2.5", "true", "100", 5, 2.5,
+                                                     0.1, True, 1]),
+                             max_size=3))
+def test_a_stored_agent_reads_back_as_what_it_runs(stored_agents, tmp_path_factory, which,
+                                                   edits):
+    """Any edit of an agent artefact's id or parameters: refused with one line naming the
+    file, or read back as an agent whose id is its parameters' and whose parameters have
+    their declared types (what runs is what the id says)."""
+    from bbrlcore import agents
+
+    src = stored_agents / f"{which}.parquet"
+    t = pq.read_table(src)
+    meta = json.loads(t.schema.metadata[b"bbrl"])
+    for key, value in edits.items():
+        if key == "agent":
+            meta["agent"] = value
+        else:
+            meta["params"][key] = value
+    path = tmp_path_factory.mktemp("edited") / "x.parquet"
+    pq.write_table(t.replace_schema_metadata({b"bbrl": json.dumps(meta).encode()}), path)
+    try:
+        agent = E.read_agent(path)
+    except BBRLError as exc:
+        assert str(exc).startswith(f"{path}: ") and "\n" not in str(exc)
+        return
+    alg = agents.get(which)
+    assert agent.agent_id == alg.agent_id(agent.params)
+    for p in alg.params:
+        v = agent.params[p.name]
+        assert v is None or type(v) is p.type, (p.name, v)
+
+
+def test_an_opps_ds_agent_keeps_its_label_when_its_formula_set_moves(tmp_path):
+    """OPPS-DS's id shows the formula set's label, not its path: the label recorded at
+    training checks the id, whether the file moved, was replaced, or is gone."""
+    from bbrlcore.agents import formulas as F
+
+    F.write_parquet(F.generate(2), tmp_path / "f.parquet")
+    agent = E.train_agent("opps-ds", {"formula_set": str(tmp_path / "f.parquet"),
+                                      "n_draws": "30", "c": "50"}, D.builtin("GC"),
+                          horizon=20, progress=False)
+    E.write_agent(agent, tmp_path / "a.parquet")
+    assert E.read_agent(tmp_path / "a.parquet").agent_id == agent.agent_id
+    F.write_parquet(F.generate(3), tmp_path / "f.parquet")  # another set at the same path
+    assert E.read_agent(tmp_path / "a.parquet").agent_id == agent.agent_id
+    (tmp_path / "f.parquet").unlink()
+    assert E.read_agent(tmp_path / "a.parquet").agent_id == agent.agent_id
+    _rewrite(tmp_path / "a.parquet", meta=lambda m: m["params"].update(n_draws=31))
+    with pytest.raises(BBRLError, match=r"a\.parquet: metadata 'agent' .*n_draws=30.* is not "
+                       r"the id of the stored parameters .*n_draws=31"):
+        E.read_agent(tmp_path / "a.parquet")
+    # without the recorded label (the file gone), the rest of the id is still checked
+    _rewrite(tmp_path / "a.parquet", meta=lambda m: (m["params"].update(n_draws=30),
+                                                     m["info"].pop("formula_set")))
+    assert E.read_agent(tmp_path / "a.parquet").agent_id == agent.agent_id
+    _rewrite(tmp_path / "a.parquet", meta=lambda m: m["params"].update(c=51.0))
+    with pytest.raises(BBRLError, match=r"\('opps-ds__formula_set=\.\.\.__n_draws=30__c=51'"):
+        E.read_agent(tmp_path / "a.parquet")
