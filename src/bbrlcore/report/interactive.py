@@ -161,9 +161,10 @@ def constraint_map(cmap: pl.DataFrame, title: str,
     return {
         "data": [{"type": "heatmap", "z": z, "text": text,
                   "x": [_fmt(xb[i]) for i in xs], "y": [_fmt(yb[j]) for j in ys],
-                  "colorscale": "Blues", "reversescale": True, "zmin": 0,
+                  "colorscale": "Blues", "reversescale": True, "zauto": False, "zmin": 0,
+                  "zmax": max([v for row in z for v in row if v is not None], default=1),
                   "showscale": True, "hoverongaps": False,
-                  "colorbar": {"title": {"text": "among the best"}},
+                  "colorbar": {"title": {"text": "among the best"}, "dtick": 1},
                   "hovertemplate": "offline ≤ %{y}, online/decision ≤ %{x}<br>%{text}"
                                    "<extra></extra>"}],
         "layout": {"title": {"text": f"time-constraint map, {title}", "font": {"size": 14}},
