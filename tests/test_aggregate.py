@@ -370,7 +370,8 @@ def test_families_missing_an_experiment_are_left_out():
 def test_unpaired_runs_are_refused():
     m = synthetic(n=5).filter(~((pl.col("agent") == "beb__beta=1")
                                 & (pl.col("mdp_index") == 4) & (pl.col("experiment") == "GC-GC")))
-    with pytest.raises(BBRLError, match="GC-GC: agent beb__beta=1 has 4 test MDPs"):
+    with pytest.raises(BBRLError, match=r"^aggregate: experiment GC-GC: agent beb__beta=1 "
+                       r"lacks test MDP 4 \(of 0-4\); run its missing chunks$"):
         A.compute(m, n_resamples=100)
 
 

@@ -185,7 +185,19 @@ META_EDITS = [
     ("ts.parquet", "test-set", lambda m: m["test_distribution"].update(n_states="5"),
      "n_states must be an integer"),
     ("agent.parquet", "agent", lambda m: m.update(params={"epsilon": "lots"}),
-     "params epsilon='lots': expected a number"),
+     "metadata 'params' epsilon='lots': stored as a string, expected a number"),
+    # issue #23: a number stored as a string was accepted
+    ("agent.parquet", "agent", lambda m: m["params"].update(epsilon="0.1"),
+     "metadata 'params' epsilon='0.1': stored as a string, expected a number"),
+    # issue #23: the id and the stored parameters disagree (edited by hand)
+    ("agent.parquet", "agent", lambda m: m["params"].update(epsilon=0.5),
+     "metadata 'agent' 'e-greedy__epsilon=0.1' is not the id of the stored parameters "
+     "('e-greedy__epsilon=0.5': edited by hand?)"),
+    ("agent.parquet", "agent", lambda m: m.update(agent="e-greedy__epsilon=0.5"),
+     "'e-greedy__epsilon=0.5' is not the id of the stored parameters "
+     "('e-greedy__epsilon=0.1'"),
+    ("agent.parquet", "agent", lambda m: m.update(agent="e-greedy__epsilon=0.1__x=1"),
+     "is not the id of the stored parameters"),
     ("agent.parquet", "agent", lambda m: m.update(params={"epsilon": 3.0}),
      "must be in [0, 1]"),
     ("agent.parquet", "agent", lambda m: m.update(algorithm="e-greedyy"), "unknown algorithm"),
@@ -391,6 +403,14 @@ CROSS_FIELD = {
                                "the search tree would need"),
     "bad extra distribution": (lambda c: c.update(distributions={"AB": "nowhere.dat"}),
                                "distributions.AB: 'nowhere.dat': no such file"),
+    # issue #23: {GC: file} silently replaced the paper's GC by another distribution
+    "a built-in's name": (lambda c: c.update(distributions={"GC": "examples/riverswim.parquet"}),
+                          "config.yaml: distributions.GC: 'GC' is a built-in distribution; "
+                          "give yours another name"),
+    "a built-in's name in another case": (
+        lambda c: c.update(distributions={"ugrid": "examples/riverswim.parquet"}),
+        "distributions.ugrid: 'ugrid' differs from the built-in distribution 'UGrid' only in "
+        "case"),
 }
 
 
@@ -401,6 +421,17 @@ def test_cross_field_checks_name_the_key(kind):
         P.load(_bad(mutate))
     msg = str(exc.value)
     assert msg.startswith("config.yaml: ") and expected in msg and "\n" not in msg, msg
+
+
+@pytest.mark.parametrize("name", list(D.BUILTINS))
+def test_no_distribution_reuses_a_built_in_name(tmp_path, name):
+    """Whatever the file (even a copy of the built-in itself), a built-in's name is taken."""
+    f = tmp_path / "d.parquet"
+    D.write_parquet(D.builtin(name), f)
+    with pytest.raises(BBRLError) as exc:
+        P.load(_bad(lambda c: c.update(distributions={name: str(f)})))
+    assert str(exc.value) == (f"config.yaml: distributions.{name}: {name!r} is a built-in "
+                              "distribution; give yours another name")
 
 
 def test_a_malformed_extra_distribution_is_refused_up_front(tmp_path):
@@ -960,3 +991,294 @@ def test_snakemake_shows_why_a_job_failed_on_a_full_disk(full_disk, tmp_path):
     line = next(ln for ln in out.splitlines() if ln.startswith("bbrl: error: "))
     assert "No space left on device" in line and str(full_disk / "results") in line, out[-3000:]
     assert "(log: " in line
+
+
+# Issue #23: results that would be silently wrong
+
+
+def _cli_run(capsys, wd: Path, name: str, agent: str = "agent.parquet", mdps: str = "0:6",
+             ts: str = "ts.parquet") -> Path:
+    rc, out, err = bbrl(capsys, "run", "--experiment", ts, "--agent", agent, "--mdps", mdps,
+                        "-q", "-o", name)
+    assert rc == 0, err
+    return wd / name
+
+
+@pytest.fixture
+def two_agents(capsys, wd):
+    """Random on MDPs 0-5, e-greedy on 0-2 only: an agent lacks test MDPs."""
+    rc, _, err = bbrl(capsys, "train", "--agent", "random", "--prior", "GC", "-q",
+                      "-o", "random.parquet")
+    assert rc == 0, err
+    _cli_run(capsys, wd, "full.parquet", agent="random.parquet")
+    _cli_run(capsys, wd, "part.parquet", mdps="0:3")
+    return wd
+
+
+@pytest.mark.parametrize("command", ["merge", "summary", "aggregate", "report"])
+def test_agents_on_different_test_mdps_are_refused(capsys, two_agents, command):
+    """Issue #23: merging e-greedy on MDPs 0-2 with Random on 0-5 succeeded, the summary
+    ranked a mean over 3 MDPs against one over 6, and the report died in paired_z naming
+    nothing, leaving a half-written directory."""
+    wd = two_agents
+    out = {"merge": ["-o", "m.parquet"], "summary": ["-o", "m.parquet"],
+           "aggregate": ["-o", "agg"], "report": ["-o", "rep", "--no-pdf"]}[command]
+    msg = refused(capsys, "experiment GC-GC: agent e-greedy__epsilon=0.1 in part.parquet "
+                  "lacks test MDPs 3-5 (of 0-5); run its missing chunks",
+                  command, "full.parquet", "part.parquet", *out)
+    assert msg.startswith(f"bbrl: error: {command}: ")
+    assert not (wd / "m.parquet").exists() and not (wd / "agg").exists()
+    assert not (wd / "rep").exists()
+    no_leftovers(wd)
+    # the chunks of one agent merge, and then the merged table is refused alike
+    _cli_run(capsys, wd, "rest.parquet", mdps="3:6")
+    rc, _, err = bbrl(capsys, "merge", "full.parquet", "part.parquet", "rest.parquet",
+                      "-o", "m.parquet")
+    assert rc == 0, err
+
+
+def test_a_merged_table_lacking_mdps_is_refused(capsys, two_agents):
+    wd = two_agents
+    # merged alone (one agent each), the two are then refused together
+    for src, dst in (("full.parquet", "m1.parquet"), ("part.parquet", "m2.parquet")):
+        rc, _, err = bbrl(capsys, "merge", src, "-o", dst)
+        assert rc == 0, err
+    assert artefacts.read_meta(wd / "m1.parquet")["n_mdps"] == {"GC-GC": 6}
+    refused(capsys, "summary: experiment GC-GC: agent e-greedy__epsilon=0.1 in m2.parquet "
+            "lacks test MDPs 3-5", "summary", "m1.parquet", "m2.parquet", "-o", "s.parquet")
+
+
+def test_a_failing_report_leaves_its_directory_as_it_was(capsys, wd, monkeypatch):
+    """The report is built in a staging directory: an error half-way leaves nothing (or
+    the previous report untouched)."""
+    from bbrlcore.report import interactive
+
+    def boom(out):
+        raise BBRLError("disk on fire")
+
+    with monkeypatch.context() as m:
+        m.setattr(interactive, "write_library", boom)
+        refused(capsys, "disk on fire", "report", "run.parquet", "-o", "new/rep", "--no-pdf")
+        assert not (wd / "new").exists()
+        (wd / "old").mkdir()
+        (wd / "old" / "index.html").write_text("previous report")
+        refused(capsys, "disk on fire", "report", "run.parquet", "-o", "old", "--no-pdf")
+        assert [p.name for p in (wd / "old").iterdir()] == ["index.html"]
+        assert (wd / "old" / "index.html").read_text() == "previous report"
+        assert not [p for p in wd.iterdir() if p.name.startswith(".")]
+    rc, _, err = bbrl(capsys, "report", "run.parquet", "-o", "old", "--no-pdf")
+    assert rc == 0, err
+    assert "previous report" not in (wd / "old" / "index.html").read_text()
+    assert (wd / "old" / "experiments" / "GC-GC.html").exists()
+    assert not [p for p in wd.iterdir() if p.name.startswith(".")]
+
+
+def _edit_column(name: str, row: int, value: int):
+    def edit(t: pa.Table) -> pa.Table:
+        col = t.column(name).to_pylist()
+        col[row] = value
+        i = t.schema.get_field_index(name)
+        return t.set_column(i, name, pa.array(col, pa.int64()))
+    return edit
+
+
+@pytest.mark.parametrize("column, row, value, needle", [
+    ("mdp_index", 2, 6, "row 2 (agent e-greedy__epsilon=0.1): mdp_index 6 is outside the "
+     "test set's MDPs 0-5 (n_mdps=6 recorded in the run metadata)"),
+    ("mdp_index", 0, 1000, "mdp_index 1000 is outside the test set's MDPs 0-5"),
+    ("mdp_index", 1, -1, "row 1 (agent e-greedy__epsilon=0.1): mdp_index -1 is a negative "
+     "index"),
+    ("n_steps", 3, 29, "row 3 (agent e-greedy__epsilon=0.1, MDP 3): n_steps 29 differs from "
+     "the horizon 30"),
+    ("n_steps", 0, 250, "n_steps 250 differs from the horizon 30"),
+    ("horizon", 0, 0, "horizon must be >= 1, got 0"),
+])
+@pytest.mark.parametrize("command", ["merge", "summary"])
+def test_run_rows_outside_the_test_set_are_refused(capsys, wd, column, row, value, needle,
+                                                   command):
+    """Issue #23: an mdp_index outside the test set, or n_steps other than the horizon,
+    was merged and summarised with rc 0."""
+    _cli_run(capsys, wd, "r.parquet")
+    _rewrite(wd / "r.parquet", table=_edit_column(column, row, value))
+    msg = refused(capsys, needle, command, "r.parquet", "-o", "out.parquet")
+    assert msg.startswith("bbrl: error: r.parquet: ")
+    assert not (wd / "out.parquet").exists()
+
+
+def test_merged_tables_keep_the_test_set_size(capsys, wd):
+    """A merged table records each experiment's N, checked on read like a run table's."""
+    _cli_run(capsys, wd, "a.parquet", mdps="0:3")
+    _cli_run(capsys, wd, "b.parquet", mdps="3:6")
+    rc, _, err = bbrl(capsys, "merge", "a.parquet", "b.parquet", "-o", "m.parquet")
+    assert rc == 0, err
+    _rewrite(wd / "m.parquet", meta=lambda m: m.update(n_mdps={"GC-GC": 5}))
+    refused(capsys, "m.parquet: row 5 (agent e-greedy__epsilon=0.1): mdp_index 5 is outside "
+            "the test set's MDPs 0-4", "summary", "m.parquet", "-o", "s.parquet")
+    _rewrite(wd / "m.parquet", meta=lambda m: m.update(n_mdps={"GC-GC": "six"}))
+    refused(capsys, "m.parquet: metadata 'GC-GC' must be an integer, got 'six'",
+            "summary", "m.parquet", "-o", "s.parquet")
+    # runs of test sets of different sizes (same seed: one is a prefix of the other)
+    _rewrite(wd / "b.parquet", meta=lambda m: m.update(n_mdps=8))
+    refused(capsys, "merge: experiment GC-GC: run tables from different test sets "
+            "(a.parquet vs b.parquet: n_mdps 6 vs 8)", "merge", "a.parquet", "b.parquet",
+            "-o", "m2.parquet")
+    assert not (wd / "m2.parquet").exists()
+
+
+@pytest.mark.parametrize("test, n, seed, needle", [
+    ("GC", 6, 3, "seed 3 vs 2"),
+    ("GC", 8, 2, "n_mdps 8 vs 6"),
+    ("GC", 4, 2, "n_mdps 4 vs 6"),
+    ("GDL", 6, 2, "a test set of GDL, but no run is on GDL (the runs are on GC)"),
+])
+@pytest.mark.parametrize("recorded", [True, False])
+def test_report_refuses_test_sets_the_runs_did_not_use(capsys, wd, test, n, seed, needle,
+                                                        recorded):
+    """Issue #23: ``bbrl report --test-sets`` with a test set of another seed or size wrote
+    the hardness table of the wrong test set. The runs' N comes from their metadata or,
+    in tables written before it was recorded, from their largest MDP index."""
+    E.write_test_set(E.new_test_set(D.builtin(test), n, 0.95, 30, seed), wd / "other.parquet")
+    runs = str(_cli_run(capsys, wd, "r.parquet")) if recorded else "run.parquet"
+    msg = refused(capsys, needle, "report", runs, "--test-sets", "other.parquet",
+                  "-o", "rep", "--no-pdf")
+    assert msg.startswith("bbrl: error: other.parquet: ")
+    if test == "GC":
+        assert f"(seed {seed}, n_mdps {n})" in msg and "experiment GC-GC" in msg
+        assert ("largest MDP index + 1" in msg) == (not recorded and "n_mdps" in needle)
+    assert not (wd / "rep").exists()
+    refused(capsys, "a second test set of GC (also ts.parquet)", "report", runs,
+            "--test-sets", "ts.parquet", "ts.parquet", "-o", "rep", "--no-pdf")
+
+
+def _synthetic_run(agent: str, indices) -> pl.DataFrame:
+    n = len(indices)
+    return pl.DataFrame({
+        "experiment": ["GC-GC"] * n, "test": ["GC"] * n, "prior": ["GC"] * n,
+        "algorithm": [agent] * n, "agent": [agent] * n, "params": ["{}"] * n,
+        "compat": [False] * n, "mdp_index": np.asarray(sorted(indices), dtype=np.int64),
+        "discounted_return": np.ones(n), "online_time_s": np.full(n, 1e-3),
+        "n_steps": np.full(n, 30, dtype=np.int64), "offline_time_s": np.zeros(n)})
+
+
+@settings(max_examples=4 * EXAMPLES, deadline=None)
+@given(cover=st.lists(st.sets(st.integers(0, 20), min_size=1), min_size=2, max_size=4))
+def test_coverage_is_refused_unless_every_agent_has_the_same_mdps(cover):
+    """Random subsets of MDP indices per agent (chunks of each): merged, summarised and
+    aggregated only when every agent holds the same set, else refused naming the first
+    agent lacking some and exactly the MDPs it lacks."""
+    from bbrlcore.analysis import aggregate as A
+    from bbrlcore.analysis.results import index_ranges, merge_tables, summary_table
+
+    agents = [f"agent{k}" for k in range(len(cover))]
+    tables, sources = [], []
+    for a, s in zip(agents, cover, strict=True):
+        idx = sorted(s)
+        for part in (idx[: len(idx) // 2], idx[len(idx) // 2:]):  # two chunks
+            if part:
+                tables.append(_synthetic_run(a, part))
+                sources.append(f"{a}-{part[0]}.parquet")
+    union = set().union(*cover)
+    if all(s == union for s in cover):
+        merged = merge_tables(tables, sources)
+        assert set(summary_table(merged)["n"]) == {len(union)}
+        return
+    lacking = next(a for a, s in zip(agents, cover, strict=True) if s != union)
+    missing = union - cover[agents.index(lacking)]
+    want = f"agent {lacking} in {lacking}-"
+    with pytest.raises(BBRLError) as exc:
+        merge_tables(tables, sources)
+    msg = str(exc.value)
+    assert msg.startswith("merge: experiment GC-GC: ") and want in msg
+    assert f" {index_ranges(missing)} (of {index_ranges(union)})" in msg
+    merged = pl.concat(tables, how="diagonal_relaxed")
+    for call, prefix in ((summary_table, "summary"), (A.normalised_scores, "aggregate")):
+        with pytest.raises(BBRLError, match=f"^{prefix}: experiment GC-GC: agent {lacking} "):
+            call(merged)
+
+
+def test_an_agent_table_naming_another_agent_is_refused(capsys, wd):
+    def other(t: pa.Table) -> pa.Table:
+        i = t.schema.get_field_index("agent")
+        return t.set_column(i, "agent", pa.array(["e-greedy__epsilon=0.5"], pa.string()))
+
+    _rewrite(wd / "agent.parquet", table=other)
+    refused(capsys, "agent.parquet: the table's agent 'e-greedy__epsilon=0.5' is not the "
+            "metadata's 'e-greedy__epsilon=0.1'", "run", "--experiment", "ts.parquet",
+            "--agent", "agent.parquet", "-o", "out.parquet")
+
+
+STORED_AGENTS = [("e-greedy", {"epsilon": "0.1"}), ("beb", {"beta": "2.5", "compat": "true"}),
+                 ("bamcp", {"K": "100", "D": "5"}), ("random", {})]
+
+
+@pytest.fixture(scope="module")
+def stored_agents(tmp_path_factory):
+    d = tmp_path_factory.mktemp("agents")
+    for alg, params in STORED_AGENTS:
+        E.write_agent(E.train_agent(alg, params, D.builtin("GC"), progress=False),
+                      d / f"{alg}.parquet")
+    return d
+
+
+@settings(max_examples=3 * EXAMPLES, deadline=None, suppress_health_check=HEALTH)
+@given(which=st.sampled_from([a for a, _ in STORED_AGENTS]),
+       edits=st.dictionaries(st.sampled_from(["epsilon", "beta", "compat", "K", "D",
+                                              "agent", "x"]),
+                             JSON | st.sampled_from(["0.1", "2.5", "true", "100", 5, 2.5,
+                                                     0.1, True, 1]),
+                             max_size=3))
+def test_a_stored_agent_reads_back_as_what_it_runs(stored_agents, tmp_path_factory, which,
+                                                   edits):
+    """Any edit of an agent artefact's id or parameters: refused with one line naming the
+    file, or read back as an agent whose id is its parameters' and whose parameters have
+    their declared types (what runs is what the id says)."""
+    from bbrlcore import agents
+
+    src = stored_agents / f"{which}.parquet"
+    t = pq.read_table(src)
+    meta = json.loads(t.schema.metadata[b"bbrl"])
+    for key, value in edits.items():
+        if key == "agent":
+            meta["agent"] = value
+        else:
+            meta["params"][key] = value
+    path = tmp_path_factory.mktemp("edited") / "x.parquet"
+    pq.write_table(t.replace_schema_metadata({b"bbrl": json.dumps(meta).encode()}), path)
+    try:
+        agent = E.read_agent(path)
+    except BBRLError as exc:
+        assert str(exc).startswith(f"{path}: ") and "\n" not in str(exc)
+        return
+    alg = agents.get(which)
+    assert agent.agent_id == alg.agent_id(agent.params)
+    for p in alg.params:
+        v = agent.params[p.name]
+        assert v is None or type(v) is p.type, (p.name, v)
+
+
+def test_an_opps_ds_agent_keeps_its_label_when_its_formula_set_moves(tmp_path):
+    """OPPS-DS's id shows the formula set's label, not its path: the label recorded at
+    training checks the id, whether the file moved, was replaced, or is gone."""
+    from bbrlcore.agents import formulas as F
+
+    F.write_parquet(F.generate(2), tmp_path / "f.parquet")
+    agent = E.train_agent("opps-ds", {"formula_set": str(tmp_path / "f.parquet"),
+                                      "n_draws": "30", "c": "50"}, D.builtin("GC"),
+                          horizon=20, progress=False)
+    E.write_agent(agent, tmp_path / "a.parquet")
+    assert E.read_agent(tmp_path / "a.parquet").agent_id == agent.agent_id
+    F.write_parquet(F.generate(3), tmp_path / "f.parquet")  # another set at the same path
+    assert E.read_agent(tmp_path / "a.parquet").agent_id == agent.agent_id
+    (tmp_path / "f.parquet").unlink()
+    assert E.read_agent(tmp_path / "a.parquet").agent_id == agent.agent_id
+    _rewrite(tmp_path / "a.parquet", meta=lambda m: m["params"].update(n_draws=31))
+    with pytest.raises(BBRLError, match=r"a\.parquet: metadata 'agent' .*n_draws=30.* is not "
+                       r"the id of the stored parameters .*n_draws=31"):
+        E.read_agent(tmp_path / "a.parquet")
+    # without the recorded label (the file gone), the rest of the id is still checked
+    _rewrite(tmp_path / "a.parquet", meta=lambda m: (m["params"].update(n_draws=30),
+                                                     m["info"].pop("formula_set")))
+    assert E.read_agent(tmp_path / "a.parquet").agent_id == agent.agent_id
+    _rewrite(tmp_path / "a.parquet", meta=lambda m: m["params"].update(c=51.0))
+    with pytest.raises(BBRLError, match=r"\('opps-ds__formula_set=\.\.\.__n_draws=30__c=51'"):
+        E.read_agent(tmp_path / "a.parquet")

@@ -194,3 +194,70 @@ def test_cli_report_bad_alpha(tmp_path, bbrl_cmd, env_with_cache):
     r = subprocess.run(bbrl_cmd + ["report", "x.parquet", "--alpha", "2", "-o", str(tmp_path)],
                        capture_output=True, text=True, env=env_with_cache)
     assert r.returncode == 2 and "--alpha" in r.stderr
+
+
+def _map_cells_from_table(cmap):
+    """(online_index, offline_index) -> (families among the best, families within the
+    bounds but not among the best), or None where no agent fits: what the table says."""
+    out = {}
+    for (on, off), g in cmap.group_by(["online_index", "offline_index"]):
+        fams = g.filter(pl.col("family").is_not_null())
+        out[(on, off)] = None if fams.is_empty() else (
+            set(fams.filter(pl.col("among_best"))["family"]),
+            set(fams.filter(~pl.col("among_best"))["family"]))
+    return out
+
+
+def _assert_map_figure_matches_table(fig, cmap):
+    from bbrlcore.report import interactive as I
+
+    trace = fig["data"][0]
+    cells = _map_cells_from_table(cmap)
+    offs = sorted(cmap["offline_index"].unique().to_list())
+    ons = sorted(cmap["online_index"].unique().to_list())
+    assert len(trace["z"]) == len(offs) and all(len(r) == len(ons) for r in trace["z"])
+    for j, off in enumerate(offs):
+        for i, on in enumerate(ons):
+            z, text, want = trace["z"][j][i], trace["text"][j][i], cells[(on, off)]
+            if want is None:
+                assert z is None and text == I.MAP_EMPTY, (off, on)
+                continue
+            best, worse = want
+            assert z == len(best), (off, on, z, best)
+            first, *rest = text.split("<br>")
+            assert first.startswith(I.MAP_BEST)
+            assert set(first[len(I.MAP_BEST):].split(", ")) == best, (off, on, text)
+            shown_worse = (set(rest[0][len(I.MAP_WORSE):].split(", ")) if rest else set())
+            assert shown_worse == worse, (off, on, text)
+
+
+def test_interactive_map_shows_what_the_table_says():
+    """Issue #23: the interactive map coloured and listed every family within the bounds;
+    it must show the table's ``among_best``, cell by cell. In the synthetic results, A fits
+    every cell but is significantly worse than B and C once they fit."""
+    from bbrlcore.report import interactive as I
+
+    scores, ret = synthetic()
+    cmap = analysis.constraint_map(scores, ret, alpha=0.05, n_bounds=4)
+    # the case that broke: a cell where a family fits the bounds but is not among the best
+    assert cmap.filter(pl.col("among_best") == False).height > 0  # noqa: E712
+    fig = I.constraint_map(cmap, "t", figures.style_map(["A", "B", "C"]))
+    _assert_map_figure_matches_table(fig, cmap)
+    loose = fig["data"][0]["text"][0][-1]
+    assert loose.split("<br>")[0] == I.MAP_BEST + "B, C" or \
+        loose.split("<br>")[0] == I.MAP_BEST + "C, B"
+    assert "A" not in loose.split("<br>")[0] and fig["data"][0]["z"][0][-1] == 2
+    # an empty cell: no agent fits
+    empty = pl.DataFrame([{"offline_index": 0, "online_index": 0, "offline_bound_s": 1e-9,
+                           "online_bound_s": 1e-9}], schema=cmap.schema)
+    _assert_map_figure_matches_table(I.constraint_map(empty, "t", {}), empty)
+
+
+@pytest.mark.parametrize("exp", ["GDL-GDL", "GDL-UGDL"])
+def test_report_map_page_matches_the_table(small_report, exp):
+    """The map embedded in an experiment page is the one of ``*-constraint-map.parquet``."""
+    out, _, _ = small_report
+    cmap = pl.read_parquet(out / "data" / f"{exp}-constraint-map.parquet")
+    page = (out / "experiments" / f"{exp}.html").read_text()
+    spec = page.split('id="fig-map"><script type="application/json">')[1].split("</script>")[0]
+    _assert_map_figure_matches_table(json.loads(spec.replace("<\\/", "</")), cmap)

@@ -183,8 +183,14 @@ class Algorithm:
             where = f"{source}: " if source else ""
             raise BBRLError(f"{where}{self.agent_id(params)} on {prior.short_name}: {err}")
 
-    def agent_id(self, params: dict[str, Any]) -> str:
-        """``algorithm__name=value...`` in declaration order (00-decisions §5)."""
+    def agent_id(self, params: dict[str, Any],
+                 rendered: dict[str, str] | None = None) -> str:
+        """``algorithm__name=value...`` in declaration order (00-decisions §5).
+
+        ``rendered`` gives, for some parameters, the text the id shows instead of
+        rendering the value again (an agent artefact's recorded formula-set label, whose
+        file may have moved since)."""
+        rendered = rendered or {}
         parts = [self.name]
         for p in self.params:
             v = params.get(p.name)
@@ -194,7 +200,11 @@ class Algorithm:
                 if v:
                     parts.append("compat=true")
                 continue
-            parts.append(f"{p.name}={p.id_value(v) if p.id_value else show_value(v)}")
+            if p.name in rendered:
+                shown = rendered[p.name]
+            else:
+                shown = p.id_value(v) if p.id_value else show_value(v)
+            parts.append(f"{p.name}={shown}")
         return "__".join(parts)
 
 

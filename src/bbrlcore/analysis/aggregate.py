@@ -229,6 +229,9 @@ def _check_merged(merged: pl.DataFrame) -> None:
         r = bad.row(0, named=True)
         raise BBRLError(f"aggregate: experiment {r['experiment']}, agent {r['agent']}, MDP "
                         f"{r['mdp_index']}: discounted_return is {r['discounted_return']}")
+    from bbrlcore.analysis.results import check_coverage
+
+    check_coverage(merged, "aggregate")
 
 
 def _family(algorithm: str, compat: bool, separate_compat: bool) -> str:

@@ -2,7 +2,11 @@
 
 * :func:`merge_tables` concatenates run tables (chunks of runs, or whole runs) into one
   table sorted by experiment, agent and test MDP; an (experiment, agent, MDP) present
-  twice is an error.
+  twice is an error, and so are agents of one experiment measured on different test MDPs
+  (:func:`check_coverage`: a mean over 5 MDPs is not ranked against one over 10).
+* :func:`read_runs` reads run or merged tables, each checked (:func:`check_run_table`:
+  an ``mdp_index`` outside the test set whose size the table records, ``n_steps``
+  different from the horizon) before they are merged.
 * :func:`summary_table` gives one row per experiment × agent: ``experiment, test, prior,
   algorithm, agent, params, compat, n, mean, ci_low, ci_high, offline_time_s,
   online_time_per_decision_s, normalised_score, regret``. The interval is
@@ -47,9 +51,15 @@ _KEY = ["experiment", "agent", "mdp_index"]
 SAME_WITHIN_EXPERIMENT = ("test", "test_seed", "gamma", "horizon", "bbrlcore_version")
 
 
-def check_run_table(table: pl.DataFrame, source: str) -> None:
+def check_run_table(table: pl.DataFrame, source: str,
+                    n_mdps: int | dict[str, int] | None = None) -> None:
     """Columns and values of a run (or merged) table; one :class:`BBRLError` naming
-    ``source`` on any problem."""
+    ``source``, the row and the value on any problem.
+
+    Beyond the column types and finite values: ``mdp_index`` must be >= 0 and, when the
+    test set's size ``n_mdps`` is known (run tables record it in their metadata; an
+    integer, or experiment -> N), below it; ``n_steps`` must equal ``horizon`` (a
+    trajectory lasts the horizon; the online time per decision divides by it)."""
     hint = artefacts.REGENERATE["run"]
     for col, dtype in RUN_COLUMNS.items():
         if col not in table.columns:
@@ -81,22 +91,117 @@ def check_run_table(table: pl.DataFrame, source: str) -> None:
             row = table.row(int(np.argmax(mask)), named=True)
             raise BBRLError(f"{source}: {col} must be {checks[col]}, got {row[col]} "
                             f"(agent {row['agent']}, MDP {row['mdp_index']}); {hint}")
-    if (table["mdp_index"] < 0).any() or (table["n_steps"].fill_null(1) < 1).any() or (
-            table["horizon"].fill_null(1) < 1).any():
-        raise BBRLError(f"{source}: negative MDP index, or fewer than 1 step; {hint}")
+    idx = table["mdp_index"].to_numpy()
+    if isinstance(n_mdps, dict):
+        limit = table["experiment"].replace_strict(
+            n_mdps, default=np.iinfo(np.int64).max, return_dtype=pl.Int64).to_numpy()
+    else:
+        limit = np.full(len(idx), np.iinfo(np.int64).max if n_mdps is None else n_mdps)
+    outside = (idx < 0) | (idx >= limit)
+    if outside.any():
+        k = int(np.argmax(outside))
+        row = table.row(k, named=True)
+        n = int(limit[k])
+        where = ("a negative index" if row["mdp_index"] < 0 else
+                 f"outside the test set's MDPs 0-{n - 1} (n_mdps={n} recorded in the run "
+                 "metadata)")
+        raise BBRLError(f"{source}: row {k} (agent {row['agent']}): mdp_index "
+                        f"{row['mdp_index']} is {where}; {hint}")
+    for col in ("horizon", "n_steps"):
+        low = (table[col].fill_null(1) < 1).to_numpy()
+        if low.any():
+            k = int(np.argmax(low))
+            row = table.row(k, named=True)
+            raise BBRLError(f"{source}: row {k} (agent {row['agent']}, MDP "
+                            f"{row['mdp_index']}): {col} must be >= 1, got {row[col]}; {hint}")
+    steps, horizon = table["n_steps"], table["horizon"]
+    differ = (steps.is_not_null() & horizon.is_not_null() & (steps != horizon)).to_numpy()
+    if differ.any():
+        k = int(np.argmax(differ))
+        row = table.row(k, named=True)
+        raise BBRLError(f"{source}: row {k} (agent {row['agent']}, MDP {row['mdp_index']}): "
+                        f"n_steps {row['n_steps']} differs from the horizon {row['horizon']} "
+                        f"(every trajectory lasts the horizon); {hint}")
 
 
-def merge_tables(tables: list[pl.DataFrame], sources: list[str] | None = None) -> pl.DataFrame:
+def index_ranges(indices) -> str:
+    """Sorted test-MDP indices as ranges.
+
+    Examples
+    --------
+    >>> index_ranges([5, 6, 7, 9, 0])
+    '0, 5-7, 9'
+    """
+    idx = sorted({int(i) for i in indices})
+    parts: list[str] = []
+    k = 0
+    while k < len(idx):
+        j = k
+        while j + 1 < len(idx) and idx[j + 1] == idx[j] + 1:
+            j += 1
+        parts.append(str(idx[k]) if j == k else f"{idx[k]}-{idx[j]}")
+        k = j + 1
+    if len(parts) > 8:
+        parts = [*parts[:7], f"... ({len(parts) - 7} more ranges)"]
+    return ", ".join(parts)
+
+
+def check_coverage(merged: pl.DataFrame, command: str,
+                   sources: dict[tuple[str, str], list[str]] | None = None) -> None:
+    """Refuse agents of one experiment measured on different test MDPs.
+
+    Every agent of an experiment must hold the same set of ``mdp_index`` values (the
+    statistics pair agents on the test MDP: a mean over 5 MDPs is not ranked against one
+    over 10). One :class:`BBRLError` naming ``command``, the experiment, the first agent
+    (in id order) lacking MDPs that another agent holds, those MDPs and, with ``sources``
+    ((experiment, agent) -> files), the files holding that agent.
+
+    Examples
+    --------
+    >>> t = pl.DataFrame({"experiment": ["E"] * 3, "agent": ["a", "a", "b"],
+    ...                   "mdp_index": [0, 1, 0]})
+    >>> check_coverage(t, "merge")
+    Traceback (most recent call last):
+    ...
+    bbrlcore.errors.BBRLError: merge: experiment E: agent b lacks test MDP 1 (of 0-1); run its ...
+    """
+    if merged.is_empty():
+        return
+    per = (merged.select("experiment", "agent", "mdp_index").unique()
+           .group_by("experiment", "agent").agg(pl.col("mdp_index").sort())
+           .sort("experiment", "agent"))
+    for (exp,), g in per.group_by(["experiment"], maintain_order=True):
+        sets = {a: set(v) for a, v in zip(g["agent"], g["mdp_index"], strict=True)}
+        union = set().union(*sets.values())
+        for agent, have in sets.items():
+            if have != union:
+                files = (sources or {}).get((exp, agent), [])
+                where = ""
+                if files:
+                    more = f" and {len(files) - 1} more" if len(files) > 1 else ""
+                    where = f" in {files[0]}{more}"
+                lack = union - have
+                raise BBRLError(
+                    f"{command}: experiment {exp}: agent {agent}{where} lacks test "
+                    f"MDP{'s' if len(lack) > 1 else ''} {index_ranges(lack)} (of "
+                    f"{index_ranges(union)}); run its missing chunks")
+
+
+def merge_tables(tables: list[pl.DataFrame], sources: list[str] | None = None,
+                 command: str = "merge") -> pl.DataFrame:
     """Concatenate run tables (missing counter columns become null) and sort them.
 
-    Refuses an (experiment, agent, MDP) present twice, and run tables of one experiment
+    Refuses an (experiment, agent, MDP) present twice, run tables of one experiment
     that differ in their test set, γ, T or bbrlcore version
-    (:data:`SAME_WITHIN_EXPERIMENT`); ``sources`` (file names) are named in the error.
+    (:data:`SAME_WITHIN_EXPERIMENT`), and agents of one experiment measured on different
+    test MDPs (:func:`check_coverage`); ``sources`` (file names) are named in the error,
+    which starts with ``command``.
     """
     if not tables:
-        raise BBRLError("merge: no run tables")
+        raise BBRLError(f"{command}: no run tables")
     sources = sources or [f"table {i}" for i in range(len(tables))]
     seen: dict[str, tuple[tuple[object, ...], str]] = {}
+    holders: dict[tuple[str, str], list[str]] = {}
     for t, src in zip(tables, sources, strict=True):
         cols = [c for c in SAME_WITHIN_EXPERIMENT if c in t.columns]
         groups = t.select(["experiment", *cols]).unique(maintain_order=True)
@@ -112,35 +217,123 @@ def merge_tables(tables: list[pl.DataFrame], sources: list[str] | None = None) -
                         zip(SAME_WITHIN_EXPERIMENT, first, key, strict=True) if a != b]
                 where = f"within {src}" if src == first_src else f"{first_src} vs {src}"
                 raise BBRLError(
-                    f"merge: experiment {exp}: run tables from different test sets or "
+                    f"{command}: experiment {exp}: run tables from different test sets or "
                     f"versions ({where}: {', '.join(diff)}); rerun them alike"
                 )
+        for exp, agent in t.select("experiment", "agent").unique(maintain_order=True).rows():
+            holders.setdefault((exp, agent), []).append(src)
     merged = pl.concat(tables, how="diagonal_relaxed")
     dup = merged.select(_KEY).is_duplicated()
     if dup.any():
         row = merged.filter(dup).row(0, named=True)
         raise BBRLError(
-            f"merge: experiment {row['experiment']}, agent {row['agent']}, MDP "
+            f"{command}: experiment {row['experiment']}, agent {row['agent']}, MDP "
             f"{row['mdp_index']} appears more than once (overlapping chunks?)"
         )
+    check_coverage(merged, command, holders)
     return merged.sort(_KEY)
 
 
-def read_runs(paths: list[str]) -> pl.DataFrame:
-    """Read run or merged tables (validated, see :func:`check_run_table`) and merge them
-    (:func:`merge_tables`)."""
-    tables = []
+def _recorded_n_mdps(path: str, meta: dict, experiments: list[str]) -> dict[str, int]:
+    """The test-set size each experiment of a run or merged table records in its metadata
+    (``n_mdps``: an integer in a run table, experiment -> integer in a merged one); empty
+    for tables written before it was recorded."""
+    m = artefacts.MetaReader(path, meta, meta.get("kind"))
+    if "n_mdps" not in meta:
+        return {}
+    if meta.get("kind") == "merged":
+        raw = m.dict("n_mdps")
+        sub = artefacts.MetaReader(path, raw, "merged")
+        return {e: sub.int(e, lo=1) for e in raw}
+    n = m.int("n_mdps", lo=1)
+    return {e: n for e in experiments}
+
+
+def read_runs_with_sizes(paths: list[str], command: str = "merge"
+                         ) -> tuple[pl.DataFrame, dict[str, int]]:
+    """:func:`read_runs`, and the size of each experiment's test set where the tables
+    record it (experiment -> N; tables of one experiment recording different sizes are
+    refused)."""
+    tables, metas = [], []
+    sizes: dict[str, tuple[int, str]] = {}
     for p in paths:
         table, meta = artefacts.read_artefact(p, None)
         if meta.get("kind") not in ("run", "merged"):
             raise BBRLError(f"{p}: a {meta.get('kind')!r} artefact, expected a run table")
-        check_run_table(table, str(p))
+        exps = (table["experiment"].unique().to_list()
+                if "experiment" in table.columns else [])
+        for exp, n in _recorded_n_mdps(str(p), meta, exps).items():
+            if exp in sizes and sizes[exp][0] != n:
+                raise BBRLError(
+                    f"{command}: experiment {exp}: run tables from different test sets "
+                    f"({sizes[exp][1]} vs {p}: n_mdps {sizes[exp][0]} vs {n}); rerun them "
+                    "alike")
+            sizes.setdefault(exp, (n, str(p)))
         tables.append(table)
-    return merge_tables(tables, [str(p) for p in paths])
+        metas.append(meta)
+    n_mdps = {e: n for e, (n, _) in sizes.items()}
+    for p, table in zip(paths, tables, strict=True):
+        check_run_table(table, str(p), n_mdps)
+    return merge_tables(tables, [str(p) for p in paths], command), n_mdps
+
+
+def read_runs(paths: list[str], command: str = "merge") -> pl.DataFrame:
+    """Read run or merged tables (validated, see :func:`check_run_table`, against the
+    test-set size they record) and merge them (:func:`merge_tables`); errors start with
+    ``command``."""
+    return read_runs_with_sizes(paths, command)[0]
+
+
+def check_test_sets(merged: pl.DataFrame, test_sets: list, sources: list[str],
+                    n_mdps: dict[str, int] | None = None, command: str = "report") -> None:
+    """Refuse test sets that are not the ones the runs were played on.
+
+    Each test set (a :class:`bbrlcore.protocol.test_sets.TestSet`, named by its entry of
+    ``sources``) must be the test set of at least one experiment of ``merged`` (its
+    ``test`` column), with that experiment's seed, γ, T and size: the size recorded in
+    the run tables' metadata (``n_mdps``, experiment -> N) or, where they do not record
+    it, the largest MDP index + 1. Two test sets of one distribution are refused too.
+    """
+    first: dict[str, str] = {}
+    recorded = [pl.col(c).first() if c in merged.columns else pl.lit(None).alias(c)
+                for c in ("test_seed", "gamma", "horizon")]
+    runs = (merged.group_by("experiment", "test", maintain_order=True)
+            .agg(*recorded, pl.col("mdp_index").max().alias("_max"))
+            .sort("experiment"))
+    for ts, src in zip(test_sets, sources, strict=True):
+        name = ts.test.short_name
+        if name in first:
+            raise BBRLError(f"{src}: a second test set of {name} (also {first[name]}); give "
+                            "one test set per test distribution")
+        first[name] = src
+        mine = runs.filter(pl.col("test") == name)
+        if mine.is_empty():
+            have = ", ".join(sorted(set(runs["test"].to_list())))
+            raise BBRLError(f"{src}: a test set of {name}, but no run is on {name} (the runs "
+                            f"are on {have}); give the test sets the runs were played on")
+        for r in mine.iter_rows(named=True):
+            exp = r["experiment"]
+            if n_mdps and exp in n_mdps:
+                n_runs, how = n_mdps[exp], ""
+            else:
+                n_runs = int(r["_max"]) + 1
+                how = " (largest MDP index + 1: the run tables do not record N)"
+            diff = [f"{k} {a} vs {b}" + (how if k == "n_mdps" else "") for k, a, b in (
+                ("seed", ts.seed, r["test_seed"]), ("n_mdps", ts.n_mdps, n_runs),
+                ("gamma", ts.gamma, r["gamma"]), ("horizon", ts.horizon, r["horizon"]))
+                if b is not None and a != b]
+            if diff:
+                raise BBRLError(
+                    f"{src}: test set of {name} (seed {ts.seed}, n_mdps {ts.n_mdps}) is not "
+                    f"the one experiment {exp} was run on ({', '.join(diff)}); give the "
+                    "test set the runs were played on")
 
 
 def summary_table(merged: pl.DataFrame) -> pl.DataFrame:
-    """The summary of 00-decisions §5 from a merged run table (any number of experiments)."""
+    """The summary of 00-decisions §5 from a merged run table (any number of experiments);
+    agents of one experiment measured on different test MDPs are refused
+    (:func:`check_coverage`)."""
+    check_coverage(merged, "summary")
     rows = []
     for (exp, agent), g in merged.group_by(["experiment", "agent"], maintain_order=True):
         ret = g["discounted_return"].to_numpy()

@@ -106,6 +106,7 @@ def _run(args: argparse.Namespace) -> int:
         "params": agent.params,
         "experiment": f"{ts.test.short_name}-{agent.prior.short_name}",
         "test_seed": ts.seed,
+        "n_mdps": ts.n_mdps,
         "mdps": [sel.start, sel.stop],
     }
     E.write_run(table, args.output, meta)

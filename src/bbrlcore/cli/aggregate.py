@@ -178,7 +178,7 @@ def _aggregate(args: argparse.Namespace) -> int:
         raise BBRLError(f"--confidence {args.confidence}: must be in (0, 1)")
     if not (0 < args.alpha < 1):
         raise BBRLError(f"--alpha {args.alpha}: must be in (0, 1)")
-    merged = read_runs(args.merged)
+    merged = read_runs(args.merged, "aggregate")
     agg = agg_mod.compute(
         merged, n_resamples=args.resamples, seed=args.seed,
         offline_bound=args.offline_bound, online_bound=args.online_bound,

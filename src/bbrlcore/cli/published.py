@@ -68,7 +68,7 @@ def read_summary(paths: list[str]) -> pl.DataFrame:
                             "tables)")
         table, _ = artefacts.read_artefact(summaries[0], "summary")
         return table
-    return summary_table(read_runs(paths))
+    return summary_table(read_runs(paths, "published"))
 
 
 def _compare(args: argparse.Namespace) -> int:

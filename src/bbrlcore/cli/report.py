@@ -30,15 +30,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _report(args: argparse.Namespace) -> int:
     from bbrlcore import report
-    from bbrlcore.analysis.results import read_runs, summary_table
+    from bbrlcore.analysis.results import check_test_sets, read_runs_with_sizes, summary_table
 
     if not (0 < args.alpha < 1):
         raise BBRLError(f"--alpha {args.alpha}: must be in (0, 1)")
     if args.n_bounds < 1:
         raise BBRLError(f"--n-bounds {args.n_bounds}: must be >= 1")
-    merged = read_runs(args.merged)
+    merged, n_mdps = read_runs_with_sizes(args.merged, "report")
     summary = summary_table(merged)
     test_sets = [E.read_test_set(p) for p in args.test_sets]
+    check_test_sets(merged, test_sets, list(args.test_sets), n_mdps)
     if args.bootstrap_resamples < 100:
         raise BBRLError(f"--bootstrap-resamples {args.bootstrap_resamples}: must be >= 100")
     seeds.check_seed(args.bootstrap_seed, "--bootstrap-seed")

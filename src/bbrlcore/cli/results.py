@@ -10,7 +10,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bbrlcore.analysis.results import markdown, read_runs, summary_table
+from bbrlcore.analysis.results import (
+    markdown,
+    read_runs,
+    read_runs_with_sizes,
+    summary_table,
+)
 from bbrlcore.cli._io import IO
 from bbrlcore.formats import artefacts
 
@@ -29,10 +34,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _merge(args: argparse.Namespace) -> int:
-    merged = read_runs(args.runs)
+    merged, n_mdps = read_runs_with_sizes(args.runs, "merge")
     exps = merged["experiment"].unique().to_list()
     artefacts.write_artefact(
-        args.output, merged, "merged", {"experiments": sorted(exps), "n_inputs": len(args.runs)}
+        args.output, merged, "merged", {"experiments": sorted(exps), "n_inputs": len(args.runs),
+                                        "n_mdps": {e: n_mdps[e] for e in exps if e in n_mdps}}
     )
     n_agents = merged.select("agent").n_unique()
     print(f"wrote {args.output}: {len(merged)} rows, {n_agents} agents, {len(args.runs)} inputs")
@@ -40,7 +46,7 @@ def _merge(args: argparse.Namespace) -> int:
 
 
 def _summary(args: argparse.Namespace) -> int:
-    merged = read_runs(args.merged)
+    merged = read_runs(args.merged, "summary")
     s = summary_table(merged)
     artefacts.write_artefact(args.output, s, "summary", {"inputs": len(args.merged)})
     if args.markdown:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -101,7 +102,12 @@ def train_agent(
         elapsed = time.perf_counter() - t0
         overrun.check(elapsed, final=True)
     elapsed = float(trained.info.pop("_offline_time_s", elapsed))
-    agent_id = trained.info.pop("_agent_id", None) or alg.agent_id(params)
+    agent_id = alg.agent_id(params)
+    claimed = trained.info.pop("_agent_id", None)
+    if claimed is not None and claimed != agent_id:  # the id is its parameters' (the plan
+        # names files after it, and reading the artefact checks it)
+        raise BBRLError(f"{alg.name}: training named the agent {claimed!r}, but its "
+                        f"parameters make it {agent_id!r}")
     return TrainedAgent(
         algorithm=alg.name,
         agent_id=agent_id,
@@ -170,10 +176,64 @@ def write_agent(agent: TrainedAgent, path: str | Path) -> None:
     artefacts.write_artefact(path, table, "agent", meta)
 
 
+#: Stands for a parameter whose rendering in the id cannot be checked (see
+#: :func:`_check_agent_id`).
+_ANY = "\x00"
+
+
+def _stored_type_error(p, value: Any) -> str | None:
+    """Why a stored parameter value is not of the parameter's declared type (JSON types:
+    a float parameter takes any JSON number, an integer one an integer), or None."""
+    if value is None:
+        return None  # a default of None, or a required parameter (parse_params says)
+    kind = {bool: "a boolean", str: "a string", dict: "an object", list: "a list",
+            int: "an integer", float: "a number"}
+    got = kind.get(type(value), type(value).__name__)
+    if p.type is bool:
+        ok = isinstance(value, bool)
+    elif p.type is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif p.type is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    elif p.type is str:
+        ok = isinstance(value, str)
+    else:
+        ok = True
+    return None if ok else f"stored as {got}, expected {kind.get(p.type, p.type.__name__)}"
+
+
+def _check_agent_id(alg, params: dict[str, Any], agent_id: str, info: dict[str, Any],
+                    m: artefacts.MetaReader) -> None:
+    """The stored id must be the id of the stored parameters (``alg.agent_id``), else a
+    hand-edited artefact runs one configuration under another's label.
+
+    A parameter rendered through a lookup (OPPS-DS's formula set: its label, from a file
+    that may have moved since training) takes the label recorded at training
+    (``info[name]``); failing that, the label from the file now; failing that (the file
+    is gone), any text at its place."""
+    rendered: dict[str, str] = {}
+    for p in alg.params:
+        if p.id_value is None or params.get(p.name) is None:
+            continue
+        recorded = info.get(p.name)
+        if isinstance(recorded, str):
+            rendered[p.name] = recorded
+            continue
+        try:
+            rendered[p.name] = p.id_value(params[p.name])
+        except (BBRLError, OSError, ValueError):
+            rendered[p.name] = _ANY
+    expected = alg.agent_id(params, rendered)
+    pattern = ".+".join(re.escape(part) for part in expected.split(_ANY))
+    if not re.fullmatch(pattern, agent_id):
+        raise m.fail("agent", f"{agent_id!r} is not the id of the stored parameters "
+                     f"({expected.replace(_ANY, '...')!r}: edited by hand?)")
+
+
 def read_agent(path: str | Path) -> TrainedAgent:
     """Read an agent artefact, validating its metadata (algorithm, parameters re-checked
-    by the algorithm, prior, times, seed, γ, T): one :class:`BBRLError` naming the file on
-    any problem."""
+    by the algorithm and of their declared types, the agent id that of the parameters,
+    prior, times, seed, γ, T): one :class:`BBRLError` naming the file on any problem."""
     table, meta = artefacts.read_artefact(path, "agent")
     m = artefacts.MetaReader(path, meta, "agent")
     name = m.str("algorithm")
@@ -193,11 +253,22 @@ def read_agent(path: str | Path) -> TrainedAgent:
     if ref and fingerprint != entry.fingerprint:
         print(f"bbrl: warning: {path} was trained with other code of plugin {name} "
               f"(fingerprint {fingerprint}, now {entry.fingerprint})", file=sys.stderr)
-    params = alg.parse_params(m.dict("params"), source=f"{path}: params", stored=True)
+    raw = m.dict("params")
+    declared = {p.name: p for p in alg.params}
+    for key, value in raw.items():
+        err = _stored_type_error(declared[key], value) if key in declared else None
+        if err:
+            raise m.fail("params", f"{key}={value!r}: {err}")
+    params = alg.parse_params(raw, source=f"{path}: params", stored=True)
     prior = FDMDistribution.from_dict(m.dict("prior_distribution"), str(path))
     agent_id = m.str("agent")
     if agent_id.split("__", 1)[0] != alg.name:
         raise m.fail("agent", f"{agent_id!r} is not an id of {alg.name}")
+    info = m.dict("info", default={})
+    _check_agent_id(alg, params, agent_id, info, m)
+    if "agent" in table.columns and table.height and table["agent"][0] != agent_id:
+        raise BBRLError(f"{path}: the table's agent {table['agent'][0]!r} is not the "
+                        f"metadata's {agent_id!r}; {artefacts.REGENERATE['agent']}")
     try:
         learned = None
         if "learned" in table.columns:
@@ -214,7 +285,7 @@ def read_agent(path: str | Path) -> TrainedAgent:
         seed=m.int("seed", lo=0, hi=seeds.MAX_SEED),
         gamma=m.float("gamma", lo=0.0, hi=1.0, lo_open=True),
         horizon=m.int("horizon", lo=1, hi=MAX_HORIZON),
-        info=m.dict("info", default={}),
+        info=info,
         table=learned,
         ref=ref,
         fingerprint=entry.fingerprint if ref else "",

@@ -27,8 +27,12 @@ Differences from the original ``BBRL-export`` (03 §2–4, §7), all deliberate:
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +42,8 @@ import polars as pl
 from bbrlcore import __version__
 from bbrlcore.analysis import constraints, stats
 from bbrlcore.analysis import published as P
+from bbrlcore.analysis.results import check_coverage, check_test_sets
+from bbrlcore.errors import BBRLError
 from bbrlcore.formats.artefacts import atomic_path
 from bbrlcore.mdp import hardness
 from bbrlcore.report import figures
@@ -314,12 +320,33 @@ def build(
     beside the pages: the report opens from disk with no network). ``report.tex`` has the
     same tables and static figures. ``correction`` (``none``: the paper's procedure, or
     ``holm``) decides "among the best"; ``bootstrap_*`` the aggregates' intervals.
+
+    Refused before anything is written (:class:`BBRLError`): agents of one experiment
+    measured on different test MDPs (:func:`bbrlcore.analysis.results.check_coverage`),
+    test sets other than the ones the runs were played on
+    (:func:`bbrlcore.analysis.results.check_test_sets`). The report is built in a staging
+    directory beside ``out_dir`` and moved into it only when complete: a report that
+    fails leaves ``out_dir`` as it was.
     """
+    stats.check_correction(correction)
+    # everything that can be checked is checked before anything is written
+    check_coverage(merged, "report")
+    if test_sets:
+        check_test_sets(merged, test_sets, [f"test set {i + 1} ({ts.test.short_name})"
+                                            for i, ts in enumerate(test_sets)])
+    out = Path(out_dir)
+    with _staged_directory(out) as stage:
+        _build_into(stage, merged, summary, test_sets, alpha, n_bounds, pdf, correction,
+                    bootstrap_resamples, bootstrap_seed)
+    return out / "index.html"
+
+
+def _build_into(out: Path, merged: pl.DataFrame, summary: pl.DataFrame,
+                test_sets: list | None, alpha: float, n_bounds: int, pdf: bool,
+                correction: str, bootstrap_resamples: int, bootstrap_seed: int) -> None:
+    """:func:`build`'s work, in the (empty, staging) directory ``out``."""
     import jinja2
 
-    stats.check_correction(correction)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     summary = constraints.with_family(summary)
     fams = constraints.family_order(summary["family"].to_list())
     styles = figures.style_map(fams)
@@ -391,7 +418,63 @@ def build(
         tmp.write_text(tex)
     if pdf and shutil.which("pdflatex"):
         compile_latex(out)
-    return out / "index.html"
+
+
+@contextmanager
+def _staged_directory(out: Path) -> Iterator[Path]:
+    """Yield an empty staging directory beside ``out``; on success move what was written
+    into ``out`` (file by file, each an atomic rename; files already in ``out`` that the
+    report does not write stay). On any error nothing is moved, the staging directory is
+    removed, and so are the directories created for it: a report that fails leaves the
+    output directory as it was (or absent)."""
+    out = Path(out)
+    created: list[Path] = []
+    anc = out.parent if str(out.parent) else Path(".")
+    while not anc.exists():
+        created.append(anc)
+        anc = anc.parent
+    stage: Path | None = None
+    try:
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp",
+                                          dir=out.parent))
+        except OSError as exc:
+            raise BBRLError(f"{out}: cannot write ({exc.strerror or exc})") from None
+        yield stage
+        _move_into(stage, out)
+    except BaseException:
+        if stage is not None:
+            shutil.rmtree(stage, ignore_errors=True)
+        for d in created:  # innermost first
+            try:
+                d.rmdir()
+            except OSError:
+                break
+        raise
+    shutil.rmtree(stage, ignore_errors=True)
+
+
+def _move_into(stage: Path, out: Path) -> None:
+    """Move the tree ``stage`` into ``out`` (checked first: no file where a directory
+    goes, nor a directory where a file goes)."""
+    pairs = [(src, out / src.relative_to(stage)) for src in sorted(stage.rglob("*"))]
+    if out.exists() and not out.is_dir():
+        raise BBRLError(f"{out}: cannot write the output directory: a file is there")
+    for src, dst in pairs:
+        if src.is_dir() and dst.exists() and not dst.is_dir():
+            raise BBRLError(f"{dst}: cannot write the report's directory: a file is there")
+        if not src.is_dir() and dst.is_dir():
+            raise BBRLError(f"{dst}: cannot write the report's file: a directory is there")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for src, dst in pairs:
+            if src.is_dir():
+                dst.mkdir(exist_ok=True)
+            else:
+                os.replace(src, dst)
+    except OSError as exc:
+        raise BBRLError(f"{out}: cannot write ({exc.strerror or exc})") from None
 
 
 def compile_latex(out: Path) -> subprocess.CompletedProcess:

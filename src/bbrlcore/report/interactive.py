@@ -114,36 +114,57 @@ def _params(agent: str) -> str:
     return ", ".join(parts) or "no parameters"
 
 
+#: The hover text of a map's cell: no agent fits; the families among the best; the families
+#: within the bounds whose best agent is significantly worse than the reference.
+MAP_EMPTY = "no agent within these bounds"
+MAP_BEST = "among the best: "
+MAP_WORSE = "within the bounds, not among the best: "
+
+
 def constraint_map(cmap: pl.DataFrame, title: str,
                    styles: dict[str, tuple[str, str, bool]]) -> dict[str, Any]:
-    """The time-constraint map as a grid: a cell's colour counts the families among the
-    best within its bounds; hovering lists them (empty cells: no agent fits)."""
-    cells: dict[tuple[int, int], list[str]] = {}
+    """The time-constraint map as a grid, drawn from the table of
+    :func:`bbrlcore.analysis.constraints.constraint_map` and nothing else.
+
+    A cell's colour (``z``) counts the families whose ``among_best`` is true in that cell
+    (the static figure's markers); hovering lists them, then the families whose best agent
+    fits the bounds but is significantly worse than the reference. A cell where no agent
+    fits (``family`` null) is a gap: ``z`` null, "no agent within these bounds".
+    """
+    best: dict[tuple[int, int], list[str]] = {}
+    worse: dict[tuple[int, int], list[str]] = {}
     xb: dict[int, float] = {}
     yb: dict[int, float] = {}
     for r in cmap.iter_rows(named=True):
         key = (r["online_index"], r["offline_index"])
-        cells.setdefault(key, [])
+        best.setdefault(key, [])
+        worse.setdefault(key, [])
         xb[r["online_index"]] = r["online_bound_s"]
         yb[r["offline_index"]] = r["offline_bound_s"]
         if r.get("family") is not None:
-            cells[key].append(r["family"])
+            (best if r["among_best"] else worse)[key].append(r["family"])
     xs, ys = sorted(xb), sorted(yb)
     z, text = [], []
     for j in ys:
         zr, tr = [], []
         for i in xs:
-            fams = cells.get((i, j), [])
-            zr.append(len(fams) if fams else None)
-            tr.append("<br>".join(fams) if fams else "no agent within these bounds")
+            b, w = best.get((i, j), []), worse.get((i, j), [])
+            if not b and not w:
+                zr.append(None)
+                tr.append(MAP_EMPTY)
+                continue
+            zr.append(len(b))
+            tr.append(MAP_BEST + ", ".join(b)
+                      + (f"<br>{MAP_WORSE}" + ", ".join(w) if w else ""))
         z.append(zr)
         text.append(tr)
     return {
         "data": [{"type": "heatmap", "z": z, "text": text,
                   "x": [_fmt(xb[i]) for i in xs], "y": [_fmt(yb[j]) for j in ys],
-                  "colorscale": "Blues", "reversescale": True, "zmin": 0,
+                  "colorscale": "Blues", "reversescale": True, "zauto": False, "zmin": 0,
+                  "zmax": max([v for row in z for v in row if v is not None], default=1),
                   "showscale": True, "hoverongaps": False,
-                  "colorbar": {"title": {"text": "among the best"}},
+                  "colorbar": {"title": {"text": "among the best"}, "dtick": 1},
                   "hovertemplate": "offline ≤ %{y}, online/decision ≤ %{x}<br>%{text}"
                                    "<extra></extra>"}],
         "layout": {"title": {"text": f"time-constraint map, {title}", "font": {"size": 14}},
