@@ -443,7 +443,7 @@ def _staged_directory(out: Path) -> Iterator[Path]:
             raise BBRLError(f"{out}: cannot write ({exc.strerror or exc})") from None
         yield stage
         _move_into(stage, out)
-    except BaseException:
+    except BaseException as exc:
         if stage is not None:
             shutil.rmtree(stage, ignore_errors=True)
         for d in created:  # innermost first
@@ -451,6 +451,11 @@ def _staged_directory(out: Path) -> Iterator[Path]:
                 d.rmdir()
             except OSError:
                 break
+        if stage is not None:  # name the report's path, not the staging directory's
+            if isinstance(exc, BBRLError) and str(stage) in str(exc):
+                raise BBRLError(str(exc).replace(str(stage), str(out))) from None
+            if isinstance(exc, OSError) and exc.filename and str(stage) in str(exc.filename):
+                exc.filename = str(exc.filename).replace(str(stage), str(out))
         raise
     shutil.rmtree(stage, ignore_errors=True)
 
