@@ -95,7 +95,7 @@ def test_summary_normalises_random_zero_optimal_one_and_regret():
     assert s.columns == [
         "experiment", "test", "prior", "algorithm", "agent", "params", "compat", "n", "mean",
         "ci_low", "ci_high", "offline_time_s", "online_time_per_decision_s",
-        "normalised_score", "regret",
+        "normalised_score", "regret", "score",
     ]
     row = s.filter((pl.col("experiment") == "GC-GC") & (pl.col("algorithm") == "e-greedy"))
     assert row["normalised_score"][0] == pytest.approx(0.5)

@@ -188,6 +188,7 @@ from bbrlcore.analysis.estimators import (  # noqa: F401 (re-exported: the publi
     probability_of_improvement,
     stratified_indices,
 )
+from bbrlcore.analysis.results import score_column
 from bbrlcore.errors import BBRLError
 
 #: Columns the merged run table must have.
@@ -209,7 +210,7 @@ TABLE_FILES = {
 # Tables
 
 
-def _check_merged(merged: pl.DataFrame) -> None:
+def _check_merged(merged: pl.DataFrame, col: str = "discounted_return") -> None:
     if not isinstance(merged, pl.DataFrame):
         raise BBRLError(f"aggregate: expected a polars DataFrame, got {type(merged).__name__}")
     missing = [c for c in REQUIRED_COLUMNS if c not in merged.columns]
@@ -223,12 +224,11 @@ def _check_merged(merged: pl.DataFrame) -> None:
         r = merged.filter(dup).row(0, named=True)
         raise BBRLError(f"aggregate: experiment {r['experiment']}, agent {r['agent']}, MDP "
                         f"{r['mdp_index']} appears more than once (merge the chunks first)")
-    bad = merged.filter(~pl.col("discounted_return").cast(pl.Float64).is_finite()
-                        | pl.col("discounted_return").is_null())
+    bad = merged.filter(~pl.col(col).cast(pl.Float64).is_finite() | pl.col(col).is_null())
     if not bad.is_empty():
         r = bad.row(0, named=True)
         raise BBRLError(f"aggregate: experiment {r['experiment']}, agent {r['agent']}, MDP "
-                        f"{r['mdp_index']}: discounted_return is {r['discounted_return']}")
+                        f"{r['mdp_index']}: {col} is {r[col]}")
     from bbrlcore.analysis.results import check_coverage
 
     check_coverage(merged, "aggregate")
@@ -265,7 +265,7 @@ def _bound(value: float | None, name: str) -> float:
     return v
 
 
-def _references(merged: pl.DataFrame) -> pl.DataFrame:
+def _references(merged: pl.DataFrame, col: str = "discounted_return") -> pl.DataFrame:
     """Per experiment: Random's and Optimal's mean return (checked)."""
     rows = []
     for (exp,), g in merged.group_by(["experiment"], maintain_order=True):
@@ -280,7 +280,7 @@ def _references(merged: pl.DataFrame) -> pl.DataFrame:
             if len(agents) > 1:
                 raise BBRLError(f"experiment {exp}: {len(agents)} {nice} agents "
                                 f"({', '.join(sorted(agents))}), expected one")
-            ref[alg] = float(a["discounted_return"].cast(pl.Float64).mean())
+            ref[alg] = float(a[col].cast(pl.Float64).mean())
         if not ref["optimal"] > ref["random"]:
             raise BBRLError(
                 f"experiment {exp}: Optimal's mean return ({ref['optimal']:.6g}) is not above "
@@ -290,8 +290,11 @@ def _references(merged: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame(rows)
 
 
-def normalised_scores(merged: pl.DataFrame, separate_compat: bool = True) -> pl.DataFrame:
-    """Per-MDP normalised scores of every agent: Random's mean = 0, Optimal's mean = 1.
+def normalised_scores(merged: pl.DataFrame, separate_compat: bool = True,
+                      score: str = "discounted") -> pl.DataFrame:
+    """Per-MDP normalised scores of every agent: Random's mean = 0, Optimal's mean = 1,
+    of the ``score`` (``"discounted"``: the discounted return, the paper's; or
+    ``"undiscounted"``: the sum of rewards; the returned table holds that column).
 
     Parameters
     ----------
@@ -313,15 +316,16 @@ def normalised_scores(merged: pl.DataFrame, separate_compat: bool = True) -> pl.
     Random's returns 1 and 3 (mean 2), Optimal's 11 and 13 (mean 12): a return of 7 scores
     (7 − 2) / (12 − 2) = 0.5.
     """
-    _check_merged(merged)
-    ref = _references(merged)
+    col = score_column(score, merged)
+    _check_merged(merged, col)
+    ref = _references(merged, col)
     t = _with_family(merged, separate_compat).join(ref, on="experiment", how="left")
     t = t.with_columns(
-        ((pl.col("discounted_return").cast(pl.Float64) - pl.col("random_mean"))
+        ((pl.col(col).cast(pl.Float64) - pl.col("random_mean"))
          / (pl.col("optimal_mean") - pl.col("random_mean"))).alias("normalised_score"))
     return t.select(
         "experiment", "test", "prior", "algorithm", "compat", "family", "agent", "mdp_index",
-        pl.col("discounted_return").cast(pl.Float64), "random_mean", "optimal_mean",
+        pl.col(col).cast(pl.Float64), "random_mean", "optimal_mean",
         "normalised_score",
     ).sort("experiment", "agent", "mdp_index")
 
@@ -331,8 +335,9 @@ def best_agents(
     offline_bound: float | None = None,
     online_bound: float | None = None,
     separate_compat: bool = True,
+    score: str = "discounted",
 ) -> pl.DataFrame:
-    """Each family's best agent in each experiment within the time bounds.
+    """Each family's best agent in each experiment within the time bounds, by ``score``.
 
     The best agent has the highest mean return among the family's agents whose offline
     time is at most ``offline_bound`` seconds and whose mean online time per decision is at
@@ -354,10 +359,10 @@ def best_agents(
     """
     from bbrlcore.analysis.results import summary_table
 
-    _check_merged(merged)
+    _check_merged(merged, score_column(score, merged))
     off = _bound(offline_bound, "offline_bound")
     on = _bound(online_bound, "online_bound")
-    s = summary_table(merged).filter(pl.col("algorithm") != "optimal")
+    s = summary_table(merged, score).filter(pl.col("algorithm") != "optimal")
     s = _with_family(s, separate_compat).filter(
         (pl.col("offline_time_s") <= off) & (pl.col("online_time_per_decision_s") <= on))
     cols = ["experiment", "test", "prior", "family", "algorithm", "compat", "agent", "n",
@@ -459,8 +464,10 @@ def among_best_table(
     offline_bound: float | None = None,
     online_bound: float | None = None,
     separate_compat: bool = True,
+    score: str = "discounted",
 ) -> pl.DataFrame:
-    """The paper's "among the best" in every experiment, with a correction option.
+    """The paper's "among the best" in every experiment, with a correction option (agents
+    ranked and compared by ``score``).
 
     Per experiment, :func:`bbrlcore.analysis.constraints.among_best` (Optimal left out) with
     one-sided p-values ``1 − Φ(z)``, Holm-adjusted ones when ``correction="holm"``, and
@@ -476,18 +483,19 @@ def among_best_table(
     from bbrlcore.analysis.constraints import among_best
     from bbrlcore.analysis.results import summary_table
 
-    _check_merged(merged)
+    col = score_column(score, merged)
+    _check_merged(merged, col)
     stats.check_correction(correction)
     stats.z_threshold(alpha)  # checks alpha
     off = _bound(offline_bound, "offline_bound")
     on = _bound(online_bound, "online_bound")
-    s = _with_family(summary_table(merged).filter(pl.col("algorithm") != "optimal"),
+    s = _with_family(summary_table(merged, score).filter(pl.col("algorithm") != "optimal"),
                      separate_compat)
     parts = []
     for exp in sorted(s["experiment"].unique().to_list()):
         se = s.filter(pl.col("experiment") == exp)
         m = merged.filter(pl.col("experiment") == exp)
-        returns = {a: g.sort("mdp_index")["discounted_return"].cast(pl.Float64).to_numpy()
+        returns = {a: g.sort("mdp_index")[col].cast(pl.Float64).to_numpy()
                    for (a,), g in m.group_by(["agent"])}
         b = among_best(se, returns, alpha, off, on, correction)
         if b.is_empty():
@@ -531,6 +539,7 @@ def compute(
     alpha: float = 0.05,
     correction: str = "none",
     separate_compat: bool = True,
+    score: str = "discounted",
 ) -> Aggregates:
     """All the tables of the module docstring from a merged run table.
 
@@ -568,8 +577,8 @@ def compute(
     _check_resampling(n_resamples, seed, confidence)
     stats.check_correction(correction)
     stats.z_threshold(alpha)
-    norm = normalised_scores(merged, separate_compat)
-    best = best_agents(merged, offline_bound, online_bound, separate_compat)
+    norm = normalised_scores(merged, separate_compat, score)
+    best = best_agents(merged, offline_bound, online_bound, separate_compat, score)
     if best.is_empty():
         raise BBRLError("aggregate: no agent within the time bounds "
                         f"(offline <= {offline_bound} s, online <= {online_bound} s)")
@@ -616,12 +625,12 @@ def compute(
         pl.col("family_x").replace_strict(rank, return_dtype=pl.Int64),
         pl.col("family_y").replace_strict(rank, return_dtype=pl.Int64))
     among = among_best_table(merged, alpha, correction, offline_bound, online_bound,
-                             separate_compat)
+                             separate_compat, score)
     meta = {
         "seed": int(seed), "n_resamples": int(n_resamples), "confidence": float(confidence),
         "offline_bound_s": offline_bound, "online_bound_s": online_bound,
         "alpha": float(alpha), "correction": correction,
-        "separate_compat": bool(separate_compat),
+        "separate_compat": bool(separate_compat), "score": score,
         "normalisation": "experiment means of Random (0) and Optimal (1)",
         "interval": "percentile, stratified paired bootstrap (strata: test sets)",
         "experiments": prob.experiments, "families": fams,

@@ -42,7 +42,34 @@ SUMMARY_COLUMNS = (
     "online_time_per_decision_s",
     "normalised_score",
     "regret",
+    "score",
 )
+
+#: The scores an analysis can rank agents by: the discounted return over the horizon (the
+#: paper's, the default) or the undiscounted sum of rewards (Dearden et al. 1998, Guez et
+#: al. 2012); run tables record both (``score`` in ``config.yaml``, ``--score``).
+SCORES = ("discounted", "undiscounted")
+#: The run-table column of each score.
+SCORE_COLUMNS = {"discounted": "discounted_return", "undiscounted": "undiscounted_return"}
+
+
+def score_column(score: str, table: pl.DataFrame | None = None) -> str:
+    """The column holding ``score``; one line when ``score`` is unknown or ``table`` lacks
+    the column (run tables written before bbrl recorded the undiscounted return).
+
+    Examples
+    --------
+    >>> score_column("undiscounted")
+    'undiscounted_return'
+    """
+    if score not in SCORE_COLUMNS:
+        raise BBRLError(f"score={score!r}: expected one of {', '.join(SCORES)}")
+    col = SCORE_COLUMNS[score]
+    if isinstance(table, pl.DataFrame) and col not in table.columns:
+        raise BBRLError(f"score={score}: the run tables have no {col} column (written before "
+                        "bbrl recorded it); run them again, or use score=discounted")
+    return col
+
 
 _KEY = ["experiment", "agent", "mdp_index"]
 
@@ -329,14 +356,17 @@ def check_test_sets(merged: pl.DataFrame, test_sets: list, sources: list[str],
                     "test set the runs were played on")
 
 
-def summary_table(merged: pl.DataFrame) -> pl.DataFrame:
-    """The summary of 00-decisions §5 from a merged run table (any number of experiments);
+def summary_table(merged: pl.DataFrame, score: str = "discounted") -> pl.DataFrame:
+    """The summary (one row per experiment × agent: mean score with its 95% interval,
+    times, normalised score and regret) from a merged run table (any number of
+    experiments), ranking by ``score`` (:data:`SCORES`; the ``score`` column says which);
     agents of one experiment measured on different test MDPs are refused
     (:func:`check_coverage`)."""
+    col = score_column(score, merged)
     check_coverage(merged, "summary")
     rows = []
     for (exp, agent), g in merged.group_by(["experiment", "agent"], maintain_order=True):
-        ret = g["discounted_return"].to_numpy()
+        ret = g[col].to_numpy()
         mean, lo, hi = stats.mean_ci(ret)
         steps = np.maximum(g["n_steps"].to_numpy(), 1)
         per_dec = float(np.mean(g["online_time_s"].to_numpy() / steps))
@@ -374,6 +404,7 @@ def summary_table(merged: pl.DataFrame) -> pl.DataFrame:
         .cast(pl.Float64)
         .alias("normalised_score"),
         (pl.col("_optimal") - pl.col("mean")).cast(pl.Float64).alias("regret"),
+        pl.lit(score).alias("score"),
     )
     return s.select(SUMMARY_COLUMNS).sort(["experiment", "algorithm", "agent"])
 

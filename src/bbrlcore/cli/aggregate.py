@@ -48,6 +48,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="level of the among-the-best Z-tests (0.05)")
     p.add_argument("--correction", choices=stats.CORRECTIONS, default="none",
                    help="multiple comparisons in among the best: none (the paper) or holm")
+    p.add_argument("--score", choices=("discounted", "undiscounted"), default="discounted",
+                   help="the score: the discounted return (the paper's, default) or the "
+                   "undiscounted sum of rewards")
     p.add_argument("--merge-compat", action="store_true",
                    help="compat variants compete within their algorithm instead of being "
                    "families of their own")
@@ -183,7 +186,7 @@ def _aggregate(args: argparse.Namespace) -> int:
         merged, n_resamples=args.resamples, seed=args.seed,
         offline_bound=args.offline_bound, online_bound=args.online_bound,
         confidence=args.confidence, alpha=args.alpha, correction=args.correction,
-        separate_compat=not args.merge_compat)
+        separate_compat=not args.merge_compat, score=args.score)
     print(render(agg))
     if args.output:
         paths = agg_mod.write_tables(agg, args.output)

@@ -30,6 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("merged", nargs="+", metavar="MERGED", help="merged (or run) .parquet files")
     s.add_argument("-o", "--output", required=True, help="output summary .parquet")
     s.add_argument("--markdown", help="also write a markdown table to this file")
+    s.add_argument("--score", choices=("discounted", "undiscounted"), default="discounted",
+                   help="rank by the discounted return (the paper's, default) or the "
+                   "undiscounted sum of rewards")
     s.set_defaults(func=_summary, io=IO(inputs=("merged",), outputs=("output", "markdown")))
 
 
@@ -47,8 +50,9 @@ def _merge(args: argparse.Namespace) -> int:
 
 def _summary(args: argparse.Namespace) -> int:
     merged = read_runs(args.merged, "summary")
-    s = summary_table(merged)
-    artefacts.write_artefact(args.output, s, "summary", {"inputs": len(args.merged)})
+    s = summary_table(merged, args.score)
+    artefacts.write_artefact(args.output, s, "summary", {"inputs": len(args.merged),
+                                                          "score": args.score})
     if args.markdown:
         with artefacts.atomic_path(args.markdown) as tmp:
             Path(tmp).write_text(markdown(s))
