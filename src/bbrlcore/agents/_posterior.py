@@ -36,7 +36,7 @@ from numba import njit
 from bbrlcore.agents._kernels import model_init, support_insert
 from bbrlcore.agents._rng import gamma_s, rng_new, uniform_s
 from bbrlcore.agents.sboss import build_merged, merged_value_iteration
-from bbrlcore.mdp.solvers import guez_policy_iteration
+from bbrlcore.mdp.solvers import guez_policy_iteration, support_of
 
 
 @njit(cache=True, error_model="numpy")
@@ -46,16 +46,7 @@ def posterior_init(theta):
     nX, nU, _ = theta.shape
     alpha = theta.copy()
     visits = np.zeros((nX, nU), dtype=np.int64)
-    supp = np.zeros((nX, nU, nX), dtype=np.int64)
-    nsupp = np.zeros((nX, nU), dtype=np.int64)
-    for x in range(nX):
-        for u in range(nU):
-            k = 0
-            for y in range(nX):
-                if alpha[x, u, y] > 0.0:
-                    supp[x, u, k] = y
-                    k += 1
-            nsupp[x, u] = k
+    supp, nsupp = support_of(theta)
     return alpha, visits, supp, nsupp
 
 

@@ -63,9 +63,8 @@ from bbrlcore.agents._posterior import (
     posterior_update,
     sample_and_solve,
 )
-from bbrlcore.agents.api import CompiledAgent, trajectory_loop
+from bbrlcore.agents.api import CompiledAgent
 from bbrlcore.agents.base import Param, at_least_one, support_sizes
-from bbrlcore.errors import BBRLError
 from bbrlcore.mdp.solvers import GUEZ_TOLERANCE
 
 #: The values of ``schedule``.
@@ -121,14 +120,6 @@ def _counters(state):
     out = np.zeros(1, dtype=np.int64)
     out[0] = state[11][_SAMPLES]
     return out
-
-
-@njit(cache=True, error_model="numpy")
-def _trajectory(setup, P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, status):
-    """The package's trajectory loop around this module's functions, cached (the
-    :attr:`~bbrlcore.agents.api.CompiledAgent.trajectory` of the class)."""
-    return trajectory_loop(_reset, _act, _observe, _counters, setup, P, R, Rstd, gaussian,
-                           initial_state, gamma, horizon, seed, status)
 
 
 # ---------------------------------------------------------------------------------------
@@ -224,13 +215,9 @@ class PSRL(CompiledAgent):
     reset = _reset
     act = _act
     observe = _observe
-    trajectory = _trajectory
     counter_values = _counters
 
     def setup(self) -> tuple:
-        err = _setting_check(self.p, self.prior, self.gamma, self.horizon)
-        if err:
-            raise BBRLError(f"psrl: {err}")
         theta = np.ascontiguousarray(self.prior.theta, dtype=np.float64)
         Rm = np.ascontiguousarray(self.prior.reward, dtype=np.float64)
         gamma = float(self.gamma)

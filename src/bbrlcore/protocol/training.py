@@ -61,7 +61,7 @@ def train_agent(
 
     ``expected_s`` (the cost model's estimate) makes a training that lasts more than
     :data:`OVERRUN_FACTOR` times longer say so on stderr."""
-    from bbrlcore.agents.base import TrainContext, Trained
+    from bbrlcore.agents.base import Episode, TrainContext, Trained
 
     entry = agents.registry.entry(algorithm)
     alg = entry.algorithm
@@ -91,6 +91,10 @@ def train_agent(
         overrun.check(elapsed, final=True)
     elapsed = float(trained.info.pop("_offline_time_s", elapsed))
     agent_id = trained.info.pop("_agent_id", None) or alg.agent_id(params)
+    if alg.prepare is not None:  # e.g. compile now: code that cannot run fails here
+        alg.prepare(prior, params, trained, Episode(
+            R=prior.reward, Rstd=prior.reward_std, gaussian=prior.reward_type == "gaussian",
+            initial_state=prior.initial_state, gamma=gamma, horizon=horizon))
     return TrainedAgent(
         algorithm=alg.name,
         agent_id=agent_id,
