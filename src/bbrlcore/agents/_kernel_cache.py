@@ -17,7 +17,10 @@ workflow job on any node sharing the cache directory) loads it instead of compil
   through globals and modules (the plugin's fingerprint for the code that is compiled;
   bbrlcore's own files are covered by its source digest), bbrlcore's source digest,
   numba's and Python's versions. Editing the plugin gives another key: another module,
-  compiled again; nothing stale is ever loaded.
+  compiled again; nothing stale is ever loaded. (numba keys its cache of each of the
+  user's ``cache=True`` functions by that function's file only, so one calling a helper
+  of another file would be loaded stale: the kernel turns those separate caches off, as
+  it holds their code itself.)
 * **Several processes at once** (a cluster's jobs starting together): the module is
   written to a temporary file and renamed (always the same content for a key: a rename
   over it changes nothing numba checks), and the first compilation of a kernel for a
@@ -84,24 +87,22 @@ def kernel_dir() -> Path:
     return Path(os.environ.get("NUMBA_CACHE_DIR") or cache_base()) / "bbrl-kernels"
 
 
-def _code_files(functions: tuple[Any, ...]) -> set[str]:
-    """Source files of ``functions`` (numba dispatchers) and of every ``@njit`` function
-    they call, followed through their globals, the modules they use and closures."""
+def _dispatchers(functions: tuple[Any, ...]) -> list[Any]:
+    """``functions`` (numba dispatchers) and every ``@njit`` function they call, followed
+    through their globals, the modules they use and closures."""
     from numba.core.registry import CPUDispatcher
 
-    seen: set[int] = set()
-    files: set[str] = set()
+    seen: dict[int, Any] = {}
     todo = [f for f in functions if isinstance(f, CPUDispatcher)]
     while todo:
         disp = todo.pop()
         if id(disp) in seen:
             continue
-        seen.add(id(disp))
+        seen[id(disp)] = disp
         py = disp.py_func
         code = getattr(py, "__code__", None)
-        if code is None:
-            continue
-        files.add(code.co_filename)
+        if code is None or _own(code.co_filename):
+            continue  # (bbrlcore's functions call only bbrlcore's and numba's)
         names: set[str] = set()
         stack = [code]
         while stack:
@@ -121,7 +122,19 @@ def _code_files(functions: tuple[Any, ...]) -> set[str]:
                     attr = getattr(obj, n, None)
                     if isinstance(attr, CPUDispatcher):
                         todo.append(attr)
-    return files
+    return list(seen.values())
+
+
+def _own(path: str) -> bool:
+    """Whether ``path`` is one of bbrlcore's source files."""
+    import bbrlcore
+
+    own = str(Path(bbrlcore.__file__).resolve().parent)
+    return str(Path(path).resolve()).startswith(own + os.sep)
+
+
+def _file_of(disp: Any) -> str:
+    return disp.py_func.__code__.co_filename
 
 
 def kernel_key(functions: tuple[Any, ...]) -> str:
@@ -131,14 +144,13 @@ def kernel_key(functions: tuple[Any, ...]) -> str:
 
     import bbrlcore
 
-    own = str(Path(bbrlcore.__file__).resolve().parent)
     h = hashlib.sha256()
     h.update(f"{bbrlcore.source_digest()}|{numba.__version__}|{sys.version}".encode())
     for f in functions:
         py = getattr(f, "py_func", f)
         h.update(f"|{getattr(py, '__module__', '')}.{getattr(py, '__qualname__', '')}".encode())
-    for path in sorted(_code_files(functions)):
-        if str(Path(path).resolve()).startswith(own + os.sep):
+    for path in sorted({_file_of(d) for d in _dispatchers(functions)}):
+        if _own(path):
             continue  # bbrlcore's own: in its source digest
         h.update(f"|{path}|".encode())
         # code that is not in a file (an interactive session, a doctest) cannot be keyed:
@@ -179,6 +191,7 @@ def kernel_module(functions: tuple[Any, Any, Any, Any]) -> types.ModuleType:
     key = kernel_key(functions)
     if key in _MODULES:
         return _MODULES[key]
+    _no_separate_caches(functions)
     names = ", ".join(
         f"{getattr(f.py_func, '__module__', '?')}.{getattr(f.py_func, '__qualname__', '?')}"
         for f in functions)
@@ -200,6 +213,18 @@ def kernel_module(functions: tuple[Any, Any, Any, Any]) -> types.ModuleType:
         raise
     _MODULES[key] = module
     return module
+
+
+def _no_separate_caches(functions: tuple[Any, ...]) -> None:
+    """Turn off numba's own disk cache of the user's ``@njit`` functions (not bbrlcore's):
+    numba keys each by its own file only, so a function calling a helper of another file
+    would be loaded stale after the helper changed. The kernel holds their code (compiled
+    fresh with it, or loaded with it from its cache, keyed by all their files)."""
+    from numba.core.caching import NullCache
+
+    for disp in _dispatchers(functions):
+        if not _own(_file_of(disp)) and hasattr(disp, "_cache"):
+            disp._cache = NullCache()
 
 
 @contextlib.contextmanager

@@ -134,6 +134,7 @@ Anything a plugin prints goes to stderr (stdout carries bbrl's own output).
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import sys
 from collections.abc import Callable, Iterator
@@ -292,10 +293,7 @@ def algorithm_of(cls: type, what: str) -> Algorithm:
     if not isinstance(name, str) or not name:
         raise BBRLError(f"{what}: {cls.__name__} has no algorithm name (a class attribute "
                         "name = 'my-algorithm')")
-    display = getattr(cls, "display_name", "") or ""
-    if not isinstance(display, str) or "\n" in display or len(display) > 60:
-        raise BBRLError(f"{what}: {cls.__name__}.display_name must be one line of text "
-                        "(at most 60 characters)")
+    display = getattr(cls, "display_name", "") or ""  # checked by registry.as_algorithm
     params = tuple(getattr(cls, "params", ()) or ())
     if not all(isinstance(p, Param) for p in params):
         raise BBRLError(f"{what}: {cls.__name__}.params must be a tuple of Param")
@@ -546,6 +544,7 @@ def _closure_kernel(reset: Any, act: Any, observe: Any, count: Any) -> Any:
 def _kernel_and_lock(reset: Any, act: Any, observe: Any, counter_values: Any,
                      cache: bool) -> tuple[Any, str | None]:
     count = counter_values if counter_values is not None else no_counters
+    cache = cache and os.environ.get("BBRL_KERNEL_CACHE", "1") != "0"
     key = (reset, act, observe, count, cache)
     if key in _KERNELS:
         return _KERNELS[key]
@@ -576,8 +575,9 @@ def trajectory_kernel(reset: Any, act: Any, observe: Any, counter_values: Any = 
     back into Python objects). With ``cache`` (the default) the kernel is a module-level
     function of a small generated module, cached on disk by numba and compiled once for
     all processes (:mod:`bbrlcore.agents._kernel_cache`); where nothing can be cached
-    (functions defined interactively, a directory that cannot be written) and with
-    ``cache=False`` it is a closure compiled once per process. Memoised per process.
+    (functions defined interactively, a directory that cannot be written), with
+    ``cache=False`` and with the environment variable ``BBRL_KERNEL_CACHE=0`` it is a
+    closure compiled once per process. Memoised per process.
     """
     return _kernel_and_lock(reset, act, observe, counter_values, cache)[0]
 
@@ -721,8 +721,6 @@ def numba_cause(exc: BaseException, place: bool = True) -> str:
 def _user_place(text: str) -> str:
     """``file, line n`` of the innermost place of a numba error that is in the user's
     code (not bbrlcore's, nor numba's), or ""."""
-    import os
-
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     for path, line in reversed(re.findall(r'File "([^"]+)", line (\d+):', text)):
         full = os.path.abspath(path)
@@ -736,7 +734,6 @@ def _user_place(text: str) -> str:
 def _def_line(fn: Any) -> str:
     """``file, line n`` of the ``def`` of an ``@njit`` function (after its decorators)."""
     import linecache
-    import os
 
     code = fn.py_func.__code__
     line = code.co_firstlineno

@@ -91,7 +91,8 @@ def train_agent(
         overrun.check(elapsed, final=True)
     elapsed = float(trained.info.pop("_offline_time_s", elapsed))
     agent_id = trained.info.pop("_agent_id", None) or alg.agent_id(params)
-    if alg.prepare is not None:  # e.g. compile now: code that cannot run fails here
+    if alg.prepare is not None and not entry.builtin:  # a compiled plugin compiles now:
+        # code that cannot run fails here, and the run jobs find it compiled
         alg.prepare(prior, params, trained, Episode(
             R=prior.reward, Rstd=prior.reward_std, gaussian=prior.reward_type == "gaussian",
             initial_state=prior.initial_state, gamma=gamma, horizon=horizon))

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -269,6 +270,7 @@ def build(
     correction: str = "none",
     bootstrap_resamples: int = 2000,
     bootstrap_seed: int = 0,
+    display_names: Mapping[str, str] | None = None,
 ) -> Path:
     """Write the report into ``out_dir``; return the path of ``index.html``.
 
@@ -277,8 +279,27 @@ def build(
     experiment under ``experiments/``; the figures are interactive (plotly.js, copied
     beside the pages: the report opens from disk with no network). ``report.tex`` has the
     same tables and static figures. ``correction`` (``none``: the paper's procedure, or
-    ``holm``) decides "among the best"; ``bootstrap_*`` the aggregates' intervals.
+    ``holm``) decides "among the best"; ``bootstrap_*`` the aggregates' intervals;
+    ``display_names`` the names shown for algorithms beyond the built-ins (the plugins'
+    declared ``display_name``, :func:`bbrlcore.analysis.constraints.display_names`).
     """
+    with constraints.display_names(display_names or {}):
+        return _build(merged, summary, out_dir, test_sets, alpha, n_bounds, pdf, correction,
+                      bootstrap_resamples, bootstrap_seed)
+
+
+def _build(
+    merged: pl.DataFrame,
+    summary: pl.DataFrame,
+    out_dir: str | Path,
+    test_sets: list | None,
+    alpha: float,
+    n_bounds: int,
+    pdf: bool,
+    correction: str,
+    bootstrap_resamples: int,
+    bootstrap_seed: int,
+) -> Path:
     import jinja2
 
     stats.check_correction(correction)
