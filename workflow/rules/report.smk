@@ -39,13 +39,7 @@ rule report:
         seed=config["bootstrap_seed"],
         outdir=report_dir,
         version=VERSION,
-        # the plugins' references: the report shows the display names they declare
-        plugins=" ".join(
-            ["--plugins"]
-            + [shlex.quote(r) for r in sorted({a.plugin_ref for a in PLAN.agents} - {""})]
-        )
-        if any(a.plugin_ref for a in PLAN.agents)
-        else "",
+        plugins=plugin_args(),
     shell:
         "bbrl report {input.merged:q} --test-sets {input.test_sets:q}"
         " --alpha {params.alpha} --correction {params.correction}"

@@ -14,6 +14,13 @@ import numpy as np
 from bbrlcore.agents.base import Episode, Player
 from bbrlcore.errors import BBRLError
 
+#: Unsigned array indices: numba then emits no negative-index wraparound.
+U = np.uint64
+
+#: Uniforms drawn at once into a kernel's buffer: the searches' hot loops read them from
+#: there (the kernel's own xoshiro256** generator, ``_rng``, fills it).
+RBUF = 4096
+
 
 def resolve_depth(params: dict[str, Any], horizon: int | Episode) -> int:
     """``D``, or the horizon (a number, or an :class:`Episode`'s) when it is None."""

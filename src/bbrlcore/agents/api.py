@@ -449,8 +449,9 @@ _NONE = np.zeros(0, dtype=np.int64)
 @njit(error_model="numpy")
 def compiled_trajectory(reset, act, observe, setup, P, R, Rstd, gaussian, initial_state,
                         gamma, horizon, seed, status):
-    """One trajectory of a compiled agent: the built-ins' loop around its functions,
-    given as arguments; returns ``(discounted return, final agent state)``.
+    """One trajectory of a compiled agent: the package's loop (:func:`trajectory_loop`)
+    around its functions, given as arguments; returns ``(discounted return, final agent
+    state)``.
 
     ``status[0]`` holds the step being played, ``status[1]`` an invalid action (the
     trajectory stops and returns with ``status[2] = 1``). Not cached: it takes functions as
@@ -458,35 +459,15 @@ def compiled_trajectory(reset, act, observe, setup, P, R, Rstd, gaussian, initia
     The package itself plays compiled agents with :func:`trajectory_kernel` (the same
     loop, specialised once per agent and cached on disk).
     """
-    np.random.seed(seed)
-    nX, nU, _ = P.shape
-    status[2] = 0
-    state = reset(setup)
-    x = env_reset(initial_state, nX)
-    ret = 0.0
-    disc = 1.0
-    for t in range(horizon):
-        status[0] = t
-        u = act(state, x)
-        if u < 0 or u >= nU:
-            status[1] = u
-            status[2] = 1
-            return ret, state
-        y = env_step(P, x, u)
-        r = env_reward(R, Rstd, gaussian, x, u, y)
-        ret += disc * r
-        disc *= gamma
-        observe(state, x, u, y, r)
-        x = y
-    return ret, state
+    return trajectory_loop(reset, act, observe, final_state, setup, P, R, Rstd, gaussian,
+                           initial_state, gamma, horizon, seed, status)
 
 
 @njit(error_model="numpy", inline="always")
 def trajectory_loop(reset, act, observe, counter_values, setup, P, R, Rstd, gaussian,
                     initial_state, gamma, horizon, seed, status):
-    """The package's trajectory loop around a compiled agent's functions (the loop of
-    :func:`compiled_trajectory`), returning ``(discounted return,
-    counter_values(final state))``.
+    """The package's trajectory loop around a compiled agent's functions, returning
+    ``(discounted return, counter_values(final state))``.
 
     Inlined into its caller at compile time (``inline="always"``), so a kernel that calls
     it with module-level ``@njit`` functions is an ordinary function of arrays and numbers:

@@ -85,6 +85,8 @@ from bbrlcore.agents._kernels import (
 )
 from bbrlcore.agents._rng import rng_fill_uniform, rng_new
 from bbrlcore.agents._tree_search import (
+    RBUF,
+    U,
     depth,
     episode_args,
     resolve_depth,
@@ -109,14 +111,6 @@ ROLLOUT_EPSILON = 0.5
 QL_RATE = 0.2
 #: The reference's "infinity" (UCB score of an unvisited action).
 INF = 1e10
-
-
-#: Unsigned array indices: numba then emits no negative-index wraparound.
-U = np.uint64
-
-#: Uniforms drawn at once into the kernel's buffer: the search's hot loops read them from
-#: there (the kernel's own xoshiro256** generator, ``_rng``, fills it).
-RBUF = 4096
 
 
 @njit(cache=True, error_model="numpy")

@@ -106,6 +106,8 @@ from bbrlcore.agents._kernels import (
 )
 from bbrlcore.agents._rng import rng_fill_uniform, rng_new
 from bbrlcore.agents._tree_search import (
+    RBUF,
+    U,
     depth,
     episode_args,
     resolve_depth,
@@ -121,13 +123,6 @@ from bbrlcore.agents.base import (
     at_least_one,
     support_sizes,
 )
-
-#: Uniforms drawn at once into the kernel's buffer: the search's hot loops read them from
-#: there (the kernel's own xoshiro256** generator, ``_rng``, fills it).
-RBUF = 4096
-
-#: Unsigned array indices: numba then emits no negative-index wraparound.
-U = np.uint64
 
 #: Slots of the kernel's hash table of binomial distribution functions (a power of 2).
 HSLOTS = 1024

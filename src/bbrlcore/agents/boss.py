@@ -59,16 +59,15 @@ from numba import njit
 from bbrlcore.agents._kernels import env_transition
 from bbrlcore.agents._posterior import (
     generator_from_numba,
-    mean_values,
     posterior_init,
     posterior_update,
     sample_and_solve,
     sample_and_solve_merged,
+    sampling_setup,
 )
 from bbrlcore.agents.api import CompiledAgent
 from bbrlcore.agents.base import Param, at_least_one, support_sizes
 from bbrlcore.agents.sboss import MAX_SAMPLE_ENTRIES, PI_MAX_STATES, PI_WARM_STEPS
-from bbrlcore.mdp.solvers import GUEZ_TOLERANCE
 
 # ctr slots of the per-trajectory state
 _RESAMPLE, _RESAMPLES = 0, 1
@@ -219,13 +218,9 @@ class BOSS(CompiledAgent):
     counter_values = _counters
 
     def setup(self) -> tuple:
-        theta = np.ascontiguousarray(self.prior.theta, dtype=np.float64)
-        Rm = np.ascontiguousarray(self.prior.reward, dtype=np.float64)
-        gamma = float(self.gamma)
-        V0, pi0 = mean_values(theta, Rm, gamma, GUEZ_TOLERANCE)
-        pi_steps = PI_WARM_STEPS if theta.shape[0] <= PI_MAX_STATES else 0
+        pi_steps = PI_WARM_STEPS if self.n_states <= PI_MAX_STATES else 0
         ipar = np.array([int(self.p["K"]), int(self.p["B"]), pi_steps], dtype=np.int64)
-        return theta, Rm, V0, pi0, np.array([gamma, GUEZ_TOLERANCE]), ipar
+        return sampling_setup(self.prior, self.gamma, ipar)
 
 
 BOSS.__doc__ = __doc__  # what `bbrl agents boss` shows

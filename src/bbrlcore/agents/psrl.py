@@ -58,14 +58,13 @@ from numba import njit
 from bbrlcore.agents._kernels import env_transition
 from bbrlcore.agents._posterior import (
     generator_from_numba,
-    mean_values,
     posterior_init,
     posterior_update,
     sample_and_solve,
+    sampling_setup,
 )
 from bbrlcore.agents.api import CompiledAgent
 from bbrlcore.agents.base import Param, at_least_one, support_sizes
-from bbrlcore.mdp.solvers import GUEZ_TOLERANCE
 
 #: The values of ``schedule``.
 SCHEDULES = ("doubling", "fixed")
@@ -218,14 +217,10 @@ class PSRL(CompiledAgent):
     counter_values = _counters
 
     def setup(self) -> tuple:
-        theta = np.ascontiguousarray(self.prior.theta, dtype=np.float64)
-        Rm = np.ascontiguousarray(self.prior.reward, dtype=np.float64)
-        gamma = float(self.gamma)
-        V0, pi0 = mean_values(theta, Rm, gamma, GUEZ_TOLERANCE)
         fixed = self.p["schedule"] == "fixed"
         ipar = np.array([_FIXED if fixed else _DOUBLING,
                          int(self.p["period"]) if fixed else 0], dtype=np.int64)
-        return theta, Rm, V0, pi0, np.array([gamma, GUEZ_TOLERANCE]), ipar
+        return sampling_setup(self.prior, self.gamma, ipar)
 
 
 PSRL.__doc__ = __doc__  # what `bbrl agents psrl` shows
