@@ -742,3 +742,48 @@ def test_solvers_agree_with_value_iteration_to_convergence():
     assert np.abs(bayes.q_values(P, R, 0.9, horizon=2000) - Q).max() < 0.1
     V, pi = bayes.state_values(P, R, 0.9)
     assert np.abs(V - Q.max(axis=1)).max() < 1e-3 and np.array_equal(pi, Q.argmax(axis=1))
+
+
+def test_without_a_writable_cache_the_plugin_still_runs(tmp_path, monkeypatch):
+    """Nowhere to write the kernel's module (a read-only or full disk): it is compiled in
+    the process, as before; a disk full when numba saves it: compiled, not cached."""
+    import errno
+    import importlib.util
+
+    from bbrlcore.agents._kernel_cache import compile_locked
+
+    p = write_plugin(tmp_path, HEADER + """
+    @njit
+    def reset(setup):
+        return np.zeros(1)
+
+    @njit
+    def act(state, x):
+        return 1
+
+    @njit
+    def observe(state, x, u, y, r):
+        state[0] += r
+    """, "ro_plug.py")
+    spec = importlib.util.spec_from_file_location("ro_plug", p)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "a-file" / "cache"))
+    k = agents.trajectory_kernel(mod.reset, mod.act, mod.observe)
+    assert not k.py_func.__module__.startswith("bbrl_kernel_")  # the closure
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(agents.api, "_KERNELS", {})  # (the process memoised the closure)
+    k = agents.trajectory_kernel(mod.reset, mod.act, mod.observe)
+    assert k.py_func.__module__.startswith("bbrl_kernel_")
+
+    def full(*args):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(k._cache, "save_overload", full)
+    ts = E.new_test_set(D.builtin("GC"), 1, 0.95, 10, seed=0)
+    ep = ts.episode()
+    args = ((np.zeros(1),), ts.mdps[0], ep.R, ep.Rstd, ep.gaussian, ep.initial_state,
+            ep.gamma, ep.horizon, 0, np.zeros(3, dtype=np.int64))
+    compile_locked(k, args, str(tmp_path / "lock"))
+    assert k(*args)[0] > 0

@@ -271,4 +271,8 @@ def compile_locked(kernel: Any, args: tuple[Any, ...], lock: str | None) -> None
     if sig in kernel.overloads:
         return
     with _locked(lock):
-        kernel.compile(sig)
+        try:
+            kernel.compile(sig)
+        except OSError:
+            if sig not in kernel.overloads:  # (numba saves after compiling: a full or
+                raise  # read-only disk leaves it compiled in this process, not cached)

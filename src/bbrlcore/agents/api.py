@@ -536,8 +536,8 @@ def _kernel_and_lock(reset: Any, act: Any, observe: Any, counter_values: Any,
         try:
             module = kernel_module((reset, act, observe, count))
             out = (module.trajectory, module.LOCK)
-        except (OSError, ImportError, SyntaxError):
-            out = None  # nowhere to write it, or code numba cannot cache: in the process
+        except Exception:  # noqa: BLE001 - nowhere to write it, code that cannot be keyed
+            out = None  # (defined interactively), numba unable to cache: in the process
     if out is None:
         out = (_closure_kernel(reset, act, observe, count), None)
     _KERNELS[key] = out
