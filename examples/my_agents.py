@@ -14,8 +14,11 @@ or in ``config.yaml``::
 Both play e-Greedy on the posterior mean (the paper's e-Greedy): counts initialised to the
 prior's concentrations, the mean model solved by Q-iteration after every step, with
 probability epsilon a uniformly random action, otherwise the greedy one (ties at random).
-``MyGreedyJit`` calls bbrl's own numba kernels in the same order as the built-in
-``e-greedy``, so it plays exactly the same trajectories; ``MyGreedy`` is plain numpy.
+Both are written with the public helpers of :mod:`bbrlcore.agents.bayes`: ``MyGreedy``
+with its numpy functions (the posterior mean, the Q-function), ``MyGreedyJit`` with its
+numba functions, the ones the built-in ``e-greedy`` is made of, called in the same order:
+it plays exactly the same trajectories. bbrl compiles ``MyGreedyJit``'s trajectory loop
+once (at ``bbrl train``) and caches it on disk: later processes load it.
 """
 
 from __future__ import annotations
@@ -23,37 +26,28 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from bbrlcore.agents import CompiledAgent, Param, PythonAgent, in_unit_interval
-from bbrlcore.agents._kernels import argmax_random_tie, model_init, model_update
-from bbrlcore.mdp.solvers import q_solve
+from bbrlcore.agents import CompiledAgent, Param, PythonAgent, bayes, in_unit_interval
 
 PARAMS = (Param("epsilon", float, required=True, check=in_unit_interval,
                 doc="probability of a uniformly random action"),)
 
 
 class MyGreedy(PythonAgent):
-    """e-Greedy in Python: numpy value iteration of the posterior mean after every step."""
+    """e-Greedy in Python: the posterior mean's Q-function solved after every step."""
 
     name = "my-greedy"
+    display_name = "My e-Greedy"  # the report's name for it (optional)
     params = PARAMS
 
     def reset(self) -> None:
-        self.counts = np.array(self.prior.theta, dtype=float)
-        self.R = np.asarray(self.prior.reward, dtype=float)
-        self.q = np.zeros((self.n_states, self.n_actions))
-        self.solve()
+        self.counts = np.array(self.prior.theta, dtype=float)  # the Dirichlet posterior
+        self.q = self.solve()
 
-    def solve(self) -> None:
-        """Q-iteration of the mean model from the previous Q (tolerance 0.01, at most
-        T + 1 sweeps), like bbrl's solver."""
-        P = self.counts / self.counts.sum(axis=2, keepdims=True)
-        r = (P * self.R).sum(axis=2)
-        for _ in range(self.horizon + 1):
-            new = r + self.gamma * P @ self.q.max(axis=1)
-            done = np.abs(new - self.q).max() <= 0.01
-            self.q = new
-            if done:
-                break
+    def solve(self, q: np.ndarray | None = None) -> np.ndarray:
+        """Q-iteration of the posterior mean, warm-started from ``q`` (tolerance 0.01,
+        at most T + 1 sweeps), as bbrl's e-Greedy does."""
+        P = bayes.mean_model(self.counts)
+        return bayes.q_values(P, self.prior.reward, self.gamma, self.horizon, q)
 
     def act(self, state: int) -> int:
         if self.rng.random() <= self.p["epsilon"]:
@@ -62,16 +56,16 @@ class MyGreedy(PythonAgent):
         return int(self.rng.choice(np.flatnonzero(q == q.max())))
 
     def observe(self, state: int, action: int, next_state: int, reward: float) -> None:
-        self.counts[state, action, next_state] += 1.0
-        self.solve()
+        self.counts[state, action, next_state] += 1.0  # the posterior update
+        self.q = self.solve(self.q)
 
 
 @njit(cache=True)
 def _reset(setup):
     theta, Rm, gamma, horizon, epsilon = setup
-    N, Np, Pm, supp, nsupp = model_init(theta)
+    N, Np, Pm, supp, nsupp = bayes.mean_model_init(theta)
     Q = np.zeros((theta.shape[0], theta.shape[1]))
-    q_solve(Pm, Rm, supp, nsupp, gamma, horizon, Q)
+    bayes.q_solve(Pm, Rm, supp, nsupp, gamma, horizon, Q)
     return N, Np, Pm, supp, nsupp, Q, Rm, np.array([gamma, epsilon]), horizon
 
 
@@ -80,20 +74,21 @@ def _act(state, x):
     Q, scal = state[5], state[7]
     if np.random.random() <= scal[1]:
         return np.random.randint(0, Q.shape[1])
-    return argmax_random_tie(Q[x])
+    return bayes.argmax_random_tie(Q[x])
 
 
 @njit(cache=True)
 def _observe(state, x, u, y, r):
     N, Np, Pm, supp, nsupp, Q, Rm, scal, horizon = state
-    model_update(N, Np, Pm, supp, nsupp, x, u, y)
-    q_solve(Pm, Rm, supp, nsupp, scal[0], horizon, Q)
+    bayes.mean_model_update(N, Np, Pm, supp, nsupp, x, u, y)
+    bayes.q_solve(Pm, Rm, supp, nsupp, scal[0], horizon, Q)
 
 
 class MyGreedyJit(CompiledAgent):
     """e-Greedy compiled into bbrl's trajectory loop (the same kernels as the built-in)."""
 
     name = "my-greedy-jit"
+    display_name = "My e-Greedy (compiled)"
     params = PARAMS
     reset = _reset
     act = _act

@@ -160,20 +160,21 @@ def test_setting_errors(name, raw, gamma, message):
 
 @pytest.mark.parametrize("name", list(CLASSES))
 def test_the_cached_kernel_is_the_packages_loop(name):
-    """Each class's cached ``trajectory`` is the public loop around its functions: the
-    same returns and counters as the per-process kernel built by the API."""
+    """The kernel cached on disk for each class is the public loop around its functions:
+    the same returns and counters as the per-process closure."""
     cls = CLASSES[name]
     alg = agents.get(name)
     prior = D.builtin("UGDL")
     ts = E.new_test_set(D.builtin("GDL"), 3, 0.95, 80, seed=2)
     ep = ts.episode()
     setup = cls(alg.parse_params(SOME[name]), prior, None, ep.gamma, ep.horizon).setup()
-    generic = agents.trajectory_kernel(cls.reset, cls.act, cls.observe,
-                                       cls.counter_values if alg.counters else None)
-    assert cls.trajectory is not None and cls.trajectory is not generic
+    count = cls.counter_values if alg.counters else None
+    cached = agents.trajectory_kernel(cls.reset, cls.act, cls.observe, count)
+    closure = agents.trajectory_kernel(cls.reset, cls.act, cls.observe, count, cache=False)
+    assert cached is not closure and cached.py_func.__module__.startswith("bbrl_kernel_")
     for i in range(3):
         out = []
-        for kernel in (cls.trajectory, generic):
+        for kernel in (cached, closure):
             status = np.zeros(3, dtype=np.int64)
             out.append(kernel(setup, np.ascontiguousarray(ts.mdps[i]), ep.R, ep.Rstd,
                               ep.gaussian, ep.initial_state, ep.gamma, ep.horizon, 40 + i,

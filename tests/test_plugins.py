@@ -7,6 +7,7 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 import pytest
 
 from bbrlcore import agents
@@ -117,10 +118,15 @@ def test_train_learns_and_stores_what_it_returns(tmp_path):
 
 
 def test_the_registry_lists_builtins_and_plugins(capsys):
-    rc, out, _ = bbrl(capsys, "agents", f"{MY}:MyGreedyJit")
+    rc, out, _ = bbrl(capsys, "agents")
     assert rc == 0
     assert "e-greedy" in out and "from built-in" in out
-    assert "my-greedy-jit" in out and "my_agents.py:MyGreedyJit" in out
+    rc, out, _ = bbrl(capsys, "agents", f"{MY}:MyGreedyJit")  # that one only
+    assert rc == 0 and "from built-in" not in out
+    assert not [ln for ln in out.splitlines() if ln.startswith(("e-greedy", "random", "beb"))]
+    assert out.startswith("my-greedy-jit (My e-Greedy (compiled) in the report)")
+    assert "my_agents.py:MyGreedyJit" in out
+    assert "epsilon (float, required): probability of a uniformly random action" in out
     installed = {e.name: e for e in registry.entry_points().values()}
     assert list(installed)[:9] == list(agents.NAMES)  # built-ins first, paper order
     if "rmax" in installed:  # the example package (make test installs it)
@@ -222,9 +228,9 @@ def test_compiled_plugin_errors(capsys, tmp_path):
                                         r"outside \[0, 3\)"):
         E.run_agent(ts, E.train_agent(f"{p}:Wrong", {}, D.builtin("GC"), progress=False),
                     progress=False)
-    with pytest.raises(BBRLError, match="untyped: its reset/act/observe do not compile"):
-        E.run_agent(ts, E.train_agent(f"{p}:Untyped", {}, D.builtin("GC"), progress=False),
-                    progress=False)
+    with pytest.raises(BBRLError, match=r"^untyped: act \(act_float\) returns float64, "
+                                        "not an integer action$"):  # found at training
+        E.train_agent(f"{p}:Untyped", {}, D.builtin("GC"), progress=False)
 
 
 def test_a_plugin_that_prints_corrupts_nothing(capsys, tmp_path):
@@ -323,3 +329,461 @@ def test_riverswim_is_built_from_arrays_and_saved_both_ways(tmp_path):
         D.FDMDistribution.centred_on("x", "X", mod["riverswim_model"]()[0], d.reward, -1.0)
     with pytest.raises(BBRLError, match="rows of probabilities summing to one"):
         D.FDMDistribution.centred_on("x", "X", np.ones((2, 1, 2)), np.zeros((2, 1, 2)), 1.0)
+
+
+# ---------------------------------------------------------------------------------------
+# Compiled once, not once per process (issue #25)
+
+JIT_PLUGIN = HEADER + """
+from helper import pick
+
+@njit(cache=True)
+def reset(setup):
+    return np.zeros(2)
+
+@njit(cache=True)
+def act(state, x):
+    return pick()
+
+@njit(cache=True)
+def observe(state, x, u, y, r):
+    state[0] += r
+
+class Jit(CompiledAgent):
+    name = "jit-NAME"
+    reset = reset
+    act = act
+    observe = observe
+"""
+
+HELPER = """
+from numba import njit
+
+@njit(cache=True)
+def pick():
+    return 0
+"""
+
+PLAY = """
+import json, sys
+from bbrlcore import agents, protocol as E
+from bbrlcore.mdp import distributions as D
+ref = sys.argv[1]
+agent = E.train_agent(ref, {}, D.builtin("GC"), progress=False)
+table = E.run_agent(E.new_test_set(D.builtin("GC"), 5, 0.95, 250, seed=0), agent,
+                    progress=False)
+path = ref.rpartition(":")[0]
+plug = next(m for m in list(sys.modules.values()) if getattr(m, "__file__", None) == path)
+k = agents.trajectory_kernel(plug.Jit.reset, plug.Jit.act, plug.Jit.observe)
+print(json.dumps({"hits": sum(k.stats.cache_hits.values()),
+                  "misses": sum(k.stats.cache_misses.values()),
+                  "module": k.py_func.__module__,
+                  "returns": table["discounted_return"].to_list()}))
+"""
+
+
+def _plugin_dir(tmp_path: Path, tag: str) -> Path:
+    d = tmp_path / "plug"
+    d.mkdir(exist_ok=True)
+    # a name of its own: another test run (or test) compiles its own kernel
+    (d / "jitplug.py").write_text(JIT_PLUGIN.replace("NAME", tag))
+    (d / "helper.py").write_text(HELPER)
+    return d
+
+
+def _play(ref: str, cwd: Path) -> dict:
+    import json
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-c", PLAY, ref], cwd=cwd, capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_a_second_process_loads_the_compiled_plugin_from_the_cache(tmp_path):
+    """The first process compiles the plugin's trajectory loop (at training); a second
+    one finds it in numba's cache: a cache hit, no compilation, the same returns."""
+    import uuid
+
+    d = _plugin_dir(tmp_path, uuid.uuid4().hex[:8])
+    ref = f"{d / 'jitplug.py'}:Jit"
+    first = _play(ref, tmp_path)
+    assert first["misses"] == 1 and first["hits"] == 0
+    assert first["module"].startswith("bbrl_kernel_")
+    second = _play(ref, tmp_path)
+    assert second["misses"] == 0 and second["hits"] == 1
+    assert second["returns"] == first["returns"] and second["module"] == first["module"]
+    # the kernel's module and numba's index of it are on disk
+    from bbrlcore.agents._kernel_cache import kernel_dir
+
+    key = first["module"].removeprefix("bbrl_kernel_")
+    assert (kernel_dir() / f"k_{key}.py").is_file()
+    import os
+
+    index = [f for _root, _dirs, files in os.walk(os.environ["NUMBA_CACHE_DIR"])
+             for f in files if f.startswith(f"k_{key}.trajectory") and f.endswith(".nbi")]
+    assert index
+    # an edit of the plugin, or of a module its functions call, recompiles
+    (d / "helper.py").write_text(HELPER.replace("return 0", "return 1"))
+    third = _play(ref, tmp_path)
+    assert third["misses"] == 1 and third["module"] != first["module"]
+    assert third["returns"] != first["returns"]
+
+
+def test_concurrent_first_compilations_compile_once(tmp_path):
+    """Two processes starting at once on a plugin never compiled: one compiles (under
+    the kernel's lock), the other waits and loads it; both play the same trajectories."""
+    import json
+    import subprocess
+    import sys
+    import uuid
+
+    d = _plugin_dir(tmp_path, uuid.uuid4().hex[:8])
+    ref = f"{d / 'jitplug.py'}:Jit"
+    procs = [subprocess.Popen([sys.executable, "-c", PLAY, ref], cwd=tmp_path,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = []
+    for p in procs:
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err[-3000:]
+        outs.append(json.loads(out.strip().splitlines()[-1]))
+    assert sorted(o["misses"] for o in outs) == [0, 1]
+    assert sorted(o["hits"] for o in outs) == [0, 1]
+    assert outs[0]["returns"] == outs[1]["returns"]
+
+
+def test_the_kernel_key_follows_the_code(tmp_path):
+    """Keyed by the contents of the files of the agent's functions and of the @njit
+    functions they call (here through a module attribute), not by their paths alone."""
+    from bbrlcore.agents._kernel_cache import kernel_key
+
+    (tmp_path / "helper2.py").write_text(HELPER)
+    p = write_plugin(tmp_path, HEADER + """
+    import helper2
+
+    @njit
+    def reset(setup):
+        return np.zeros(1) + helper2.pick()
+
+    @njit
+    def act(state, x):
+        return 0
+
+    @njit
+    def observe(state, x, u, y, r):
+        pass
+    """)
+    import importlib.util
+    import sys
+
+    sys.path.insert(0, str(tmp_path))
+    try:
+        spec = importlib.util.spec_from_file_location("keyplug", p)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("helper2", None)
+    fns = (mod.reset, mod.act, mod.observe, agents.no_counters)
+    k0 = kernel_key(fns)
+    assert kernel_key(fns) == k0
+    (tmp_path / "helper2.py").write_text(HELPER + "\n# edited\n")
+    k1 = kernel_key(fns)
+    p.write_text(p.read_text() + "\n# edited\n")
+    assert len({k0, k1, kernel_key(fns)}) == 3
+
+
+def test_functions_numba_cannot_key_are_compiled_in_the_process():
+    """Code defined without a file (an interactive session, a doctest) is not cached
+    (its source cannot be keyed): the closure of the process, the same loop."""
+    from numba import njit
+
+    ns: dict = {"njit": njit, "np": np}
+    exec("@njit\ndef reset(setup):\n    return np.zeros(1)\n"
+         "@njit\ndef act(state, x):\n    return 0\n"
+         "@njit\ndef observe(state, x, u, y, r):\n    pass\n", ns)
+    k = agents.trajectory_kernel(ns["reset"], ns["act"], ns["observe"])
+    assert not k.py_func.__module__.startswith("bbrl_kernel_")
+
+
+def test_a_compiled_plugin_that_does_not_compile_fails_at_training(capsys, tmp_path):
+    """bbrl train compiles a compiled plugin: code that does not compile is refused there,
+    in one line naming the plugin, the function, its line and numba's cause."""
+    p = write_plugin(tmp_path, HEADER + """
+    @njit
+    def reset(setup):
+        return np.zeros(3)
+
+    @njit
+    def act(state, x):
+        return undefined_thing(state, x)
+
+    @njit
+    def observe(state, x, u, y, r):
+        pass
+
+    @njit
+    def observe_typo(state, x, u, y, r):
+        state[x] = "a"
+
+    class Bad(CompiledAgent):
+        name = "bad"
+        reset = reset
+        act = act
+        observe = observe
+
+    def ok_act(state, x):
+        return 0
+
+    class Typo(CompiledAgent):
+        name = "typo"
+        reset = reset
+        act = njit(ok_act)
+        observe = observe_typo
+    """)
+    rc, _, err = bbrl(capsys, "train", "--agent", f"{p}:Bad", "--prior", "GC", "-o",
+                      tmp_path / "a.parquet")
+    lines = err.strip().splitlines()
+    assert rc == 2 and len(lines) == 1, err
+    assert lines[0] == ("bbrl: error: bad: act does not compile (plug.py, line 11): "
+                        "NameError: name 'undefined_thing' is not defined")
+    rc, _, err = bbrl(capsys, "train", "--agent", f"{p}:Typo", "--prior", "GC", "-o",
+                      tmp_path / "a.parquet")
+    lines = err.strip().splitlines()
+    assert rc == 2 and len(lines) == 1, err
+    assert lines[0].startswith("bbrl: error: typo: observe (observe_typo) does not compile "
+                               "(plug.py, line 20): TypingError: "), lines[0]
+    assert not (tmp_path / "a.parquet").exists()
+
+
+# ---------------------------------------------------------------------------------------
+# Plugins that end the process, or fail in any other way (issue #23)
+
+EXITS = [
+    ("class Plug(PythonAgent):\n    name = 'plug'\n    def act(self, s):\n"
+     "        sys.exit(0)\n", "run", "plug: SystemExit(0) at step 0: the plugin called "
+     "sys.exit"),
+    ("class Plug(PythonAgent):\n    name = 'plug'\n    def reset(self):\n"
+     "        raise SystemExit('bye')\n    def act(self, s):\n        return 0\n", "run",
+     "plug: SystemExit('bye') at reset"),
+    ("class Plug(PythonAgent):\n    name = 'plug'\n    def train(self, prior, ctx):\n"
+     "        sys.exit(3)\n    def act(self, s):\n        return 0\n", "train",
+     "plug: train raised SystemExit(3)"),
+    ("@njit\ndef r(setup):\n    return np.zeros(1)\n@njit\ndef a(state, x):\n    return 0\n"
+     "@njit\ndef o(state, x, u, y, r):\n    pass\n"
+     "class Plug(CompiledAgent):\n    name = 'plug'\n    reset, act, observe = r, a, o\n"
+     "    def setup(self):\n        sys.exit(0)\n", "train", "plug: setup raised SystemExit(0)"),
+    ("from bbrlcore.agents import Algorithm\n"
+     "def make(prior, params, trained, ep):\n    def play(P, seed):\n        exit(0)\n"
+     "    return play\nPlug = Algorithm(name='plug', params=(), make_player=make)\n", "run",
+     "plug: play raised SystemExit(0)"),
+    ("class Plug(PythonAgent):\n    name = 'plug'\n    def act(self, s):\n"
+     "        raise GeneratorExit\n", "run", "plug: GeneratorExit at step 0"),
+]
+
+
+@pytest.mark.parametrize("body, stage, needle", EXITS)
+def test_a_plugin_that_exits_is_a_failure_naming_it(capsys, tmp_path, body, stage, needle):
+    """sys.exit (any BaseException but KeyboardInterrupt) in a plugin's code: rc 2, one
+    line naming the plugin, nothing written (it used to end bbrl run with rc 0)."""
+    p = write_plugin(tmp_path, HEADER + "import sys\n" + body)
+    E.write_test_set(E.new_test_set(D.builtin("GC"), 2, 0.95, 5, 0), tmp_path / "ts.parquet")
+    rc, _, err = bbrl(capsys, "train", "--agent", f"{p}:Plug", "--prior", "GC", "-o",
+                      tmp_path / "a.parquet")
+    if stage == "run":
+        assert rc == 0, err
+        rc, out, err = bbrl(capsys, "run", "--experiment", tmp_path / "ts.parquet",
+                            "--agent", tmp_path / "a.parquet", "-o", tmp_path / "r.parquet")
+        assert not (tmp_path / "r.parquet").exists()
+    else:
+        assert not (tmp_path / "a.parquet").exists()
+    lines = err.strip().splitlines()
+    assert rc == 2 and len(lines) == 1 and needle in lines[0], err
+
+
+# ---------------------------------------------------------------------------------------
+# The README's examples, and display names
+
+
+def _section(title: str) -> str:
+    text = (ROOT / "README.md").read_text()
+    start = text.index(f"\n## {title}\n")
+    end = text.index("\n## ", start + 1)
+    return text[start:end]
+
+
+def test_every_python_example_of_the_readme_section_runs(tmp_path, monkeypatch):
+    """The python blocks of README "Benchmark your own algorithm" run as written (from a
+    directory holding the examples, as the README's commands assume), and the agent the
+    first defines plays."""
+    import re
+    import shutil
+
+    blocks = re.findall(r"```python\n(.*?)```", _section("Benchmark your own algorithm"),
+                        re.S)
+    assert len(blocks) >= 2
+    shutil.copytree(ROOT / "examples", tmp_path / "examples",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    monkeypatch.chdir(tmp_path)
+    spaces = []
+    for code in blocks:
+        ns: dict = {"__name__": "readme"}
+        exec(compile(code, "README.md", "exec"), ns)
+        spaces.append(ns)
+    classes = [v for ns in spaces for v in ns.values()
+               if isinstance(v, type) and issubclass(v, agents.PythonAgent | agents.CompiledAgent)
+               and v not in (agents.PythonAgent, agents.CompiledAgent)]
+    assert classes
+    ts = E.new_test_set(D.builtin("GC"), 3, 0.95, 30, seed=0)
+    for cls in classes:
+        alg = registry.as_algorithm(cls, "README")
+        raw = {p.name: "0.1" for p in alg.params if p.required}
+        play = alg.make_player(D.builtin("GC"), alg.parse_params(raw), None, ts.episode())
+        rets = [play(np.ascontiguousarray(ts.mdps[i]), i)[0] for i in range(3)]
+        assert all(np.isfinite(rets)) and max(rets) > 0
+    assert (tmp_path / "riverswim.parquet").exists()  # the second block's output
+
+
+def test_the_report_shows_a_plugins_display_name(tmp_path, capsys):
+    """A plugin's display_name is the report's name for it (its family, its figures'
+    legends and tables); a name another algorithm shows is refused."""
+    from bbrlcore.analysis import constraints
+    from bbrlcore.cli.report import display_names
+
+    ts = E.new_test_set(D.builtin("GC"), 6, 0.95, 20, seed=0)
+    E.write_test_set(ts, tmp_path / "ts.parquet")
+    runs = []
+    for alg, raw in (("random", {}), ("optimal", {}), (f"{MY}:MyGreedy", {"epsilon": "0.1"})):
+        agent = E.train_agent(alg, raw, D.builtin("GC"), progress=False)
+        path = tmp_path / f"{agent.agent_id}.parquet"
+        E.write_run(E.run_agent(ts, agent, progress=False), path, {})
+        runs.append(path)
+    assert display_names(["random", "my-greedy"], []) == {"my-greedy": "My e-Greedy"}
+    rc, out, err = bbrl(capsys, "report", *runs, "--plugins", f"{MY}:MyGreedy",
+                        "--bootstrap-resamples", "100", "--no-pdf", "-o", tmp_path / "rep")
+    assert rc == 0, err
+    best = pl.read_parquet(tmp_path / "rep" / "data" / "GC-GC-best.parquet")
+    assert "My e-Greedy" in best["family"].to_list()
+    assert "My e-Greedy" in (tmp_path / "rep" / "index.html").read_text()
+    with pytest.raises(BBRLError, match="display name 'BEB' is already the name of "
+                                        "algorithm 'beb'"):
+        with constraints.display_names({"my-greedy": "BEB"}):
+            pass
+
+
+def test_bbrl_agents_name_describes_that_algorithm_only(capsys):
+    rc, out, _ = bbrl(capsys, "agents", "bamcp")
+    lines = out.splitlines()
+    assert rc == 0 and lines[0] == "bamcp (BAMCP in the report)"
+    assert "    K (int, required): simulations per decision" in lines
+    assert ("    D (int, default None): maximum depth of a simulation (default: the horizon)"
+            in lines)
+    assert not any(ln.startswith(("beb", "random", "bfs3")) for ln in lines)
+    rc, _, err = bbrl(capsys, "agents", "bamcp", "no-such")
+    assert rc == 2 and "unknown algorithm 'no-such'" in err
+
+
+# ---------------------------------------------------------------------------------------
+# Public helpers (bbrlcore.agents.bayes)
+
+
+def test_the_public_helpers_are_the_builtins_functions():
+    """A plugin written with bbrlcore.agents.bayes runs the built-ins' own code."""
+    from bbrlcore.agents import _kernels, _posterior, bayes
+    from bbrlcore.mdp import solvers
+
+    assert bayes.mean_model_init is _kernels.model_init
+    assert bayes.mean_model_update is _kernels.model_update
+    assert bayes.q_solve is solvers.q_solve
+    assert bayes.guez_policy_iteration is solvers.guez_policy_iteration
+    assert bayes.sample_model is _posterior.sample_model
+    assert bayes.posterior_update is _posterior.posterior_update
+    for name in bayes.__all__:
+        assert getattr(bayes, name).__doc__ or name.isupper(), name
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_posterior_draws_keep_the_support_and_agree_in_mean(seed):
+    """sample_mdp (numpy) and draw_mdp (numba) draw rows of Dir(alpha): zero where alpha is
+    zero, rows summing to one, and the mean of many draws near alpha / sum(alpha)."""
+    from bbrlcore.agents import bayes
+
+    rng = np.random.default_rng(seed)
+    alpha = rng.gamma(1.0, 2.0, size=(3, 2, 4)) * (rng.random((3, 2, 4)) < 0.7)
+    alpha[:, :, 0] += 0.5  # a positive entry per row
+    mean = bayes.mean_model(alpha)
+    draws = np.array([bayes.sample_mdp(alpha, rng) for _ in range(4000)])
+    assert np.all(draws[:, alpha == 0] == 0) and np.allclose(draws.sum(axis=3), 1)
+    assert np.abs(draws.mean(axis=0) - mean).max() < 0.03
+    out = np.empty_like(alpha)
+    jit = []
+    for _ in range(4000):
+        bayes.draw_mdp(alpha, out)
+        jit.append(out.copy())
+    jit = np.array(jit)
+    assert np.all(jit[:, alpha == 0] == 0) and np.allclose(jit.sum(axis=3), 1)
+    assert np.abs(jit.mean(axis=0) - mean).max() < 0.03
+
+
+def test_solvers_agree_with_value_iteration_to_convergence():
+    """q_values and state_values give the fixed point of the Bellman equation (up to their
+    tolerances) on a random model."""
+    from bbrlcore.agents import bayes
+
+    rng = np.random.default_rng(1)
+    P = bayes.mean_model(rng.random((6, 3, 6)) + 0.01)
+    R = rng.random((6, 3, 6))
+    Q = np.zeros((6, 3))
+    for _ in range(2000):
+        Q = (P * (R + 0.9 * Q.max(axis=1))).sum(axis=2)
+    assert np.abs(bayes.q_values(P, R, 0.9, horizon=2000) - Q).max() < 0.1
+    V, pi = bayes.state_values(P, R, 0.9)
+    assert np.abs(V - Q.max(axis=1)).max() < 1e-3 and np.array_equal(pi, Q.argmax(axis=1))
+
+
+def test_without_a_writable_cache_the_plugin_still_runs(tmp_path, monkeypatch):
+    """Nowhere to write the kernel's module (a read-only or full disk): it is compiled in
+    the process, as before; a disk full when numba saves it: compiled, not cached."""
+    import errno
+    import importlib.util
+
+    from bbrlcore.agents._kernel_cache import compile_locked
+
+    p = write_plugin(tmp_path, HEADER + """
+    @njit
+    def reset(setup):
+        return np.zeros(1)
+
+    @njit
+    def act(state, x):
+        return 1
+
+    @njit
+    def observe(state, x, u, y, r):
+        state[0] += r
+    """, "ro_plug.py")
+    spec = importlib.util.spec_from_file_location("ro_plug", p)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "a-file" / "cache"))
+    k = agents.trajectory_kernel(mod.reset, mod.act, mod.observe)
+    assert not k.py_func.__module__.startswith("bbrl_kernel_")  # the closure
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(agents.api, "_KERNELS", {})  # (the process memoised the closure)
+    k = agents.trajectory_kernel(mod.reset, mod.act, mod.observe)
+    assert k.py_func.__module__.startswith("bbrl_kernel_")
+
+    def full(*args):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(k._cache, "save_overload", full)
+    ts = E.new_test_set(D.builtin("GC"), 1, 0.95, 10, seed=0)
+    ep = ts.episode()
+    args = ((np.zeros(1),), ts.mdps[0], ep.R, ep.Rstd, ep.gaussian, ep.initial_state,
+            ep.gamma, ep.horizon, 0, np.zeros(3, dtype=np.int64))
+    compile_locked(k, args, str(tmp_path / "lock"))
+    assert k(*args)[0] > 0

@@ -543,6 +543,7 @@ def test_plugins_flow_through_the_workflow_and_only_their_jobs_rerun_on_edit(tmp
     assert expected <= set(s["agent"])
     html = (tmp_path / "results/report/index.html").read_text()
     assert "my-greedy-jit" in html and (not installed or "rmax" in html)
+    assert "My e-Greedy (compiled)" in html  # the plugin's display name
     probes = list((tmp_path / "results/probes").rglob("*.json"))
     assert {p.parent.parent.name for p in probes} == {"my-greedy-jit"} | (
         {"rmax"} if installed else set())

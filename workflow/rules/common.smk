@@ -157,6 +157,13 @@ def algorithm_of(wildcards):
     return AGENTS[wildcards.agent].ref
 
 
+def plugin_args():
+    """``--plugins REF...`` of bbrl report: the plugins' references (the report shows the
+    display names they declare), or nothing without plugins."""
+    refs = sorted({a.plugin_ref for a in PLAN.agents} - {""})
+    return " ".join(["--plugins", *map(shlex.quote, refs)]) if refs else ""
+
+
 def warmup_agent(wildcards):
     """The plugin reference (or name) and the first configuration of an algorithm: the
     warm-up trains and runs it once (same kernels and types as every configuration)."""

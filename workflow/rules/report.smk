@@ -39,8 +39,9 @@ rule report:
         seed=config["bootstrap_seed"],
         outdir=report_dir,
         version=VERSION,
+        plugins=plugin_args(),
     shell:
         "bbrl --log {log:q} report {input.merged:q} --test-sets {input.test_sets:q}"
         " --alpha {params.alpha} --correction {params.correction}"
         " --bootstrap-resamples {params.resamples} --bootstrap-seed {params.seed}"
-        " -o {params.outdir:q}"
+        " {params.plugins} -o {params.outdir:q}"

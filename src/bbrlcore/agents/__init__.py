@@ -4,7 +4,9 @@ Built-ins: one module per agent (its kernel, its parameters and a docstring expl
 algorithm and its paper). Plugins: a :class:`PythonAgent` or :class:`CompiledAgent`
 subclass, or an :class:`Algorithm`, found through the entry-point group ``bbrl.agents`` or
 by reference (``module:NAME``, ``path/file.py:NAME``); see :mod:`bbrlcore.agents.api` and
-:mod:`bbrlcore.agents.registry`. :func:`get` finds any of them by name or reference, with a
+:mod:`bbrlcore.agents.registry`. :mod:`bbrlcore.agents.bayes` holds what a Bayesian agent
+needs (the Dirichlet posterior, drawing an MDP from it, solving a model), for Python and
+compiled agents. :func:`get` finds any of them by name or reference, with a
 clear error for unknown ones.
 
 Examples
@@ -17,7 +19,7 @@ Examples
 
 from __future__ import annotations
 
-from bbrlcore.agents import registry
+from bbrlcore.agents import bayes, registry
 from bbrlcore.agents.api import (
     AgentError,
     CompiledAgent,
@@ -66,6 +68,7 @@ def available() -> list[str]:
 
 __all__ = [
     "BUILTINS", "COMPAT", "EXTENDED", "NAMES", "AgentError", "Algorithm", "CompiledAgent",
+    "bayes",
     "Episode", "Param", "PythonAgent", "TrainContext", "Trained", "at_least_one", "available",
     "compiled_trajectory", "get", "in_unit_interval", "int_between", "non_negative",
     "no_counters", "positive", "registry", "support_sizes", "trajectory_kernel",

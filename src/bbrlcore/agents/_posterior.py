@@ -36,7 +36,7 @@ from numba import njit
 from bbrlcore.agents._kernels import model_init, support_insert
 from bbrlcore.agents._rng import gamma_s, rng_new, uniform_s
 from bbrlcore.agents.sboss import build_merged, merged_value_iteration
-from bbrlcore.mdp.solvers import guez_policy_iteration
+from bbrlcore.mdp.solvers import GUEZ_TOLERANCE, guez_policy_iteration, support_of
 
 
 @njit(cache=True, error_model="numpy")
@@ -46,16 +46,7 @@ def posterior_init(theta):
     nX, nU, _ = theta.shape
     alpha = theta.copy()
     visits = np.zeros((nX, nU), dtype=np.int64)
-    supp = np.zeros((nX, nU, nX), dtype=np.int64)
-    nsupp = np.zeros((nX, nU), dtype=np.int64)
-    for x in range(nX):
-        for u in range(nU):
-            k = 0
-            for y in range(nX):
-                if alpha[x, u, y] > 0.0:
-                    supp[x, u, k] = y
-                    k += 1
-            nsupp[x, u] = k
+    supp, nsupp = support_of(theta)
     return alpha, visits, supp, nsupp
 
 
@@ -137,6 +128,17 @@ def mean_values(theta, Rm, gamma, tol):
     guez_policy_iteration(Pm, Rm, supp, nsupp, gamma, tol, V, pi, np.empty((nX, nX)),
                           np.empty(nX))
     return V, pi
+
+
+def sampling_setup(prior, gamma: float, ipar: np.ndarray) -> tuple:
+    """The ``setup`` of PSRL and BOSS: ``(theta, reward, V0, pi0, [gamma, tol], ipar)``,
+    the prior's arrays, the values and greedy policy of its mean model (the first solve's
+    warm start, :func:`mean_values`), the Guez tolerance and the agent's integer
+    parameters ``ipar``."""
+    theta = np.ascontiguousarray(prior.theta, dtype=np.float64)
+    Rm = np.ascontiguousarray(prior.reward, dtype=np.float64)
+    V0, pi0 = mean_values(theta, Rm, float(gamma), GUEZ_TOLERANCE)
+    return theta, Rm, V0, pi0, np.array([float(gamma), GUEZ_TOLERANCE]), ipar
 
 
 @njit(cache=True, error_model="numpy")

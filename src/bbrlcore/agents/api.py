@@ -3,71 +3,139 @@ r"""The public agent API: benchmark your own algorithm beside the paper's.
 Three ways to write an algorithm, all found by the same registry
 (:mod:`bbrlcore.agents.registry`) and run by the same protocol (one trajectory per test
 MDP, starting from the prior; the package owns the loop, the environment, the seeding, the
-return and the timing):
+return and the timing). The posterior, drawing a model from it and solving a model are
+public helpers (:mod:`bbrlcore.agents.bayes`), the functions the built-ins are made of.
 
 **A Python agent** (:class:`PythonAgent`): the original library's ``Agent`` in Python
 names. ``train(prior, ctx)`` is offline learning (optional; what it returns is stored in
 the agent artefact, its wall time is the offline time); ``reset()`` starts a trajectory
 from the prior; ``act(state) -> action``; ``observe(state, action, next_state, reward)``.
 Parameters are declared with :class:`~bbrlcore.agents.base.Param`, exactly like the
-built-ins', so parsing, agent ids, configuration grids and error messages are the same::
+built-ins', so parsing, agent ids, configuration grids and error messages are the same:
 
-    import numpy as np
-    from bbrlcore.agents import Param, PythonAgent, in_unit_interval
-
-    class Greedy(PythonAgent):
-        "e-Greedy on the posterior mean (value iteration after every step)."
-        name = "my-egreedy"
-        params = (Param("epsilon", float, required=True, check=in_unit_interval),)
-
-        def reset(self):
-            self.counts = self.prior.theta.copy()
-            self.q = self.solve()
-
-        def act(self, state):
-            if self.rng.random() < self.p["epsilon"]:
-                return int(self.rng.integers(self.n_actions))
-            return int(np.argmax(self.q[state]))
-
-        def observe(self, state, action, next_state, reward):
-            self.counts[state, action, next_state] += 1
-            self.q = self.solve()
-        ...
+>>> import numpy as np
+>>> from bbrlcore.agents import Param, PythonAgent, bayes, in_unit_interval
+>>> class Greedy(PythonAgent):
+...     "e-Greedy on the posterior mean (its Q-function solved after every step)."
+...     name = "my-egreedy"
+...     display_name = "My e-Greedy"      # optional: the report's name for it
+...     params = (Param("epsilon", float, required=True, check=in_unit_interval,
+...                     doc="probability of a uniformly random action"),)
+...
+...     def reset(self):
+...         self.counts = self.prior.theta.copy()
+...         self.q = self.solve()
+...
+...     def solve(self, q=None):
+...         P = bayes.mean_model(self.counts)
+...         return bayes.q_values(P, self.prior.reward, self.gamma, self.horizon, q)
+...
+...     def act(self, state):
+...         if self.rng.random() < self.p["epsilon"]:
+...             return int(self.rng.integers(self.n_actions))
+...         return int(np.argmax(self.q[state]))
+...
+...     def observe(self, state, action, next_state, reward):
+...         self.counts[state, action, next_state] += 1
+...         self.q = self.solve(self.q)           # warm-started from the last one
 
 The agent sees ``self.p`` (its parsed parameters), ``self.prior`` (the
 :class:`~bbrlcore.mdp.distributions.FDMDistribution` it was trained on: concentrations
 ``theta`` and the known rewards ``reward``), ``self.n_states``, ``self.n_actions``,
 ``self.gamma``, ``self.horizon``, ``self.learned`` (what ``train`` returned) and
 ``self.rng``, a :class:`numpy.random.Generator` made from the trajectory's seed (set
-before each ``reset``). A state and an action are integers.
+before each ``reset``). A state and an action are integers. To try it by hand, make its
+:class:`~bbrlcore.agents.base.Algorithm` and play one trajectory (``bbrl train`` and
+``bbrl run`` do the same with a reference ``path/to/file.py:Greedy``):
+
+>>> from bbrlcore import protocol
+>>> from bbrlcore.agents import registry
+>>> from bbrlcore.mdp import distributions as D
+>>> ts = protocol.new_test_set(D.builtin("GC"), 2, 0.95, 50, seed=0)
+>>> alg = registry.as_algorithm(Greedy, "example")
+>>> alg.agent_id(alg.parse_params({"epsilon": "0.1"}))
+'my-egreedy__epsilon=0.1'
+>>> play = alg.make_player(D.builtin("GC"), alg.parse_params({"epsilon": "0.1"}), None,
+...                        ts.episode())
+>>> ret, counters = play(ts.mdps[0], 7)        # (discounted return, counters)
+>>> bool(ret > 0), counters.size
+(True, 0)
 
 **A compiled agent** (:class:`CompiledAgent`): the fast path. ``reset``, ``act`` and
 ``observe`` are numba ``@njit`` functions over plain arrays, and the package compiles the
-whole trajectory around them (:func:`trajectory_kernel`, once per agent and process), one
-compiled call per trajectory like the built-ins. ``setup(prior, params, learned)``
-(Python, once per run) returns a tuple of arrays and numbers; ``reset(setup) -> state``
-builds the per-trajectory state (any numba value, e.g. a tuple of arrays) from it;
-``act(state, x) -> int``; ``observe(state, x, u, y, r)`` updates it in place. Random
-numbers inside them come from numba's ``np.random``, seeded with the trajectory's seed
-before ``reset``. The loop is compiled once per process around the agent's functions; a
-class may also name a cached kernel of the same loop (:attr:`CompiledAgent.trajectory`,
-built with :func:`trajectory_loop`) so that no process compiles it again. The
-algorithms beyond the paper (:mod:`~bbrlcore.agents.psrl`, :mod:`~bbrlcore.agents.boss`,
-:mod:`~bbrlcore.agents.bolt`, :mod:`~bbrlcore.agents.mbie_eb`) are built-in compiled
-agents written this way: examples of the API at full speed.
+whole trajectory around them (:func:`trajectory_kernel`), one compiled call per
+trajectory like the built-ins. The method ``setup(self)`` (Python, once per run; it sees
+the same attributes as a Python agent's methods) returns a tuple of arrays and numbers;
+``reset(setup) -> state`` builds the per-trajectory state (any numba value, e.g. a tuple
+of arrays) from it; ``act(state, x) -> int``; ``observe(state, x, u, y, r)`` updates it in
+place. Random numbers inside them come from numba's ``np.random``, seeded with the
+trajectory's seed before ``reset``:
+
+>>> from numba import njit
+>>> from bbrlcore.agents import CompiledAgent
+>>> @njit
+... def reset(setup):
+...     theta, R, gamma, horizon, epsilon = setup
+...     N, Np, P, supp, nsupp = bayes.mean_model_init(theta)
+...     Q = np.zeros(theta.shape[:2])
+...     bayes.q_solve(P, R, supp, nsupp, gamma, horizon, Q)
+...     return N, Np, P, supp, nsupp, Q, R, gamma, horizon, epsilon
+>>> @njit
+... def act(state, x):
+...     Q, epsilon = state[5], state[9]
+...     if np.random.random() < epsilon:
+...         return np.random.randint(0, Q.shape[1])
+...     return bayes.argmax_random_tie(Q[x])
+>>> @njit
+... def observe(state, x, u, y, r):
+...     N, Np, P, supp, nsupp, Q, R, gamma, horizon, epsilon = state
+...     bayes.mean_model_update(N, Np, P, supp, nsupp, x, u, y)
+...     bayes.q_solve(P, R, supp, nsupp, gamma, horizon, Q)
+>>> class GreedyJit(CompiledAgent):
+...     "e-Greedy on the posterior mean, compiled."
+...     name = "my-egreedy-jit"
+...     params = Greedy.params
+...     reset, act, observe = reset, act, observe
+...
+...     def setup(self):
+...         return (np.ascontiguousarray(self.prior.theta, dtype=np.float64),
+...                 np.ascontiguousarray(self.prior.reward, dtype=np.float64),
+...                 float(self.gamma), int(self.horizon), float(self.p["epsilon"]))
+>>> alg = registry.as_algorithm(GreedyJit, "example")
+>>> play = alg.make_player(D.builtin("GC"), alg.parse_params({"epsilon": "0.1"}), None,
+...                        ts.episode())
+>>> ret, counters = play(ts.mdps[0], 7)
+>>> bool(ret > 0)
+True
+
+**Compiled once, not once per process.** The loop around an agent's functions is cached
+on disk by numba (:mod:`bbrlcore.agents._kernel_cache`): keyed by the code of the
+functions (and of the ``@njit`` functions they call), bbrlcore's sources and numba's
+version, compiled when the agent is trained (``bbrl train`` refuses code that does not
+compile), and loaded by every later process, a workflow's run jobs on a cluster
+included. Functions defined where numba cannot cache them (an interactive session, a
+doctest) are compiled once per process instead. Write them in a module file, with
+``@njit(cache=True)`` so that numba caches them too.
+
+The algorithms beyond the paper (:mod:`~bbrlcore.agents.psrl`,
+:mod:`~bbrlcore.agents.boss`, :mod:`~bbrlcore.agents.bolt`,
+:mod:`~bbrlcore.agents.mbie_eb`) are built-in compiled agents written this way: examples
+of the API at full speed.
 
 **A whole trajectory kernel**: an :class:`~bbrlcore.agents.base.Algorithm` with its own
 ``make_player``, as the built-ins do.
 
-Errors of the user's code (an exception in ``act`` or ``observe``, an action that is not
-an integer in ``[0, nU)``) stop the run with one line naming the algorithm, the test MDP
-and the step. Anything a plugin prints goes to stderr (stdout carries bbrl's own
-output).
+Errors of the user's code (an exception in any of its methods, ``SystemExit`` included;
+an action that is not an integer in ``[0, nU)``; functions that do not compile) stop the
+run with one line naming the algorithm (and, while playing, the test MDP and the step).
+Anything a plugin prints goes to stderr (stdout carries bbrl's own output).
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
@@ -104,10 +172,45 @@ def plugin_output() -> Iterator[None]:
         yield
 
 
+def describe_error(exc: BaseException) -> str:
+    """``Type: first line`` of an exception raised by a plugin's code; ``SystemExit`` (a
+    plugin calling ``sys.exit``) says so."""
+    if isinstance(exc, SystemExit):
+        return (f"SystemExit({exc.code!r}): the plugin called sys.exit (or exit), which "
+                "would end bbrl")
+    return f"{type(exc).__name__}: {_first_line(exc)}"
+
+
+def user_call(name: str, what: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)``, the code of plugin ``name`` (its prints sent to stderr): anything it
+    raises, ``SystemExit`` included (``KeyboardInterrupt`` aside), becomes one
+    :class:`BBRLError` naming the plugin and ``what`` it was doing."""
+    try:
+        with plugin_output():
+            return fn(*args)
+    except (BBRLError, KeyboardInterrupt):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the user's code: any error
+        raise BBRLError(f"{name}: {what} raised {describe_error(exc)}") from None
+
+
+def _guarded(fn: Callable[..., Any] | None, name: str, what: str) -> Callable[..., Any] | None:
+    """``fn`` calling through :func:`user_call` (None stays None)."""
+    if fn is None:
+        return None
+
+    def call(*args: Any) -> Any:
+        return user_call(name, what, fn, *args)
+
+    return call
+
+
 class _AgentBase:
     #: The algorithm's name (lowercase letters, digits and '-'): the first part of its
     #: agent ids (``name__param=value``).
     name: ClassVar[str] = ""
+    #: The name the report shows (optional; default: :attr:`name`).
+    display_name: ClassVar[str] = ""
     #: Its parameters, in the order agent ids list them.
     params: ClassVar[tuple[Param, ...]] = ()
     #: Names of integer counters reported after each trajectory (extra run-table columns).
@@ -157,27 +260,19 @@ class PythonAgent(_AgentBase):
 
 class CompiledAgent(_AgentBase):
     """Base class of a compiled agent: ``reset``, ``act`` and ``observe`` are numba
-    ``@njit`` functions (write them as ``staticmethod``\\ s or plain functions assigned to
-    the class); ``setup`` prepares their inputs in Python (see the module docstring)."""
+    ``@njit`` functions (plain functions assigned to the class); ``setup`` prepares their
+    inputs in Python (see the module docstring). The package's loop around them is
+    compiled once and cached on disk (:func:`trajectory_kernel`)."""
 
     reset: ClassVar[Any] = None
     act: ClassVar[Any] = None
     observe: ClassVar[Any] = None
-    #: Optional ``@njit`` ``(state) -> int64 array`` of the :attr:`counters`.
+    #: Optional ``@njit`` ``(state) -> int64 array`` of the :attr:`counters` (or a Python
+    #: function of the final state, returned to Python after each trajectory).
     counter_values: ClassVar[Any] = None
-    #: Optional cached kernel of the package's loop around these functions, so that no
-    #: process compiles it again (:func:`trajectory_kernel` compiles a closure once per
-    #: process, about 1-2 s). Define it in the module that defines ``reset``, ``act`` and
-    #: ``observe`` (numba's cache follows that file), exactly as::
-    #:
-    #:     @njit(cache=True)
-    #:     def trajectory(setup, P, R, Rstd, gaussian, initial_state, gamma, horizon,
-    #:                    seed, status):
-    #:         return trajectory_loop(_reset, _act, _observe, _counters, setup, P, R,
-    #:                                Rstd, gaussian, initial_state, gamma, horizon,
-    #:                                seed, status)
-    #:
-    #: (``no_counters`` in place of ``_counters`` without counters).
+    #: Optional: a kernel of the package's loop of the class's own (an ``@njit`` function
+    #: calling :func:`trajectory_loop`), played instead of :func:`trajectory_kernel`'s.
+    #: Not needed: that one is cached on disk too.
     trajectory: ClassVar[Any] = None
 
     def setup(self) -> tuple:
@@ -198,11 +293,13 @@ def algorithm_of(cls: type, what: str) -> Algorithm:
     if not isinstance(name, str) or not name:
         raise BBRLError(f"{what}: {cls.__name__} has no algorithm name (a class attribute "
                         "name = 'my-algorithm')")
+    display = getattr(cls, "display_name", "") or ""  # checked by registry.as_algorithm
     params = tuple(getattr(cls, "params", ()) or ())
     if not all(isinstance(p, Param) for p in params):
         raise BBRLError(f"{what}: {cls.__name__}.params must be a tuple of Param")
     counters = tuple(getattr(cls, "counters", ()) or ())
     compiled = isinstance(cls, type) and issubclass(cls, CompiledAgent)
+    prepare = None
     if compiled:
         missing = [m for m in ("reset", "act", "observe")
                    if not hasattr(getattr(cls, m, None), "py_func")]
@@ -210,6 +307,9 @@ def algorithm_of(cls: type, what: str) -> Algorithm:
             raise BBRLError(f"{what}: {cls.__name__} must define {', '.join(missing)} as numba "
                             "@njit functions (a CompiledAgent)")
         make_player = _compiled_player(cls, name, counters)
+
+        def prepare(prior: Any, params: dict, trained: Trained | None, ep: Episode) -> None:
+            make_player(prior, params, trained, ep)  # compiles (or finds it compiled)
     else:
         for m in ("act",):
             if not callable(getattr(cls, m, None)) or getattr(cls, m) is PythonAgent.act:
@@ -224,9 +324,12 @@ def algorithm_of(cls: type, what: str) -> Algorithm:
         counters=counters,
         has_compat=any(p.name == "compat" for p in params),
         doc=(cls.__doc__ or "").strip(),
-        setting_check=getattr(cls, "setting_check", None),
-        cost_features=getattr(cls, "cost_features", None),
-        offline_cost_features=getattr(cls, "offline_cost_features", None),
+        setting_check=_guarded(getattr(cls, "setting_check", None), name, "setting_check"),
+        cost_features=_guarded(getattr(cls, "cost_features", None), name, "cost_features"),
+        offline_cost_features=_guarded(getattr(cls, "offline_cost_features", None), name,
+                                       "offline_cost_features"),
+        display_name=display,
+        prepare=prepare,
     )
 
 
@@ -245,17 +348,15 @@ def _instance(cls: type, params: dict, prior: Any, learned: Any, gamma: float,
     return obj
 
 
+def _new_agent(cls: type, name: str, params: dict, prior: Any, learned: Any, gamma: float,
+               horizon: int) -> Any:
+    return user_call(name, "__init__", _instance, cls, params, prior, learned, gamma, horizon)
+
+
 def _trainer(cls: type, name: str) -> Callable[..., Trained]:
     def train(prior: Any, params: dict, ctx: TrainContext) -> Trained:
-        agent = _instance(cls, params, prior, None, ctx.gamma, ctx.horizon)
-        try:
-            with plugin_output():
-                learned = agent.train(prior, ctx)
-        except BBRLError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - the user's code
-            raise BBRLError(f"{name}: train raised {type(exc).__name__}: "
-                            f"{_first_line(exc)}") from None
+        agent = _new_agent(cls, name, params, prior, None, ctx.gamma, ctx.horizon)
+        learned = user_call(name, "train", agent.train, prior, ctx)
         return Trained(info={"learned": _jsonable(learned, name)})
 
     return train
@@ -296,7 +397,7 @@ def _action(a: Any, nU: int, name: str, step: int) -> int:
 def _python_player(cls: type, name: str, counters: tuple[str, ...]):
     def make_player(prior: Any, params: dict, trained: Trained | None, ep: Episode):
         learned = (trained.info or {}).get("learned") if trained is not None else None
-        agent = _instance(cls, params, prior, learned, ep.gamma, ep.horizon)
+        agent = _new_agent(cls, name, params, prior, learned, ep.gamma, ep.horizon)
         R, Rstd = np.asarray(ep.R), np.asarray(ep.Rstd)
         nC = len(counters)
 
@@ -326,12 +427,12 @@ def _python_player(cls: type, name: str, counters: tuple[str, ...]):
                     agent.observe(x, a, y, r)
                     x = y
                 cnt = np.asarray(agent.counter_values(), dtype=np.int64) if nC else _NONE
-            except AgentError:
+            except (AgentError, KeyboardInterrupt):
                 raise
-            except Exception as exc:  # noqa: BLE001 - the user's code
+            except BaseException as exc:  # noqa: BLE001 - the user's code: any error
                 where = "reset" if step < 0 else f"step {step}"
-                raise AgentError(f"{name}: {type(exc).__name__} at {where}: "
-                                 f"{_first_line(exc)}", max(step, 0)) from None
+                what = describe_error(exc).replace(":", f" at {where}:", 1)
+                raise AgentError(f"{name}: {what}", max(step, 0)) from None
             if cnt.shape != (nC,):
                 raise AgentError(f"{name}: counter_values returned {cnt.size} values, "
                                  f"expected {nC} ({', '.join(counters)})")
@@ -348,50 +449,29 @@ _NONE = np.zeros(0, dtype=np.int64)
 @njit(error_model="numpy")
 def compiled_trajectory(reset, act, observe, setup, P, R, Rstd, gaussian, initial_state,
                         gamma, horizon, seed, status):
-    """One trajectory of a compiled agent: the built-ins' loop around its functions,
-    given as arguments; returns ``(discounted return, final agent state)``.
+    """One trajectory of a compiled agent: the package's loop (:func:`trajectory_loop`)
+    around its functions, given as arguments; returns ``(discounted return, final agent
+    state)``.
 
     ``status[0]`` holds the step being played, ``status[1]`` an invalid action (the
     trajectory stops and returns with ``status[2] = 1``). Not cached: it takes functions as
     arguments, so it is compiled once per process for each agent (outside the timing).
     The package itself plays compiled agents with :func:`trajectory_kernel` (the same
-    loop, specialised once per agent: no per-call cost for the function arguments).
+    loop, specialised once per agent and cached on disk).
     """
-    np.random.seed(seed)
-    nX, nU, _ = P.shape
-    status[2] = 0
-    state = reset(setup)
-    x = env_reset(initial_state, nX)
-    ret = 0.0
-    disc = 1.0
-    for t in range(horizon):
-        status[0] = t
-        u = act(state, x)
-        if u < 0 or u >= nU:
-            status[1] = u
-            status[2] = 1
-            return ret, state
-        y = env_step(P, x, u)
-        r = env_reward(R, Rstd, gaussian, x, u, y)
-        ret += disc * r
-        disc *= gamma
-        observe(state, x, u, y, r)
-        x = y
-    return ret, state
+    return trajectory_loop(reset, act, observe, final_state, setup, P, R, Rstd, gaussian,
+                           initial_state, gamma, horizon, seed, status)
 
 
 @njit(error_model="numpy", inline="always")
 def trajectory_loop(reset, act, observe, counter_values, setup, P, R, Rstd, gaussian,
                     initial_state, gamma, horizon, seed, status):
-    """The package's trajectory loop around a compiled agent's functions (the loop of
-    :func:`compiled_trajectory`), returning ``(discounted return,
-    counter_values(final state))``.
+    """The package's trajectory loop around a compiled agent's functions, returning
+    ``(discounted return, counter_values(final state))``.
 
     Inlined into its caller at compile time (``inline="always"``), so a kernel that calls
     it with module-level ``@njit`` functions is an ordinary function of arrays and numbers:
-    :func:`trajectory_kernel` wraps it in a closure (compiled once per process), and an
-    agent module can wrap it in a **cached** kernel of its own (``@njit(cache=True)``),
-    which :class:`CompiledAgent` plays when the class sets ``trajectory`` to it.
+    :func:`trajectory_kernel` writes such a kernel for each agent, cached on disk.
     """
     np.random.seed(seed)
     nX, nU, _ = P.shape
@@ -416,96 +496,164 @@ def trajectory_loop(reset, act, observe, counter_values, setup, P, R, Rstd, gaus
     return ret, counter_values(state)
 
 
-@njit(error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def no_counters(state):
     """``counter_values`` of an agent without counters: an empty int64 array."""
     return np.zeros(0, dtype=np.int64)
 
 
-_KERNELS: dict[tuple[Any, ...], Any] = {}
+@njit(cache=True, error_model="numpy")
+def final_state(state):
+    """``counter_values`` returning the agent's final state itself (to Python, where the
+    class's own Python ``counter_values`` reads it)."""
+    return state
 
 
-def trajectory_kernel(reset: Any, act: Any, observe: Any, counter_values: Any = None) -> Any:
-    """The trajectory loop (:func:`trajectory_loop`) specialised to one agent's ``@njit``
-    functions: ``kernel(setup, P, R, Rstd, gaussian, initial_state, gamma, horizon, seed,
-    status) -> (discounted return, counters)``, where ``counters`` is
-    ``counter_values(state)`` (an empty int64 array without it).
+#: Kernels made in this process, by their functions: (kernel, compile lock or None).
+_KERNELS: dict[tuple[Any, ...], tuple[Any, str | None]] = {}
 
-    The functions are compile-time constants of the kernel (a closure), so a call only
-    passes arrays and numbers: numba's dispatcher no longer types three function
-    arguments (about 3 µs each) at every trajectory, and the agent's state is not boxed
-    back into Python objects at the end (about 1 µs per array). Made once per process
-    and agent (memoised) and compiled at its first call (outside the timing, but a closure
-    is not cached: a class's own cached ``trajectory`` avoids that compilation).
-    """
-    count = counter_values if counter_values is not None else no_counters
-    key = (reset, act, observe, count)
-    kernel = _KERNELS.get(key)
-    if kernel is not None:
-        return kernel
 
+def _closure_kernel(reset: Any, act: Any, observe: Any, count: Any) -> Any:
     @njit(error_model="numpy")
     def kernel(setup, P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, status):
         return trajectory_loop(reset, act, observe, count, setup, P, R, Rstd, gaussian,
                                initial_state, gamma, horizon, seed, status)
 
-    _KERNELS[key] = kernel
     return kernel
 
 
+def _kernel_and_lock(reset: Any, act: Any, observe: Any, counter_values: Any,
+                     cache: bool) -> tuple[Any, str | None]:
+    count = counter_values if counter_values is not None else no_counters
+    cache = cache and os.environ.get("BBRL_KERNEL_CACHE", "1") != "0"
+    key = (reset, act, observe, count, cache)
+    if key in _KERNELS:
+        return _KERNELS[key]
+    out: tuple[Any, str | None] | None = None
+    if cache:
+        from bbrlcore.agents._kernel_cache import kernel_module
+
+        try:
+            module = kernel_module((reset, act, observe, count))
+            out = (module.trajectory, module.LOCK)
+        except Exception:  # noqa: BLE001 - nowhere to write it, code that cannot be keyed
+            out = None  # (defined interactively), numba unable to cache: in the process
+    if out is None:
+        out = (_closure_kernel(reset, act, observe, count), None)
+    _KERNELS[key] = out
+    return out
+
+
+def trajectory_kernel(reset: Any, act: Any, observe: Any, counter_values: Any = None, *,
+                      cache: bool = True) -> Any:
+    """The trajectory loop (:func:`trajectory_loop`) specialised to one agent's ``@njit``
+    functions: ``kernel(setup, P, R, Rstd, gaussian, initial_state, gamma, horizon, seed,
+    status) -> (discounted return, counters)``, where ``counters`` is
+    ``counter_values(state)`` (an empty int64 array without it).
+
+    The functions are compile-time constants of the kernel, so a call only passes arrays
+    and numbers (no per-call typing of function arguments, the agent's state never boxed
+    back into Python objects). With ``cache`` (the default) the kernel is a module-level
+    function of a small generated module, cached on disk by numba and compiled once for
+    all processes (:mod:`bbrlcore.agents._kernel_cache`); where nothing can be cached
+    (functions defined interactively, a directory that cannot be written), with
+    ``cache=False`` and with the environment variable ``BBRL_KERNEL_CACHE=0`` it is a
+    closure compiled once per process. Memoised per process.
+    """
+    return _kernel_and_lock(reset, act, observe, counter_values, cache)[0]
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    """``a`` as a read-only array (a view): test MDPs read from files are read-only, so
+    every trajectory passes them so, and the kernel is compiled for one type only."""
+    if a.flags.writeable:
+        a = a.view()
+        a.flags.writeable = False
+    return a
+
+
+def _writable(v: Any) -> Any:
+    """``setup`` with its read-only arrays copied (its type then does not depend on where
+    the prior came from)."""
+    if isinstance(v, tuple):
+        return tuple(_writable(e) for e in v)
+    if isinstance(v, np.ndarray) and not v.flags.writeable:
+        return v.copy()
+    return v
+
+
+def _compile(kernel: Any, args: tuple, lock: str | None, name: str,
+             fns: tuple[Any, Any, Any, Any]) -> None:
+    """Compile ``kernel`` for ``args`` (or load it from numba's cache), before any
+    trajectory: code that does not compile is one line naming the plugin, the function
+    and the cause."""
+    from bbrlcore.agents._kernel_cache import compile_locked
+
+    try:
+        compile_locked(kernel, args, lock)
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # noqa: BLE001 - numba's errors of the user's code
+        raise BBRLError(f"{name}: {compile_message(exc, fns, args[0])}") from None
+
+
 def _compiled_player(cls: type, name: str, counters: tuple[str, ...]):
+    nC = len(counters)
+    count_fn = getattr(cls, "counter_values", None) if nC else None
+    in_python = count_fn is not None and not hasattr(count_fn, "py_func")
+
     def make_player(prior: Any, params: dict, trained: Trained | None, ep: Episode):
         learned = (trained.info or {}).get("learned") if trained is not None else None
-        agent = _instance(cls, params, prior, learned, ep.gamma, ep.horizon)
-        try:
-            with plugin_output():
-                setup = agent.setup()
-        except BBRLError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - the user's code
-            raise BBRLError(f"{name}: setup raised {type(exc).__name__}: "
-                            f"{_first_line(exc)}") from None
+        check = getattr(cls, "setting_check", None)
+        if check is not None:
+            err = user_call(name, "setting_check", check, params, prior, ep.gamma,
+                            ep.horizon)
+            if err:
+                raise BBRLError(f"{name}: {err}")
+        agent = _new_agent(cls, name, params, prior, learned, ep.gamma, ep.horizon)
+        setup = user_call(name, "setup", agent.setup)
         if not isinstance(setup, tuple):
             raise BBRLError(f"{name}: setup must return a tuple (the inputs of reset)")
-        R = np.ascontiguousarray(ep.R, dtype=np.float64)
-        Rstd = np.ascontiguousarray(ep.Rstd, dtype=np.float64)
+        setup = _writable(setup)
+        R = _readonly(np.ascontiguousarray(ep.R, dtype=np.float64))
+        Rstd = _readonly(np.ascontiguousarray(ep.Rstd, dtype=np.float64))
         status = np.zeros(3, dtype=np.int64)
-        nC = len(counters)
-        count_fn = getattr(cls, "counter_values", None) if nC else None
         own = getattr(cls, "trajectory", None)
+        fns = (cls.reset, cls.act, cls.observe, final_state if in_python else count_fn)
         if own is not None and hasattr(own, "py_func"):
-            kernel = own  # the class's cached kernel of the same loop
-        elif count_fn is not None and not hasattr(count_fn, "py_func"):
-            # counters computed in Python from the final state: the generic loop
-            def kernel(setup, P, R, Rstd, gaussian, initial_state, gamma, horizon, seed,
-                       status):
-                ret, state = compiled_trajectory(cls.reset, cls.act, cls.observe, setup, P,
-                                                 R, Rstd, gaussian, initial_state, gamma,
-                                                 horizon, seed, status)
-                return ret, np.asarray(count_fn(state), dtype=np.int64)
+            kernel, lock = own, None  # the class's own kernel of the same loop
         else:
-            kernel = trajectory_kernel(cls.reset, cls.act, cls.observe, count_fn)
+            kernel, lock = _kernel_and_lock(*fns, True)
         gaussian, initial_state = bool(ep.gaussian), int(ep.initial_state)
         gamma, horizon = float(ep.gamma), int(ep.horizon)
+        # compiled now (or loaded from the cache), outside any timing; R stands for P
+        _compile(kernel, (setup, R, R, Rstd, gaussian, initial_state, gamma, horizon, 0,
+                          status), lock, name, fns)
 
         def play(P: np.ndarray, seed: int) -> tuple[float, np.ndarray]:
             status[:] = 0
+            P = _readonly(np.ascontiguousarray(P, dtype=np.float64))
             try:  # (run_agent sends the user's prints to stderr around the whole run)
-                ret, cnt = kernel(setup, np.ascontiguousarray(P, dtype=np.float64), R, Rstd,
-                                  gaussian, initial_state, gamma, horizon, int(seed), status)
-            except Exception as exc:  # noqa: BLE001 - the user's code (or its typing)
+                ret, out = kernel(setup, P, R, Rstd, gaussian, initial_state, gamma, horizon,
+                                  int(seed), status)
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # noqa: BLE001 - the user's code (or its typing)
                 from numba.core.errors import NumbaError
 
                 if isinstance(exc, NumbaError):
-                    raise BBRLError(f"{name}: its reset/act/observe do not compile with the "
-                                    f"trajectory loop: {_numba_message(exc)}") from None
+                    raise BBRLError(f"{name}: {compile_message(exc, fns, setup)}") from None
                 raise AgentError(f"{name}: {type(exc).__name__} at step {int(status[0])}: "
                                  f"{_first_line(exc)}", int(status[0])) from None
             if status[2]:
                 raise AgentError(f"{name}: act returned {int(status[1])} at step "
                                  f"{int(status[0])}, outside [0, {P.shape[1]})",
                                  int(status[0]))
-            cnt = _NONE if nC and count_fn is None else np.asarray(cnt, dtype=np.int64)
+            if in_python:
+                cnt = np.asarray(user_call(name, "counter_values", count_fn, out),
+                                 dtype=np.int64)
+            else:
+                cnt = np.asarray(out, dtype=np.int64) if nC else _NONE
             if cnt.shape != (nC,):
                 raise AgentError(f"{name}: counter_values returned {cnt.size} values, "
                                  f"expected {nC}")
@@ -516,11 +664,121 @@ def _compiled_player(cls: type, name: str, counters: tuple[str, ...]):
     return make_player
 
 
-def _numba_message(exc: BaseException) -> str:
-    """The informative line of a numba typing error."""
-    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
-    for ln in lines:
-        if not ln.startswith(("During:", "File ", "^", "[1m", "\x1b")) and "<source" not in ln:
-            return ln[:300]
-    return lines[0][:300] if lines else type(exc).__name__
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_NOISE = ("Failed in ", "During:", "File ", "^", "<source", "Enable logging",
+          "This error may have been", "This is not usually a problem", "For more information",
+          "- argument", "Resolution failure", "raised from")
+_TYPING = ("No implementation of function", "Unknown attribute", "Cannot unify",
+           "Invalid use of", "No conversion", "Use of unsupported", "Untyped global name",
+           "Cannot determine Numba type")
 
+
+def numba_cause(exc: BaseException, place: bool = True) -> str:
+    """The line of a numba compilation error that states its cause (numba's first line
+    that is not a banner), with the signature it could not type and the specific error
+    behind a rejected candidate, and where in the user's code (not bbrlcore's) it is:
+    e.g. ``NameError: name 'foo' is not defined (plug.py, line 12)``."""
+    text = _ANSI.sub("", str(exc))
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    i = next((k for k, ln in enumerate(lines) if not ln.startswith(_NOISE)), None)
+    if i is None:
+        return lines[0][:300] if lines else type(exc).__name__
+    cause = lines[i]
+    if cause.startswith(_TYPING):
+        cause = f"TypingError: {cause}"
+    if cause.endswith("signature:") and i + 1 < len(lines):
+        cause += " " + lines[i + 1].lstrip("> ")
+    for k, ln in enumerate(lines[:-1]):
+        if ln.endswith("raised a specific error:"):
+            cause += f" ({lines[k + 1]})"
+            break
+    cause = re.sub(r"\s+", " ", cause)
+    if len(cause) > 300:
+        cause = cause[:297] + "..."
+    where = _user_place(text) if place else ""
+    return f"{cause} ({where})" if where else cause
+
+
+def _user_place(text: str) -> str:
+    """``file, line n`` of the innermost place of a numba error that is in the user's
+    code (not bbrlcore's, nor numba's), or ""."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for path, line in reversed(re.findall(r'File "([^"]+)", line (\d+):', text)):
+        full = os.path.abspath(path)
+        if full.startswith(here + os.sep) or path.startswith("<") or "numba" in full.split(
+                os.sep):
+            continue
+        return f"{os.path.basename(path)}, line {line}"
+    return ""
+
+
+def _def_line(fn: Any) -> str:
+    """``file, line n`` of the ``def`` of an ``@njit`` function (after its decorators)."""
+    import linecache
+
+    code = fn.py_func.__code__
+    line = code.co_firstlineno
+    for k in range(line, line + 20):
+        if linecache.getline(code.co_filename, k).lstrip().startswith("def "):
+            line = k
+            break
+    return f"{os.path.basename(code.co_filename)}, line {line}"
+
+
+def _role(fn: Any, role: str) -> str:
+    """``act``, or ``act (my_act)`` when the function has another name."""
+    name = getattr(getattr(fn, "py_func", fn), "__name__", role)
+    return role if name.strip("_") == role else f"{role} ({name})"
+
+
+def _diagnose(fns: tuple[Any, Any, Any, Any], setup: tuple) -> str:
+    """Which of an agent's functions does not compile with the types the loop gives it,
+    and why: ``act does not compile: ...`` or ``act returns float64, not an integer
+    action``; "" when each compiles alone."""
+    from numba import typeof, types
+    from numba.core.errors import NumbaError
+
+    reset, act, observe, count = fns
+    i64, f64 = types.int64, types.float64
+
+    def typed(fn: Any, role: str, sig: tuple) -> Any:
+        try:
+            fn.compile(sig)
+        except NumbaError as exc:
+            cause = numba_cause(exc, place=False)
+            where = _user_place(_ANSI.sub("", str(exc))) or _def_line(fn)
+            args = f"; its arguments: {', '.join(map(str, sig))}" if "Typing" in cause else ""
+            raise _Diagnosis(f"{_role(fn, role)} does not compile ({where}): {cause}{args}"
+                             ) from None
+        return fn.overloads[sig].signature.return_type
+
+    try:
+        state = typed(reset, "reset", (typeof(setup),))
+        action = typed(act, "act", (state, i64))
+        if not isinstance(action, types.Integer):
+            return f"{_role(act, 'act')} returns {action}, not an integer action"
+        typed(observe, "observe", (state, i64, action, i64, f64))
+        if count is not None and hasattr(count, "py_func"):
+            typed(count, "counter_values", (state,))
+    except _Diagnosis as d:
+        return str(d)
+    return ""
+
+
+class _Diagnosis(Exception):
+    pass
+
+
+def compile_message(exc: BaseException, fns: tuple[Any, Any, Any, Any] | None = None,
+                    setup: tuple | None = None) -> str:
+    """One line saying why a compiled agent's trajectory does not compile: the function
+    at fault and numba's cause (:func:`numba_cause`) when ``fns`` (reset, act, observe,
+    counters) and ``setup`` are given and one of them fails alone, else numba's cause."""
+    if fns is not None and setup is not None:
+        try:
+            found = _diagnose(fns, setup)
+        except Exception:  # noqa: BLE001 - a diagnosis only
+            found = ""
+        if found:
+            return found
+    return f"its reset/act/observe do not compile with the trajectory loop: {numba_cause(exc)}"

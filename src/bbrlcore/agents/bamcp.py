@@ -84,6 +84,15 @@ from bbrlcore.agents._kernels import (
     model_update,
 )
 from bbrlcore.agents._rng import rng_fill_uniform, rng_new
+from bbrlcore.agents._tree_search import (
+    RBUF,
+    U,
+    depth,
+    episode_args,
+    resolve_depth,
+    search_player,
+    with_stats,
+)
 from bbrlcore.agents.base import (
     MAX_AGENT_MEMORY_BYTES,
     Algorithm,
@@ -93,7 +102,6 @@ from bbrlcore.agents.base import (
     at_least_one,
     support_sizes,
 )
-from bbrlcore.errors import BBRLError
 
 #: UCT exploration constant (spec 02 §4.1).
 UCT_C = 3.0
@@ -103,14 +111,6 @@ ROLLOUT_EPSILON = 0.5
 QL_RATE = 0.2
 #: The reference's "infinity" (UCB score of an unvisited action).
 INF = 1e10
-
-
-#: Unsigned array indices: numba then emits no negative-index wraparound.
-U = np.uint64
-
-#: Uniforms drawn at once into the kernel's buffer: the search's hot loops read them from
-#: there (the kernel's own xoshiro256** generator, ``_rng``, fills it).
-RBUF = 4096
 
 
 @njit(cache=True, error_model="numpy")
@@ -401,36 +401,13 @@ def bamcp_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R,
 # The algorithm
 
 
-def resolve_depth(params: dict[str, Any], episode: Episode) -> int:
-    """``D``, or the horizon when it is None."""
-    D = params.get("D")
-    return int(episode.horizon if D is None else D)
+def _args(prior: Any, params: dict[str, Any], episode: Episode) -> tuple:
+    return (*episode_args(prior, episode), int(params["K"]), depth(params, episode, "bamcp"))
 
 
 def make_player(prior: Any, params: dict[str, Any], trained: Trained | None, episode: Episode):
     """A player running one BAMCP trajectory per call (see the module docstring)."""
-    K = int(params["K"])
-    D = resolve_depth(params, episode)
-    if D < 1:
-        raise BBRLError(f"bamcp D: must be >= 1 (got {D})")
-    theta = np.ascontiguousarray(prior.theta, dtype=np.float64)
-    R = np.ascontiguousarray(prior.reward, dtype=np.float64)
-    Renv = np.ascontiguousarray(episode.R, dtype=np.float64)
-    Rstd = np.ascontiguousarray(episode.Rstd, dtype=np.float64)
-    gaussian = bool(episode.gaussian)
-    x0 = int(episode.initial_state)
-    gamma = float(episode.gamma)
-    T = int(episode.horizon)
-    empty = np.zeros(0, dtype=np.int64)
-
-    def play(P: np.ndarray, seed: int) -> tuple[float, np.ndarray]:
-        ret, _used, _cap = bamcp_trajectory(
-            np.ascontiguousarray(P, dtype=np.float64), Renv, Rstd, gaussian, x0, gamma, T,
-            theta, R, K, D, int(seed),
-        )  # fmt: skip
-        return float(ret), empty
-
-    return play
+    return search_player(bamcp_trajectory, _args(prior, params, episode))
 
 
 def play_with_stats(
@@ -438,17 +415,7 @@ def play_with_stats(
 ) -> tuple[float, int, int]:
     """One trajectory, returning ``(return, max V-nodes used by a decision, capacity)``
     (for tests and memory checks)."""
-    K = int(params["K"])
-    D = resolve_depth(params, episode)
-    ret, used, cap = bamcp_trajectory(
-        np.ascontiguousarray(P, dtype=np.float64),
-        np.ascontiguousarray(episode.R, dtype=np.float64),
-        np.ascontiguousarray(episode.Rstd, dtype=np.float64),
-        bool(episode.gaussian), int(episode.initial_state), float(episode.gamma),
-        int(episode.horizon), np.ascontiguousarray(prior.theta, dtype=np.float64),
-        np.ascontiguousarray(prior.reward, dtype=np.float64), K, D, int(seed),
-    )  # fmt: skip
-    return float(ret), int(used), int(cap)
+    return with_stats(bamcp_trajectory, _args(prior, params, episode), P, seed)
 
 
 def pool_bytes(K: int, n_actions: int) -> int:
@@ -458,7 +425,7 @@ def pool_bytes(K: int, n_actions: int) -> int:
 
 def _setting_check(params: dict, prior, gamma: float, horizon: int) -> str | None:
     K = int(params["K"])
-    D = int(horizon if params.get("D") is None else params["D"])
+    D = resolve_depth(params, horizon)
     need = pool_bytes(K, prior.n_actions) + 24 * (K + D + 1)  # tree, UCB tables, path
     if need > MAX_AGENT_MEMORY_BYTES:
         return (f"the search tree would need {need / 2**30:.1f} GiB "
@@ -470,7 +437,7 @@ def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict
     """Per decision K simulations of exactly D transitions each (tree descent, then
     rollout); a simulated transition is an urn draw over the row's support."""
     K = float(params["K"])
-    D = float(horizon if params.get("D") is None else params["D"])
+    D = float(resolve_depth(params, horizon))
     T = float(horizon)
     S = float(support_sizes(prior.theta).mean())
     return {"trajectory": 1.0, "decisions": T, "simulations": T * K,

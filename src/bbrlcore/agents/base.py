@@ -130,6 +130,15 @@ class Algorithm:
     cost_features: CostFeatures | None = None
     #: The work of offline learning (see :data:`OfflineCostFeatures`); None: a fixed part.
     offline_cost_features: OfflineCostFeatures | None = None
+    #: The name the report shows (e.g. ``"Bayes-UCB-Q"``); "" for the built-in table of
+    #: display names (:data:`bbrlcore.analysis.constraints.NICE`), else :attr:`name`.
+    display_name: str = ""
+    #: Work done once ahead of the runs, when a plugin is trained:
+    #: ``prepare(prior, params, trained, episode)`` (a compiled agent compiles its
+    #: trajectory kernel into numba's cache, so that ``bbrl train`` refuses code that does
+    #: not compile and the run jobs find it compiled). None: nothing. Built-ins are
+    #: compiled by the workflow's warm-up instead.
+    prepare: Callable[[Any, dict[str, Any], Trained, Episode], None] | None = None
 
     # -----------------------------------------------------------------------------------
     def parse_params(

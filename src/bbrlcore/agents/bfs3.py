@@ -105,6 +105,15 @@ from bbrlcore.agents._kernels import (
     model_update,
 )
 from bbrlcore.agents._rng import rng_fill_uniform, rng_new
+from bbrlcore.agents._tree_search import (
+    RBUF,
+    U,
+    depth,
+    episode_args,
+    resolve_depth,
+    search_player,
+    with_stats,
+)
 from bbrlcore.agents.base import (
     MAX_AGENT_MEMORY_BYTES,
     Algorithm,
@@ -114,14 +123,6 @@ from bbrlcore.agents.base import (
     at_least_one,
     support_sizes,
 )
-from bbrlcore.errors import BBRLError
-
-#: Uniforms drawn at once into the kernel's buffer: the search's hot loops read them from
-#: there (the kernel's own xoshiro256** generator, ``_rng``, fills it).
-RBUF = 4096
-
-#: Unsigned array indices: numba then emits no negative-index wraparound.
-U = np.uint64
 
 #: Slots of the kernel's hash table of binomial distribution functions (a power of 2).
 HSLOTS = 1024
@@ -795,45 +796,14 @@ def probe_tree_nodes(Pbar, initial_state, gamma, T, theta, R, K, C, D, seed, poi
 # The algorithm
 
 
-def resolve_depth(params: dict[str, Any], episode: Episode) -> int:
-    """``D``, or the horizon when it is None."""
-    D = params.get("D")
-    return int(episode.horizon if D is None else D)
-
-
 def _args(prior: Any, params: dict[str, Any], episode: Episode) -> tuple:
-    K = int(params["K"])
-    C = int(params["C"])
-    D = resolve_depth(params, episode)
-    if D < 1:
-        raise BBRLError(f"bfs3 D: must be >= 1 (got {D})")
-    return (
-        np.ascontiguousarray(episode.R, dtype=np.float64),
-        np.ascontiguousarray(episode.Rstd, dtype=np.float64),
-        bool(episode.gaussian),
-        int(episode.initial_state),
-        float(episode.gamma),
-        int(episode.horizon),
-        np.ascontiguousarray(prior.theta, dtype=np.float64),
-        np.ascontiguousarray(prior.reward, dtype=np.float64),
-        K,
-        C,
-        D,
-    )
+    return (*episode_args(prior, episode), int(params["K"]), int(params["C"]),
+            depth(params, episode, "bfs3"))
 
 
 def make_player(prior: Any, params: dict[str, Any], trained: Trained | None, episode: Episode):
     """A player running one BFS3 trajectory per call (see the module docstring)."""
-    args = _args(prior, params, episode)
-    empty = np.zeros(0, dtype=np.int64)
-
-    def play(P: np.ndarray, seed: int) -> tuple[float, np.ndarray]:
-        ret, _used, _cap = bfs3_trajectory(
-            np.ascontiguousarray(P, dtype=np.float64), *args, int(seed)
-        )
-        return float(ret), empty
-
-    return play
+    return search_player(bfs3_trajectory, _args(prior, params, episode))
 
 
 def play_with_stats(
@@ -841,10 +811,7 @@ def play_with_stats(
 ) -> tuple[float, int, int]:
     """One trajectory, returning ``(return, max V-nodes used by an FSSS tree, capacity)``
     (for tests and memory checks)."""
-    ret, used, cap = bfs3_trajectory(
-        np.ascontiguousarray(P, dtype=np.float64), *_args(prior, params, episode), int(seed)
-    )
-    return float(ret), int(used), int(cap)
+    return with_stats(bfs3_trajectory, _args(prior, params, episode), P, seed)
 
 
 def pool_bytes(K: int, C: int, D: int, n_actions: int) -> int:
@@ -859,8 +826,8 @@ def _setting_check(params: dict, prior, gamma: float, horizon: int) -> str | Non
         return ("needs non-negative rewards (its lower value bound is 0, spec 02 §5); "
                 "shift the rewards")
     K, C = int(params["K"]), int(params["C"])
-    D = int(horizon if params.get("D") is None else params["D"])
-    need = max(1, K // C) * D * (24 + prior.n_actions * (20 + 12 * C))
+    D = resolve_depth(params, horizon)
+    need = pool_bytes(K, C, D, prior.n_actions)
     if need > MAX_AGENT_MEMORY_BYTES:
         return (f"the FSSS node pool would need {need / 2**30:.1f} GiB "
                 f"(limit {MAX_AGENT_MEMORY_BYTES / 2**30:.0f} GiB): choose a smaller K or D")
@@ -883,7 +850,7 @@ def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict
     (:func:`probe_tree_nodes`: far fewer than ``N·D`` when a wide predictive saturates
     the tree, e.g. the uniform priors at C = 15)."""
     K, C = int(params["K"]), int(params["C"])
-    D = int(horizon if params.get("D") is None else params["D"])
+    D = resolve_depth(params, horizon)
     T, nU = float(horizon), float(prior.n_actions)
     S = float(support_sizes(prior.theta).mean())
     N = max(1, K // C)

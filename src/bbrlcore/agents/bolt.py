@@ -51,9 +51,8 @@ import numpy as np
 from numba import njit
 
 from bbrlcore.agents._kernels import model_init, model_update
-from bbrlcore.agents.api import CompiledAgent, no_counters, trajectory_loop
+from bbrlcore.agents.api import CompiledAgent
 from bbrlcore.agents.base import Param, non_negative, support_sizes
-from bbrlcore.errors import BBRLError
 from bbrlcore.mdp.solvers import GUEZ_MAX_SWEEPS, GUEZ_TOLERANCE, _lu_solve
 
 
@@ -194,14 +193,6 @@ def _observe(state, x, u, y, r):
                           Vnew)
 
 
-@njit(cache=True, error_model="numpy")
-def _trajectory(setup, P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, status):
-    """The package's trajectory loop around this module's functions, cached (the
-    :attr:`~bbrlcore.agents.api.CompiledAgent.trajectory` of the class)."""
-    return trajectory_loop(_reset, _act, _observe, no_counters, setup, P, R, Rstd, gaussian,
-                           initial_state, gamma, horizon, seed, status)
-
-
 def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict[str, float]:
     """A policy iteration of the optimistic model at reset and after every step: sweeps
     over the model's support (two passes per row) and an nX x nX linear solve per
@@ -229,12 +220,8 @@ class BOLT(CompiledAgent):
     reset = _reset
     act = _act
     observe = _observe
-    trajectory = _trajectory
 
     def setup(self) -> tuple:
-        err = _setting_check(self.p, self.prior, self.gamma, self.horizon)
-        if err:
-            raise BBRLError(f"bolt: {err}")
         return (np.ascontiguousarray(self.prior.theta, dtype=np.float64),
                 np.ascontiguousarray(self.prior.reward, dtype=np.float64),
                 np.array([float(self.gamma), float(self.p["eta"]), GUEZ_TOLERANCE]))

@@ -59,17 +59,15 @@ from numba import njit
 from bbrlcore.agents._kernels import env_transition
 from bbrlcore.agents._posterior import (
     generator_from_numba,
-    mean_values,
     posterior_init,
     posterior_update,
     sample_and_solve,
     sample_and_solve_merged,
+    sampling_setup,
 )
-from bbrlcore.agents.api import CompiledAgent, trajectory_loop
+from bbrlcore.agents.api import CompiledAgent
 from bbrlcore.agents.base import Param, at_least_one, support_sizes
 from bbrlcore.agents.sboss import MAX_SAMPLE_ENTRIES, PI_MAX_STATES, PI_WARM_STEPS
-from bbrlcore.errors import BBRLError
-from bbrlcore.mdp.solvers import GUEZ_TOLERANCE
 
 # ctr slots of the per-trajectory state
 _RESAMPLE, _RESAMPLES = 0, 1
@@ -118,14 +116,6 @@ def _counters(state):
     out = np.zeros(1, dtype=np.int64)
     out[0] = state[13][_RESAMPLES]
     return out
-
-
-@njit(cache=True, error_model="numpy")
-def _trajectory(setup, P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, status):
-    """The package's trajectory loop around this module's functions, cached (the
-    :attr:`~bbrlcore.agents.api.CompiledAgent.trajectory` of the class)."""
-    return trajectory_loop(_reset, _act, _observe, _counters, setup, P, R, Rstd, gaussian,
-                           initial_state, gamma, horizon, seed, status)
 
 
 # ---------------------------------------------------------------------------------------
@@ -225,20 +215,12 @@ class BOSS(CompiledAgent):
     reset = _reset
     act = _act
     observe = _observe
-    trajectory = _trajectory
     counter_values = _counters
 
     def setup(self) -> tuple:
-        err = _setting_check(self.p, self.prior, self.gamma, self.horizon)
-        if err:
-            raise BBRLError(f"boss: {err}")
-        theta = np.ascontiguousarray(self.prior.theta, dtype=np.float64)
-        Rm = np.ascontiguousarray(self.prior.reward, dtype=np.float64)
-        gamma = float(self.gamma)
-        V0, pi0 = mean_values(theta, Rm, gamma, GUEZ_TOLERANCE)
-        pi_steps = PI_WARM_STEPS if theta.shape[0] <= PI_MAX_STATES else 0
+        pi_steps = PI_WARM_STEPS if self.n_states <= PI_MAX_STATES else 0
         ipar = np.array([int(self.p["K"]), int(self.p["B"]), pi_steps], dtype=np.int64)
-        return theta, Rm, V0, pi0, np.array([gamma, GUEZ_TOLERANCE]), ipar
+        return sampling_setup(self.prior, self.gamma, ipar)
 
 
 BOSS.__doc__ = __doc__  # what `bbrl agents boss` shows

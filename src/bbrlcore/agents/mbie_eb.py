@@ -41,9 +41,8 @@ import numpy as np
 from numba import njit
 
 from bbrlcore.agents._kernels import model_update
-from bbrlcore.agents.api import CompiledAgent, no_counters, trajectory_loop
+from bbrlcore.agents.api import CompiledAgent
 from bbrlcore.agents.base import Param, non_negative, support_sizes
-from bbrlcore.errors import BBRLError
 from bbrlcore.mdp.solvers import GUEZ_TOLERANCE, guez_policy_iteration
 
 
@@ -111,14 +110,6 @@ def augmented_rewards(prior) -> np.ndarray:
     return R
 
 
-@njit(cache=True, error_model="numpy")
-def _trajectory(setup, P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, status):
-    """The package's trajectory loop around this module's functions, cached (the
-    :attr:`~bbrlcore.agents.api.CompiledAgent.trajectory` of the class)."""
-    return trajectory_loop(_reset, _act, _observe, no_counters, setup, P, R, Rstd, gaussian,
-                           initial_state, gamma, horizon, seed, status)
-
-
 def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict[str, float]:
     """A policy iteration of the (nX+1)-state model at reset and after every step: sweeps
     over the empirical model's support (at most the prior's) and an (nX+1)^2 linear
@@ -147,12 +138,8 @@ class MBIEEB(CompiledAgent):
     reset = _reset
     act = _act
     observe = _observe
-    trajectory = _trajectory
 
     def setup(self) -> tuple:
-        err = _setting_check(self.p, self.prior, self.gamma, self.horizon)
-        if err:
-            raise BBRLError(f"mbie-eb: {err}")
         return (augmented_rewards(self.prior),
                 np.array([float(self.gamma), float(self.p["beta"]), GUEZ_TOLERANCE]))
 

@@ -58,15 +58,13 @@ from numba import njit
 from bbrlcore.agents._kernels import env_transition
 from bbrlcore.agents._posterior import (
     generator_from_numba,
-    mean_values,
     posterior_init,
     posterior_update,
     sample_and_solve,
+    sampling_setup,
 )
-from bbrlcore.agents.api import CompiledAgent, trajectory_loop
+from bbrlcore.agents.api import CompiledAgent
 from bbrlcore.agents.base import Param, at_least_one, support_sizes
-from bbrlcore.errors import BBRLError
-from bbrlcore.mdp.solvers import GUEZ_TOLERANCE
 
 #: The values of ``schedule``.
 SCHEDULES = ("doubling", "fixed")
@@ -121,14 +119,6 @@ def _counters(state):
     out = np.zeros(1, dtype=np.int64)
     out[0] = state[11][_SAMPLES]
     return out
-
-
-@njit(cache=True, error_model="numpy")
-def _trajectory(setup, P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, status):
-    """The package's trajectory loop around this module's functions, cached (the
-    :attr:`~bbrlcore.agents.api.CompiledAgent.trajectory` of the class)."""
-    return trajectory_loop(_reset, _act, _observe, _counters, setup, P, R, Rstd, gaussian,
-                           initial_state, gamma, horizon, seed, status)
 
 
 # ---------------------------------------------------------------------------------------
@@ -224,21 +214,13 @@ class PSRL(CompiledAgent):
     reset = _reset
     act = _act
     observe = _observe
-    trajectory = _trajectory
     counter_values = _counters
 
     def setup(self) -> tuple:
-        err = _setting_check(self.p, self.prior, self.gamma, self.horizon)
-        if err:
-            raise BBRLError(f"psrl: {err}")
-        theta = np.ascontiguousarray(self.prior.theta, dtype=np.float64)
-        Rm = np.ascontiguousarray(self.prior.reward, dtype=np.float64)
-        gamma = float(self.gamma)
-        V0, pi0 = mean_values(theta, Rm, gamma, GUEZ_TOLERANCE)
         fixed = self.p["schedule"] == "fixed"
         ipar = np.array([_FIXED if fixed else _DOUBLING,
                          int(self.p["period"]) if fixed else 0], dtype=np.int64)
-        return theta, Rm, V0, pi0, np.array([gamma, GUEZ_TOLERANCE]), ipar
+        return sampling_setup(self.prior, self.gamma, ipar)
 
 
 PSRL.__doc__ = __doc__  # what `bbrl agents psrl` shows

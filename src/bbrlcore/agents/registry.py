@@ -89,7 +89,8 @@ class Entry:
     def algorithm(self) -> Algorithm:
         if self._algorithm is not None:
             return self._algorithm
-        alg = _load_target(self.target or "", f"entry point {self.name!r} ({self.source})")
+        alg = _load_target(self.target or "", f"entry point {self.name!r} ({self.source})",
+                           plugin=not self.builtin)
         if alg.name != self.name:
             raise BBRLError(f"entry point {self.name!r} ({self.source}) defines an algorithm "
                             f"named {alg.name!r}: the names must agree")
@@ -198,7 +199,7 @@ def load_reference(ref: str) -> Entry:
     obj = getattr(module, attr, None)
     if obj is None:
         raise BBRLError(f"plugin reference {ref!r}: {where} defines no {attr!r}")
-    alg = as_algorithm(obj, f"plugin reference {ref!r}")
+    alg = as_algorithm(obj, f"plugin reference {ref!r}", plugin=True)
     eps = entry_points()
     if alg.name in eps:
         raise BBRLError(f"plugin reference {ref!r} defines algorithm {alg.name!r}, which is "
@@ -246,7 +247,7 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else "(no message)"
 
 
-def _load_target(target: str, what: str) -> Algorithm:
+def _load_target(target: str, what: str, plugin: bool = False) -> Algorithm:
     module_name, _, attr = target.partition(":")
     try:
         module = importlib.import_module(module_name)
@@ -258,13 +259,17 @@ def _load_target(target: str, what: str) -> Algorithm:
         obj = getattr(obj, part, None)
         if obj is None:
             raise BBRLError(f"{what}: {module_name} defines no {attr!r}")
-    return as_algorithm(obj, what)
+    return as_algorithm(obj, what, plugin=plugin)
 
 
-def as_algorithm(obj: Any, what: str) -> Algorithm:
-    """An :class:`Algorithm` from what a plugin defines (see the module docstring)."""
+def as_algorithm(obj: Any, what: str, plugin: bool = False) -> Algorithm:
+    """An :class:`Algorithm` from what a plugin defines (see the module docstring).
+
+    ``plugin``: an :class:`Algorithm` object is the user's code, whose every callable
+    then reports any error (``SystemExit`` included) as one line naming it (classes are
+    handled so by :func:`~bbrlcore.agents.api.algorithm_of`)."""
     if isinstance(obj, Algorithm):
-        alg = obj
+        alg = _guarded_algorithm(obj) if plugin else obj
     else:
         from bbrlcore.agents.api import CompiledAgent, PythonAgent, algorithm_of
 
@@ -277,7 +282,43 @@ def as_algorithm(obj: Any, what: str) -> Algorithm:
     if not isinstance(alg.name, str) or not NAME.fullmatch(alg.name):
         raise BBRLError(f"{what}: algorithm name {alg.name!r}: lowercase letters, digits "
                         "and '-' only")
+    shown = alg.display_name
+    if not isinstance(shown, str) or "\n" in shown or len(shown) > 60:
+        raise BBRLError(f"{what}: display_name {shown!r}: one line of text, at most 60 "
+                        "characters")
     return alg
+
+
+def _guarded_algorithm(alg: Algorithm) -> Algorithm:
+    """``alg`` (a plugin's own :class:`Algorithm`) whose callables report the user's
+    errors as one :class:`BBRLError` naming it, and whose players raise
+    :class:`~bbrlcore.agents.api.AgentError` (the runner adds the test MDP)."""
+    import dataclasses
+
+    from bbrlcore.agents.api import AgentError, _guarded, describe_error, user_call
+
+    name, make = alg.name, alg.make_player
+
+    def make_player(prior: Any, params: dict, trained: Any, episode: Any) -> Any:
+        play = user_call(name, "make_player", make, prior, params, trained, episode)
+
+        def guarded(P: Any, seed: int) -> Any:
+            try:
+                return play(P, seed)
+            except (BBRLError, KeyboardInterrupt):
+                raise
+            except BaseException as exc:  # noqa: BLE001 - the user's code: any error
+                raise AgentError(f"{name}: play raised {describe_error(exc)}") from None
+
+        return guarded
+
+    return dataclasses.replace(
+        alg, make_player=make_player, train=_guarded(alg.train, name, "train"),
+        setting_check=_guarded(alg.setting_check, name, "setting_check"),
+        cost_features=_guarded(alg.cost_features, name, "cost_features"),
+        offline_cost_features=_guarded(alg.offline_cost_features, name,
+                                       "offline_cost_features"),
+        prepare=_guarded(alg.prepare, name, "prepare"))
 
 
 def _fingerprint_module(module_name: str, dist: Any) -> str:

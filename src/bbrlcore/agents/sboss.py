@@ -94,7 +94,7 @@ from bbrlcore.agents._kernels import env_transition, support_insert
 from bbrlcore.agents._rng import gamma_s, normal_s, rng_new, rng_randint, uniform_s
 from bbrlcore.agents.base import COMPAT, Algorithm, Episode, Param, Trained, positive
 from bbrlcore.errors import BBRLError
-from bbrlcore.mdp.solvers import GUEZ_MAX_SWEEPS, GUEZ_TOLERANCE, _lu_solve
+from bbrlcore.mdp.solvers import GUEZ_MAX_SWEEPS, GUEZ_TOLERANCE, _lu_solve, support_of
 
 #: Reward of the reference's filler actions (compat): C's INT_MIN.
 INT_MIN = -2147483648.0
@@ -428,17 +428,8 @@ def prior_values(theta, Rm, gamma, epsilon, compat, tol, pi_steps):
     policy-iteration steps, same stopping test. They depend only on the agent (prior,
     parameters, gamma), so each trajectory remains a function of its own seed.
     """
-    nX, nU, _ = theta.shape
-    supp = np.zeros((nX, nU, nX), dtype=np.int64)
-    nsupp = np.zeros((nX, nU), dtype=np.int64)
-    for s in range(nX):
-        for a in range(nU):
-            c = 0
-            for z in range(nX):
-                if theta[s, a, z] > 0.0:
-                    supp[s, a, c] = z
-                    c += 1
-            nsupp[s, a] = c
+    nX = theta.shape[0]
+    supp, nsupp = support_of(theta)
     K = sample_counts(theta, epsilon)
     probs, off, mK, soff, rexp = build_merged(theta, supp, nsupp, K, Rm, compat, rng_new(0))
     V = np.zeros(nX)

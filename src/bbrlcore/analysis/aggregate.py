@@ -235,11 +235,11 @@ def _check_merged(merged: pl.DataFrame, col: str = "discounted_return") -> None:
 
 
 def _family(algorithm: str, compat: bool, separate_compat: bool) -> str:
-    from bbrlcore.analysis.constraints import NICE, family
+    from bbrlcore.analysis.constraints import display_name, family
 
     if separate_compat:
         return family(algorithm, bool(compat))
-    return NICE.get(algorithm, algorithm)
+    return display_name(algorithm)
 
 
 def _family_order(families: Sequence[str]) -> list[str]:

@@ -24,12 +24,15 @@ r"""What the report shows, computed as tables (everything a figure draws is in P
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Iterator, Mapping
 
 import numpy as np
 import polars as pl
 
 from bbrlcore.analysis import stats
+from bbrlcore.errors import BBRLError
 
 # ---------------------------------------------------------------------------------------
 # Families and scores
@@ -54,9 +57,50 @@ NICE = {
 ORDER = list(NICE)
 
 
+#: Display names of other algorithms (plugins' ``display_name``), while
+#: :func:`display_names` is in force.
+_SHOWN: dict[str, str] = {}
+
+
+def display_name(algorithm: str) -> str:
+    """The name the report shows for ``algorithm``: a plugin's declared display name
+    (:func:`display_names`), the built-ins' (:data:`NICE`), else the algorithm's name."""
+    return _SHOWN.get(algorithm) or NICE.get(algorithm, algorithm)
+
+
+@contextlib.contextmanager
+def display_names(names: Mapping[str, str]) -> Iterator[None]:
+    """Within the block, the report shows ``names[algorithm]`` for these algorithms (the
+    display names plugins declare). A name that another algorithm already shows (a
+    built-in's, or another plugin's) is refused: two algorithms would become one family.
+
+    >>> with display_names({"bucbq": "Bayes-UCB-Q"}):
+    ...     family("bucbq", False), family("beb", True)
+    ('Bayes-UCB-Q', 'BEB (compat)')
+    >>> family("bucbq", False)
+    'bucbq'
+    """
+    global _SHOWN
+    taken = {v: k for k, v in NICE.items()}
+    for alg, shown in sorted(names.items()):
+        if not shown or shown == NICE.get(alg):
+            continue
+        other = taken.get(shown, taken.get(shown.removesuffix(" (compat)")))
+        if other is not None and other != alg:
+            raise BBRLError(f"algorithm {alg!r}: display name {shown!r} is already the name "
+                            f"of algorithm {other!r} in the report; choose another")
+        taken[shown] = alg
+    before = _SHOWN
+    _SHOWN = {**before, **{a: v for a, v in names.items() if v}}
+    try:
+        yield
+    finally:
+        _SHOWN = before
+
+
 def family(algorithm: str, compat: bool) -> str:
     """``BEB`` or ``BEB (compat)``."""
-    name = NICE.get(algorithm, algorithm)
+    name = display_name(algorithm)
     return f"{name} (compat)" if compat else name
 
 

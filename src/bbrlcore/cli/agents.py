@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 
 from bbrlcore import agents
 from bbrlcore import protocol as E
@@ -47,9 +48,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     rn.set_defaults(func=_run, io=IO(inputs=("experiment", "agent"), outputs=("output",)))
 
     ls = sub.add_parser("agents", help="list the algorithms (built-ins and plugins), where "
-                        "each comes from and its parameters")
-    ls.add_argument("refs", nargs="*", metavar="REF",
-                    help="also load these plugin references (module:NAME or file.py:NAME)")
+                        "each comes from and its parameters; given names, describe those")
+    ls.add_argument("refs", nargs="*", metavar="NAME",
+                    help="describe only these algorithms: names or plugin references "
+                    "(module:NAME or path/to/file.py:NAME), with each parameter's "
+                    "documentation and the algorithm's description")
     ls.set_defaults(func=_list)
 
 
@@ -145,20 +148,59 @@ def _expected_run_seconds(ts: E.TestSet, agent: E.TrainedAgent, n: int) -> float
 
 
 def _list(args: argparse.Namespace) -> int:
-    for ref in args.refs:
-        agents.registry.load_reference(ref)
+    if args.refs:
+        entries = [agents.registry.entry(ref) for ref in args.refs]  # unknown: one line
+        for k, e in enumerate(entries):
+            if k:
+                print()
+            print(describe(e))
+        return 0
     for e in agents.registry.all_entries():
         alg = e.algorithm
-        ps = []
-        for p in alg.params:
-            d = "required" if p.required else f"default {p.default}"
-            ps.append(f"{p.name} ({p.type.__name__}, {d})")
-        where = e.source if e.builtin else f"{e.source}: {e.ref}"
-        if e.builtin and e.name in agents.EXTENDED:
-            where += " (beyond the paper)"
+        ps = [f"{p.name} ({p.type.__name__}, "
+              f"{'required' if p.required else f'default {p.default}'})" for p in alg.params]
         print(f"{e.name:12s} {'; '.join(ps) or '-'}")
-        print(f"{'':12s} from {where}")
+        print(f"{'':12s} from {_where(e)}")
     return 0
+
+
+def _where(e: agents.registry.Entry) -> str:
+    where = e.source if e.builtin else f"{e.source}: {e.ref}"
+    if e.builtin and e.name in agents.EXTENDED:
+        where += " (beyond the paper)"
+    return where
+
+
+def describe(e: agents.registry.Entry) -> str:
+    """What ``bbrl agents NAME`` prints: the algorithm's name and display name, where it
+    comes from, each parameter (type, default, documentation), its counters, whether it
+    learns offline, and its description."""
+    from bbrlcore.analysis.constraints import display_name
+
+    alg = e.algorithm
+    shown = alg.display_name or display_name(alg.name)
+    lines = [alg.name + (f" ({shown} in the report)" if shown != alg.name else ""),
+             f"  from {_where(e)}"]
+    if alg.params:
+        lines.append("  parameters:")
+        for p in alg.params:
+            kind = "required" if p.required else f"default {p.default}"
+            lines.append(f"    {p.name} ({p.type.__name__}, {kind})"
+                         + (f": {p.doc}" if p.doc else ""))
+    else:
+        lines.append("  parameters: none")
+    if alg.counters:
+        lines.append(f"  counters (run-table columns): {', '.join(alg.counters)}")
+    lines.append(f"  learns offline: {'yes' if alg.train is not None else 'no'}")
+    if alg.doc.strip():
+        lines += ["", textwrap.indent(_dedent_doc(alg.doc), "  ")]
+    return "\n".join(lines).rstrip()
+
+
+def _dedent_doc(doc: str) -> str:
+    """A docstring whose first line is not indented like the others."""
+    first, _, rest = doc.strip().partition("\n")
+    return first + ("\n" + textwrap.dedent(rest) if rest else "")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -23,6 +23,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bootstrap-resamples", type=int, default=2000,
                    help="resamples of the aggregates' stratified bootstrap (2000)")
     p.add_argument("--bootstrap-seed", type=int, default=0, help="its seed (0)")
+    p.add_argument("--plugins", nargs="*", default=[], metavar="REF",
+                   help="plugin references (path/to/file.py:NAME, module:NAME) whose "
+                   "display names the report shows; installed plugins are found by name")
     p.add_argument("--no-pdf", action="store_true", help="do not run pdflatex")
     p.add_argument("-o", "--output", default="results/report", help="output directory")
     p.set_defaults(func=_report, io=IO(inputs=("merged", "test_sets"), outdirs=("output",)))
@@ -43,10 +46,32 @@ def _report(args: argparse.Namespace) -> int:
     if args.bootstrap_resamples < 100:
         raise BBRLError(f"--bootstrap-resamples {args.bootstrap_resamples}: must be >= 100")
     seeds.check_seed(args.bootstrap_seed, "--bootstrap-seed")
+    names = display_names(summary["algorithm"].unique().to_list(), args.plugins)
     index = report.build(merged, summary, args.output, test_sets, alpha=args.alpha,
                          n_bounds=args.n_bounds, pdf=not args.no_pdf,
                          correction=args.correction,
                          bootstrap_resamples=args.bootstrap_resamples,
-                         bootstrap_seed=args.bootstrap_seed)
+                         bootstrap_seed=args.bootstrap_seed, display_names=names)
     print(f"wrote {index}")
     return 0
+
+
+def display_names(algorithms: list[str], refs: list[str]) -> dict[str, str]:
+    """The display names declared by the plugins among ``algorithms``: those of ``refs``
+    (loaded; a reference that does not load is an error) and installed plugins (found by
+    name; one that does not import keeps its name)."""
+    from bbrlcore.agents import registry
+
+    for ref in refs:
+        registry.entry(ref)
+    out: dict[str, str] = {}
+    for e in registry.all_entries():
+        if e.builtin or e.name not in algorithms:
+            continue
+        try:
+            shown = e.algorithm.display_name
+        except BBRLError:
+            continue
+        if shown:
+            out[e.name] = shown
+    return out

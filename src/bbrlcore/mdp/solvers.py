@@ -93,32 +93,40 @@ def q_iteration(P, R, supp, nsupp, gamma, horizon, Q):
 
 
 @njit(cache=True, error_model="numpy")
+def guez_sweep(P, R, supp, nsupp, gamma, V, Vnew, pi):
+    """One Guez sweep (Jacobi): ``Vnew[x] = max_u sum_y P(x,u,y) (R(x,u,y) + gamma V(y))``
+    and ``pi[x]`` its lowest maximising action; returns ``sum_x (Vnew[x] - V[x])**2``."""
+    nX, nU, _ = P.shape
+    diff2 = 0.0
+    for x in range(nX):
+        best = -np.inf
+        bu = 0
+        for u in range(nU):
+            acc = 0.0
+            for k in range(nsupp[x, u]):
+                y = supp[x, u, k]
+                acc += P[x, u, y] * (R[x, u, y] + gamma * V[y])
+            if acc > best:
+                best = acc
+                bu = u
+        Vnew[x] = best
+        pi[x] = bu
+        d = best - V[x]
+        diff2 += d * d
+    return diff2
+
+
+@njit(cache=True, error_model="numpy")
 def guez_value_iteration(P, R, supp, nsupp, gamma, tol, V, pi):
     """Guez value iteration, warm-started from ``V``; ``V`` and ``pi`` updated in place.
 
     Returns the number of sweeps. The policy keeps the lowest-index maximising action.
     """
-    nX, nU, _ = P.shape
-    Vnew = np.empty(nX)
+    Vnew = np.empty(P.shape[0])
     tol2 = tol * tol
     sweeps = 0
     while True:
-        diff2 = 0.0
-        for x in range(nX):
-            best = -np.inf
-            bu = 0
-            for u in range(nU):
-                acc = 0.0
-                for k in range(nsupp[x, u]):
-                    y = supp[x, u, k]
-                    acc += P[x, u, y] * (R[x, u, y] + gamma * V[y])
-                if acc > best:
-                    best = acc
-                    bu = u
-            Vnew[x] = best
-            pi[x] = bu
-            d = best - V[x]
-            diff2 += d * d
+        diff2 = guez_sweep(P, R, supp, nsupp, gamma, V, Vnew, pi)
         V[:] = Vnew
         sweeps += 1
         if diff2 <= tol2 or sweeps >= GUEZ_MAX_SWEEPS:
@@ -207,30 +215,14 @@ def guez_policy_iteration(P, R, supp, nsupp, gamma, tol, V, pi, A, b):
     policy, as in the reference. ``A`` (nX, nX) and ``b`` (nX) are work buffers. Returns
     the number of sweeps; after 100 policy evaluations it finishes by plain sweeps.
     """
-    nX, nU, _ = P.shape
+    nX = P.shape[0]
     tol2 = tol * tol
     sweeps = 0
     for _it in range(100):
         _evaluate_policy(P, R, supp, nsupp, gamma, pi, A, b)  # V of pi, exactly
         for i in range(nX):
             V[i] = b[i]
-        # one Guez sweep from the evaluated values
-        diff2 = 0.0
-        for x in range(nX):
-            best = -np.inf
-            bu = 0
-            for u in range(nU):
-                acc = 0.0
-                for k in range(nsupp[x, u]):
-                    y = supp[x, u, k]
-                    acc += P[x, u, y] * (R[x, u, y] + gamma * V[y])
-                if acc > best:
-                    best = acc
-                    bu = u
-            b[x] = best
-            pi[x] = bu
-            d = best - V[x]
-            diff2 += d * d
+        diff2 = guez_sweep(P, R, supp, nsupp, gamma, V, b, pi)  # from the evaluated values
         for i in range(nX):
             V[i] = b[i]
         sweeps += 1

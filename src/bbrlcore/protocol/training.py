@@ -72,7 +72,7 @@ def train_agent(
 
     ``expected_s`` (the cost model's estimate) makes a training that lasts more than
     :data:`OVERRUN_FACTOR` times longer say so on stderr."""
-    from bbrlcore.agents.base import TrainContext, Trained
+    from bbrlcore.agents.base import Episode, TrainContext, Trained
 
     entry = agents.registry.entry(algorithm)
     alg = entry.algorithm
@@ -108,6 +108,11 @@ def train_agent(
         # names files after it, and reading the artefact checks it)
         raise BBRLError(f"{alg.name}: training named the agent {claimed!r}, but its "
                         f"parameters make it {agent_id!r}")
+    if alg.prepare is not None and not entry.builtin:  # a compiled plugin compiles now:
+        # code that cannot run fails here, and the run jobs find it compiled
+        alg.prepare(prior, params, trained, Episode(
+            R=prior.reward, Rstd=prior.reward_std, gaussian=prior.reward_type == "gaussian",
+            initial_state=prior.initial_state, gamma=gamma, horizon=horizon))
     return TrainedAgent(
         algorithm=alg.name,
         agent_id=agent_id,

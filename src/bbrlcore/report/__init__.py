@@ -31,7 +31,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -311,6 +311,7 @@ def build(
     correction: str = "none",
     bootstrap_resamples: int = 2000,
     bootstrap_seed: int = 0,
+    display_names: Mapping[str, str] | None = None,
 ) -> Path:
     """Write the report into ``out_dir``; return the path of ``index.html``.
 
@@ -319,7 +320,9 @@ def build(
     experiment under ``experiments/``; the figures are interactive (plotly.js, copied
     beside the pages: the report opens from disk with no network). ``report.tex`` has the
     same tables and static figures. ``correction`` (``none``: the paper's procedure, or
-    ``holm``) decides "among the best"; ``bootstrap_*`` the aggregates' intervals.
+    ``holm``) decides "among the best"; ``bootstrap_*`` the aggregates' intervals;
+    ``display_names`` the names shown for algorithms beyond the built-ins (the plugins'
+    declared ``display_name``, :func:`bbrlcore.analysis.constraints.display_names`).
 
     Refused before anything is written (:class:`BBRLError`): agents of one experiment
     measured on different test MDPs (:func:`bbrlcore.analysis.results.check_coverage`),
@@ -335,7 +338,7 @@ def build(
         check_test_sets(merged, test_sets, [f"test set {i + 1} ({ts.test.short_name})"
                                             for i, ts in enumerate(test_sets)])
     out = Path(out_dir)
-    with _staged_directory(out) as stage:
+    with constraints.display_names(display_names or {}), _staged_directory(out) as stage:
         _build_into(stage, merged, summary, test_sets, alpha, n_bounds, pdf, correction,
                     bootstrap_resamples, bootstrap_seed)
     return out / "index.html"

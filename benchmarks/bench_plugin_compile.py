@@ -1,0 +1,139 @@
+"""Compiled plugins compile once, not once per process: wall time of the processes that
+play a compiled plugin, with and without bbrl's kernel cache.
+
+A compiled plugin (:class:`bbrlcore.agents.CompiledAgent`) is played through the
+package's trajectory loop specialised to its functions. Before issue #25 that loop was a
+closure compiled again in every process (each ``bbrl run``, each workflow run job); now it
+is a cached kernel (``bbrlcore.agents._kernel_cache``), compiled when the agent is trained
+and loaded by every later process. For each plugin (a fresh copy of its file, so its
+kernel has never been compiled; bbrlcore's own kernels already in numba's cache), on GC
+with N test MDPs, this times, in separate processes:
+
+* ``train``: ``bbrl train`` (with the cache, it compiles the kernel);
+* ``run 1``, ``run 2``: two ``bbrl run`` of the agent (the first and second process to
+  play it after training), each also as the seconds **beyond its trajectories** (wall
+  time minus the run table's ``online_time_s``: start-up, imports, loading or compiling);
+
+once with the cache (the default) and once with ``BBRL_KERNEL_CACHE=0`` (every process
+compiles, the former behaviour). The goal of issue #25: a second process spends at most
+2 s beyond its trajectories.
+
+    .venv/bin/python benchmarks/bench_plugin_compile.py [--n-mdps 5] [--repeat 1]
+
+Writes ``benchmarks/results/plugin_compile.json`` (``"calibration": false``: not a record
+of the cost model; rows name a ``plugin``, not an ``algorithm``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = Path(__file__).parent / "results"
+
+#: (label, source file, class, parameters)
+PLUGINS = [
+    ("MyGreedyJit", ROOT / "examples" / "my_agents.py", "MyGreedyJit", ["epsilon=0.1"]),
+    ("RMaxCompiled", ROOT / "examples" / "bbrl-rmax" / "src" / "bbrl_rmax" / "__init__.py",
+     "RMaxCompiled", ["m=3"]),
+]
+
+
+def _bbrl() -> str:
+    here = Path(sys.executable).parent / "bbrl"
+    return str(here) if here.exists() else "bbrl"
+
+
+def _timed(args: list[str], cwd: Path, env: dict[str, str]) -> float:
+    t0 = time.perf_counter()
+    r = subprocess.run([_bbrl(), *args], cwd=cwd, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if r.returncode:
+        raise SystemExit(f"bbrl {' '.join(args)} failed:\n{r.stderr[-2000:]}")
+    return wall
+
+
+def _online(path: Path) -> float:
+    import polars as pl
+
+    return float(pl.read_parquet(path)["online_time_s"].sum())
+
+
+def measure(label: str, src: Path, cls: str, params: list[str], cache: bool, n_mdps: int,
+            work: Path) -> list[dict]:
+    env = dict(os.environ)
+    env["BBRL_KERNEL_CACHE"] = "1" if cache else "0"
+    d = work / uuid.uuid4().hex[:8]
+    d.mkdir()
+    # a fresh file: its kernel (and numba's cache of its own functions) never compiled
+    plugin = d / f"plugin_{uuid.uuid4().hex[:8]}.py"
+    shutil.copy(src, plugin)
+    ref = f"{plugin}:{cls}"
+    _timed(["experiment", "new", "--test", "GC", "--n-mdps", str(n_mdps), "-o",
+            str(d / "ts.parquet")], d, env)
+    rows = []
+    train = _timed(["train", "--agent", ref, *sum((["--param", p] for p in params), []),
+                    "--prior", "GC", "-q", "-o", str(d / "a.parquet")], d, env)
+    rows.append({"plugin": label, "cache": cache, "process": "train", "wall_s": train})
+    for k in (1, 2):
+        out = d / f"r{k}.parquet"
+        wall = _timed(["run", "--experiment", str(d / "ts.parquet"), "--agent",
+                       str(d / "a.parquet"), "-q", "-o", str(out)], d, env)
+        online = _online(out)
+        rows.append({"plugin": label, "cache": cache, "process": f"run {k}",
+                     "wall_s": wall, "trajectories_s": online,
+                     "beyond_trajectories_s": wall - online})
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n-mdps", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("-o", "--out", default=str(RESULTS / "plugin_compile.json"))
+    a = ap.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(a.repeat):
+            for label, src, cls, params in PLUGINS:
+                for cache in (False, True):
+                    rows += measure(label, src, cls, params, cache, a.n_mdps, Path(tmp))
+                    r = rows[-1]
+                    print(f"{label:13s} cache={'on ' if cache else 'off'} "
+                          f"train {rows[-3]['wall_s']:5.1f} s, run 1 {rows[-2]['wall_s']:5.1f} "
+                          f"s, run 2 {r['wall_s']:5.1f} s ({r['beyond_trajectories_s']:.2f} s "
+                          "beyond its trajectories)", file=sys.stderr, flush=True)
+    meta = {
+        "calibration": False,
+        "what": "wall time of bbrl train and two bbrl run processes of a compiled plugin, "
+                "GC, with and without the kernel cache (BBRL_KERNEL_CACHE)",
+        "n_mdps": a.n_mdps,
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "host": platform.node(),
+        "cpus": os.cpu_count(),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "python": platform.python_version(),
+    }
+    out = Path(a.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
+    os.replace(tmp, out)
+    second = [r["beyond_trajectories_s"] for r in rows if r["cache"] and r["process"] == "run 2"]
+    print(f"wrote {out}; with the cache, a second process spends at most "
+          f"{max(second):.2f} s beyond its trajectories (goal: 2 s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
