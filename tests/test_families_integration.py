@@ -283,10 +283,9 @@ def test_families_preset_and_its_schema():
     assert {a.algorithm for a in plan.agents} == paper | {"psrl", "boss", "bolt", "mbie-eb"}
     for t in plan.tests:  # both priors on every size of every ladder
         assert {e.prior for e in plan.experiments if e.test == t} == {t, "U" + t}
-    for e in plan.experiments:  # BFS3 refuses DeepSea's negative move costs
+    for e in plan.experiments:  # every algorithm on every family (DeepSea's costs too)
         algs = {a.algorithm for a in plan.agents_of(e)}
-        assert algs == (paper - {"bfs3"} if e.test.startswith("DeepSea") else paper) | {
-            "psrl", "boss", "bolt", "mbie-eb"}, e.name
+        assert algs == paper | {"psrl", "boss", "bolt", "mbie-eb"}, e.name
     schema = yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text())
     jsonschema.validate(c, schema)
     bad = copy.deepcopy(c)

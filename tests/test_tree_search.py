@@ -284,3 +284,24 @@ def test_expansion_draws_dense_row_moments():
     # multinomial covariance of two states: -C p_i p_j
     cov = np.cov(m[:, 7], m[:, 0])[0, 1]
     assert abs(cov - (-15 * p[7] * p[0])) < 0.02
+
+
+def test_bfs3_bounds_hold_with_negative_rewards():
+    """DeepSea charges its right moves: BFS3's lower bound is min(0, Rmin)/(1 - γ), so it
+    runs on it (it refused before), and on non-negative rewards the bound is the
+    reference's 0 (the paper's returns are unchanged: benchmarks/ab_identical.py)."""
+    from bbrlcore import protocol as E
+    from bbrlcore.mdp import families
+
+    p = families.make("deepsea", size=5)
+    assert p.test.reward.min() < 0
+    ts = E.new_test_set(p.test, 4, 0.95, 60, seed=0)
+    for prior in (p.prior("accurate"), p.prior("uniform")):
+        agent = E.train_agent("bfs3", {"K": 20, "C": 2, "D": 10}, prior, gamma=0.95,
+                              horizon=60, progress=False)
+        table = E.run_agent(ts, agent, progress=False)
+        ret = table["discounted_return"].to_numpy()
+        assert np.isfinite(ret).all()
+        # a return lies between the MDP's extreme values
+        lo = min(0.0, p.test.reward.min()) / 0.05
+        assert (ret >= lo - 1e-9).all() and (ret <= p.test.reward.max() / 0.05).all()

@@ -21,8 +21,10 @@ An FSSS rollout of depth ``D`` starts from the root with the planning counts res
 real counts plus the root pseudo-count. At a node (depth ``< D``): if the node does not
 exist yet it is **expanded**: for every action ``b``, ``C`` successors are drawn from the
 predictive with the current planning counts and recorded with their multiplicities, all
-bounds start at ``[Vmin, Vmax]`` with ``Vmin = 0`` and ``Vmax = max R/(1-γ)`` (the prior's
-largest mean reward), and the node is backed up. Then the rollout takes the action with
+bounds start at ``[Vmin, Vmax]`` with ``Vmin = min(0, min R)/(1-γ)`` and ``Vmax = max
+R/(1-γ)`` (the prior's smallest and largest mean rewards: ``Vmin = 0`` for the paper's
+non-negative rewards, as the reference has it; a negative reward, such as DeepSea's move
+cost, lowers it so the bounds still hold), and the node is backed up. Then the rollout takes the action with
 the largest upper bound (ties uniformly), the recorded successor with the largest
 ``(U - L) · multiplicity`` (an unexpanded successor counts ``Vmax - Vmin``; ties
 uniformly), adds a pseudo-count for that transition and descends. At depth ``D`` it
@@ -692,7 +694,7 @@ def bfs3_trajectory(
     nX, nU, _ = theta.shape
     N = max(1, K // C)
     vmax = R.max() / (1.0 - gamma)
-    vmin = 0.0
+    vmin = min(0.0, R.min()) / (1.0 - gamma)
     model, flat, nodes, path, urn, binom = _workspace(theta, R, T, N, C, D)
     pc, pcsum, _Pm, supp, nsupp = model
     rbuf = np.empty(max(RBUF, C))
@@ -764,6 +766,7 @@ def probe_tree_nodes(Pbar, initial_state, gamma, T, theta, R, K, C, D, seed, poi
     nX, nU, _ = theta.shape
     N = max(1, K // C)
     vmax = R.max() / (1.0 - gamma)
+    vmin = min(0.0, R.min()) / (1.0 - gamma)
     model, flat, nodes, path, urn, binom = _workspace(theta, R, T, N, C, D)
     pc, pcsum, _Pm, supp, nsupp = model
     rbuf = np.empty(max(RBUF, C))
@@ -779,7 +782,7 @@ def probe_tree_nodes(Pbar, initial_state, gamma, T, theta, R, K, C, D, seed, poi
             for _j in range(trees):
                 a = np.random.randint(0, nU)
                 s1 = _draw(pc, pcsum, supp, nsupp, x, a, np.random.random())
-                _U, used = _tree(x, a, s1, N, C, D, nX, nU, gamma, 0.0, vmax, flat, nodes,
+                _U, used = _tree(x, a, s1, N, C, D, nX, nU, gamma, vmin, vmax, flat, nodes,
                                  path, urn, binom, rbuf, rstate, rs)  # fmt: skip
                 total += used
                 count += 1
@@ -821,10 +824,8 @@ def pool_bytes(K: int, C: int, D: int, n_actions: int) -> int:
 
 def _setting_check(params: dict, prior, gamma: float, horizon: int) -> str | None:
     if not gamma < 1.0:
-        return "needs a discount factor < 1 (its value bounds are [0, Rmax / (1 - gamma)])"
-    if float(prior.reward.min()) < 0.0:
-        return ("needs non-negative rewards (its lower value bound is 0, spec 02 §5); "
-                "shift the rewards")
+        return ("needs a discount factor < 1 (its value bounds are [min(0, Rmin), Rmax] / "
+                "(1 - gamma))")
     K, C = int(params["K"]), int(params["C"])
     D = resolve_depth(params, horizon)
     need = pool_bytes(K, C, D, prior.n_actions)
