@@ -24,9 +24,9 @@ predictive with the current planning counts and recorded with their multipliciti
 bounds start at ``[Vmin, Vmax]`` with ``Vmin = min(0, min R)/(1-γ)`` and ``Vmax = max
 R/(1-γ)`` (the prior's smallest and largest mean rewards: ``Vmin = 0`` for the paper's
 non-negative rewards, as the reference has it; a negative reward, such as DeepSea's move
-cost, lowers it so the bounds still hold), and the node is backed up. Then the rollout takes the action with
-the largest upper bound (ties uniformly), the recorded successor with the largest
-``(U - L) · multiplicity`` (an unexpanded successor counts ``Vmax - Vmin``; ties
+cost, lowers it so the bounds still hold), and the node is backed up. Then the rollout
+takes the action with the largest upper bound (ties uniformly), the recorded successor
+with the largest ``(U - L) · multiplicity`` (an unexpanded successor counts ``Vmax - Vmin``; ties
 uniformly), adds a pseudo-count for that transition and descends. At depth ``D`` it
 stops (that successor stays an unexpanded leaf). On the way back every node on the path
 is backed up: :math:`U(s,b) = \sum_{s''} m(s'')\,(R(s,b,s'') + \gamma U(s''))/C`,

@@ -1,0 +1,374 @@
+r"""Learning curves and regret over time, from the per-step rewards of the run tables.
+
+A run table records, for every trajectory, its rewards :math:`r_0, \dots, r_{T-1}`
+(column ``rewards``, float32). From them, for agent *a* on test MDP *i* of experiment *e*,
+the **cumulative reward** after *t* steps (``score="undiscounted"``, the sum of rewards of
+Dearden et al. 1998 and Guez et al. 2012) or the discounted return accumulated so far
+(``score="discounted"``, the paper's score; at *t* = T it is the trajectory's
+``discounted_return``):
+
+.. math:: C_{a,e,i}(t) = \sum_{s<t} r_s \qquad\text{or}\qquad
+          C_{a,e,i}(t) = \sum_{s<t} \gamma^s r_s .
+
+Per experiment and family (its best agent, as :func:`bbrlcore.analysis.aggregate.best_agents`
+selects it; and Optimal, the reference), at every time *t* of a grid:
+
+* the **mean cumulative reward** :math:`\bar C_{a,e}(t)` (undiscounted, always);
+* the **normalised score** against time, Random = 0 and Optimal = 1 *at each t*, on the
+  same test MDPs, :math:`x_{a,e,i}(t) = (C_{a,e,i}(t) - \bar C_{R,e}(t)) / (\bar
+  C_{O,e}(t) - \bar C_{R,e}(t))` — undefined (null) while Optimal has not yet gained on
+  Random (the first steps of many problems); at *t* = T it is the summary's
+  ``normalised_score`` (with the score of the same kind);
+* the **cumulative regret** against Optimal, paired on the test MDPs,
+  :math:`\frac1{N_e}\sum_i (C_{O,e,i}(t) - C_{a,e,i}(t))` (Colosseum's per-step
+  regret, App. C of its paper, here against the Optimal agent's own trajectory, which
+  knows the MDP).
+
+Each comes with a **paired bootstrap band**: a replicate draws the experiment's test MDPs
+with replacement once and applies them to every family and to Random and Optimal, as the
+aggregates do (:mod:`bbrlcore.analysis.aggregate`); the band is the percentile interval.
+
+Across experiments: the **IQM of the normalised score against time** with stratified
+bootstrap bands, rliable's sample-efficiency curve (Agarwal et al. 2021, Fig. 8), using the
+same strata (experiments sharing a test set resample the same MDPs) and the same
+IQM kernel as the aggregates, at the points of a coarser grid.
+
+Tables (``curves`` returns them; :func:`write_tables` writes them as Parquet artefacts):
+
+=============  ========================================================================
+``curves``     one row per experiment × family × t: ``experiment, test, prior, family,
+               algorithm, compat, agent, n, t, cumulative, cumulative_low,
+               cumulative_high, normalised, normalised_low, normalised_high, regret,
+               regret_low, regret_high, score``
+``aggregate``  one row per family × t: ``family, n_experiments, t, iqm, iqm_low,
+               iqm_high, score``
+=============  ========================================================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from bbrlcore.analysis.estimators import (
+    DEFAULT_RESAMPLES,
+    _check_resampling,
+    _counts,
+    _index_blocks,
+    _pooled_kernel,
+)
+from bbrlcore.errors import BBRLError
+
+#: What a curve accumulates: the discounted return so far (the paper's score) or the sum
+#: of rewards (Dearden et al.'s and Guez et al.'s tables).
+SCORES = ("discounted", "undiscounted")
+#: Most time points of a per-experiment curve and of the aggregate curve.
+MAX_POINTS = 100
+AGGREGATE_POINTS = 25
+#: Tables of :func:`curves`, and the file each gets from :func:`write_tables`.
+TABLE_FILES = {"curves": "curves.parquet", "aggregate": "curves-aggregate.parquet"}
+
+
+def check_score(score: str) -> str:
+    """``score`` if it is one of :data:`SCORES`; else one line naming it."""
+    if score not in SCORES:
+        raise BBRLError(f"score={score!r}: expected one of {', '.join(SCORES)}")
+    return score
+
+
+def time_grid(horizon: int, points: int = MAX_POINTS) -> np.ndarray:
+    """At most ``points`` times in 1..T, evenly spread, always with 1 and T.
+
+    Examples
+    --------
+    >>> time_grid(5).tolist(), time_grid(250, 5).tolist()
+    ([1, 2, 3, 4, 5], [1, 63, 126, 188, 250])
+    """
+    if horizon < 1:
+        raise BBRLError(f"horizon={horizon}: must be >= 1")
+    return np.unique(np.round(np.linspace(1, horizon, min(horizon, points))).astype(np.int64))
+
+
+def reward_matrix(runs: pl.DataFrame, source: str = "runs") -> np.ndarray:
+    """The ``rewards`` lists of ``runs`` as a float64 (rows, T) matrix; one line naming
+    ``source`` when the column is missing (tables written before it was recorded) or its
+    lists are not all of the horizon's length."""
+    if "rewards" not in runs.columns:
+        raise BBRLError(f"{source}: no per-step rewards (column 'rewards'): these runs were "
+                        "made before bbrl recorded them; run them again for learning curves")
+    lens = runs["rewards"].list.len()
+    if lens.null_count() or (lens != runs["horizon"]).any():
+        bad = runs.filter(lens.ne_missing(runs["horizon"])).row(0, named=True)
+        raise BBRLError(f"{source}: experiment {bad['experiment']}, agent {bad['agent']}, "
+                        f"MDP {bad['mdp_index']}: rewards do not hold horizon="
+                        f"{bad['horizon']} values")
+    T = int(runs["horizon"][0]) if runs.height else 0
+    flat = runs["rewards"].explode().cast(pl.Float64).to_numpy()
+    return flat.reshape(runs.height, T)
+
+
+def cumulative(rewards: np.ndarray, gamma: float, score: str) -> np.ndarray:
+    """(rows, T) rewards -> (rows, T) cumulative values C(t) for t = 1..T (column t-1),
+    accumulated in the order the trajectory kernels accumulate the return (so
+    ``C(T)`` of ``score="discounted"`` is the recorded ``discounted_return`` exactly,
+    for rewards that float32 holds exactly).
+
+    Examples
+    --------
+    >>> cumulative(np.array([[1.0, 1.0, 1.0]]), 0.5, "discounted").tolist()
+    [[1.0, 1.5, 1.75]]
+    >>> cumulative(np.array([[1.0, 1.0, 1.0]]), 0.5, "undiscounted").tolist()
+    [[1.0, 2.0, 3.0]]
+    """
+    check_score(score)
+    r = np.asarray(rewards, dtype=np.float64)
+    if score == "undiscounted":
+        return np.cumsum(r, axis=1)
+    out = np.empty_like(r)
+    acc = np.zeros(r.shape[0])
+    disc = 1.0
+    for t in range(r.shape[1]):  # ret += disc * r; disc *= gamma, as the kernels do
+        acc = acc + disc * r[:, t]
+        out[:, t] = acc
+        disc *= gamma
+    return out
+
+
+@dataclass
+class Curves:
+    """What :func:`curves` returns: ``tables`` (``curves``, ``aggregate``) and ``meta``."""
+
+    tables: dict[str, pl.DataFrame]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def curves(
+    merged: pl.DataFrame,
+    score: str = "discounted",
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    confidence: float = 0.95,
+    offline_bound: float | None = None,
+    online_bound: float | None = None,
+    separate_compat: bool = True,
+    points: int = MAX_POINTS,
+    aggregate_points: int = AGGREGATE_POINTS,
+) -> Curves:
+    """Learning curves of every family's best agent, per experiment and across them.
+
+    Parameters
+    ----------
+    merged : polars.DataFrame
+        Merged run table(s) with the ``rewards`` column, Random and Optimal in every
+        experiment.
+    score : {"discounted", "undiscounted"}
+        What is accumulated (the module docstring); also what selects the best agents.
+    n_resamples, seed, confidence
+        The bootstrap (as :func:`bbrlcore.analysis.aggregate.compute`).
+    offline_bound, online_bound, separate_compat
+        The best-agent selection (as the aggregates).
+    points, aggregate_points
+        Most time points per curve (:func:`time_grid`).
+
+    Returns
+    -------
+    Curves
+        ``tables["curves"]``, ``tables["aggregate"]`` (columns in the module docstring).
+
+    Examples
+    --------
+    >>> from bbrlcore.analysis.curves import _example_runs
+    >>> c = curves(_example_runs(), n_resamples=100, points=5)
+    >>> t = c.tables["curves"].filter(pl.col("family") == "Optimal")
+    >>> t["t"].to_list(), t["normalised"].to_list()[-1], t["regret"].to_list()[-1]
+    ([1, 2, 3, 4], 1.0, 0.0)
+    """
+    from bbrlcore.analysis import aggregate as A
+
+    check_score(score)
+    _check_resampling(n_resamples, seed, confidence)
+    A._check_merged(merged)
+    horizons = sorted(set(merged["horizon"].to_list()))
+    if len(horizons) > 1:
+        raise BBRLError(f"curves: the experiments have horizons {horizons}: learning curves "
+                        "across experiments need one horizon (give experiments of one T)")
+    R = reward_matrix(merged, "merged run table")
+    table = merged.with_row_index("_row")
+    best = A.best_agents(table, offline_bound=offline_bound, online_bound=online_bound,
+                         separate_compat=separate_compat, score=score)
+    a = (1.0 - confidence) / 2.0
+    rows: list[dict[str, Any]] = []
+    strata: dict[tuple[Any, ...], int] = {}
+    agg_scores: dict[str, list[np.ndarray]] = {}
+    agg_stratum: list[int] = []
+    agg_sizes: list[int] = []
+    agg_grid = None
+    exps = best["experiment"].unique(maintain_order=True).to_list()
+    for e_i, exp in enumerate(exps):
+        m = table.filter(pl.col("experiment") == exp)
+        gamma = float(m["gamma"][0])
+        T = int(m["horizon"][0])
+        grid = time_grid(T, points)
+        ag = time_grid(T, aggregate_points)
+        if agg_grid is None:
+            agg_grid = ag
+        elif not np.array_equal(agg_grid, ag):
+            raise BBRLError(f"curves: experiment {exp} has horizon {T}, others "
+                            f"{int(agg_grid[-1])}: aggregate curves need one horizon")
+
+        def cum_of(agent: str, m: pl.DataFrame = m, gamma: float = gamma) -> np.ndarray:
+            g = m.filter(pl.col("agent") == agent).sort("mdp_index")
+            return cumulative(R[g["_row"].to_numpy()], gamma, score)
+
+        def und_of(agent: str, m: pl.DataFrame = m) -> np.ndarray:
+            g = m.filter(pl.col("agent") == agent).sort("mdp_index")
+            return np.cumsum(R[g["_row"].to_numpy()], axis=1)
+
+        rand = m.filter(pl.col("algorithm") == "random")["agent"][0]
+        opt = m.filter(pl.col("algorithm") == "optimal")["agent"][0]
+        Cr, Co = cum_of(rand), cum_of(opt)
+        N = Cr.shape[0]
+        span = Co.mean(axis=0) - Cr.mean(axis=0)  # (T,)
+        ok = span > 1e-12 * max(1.0, float(np.abs(Co).max(initial=0.0)))
+        key = (str(m["test"][0]), int(m["test_seed"][0]) if "test_seed" in m.columns
+               else -1, N)
+        if key not in strata:
+            strata[key] = len(agg_sizes)
+            agg_sizes.append(N)
+        agg_stratum.append(strata[key])
+        blocks = [_counts(i[0]) for i in _index_blocks([N], n_resamples, seed + e_i)]
+        g0 = grid - 1
+        opt_row = {"test": str(m["test"][0]), "prior": str(m["prior"][0]),
+                   "family": "Optimal", "algorithm": "optimal", "compat": False,
+                   "agent": opt}
+        for r in [*best.filter(pl.col("experiment") == exp).iter_rows(named=True), opt_row]:
+            C = cum_of(r["agent"])
+            U = und_of(r["agent"])
+            X = np.where(ok, (C - Cr.mean(axis=0)) / np.where(ok, span, 1.0), np.nan)
+            regret = Co - C
+            # bands on the grid: paired replicates (the same MDP draws for every family);
+            # the normalising means are fixed, as in the aggregates (the intervals are
+            # conditional on them)
+            Cg, Cog = C[:, g0], Co[:, g0]
+            Xg = np.where(ok[g0], X[:, g0], 0.0)
+            reps_c = np.concatenate([c @ U[:, g0] / N for c in blocks])
+            reps_x = np.concatenate([c @ Xg / N for c in blocks])
+            reps_r = np.concatenate([c @ (Cog - Cg) / N for c in blocks])
+            lc, hc = np.quantile(reps_c, [a, 1 - a], axis=0)
+            lx, hx = np.quantile(reps_x, [a, 1 - a], axis=0)
+            lr, hr = np.quantile(reps_r, [a, 1 - a], axis=0)
+            xm = np.nanmean(X[:, g0], axis=0) if ok[g0].any() else np.full(grid.size, np.nan)
+            for k, t in enumerate(grid):
+                valid = bool(ok[t - 1])
+                rows.append({
+                    "experiment": exp, "test": r["test"], "prior": r["prior"],
+                    "family": r["family"], "algorithm": r["algorithm"],
+                    "compat": r["compat"], "agent": r["agent"], "n": N, "t": int(t),
+                    "cumulative": float(U[:, t - 1].mean()),
+                    "cumulative_low": float(lc[k]), "cumulative_high": float(hc[k]),
+                    "normalised": float(xm[k]) if valid else None,
+                    "normalised_low": float(lx[k]) if valid else None,
+                    "normalised_high": float(hx[k]) if valid else None,
+                    "regret": float(regret[:, t - 1].mean()),
+                    "regret_low": float(lr[k]), "regret_high": float(hr[k]),
+                    "score": score,
+                })
+            agg_scores.setdefault(r["family"], [None] * len(exps))[e_i] = X[:, ag - 1]
+    curves_t = pl.DataFrame(rows, schema=_CURVE_SCHEMA)
+    agg_t = _aggregate(agg_scores, agg_stratum, agg_sizes, agg_grid, n_resamples, seed,
+                       confidence, score)
+    return Curves({"curves": curves_t, "aggregate": agg_t},
+                  {"score": score, "n_resamples": n_resamples, "seed": seed,
+                   "confidence": confidence, "offline_bound": offline_bound,
+                   "online_bound": online_bound, "separate_compat": separate_compat})
+
+
+_CURVE_SCHEMA: dict[str, Any] = {
+    "experiment": pl.Utf8, "test": pl.Utf8, "prior": pl.Utf8, "family": pl.Utf8,
+    "algorithm": pl.Utf8, "compat": pl.Boolean, "agent": pl.Utf8, "n": pl.Int64,
+    "t": pl.Int64, "cumulative": pl.Float64, "cumulative_low": pl.Float64,
+    "cumulative_high": pl.Float64, "normalised": pl.Float64, "normalised_low": pl.Float64,
+    "normalised_high": pl.Float64, "regret": pl.Float64, "regret_low": pl.Float64,
+    "regret_high": pl.Float64, "score": pl.Utf8,
+}
+_AGG_SCHEMA: dict[str, Any] = {"family": pl.Utf8, "n_experiments": pl.Int64, "t": pl.Int64,
+                               "iqm": pl.Float64, "iqm_low": pl.Float64,
+                               "iqm_high": pl.Float64, "score": pl.Utf8}
+
+
+def _aggregate(scores: dict[str, list[np.ndarray | None]], stratum: list[int],
+               sizes: list[int], grid: np.ndarray | None, n_resamples: int, seed: int,
+               confidence: float, score: str) -> pl.DataFrame:
+    """IQM of the pooled normalised scores at each aggregate time, with stratified
+    bootstrap bands; a family enters only where it has every experiment and the score is
+    defined in all of them."""
+    rows: list[dict[str, Any]] = []
+    if grid is None:
+        return pl.DataFrame(schema=_AGG_SCHEMA)
+    a = (1.0 - confidence) / 2.0
+    for fam, per_exp in scores.items():
+        if any(x is None for x in per_exp):
+            continue
+        X = [np.asarray(x) for x in per_exp]  # (N_e, G) each
+        pooled = np.concatenate(X, axis=0)
+        cols = np.flatnonzero(np.isfinite(pooled).all(axis=0))
+        if cols.size == 0:
+            continue
+        P = np.ascontiguousarray(pooled[:, cols])
+        order = np.ascontiguousarray(np.argsort(P, axis=0, kind="stable"))
+        vals = np.ascontiguousarray(np.take_along_axis(P, order, 0))
+        n = P.shape[0]
+        k = int(0.25 * n)
+        pos = np.zeros((cols.size, 0), dtype=np.int64)
+        point = np.empty((1, cols.size))
+        _pooled_kernel(np.ones((1, n)), order, vals, pos, k, point, np.empty((1, 0, 0)))
+        reps = []
+        for blk in _index_blocks(sizes, n_resamples, seed):
+            sc = [_counts(i) for i in blk]
+            cp = np.ascontiguousarray(np.concatenate([sc[s] for s in stratum], axis=1))
+            out = np.empty((cp.shape[0], cols.size))
+            _pooled_kernel(cp, order, vals, pos, k, out, np.empty((cp.shape[0], 0, 0)))
+            reps.append(out)
+        lo, hi = np.quantile(np.concatenate(reps), [a, 1 - a], axis=0)
+        for j, c in enumerate(cols):
+            rows.append({"family": fam, "n_experiments": len(X), "t": int(grid[c]),
+                         "iqm": float(point[0, j]), "iqm_low": float(lo[j]),
+                         "iqm_high": float(hi[j]), "score": score})
+    return pl.DataFrame(rows, schema=_AGG_SCHEMA)
+
+
+def write_tables(c: Curves, out_dir: str | Path) -> dict[str, Path]:
+    """Write the tables as Parquet artefacts of kind ``curves`` (atomic), recording the
+    settings; returns the paths."""
+    from bbrlcore.formats import artefacts
+
+    out = Path(out_dir)
+    paths = {}
+    for name, file in TABLE_FILES.items():
+        p = out / file
+        artefacts.write_artefact(p, c.tables[name], "curves", {"table": name, **c.meta})
+        paths[name] = p
+    return paths
+
+
+def _example_runs(T: int = 4, n: int = 6) -> pl.DataFrame:
+    """A tiny merged table (Random, Optimal, one learner) for the docstring examples."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for alg, agent, p in (("random", "random", 0.2), ("optimal", "optimal", 0.9),
+                          ("e-greedy", "e-greedy__epsilon=0.1", 0.6)):
+        for i in range(n):
+            r = (rng.random(T) < p).astype(np.float32)
+            disc = float(sum(0.95 ** s * float(x) for s, x in enumerate(r)))
+            rows.append({"experiment": "GC-GC", "test": "GC", "prior": "GC",
+                         "algorithm": alg, "agent": agent, "compat": False,
+                         "params": "{}", "mdp_index": i, "discounted_return": disc,
+                         "undiscounted_return": float(r.sum()), "online_time_s": 1e-3,
+                         "n_steps": T, "offline_time_s": 0.0, "gamma": 0.95,
+                         "horizon": T, "test_seed": 0, "rewards": r.tolist()})
+    return pl.DataFrame(rows).with_columns(pl.col("rewards").cast(pl.List(pl.Float32)))
+

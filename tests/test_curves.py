@@ -1,0 +1,136 @@
+"""Learning curves and regret over time (bbrlcore.analysis.curves): at the horizon they are
+the summary's and the aggregates' numbers; bands are paired bootstrap percentiles."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from bbrlcore.analysis import aggregate as A
+from bbrlcore.analysis import curves as C
+from bbrlcore.analysis.results import summary_table
+from bbrlcore.errors import BBRLError
+
+T = 12
+
+
+def runs(seed: int = 0, experiments=("GC-GC", "GC-UGC"), n: int = 15, T: int = T,
+         gamma: float = 0.9) -> pl.DataFrame:
+    """Merged runs: Random, Optimal and two e-greedy agents, rewards in {0, 1, 2, 10}."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for exp in experiments:
+        test, prior = exp.split("-")
+        for alg, agent, p in (("random", "random", 0.2), ("optimal", "optimal", 0.9),
+                              ("e-greedy", "e-greedy__epsilon=0.1", 0.6),
+                              ("e-greedy", "e-greedy__epsilon=0.5", 0.4)):
+            for i in range(n):
+                r = rng.choice([0.0, 1.0, 2.0, 10.0], size=T,
+                               p=[1 - p, p / 2, p / 3, p / 6]).astype(np.float32)
+                ret, disc = 0.0, 1.0
+                for x in r:
+                    ret += disc * float(x)
+                    disc *= gamma
+                rows.append({"experiment": exp, "test": test, "prior": prior,
+                             "algorithm": alg, "agent": agent, "params": "{}",
+                             "compat": False, "mdp_index": i, "discounted_return": ret,
+                             "undiscounted_return": float(r.astype(np.float64).sum()),
+                             "online_time_s": 1e-3, "n_steps": T, "offline_time_s": 0.0,
+                             "gamma": gamma, "horizon": T, "test_seed": 0,
+                             "rewards": r.tolist()})
+    return pl.DataFrame(rows).with_columns(pl.col("rewards").cast(pl.List(pl.Float32)))
+
+
+@pytest.mark.parametrize("score", ["discounted", "undiscounted"])
+def test_at_the_horizon_the_curves_are_the_summary(score):
+    m = runs()
+    c = C.curves(m, score=score, n_resamples=200, seed=1)
+    t = c.tables["curves"]
+    s = summary_table(m, score)
+    for r in t.filter(pl.col("t") == T).iter_rows(named=True):
+        row = s.filter((pl.col("experiment") == r["experiment"])
+                       & (pl.col("agent") == r["agent"])).row(0, named=True)
+        assert r["normalised"] == pytest.approx(row["normalised_score"], abs=1e-12)
+        assert r["regret"] == pytest.approx(row["regret"], abs=1e-9)
+        g = m.filter((pl.col("experiment") == r["experiment"])
+                     & (pl.col("agent") == r["agent"]))
+        assert r["cumulative"] == pytest.approx(g["undiscounted_return"].mean(), abs=1e-9)
+        if score == "discounted":  # the recorded return, exactly (same accumulation)
+            R = C.reward_matrix(g)
+            assert np.array_equal(C.cumulative(R, 0.9, score)[:, -1],
+                                  g["discounted_return"].to_numpy())
+        assert r["normalised_low"] <= r["normalised"] <= r["normalised_high"]
+        assert r["regret_low"] <= r["regret"] <= r["regret_high"]
+    # the best agent per family is the one the aggregates choose, by the same score
+    best = A.best_agents(m, score=score)
+    assert set(zip(best["experiment"], best["agent"], strict=True)) <= set(
+        zip(t["experiment"], t["agent"], strict=True))
+
+
+def test_the_aggregate_curve_ends_at_the_aggregates_iqm():
+    m = runs(seed=3)
+    agg = A.compute(m, n_resamples=200, seed=0)
+    iqm = dict(zip(agg.tables["metrics"]["family"], agg.tables["metrics"]["iqm"], strict=True))
+    c = C.curves(m, n_resamples=200, seed=0).tables["aggregate"]
+    end = c.filter(pl.col("t") == T)
+    for fam, v in zip(end["family"], end["iqm"], strict=True):
+        if fam in iqm:
+            assert v == pytest.approx(iqm[fam], abs=1e-12), fam
+    assert (end["n_experiments"] == 2).all()
+    assert ((c["iqm_low"] <= c["iqm"] + 1e-12) & (c["iqm"] <= c["iqm_high"] + 1e-12)).all()
+
+
+def test_random_and_optimal_are_zero_and_one_and_regret_is_paired():
+    m = runs(seed=5)
+    t = C.curves(m, n_resamples=200).tables["curves"].drop_nulls("normalised")
+    assert t.filter(pl.col("family") == "Optimal")["normalised"].to_list() == pytest.approx(
+        [1.0] * t.filter(pl.col("family") == "Optimal").height)
+    assert (t.filter(pl.col("family") == "Optimal")["regret"] == 0).all()
+    rnd = t.filter(pl.col("family") == "Random")["normalised"].to_numpy()
+    assert np.allclose(rnd, 0.0, atol=1e-12)
+    # cumulative regret of a learner grows with t (rewards are >= 0 here)
+    eg = t.filter((pl.col("family") == "e-Greedy") & (pl.col("experiment") == "GC-GC"))
+    assert eg["t"].is_sorted()
+
+
+def test_same_seed_same_tables_other_seed_other_bands():
+    m = runs()
+    a = C.curves(m, n_resamples=150, seed=7).tables
+    b = C.curves(m, n_resamples=150, seed=7).tables
+    assert a["curves"].equals(b["curves"]) and a["aggregate"].equals(b["aggregate"])
+    c = C.curves(m, n_resamples=150, seed=8).tables
+    assert not a["curves"]["regret_low"].equals(c["curves"]["regret_low"])
+
+
+def test_older_tables_without_rewards_say_so():
+    with pytest.raises(BBRLError, match="no per-step rewards"):
+        C.curves(runs().drop("rewards"), n_resamples=100)
+
+
+def test_bad_arguments_are_one_line():
+    m = runs()
+    with pytest.raises(BBRLError, match="score='total'"):
+        C.curves(m, score="total")
+    with pytest.raises(BBRLError, match="resamples|n_resamples"):
+        C.curves(m, n_resamples=3)
+    short = m.with_columns(pl.col("rewards").list.head(3))
+    with pytest.raises(BBRLError, match="horizon=12"):
+        C.curves(short, n_resamples=100)
+    mixed = pl.concat([runs(experiments=("GC-GC",)),
+                       runs(experiments=("GDL-GDL",), T=8)])
+    with pytest.raises(BBRLError, match="one horizon"):
+        C.curves(mixed, n_resamples=100)
+
+
+def test_grid_and_tables_are_written(tmp_path):
+    assert C.time_grid(1000, 100)[[0, -1]].tolist() == [1, 1000]
+    assert len(C.time_grid(1000, 100)) == 100
+    c = C.curves(runs(), n_resamples=100, points=5, aggregate_points=3)
+    assert c.tables["curves"]["t"].n_unique() == 5
+    assert c.tables["aggregate"]["t"].n_unique() <= 3
+    paths = C.write_tables(c, tmp_path)
+    from bbrlcore.formats import artefacts
+
+    table, meta = artefacts.read_artefact(paths["curves"], "curves")
+    assert table.equals(c.tables["curves"]) and meta["score"] == "discounted"
