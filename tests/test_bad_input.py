@@ -788,6 +788,7 @@ NOTHING_LEFT = {
     "demo": (["demo", "--n-mdps", "0", "--out", "new/d/demo"], "--n-mdps"),
     "init": (["init", "new/d/study.yaml", "--experiment", "GC-UGC"], "--experiment"),
     "families": None,  # writes nothing
+    "curves": (["curves", "run.parquet", "--points", "1", "-o", "new/d/c"], "--points"),
     "distribution new": (["distribution", "new", "deepsea", "--param", "size=1", "-o",
                           "new/d/x.parquet"], "size=1"),
     "hardness": (["hardness", "ts.parquet", "--gamma", "2", "-o", "new/d/x.parquet"],

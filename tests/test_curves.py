@@ -38,6 +38,7 @@ def runs(seed: int = 0, experiments=("GC-GC", "GC-UGC"), n: int = 15, T: int = T
                              "undiscounted_return": float(r.astype(np.float64).sum()),
                              "online_time_s": 1e-3, "n_steps": T, "offline_time_s": 0.0,
                              "gamma": gamma, "horizon": T, "test_seed": 0,
+                             "seed": 1000 + i, "bbrlcore_version": "0",
                              "rewards": r.tolist()})
     return pl.DataFrame(rows).with_columns(pl.col("rewards").cast(pl.List(pl.Float32)))
 
@@ -134,3 +135,20 @@ def test_grid_and_tables_are_written(tmp_path):
 
     table, meta = artefacts.read_artefact(paths["curves"], "curves")
     assert table.equals(c.tables["curves"]) and meta["score"] == "discounted"
+
+
+def test_cli_prints_and_writes_the_curves(tmp_path, capsys):
+    from bbrlcore.cli import main
+    from bbrlcore.formats import artefacts
+
+    artefacts.write_artefact(tmp_path / "m.parquet", runs(), "merged", {})
+    assert main(["curves", str(tmp_path / "m.parquet"), "--resamples", "100", "-o",
+                 str(tmp_path / "out"), "--score", "undiscounted"]) == 0
+    out = capsys.readouterr().out
+    assert "GC-UGC" in out and "e-Greedy" in out and "IQM of the normalised score" in out
+    table, meta = artefacts.read_artefact(tmp_path / "out" / "curves.parquet", "curves")
+    assert meta["score"] == "undiscounted" and table.height > 0
+    assert main(["curves", str(tmp_path / "m.parquet"), "--points", "1"]) == 2
+    artefacts.write_artefact(tmp_path / "old.parquet", runs().drop("rewards"), "merged", {})
+    assert main(["curves", str(tmp_path / "old.parquet")]) == 2
+    assert "no per-step rewards" in capsys.readouterr().err

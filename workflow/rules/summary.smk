@@ -16,7 +16,8 @@ rule summary:
         mem_mb=4000,
         runtime=30,
     params:
+        score=config["score"],
         version=VERSION,
     shell:
-        "bbrl --log {log:q} summary {input:q} -o {output.parquet:q}"
+        "bbrl --log {log:q} summary {input:q} -o {output.parquet:q} --score {params.score}"
         " --markdown {output.markdown:q}"

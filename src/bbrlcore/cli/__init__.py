@@ -19,7 +19,7 @@ from bbrlcore.errors import BBRLError
 #: Subcommand modules, in the order ``bbrl --help`` lists them.
 _SUBMODULES = (
     "distribution", "families", "experiment", "hardness", "agents", "formulas", "results",
-    "aggregate", "report", "estimate", "init", "published", "demo",
+    "aggregate", "curves", "report", "estimate", "init", "published", "demo",
 )
 
 

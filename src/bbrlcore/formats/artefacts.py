@@ -38,6 +38,7 @@ REGENERATE = {
     "merged": "regenerate it by re-running the workflow (delete the file first)",
     "summary": "regenerate it by re-running the workflow (delete the file first)",
     "aggregate": "regenerate it with `bbrl aggregate MERGED... -o DIR`",
+    "curves": "regenerate it with `bbrl curves MERGED... -o DIR`",
 }
 
 

@@ -502,6 +502,9 @@ def _check_scalars(cfg: dict[str, Any], fail) -> None:
     if cfg["multiple_comparisons"] not in ("none", "holm"):
         raise fail(f"multiple_comparisons={cfg['multiple_comparisons']!r}",
                    "expected none or holm")
+    if cfg["score"] not in ("discounted", "undiscounted"):
+        raise fail(f"score={cfg['score']!r}", "expected discounted (the discounted return, "
+                   "the paper's) or undiscounted (the sum of rewards over the horizon)")
     g = number("gamma")
     if not 0 < g <= 1:
         raise fail(f"gamma={g}", "must be in (0, 1]")

@@ -42,6 +42,10 @@ Configuration (see ``config.yaml`` for the paper's full one):
 * ``alpha``, ``multiple_comparisons``, ``bootstrap_resamples``, ``bootstrap_seed``: the
   statistics of the report (level of the "among the best" Z-tests; ``none`` or ``holm``;
   resamples and seed of the stratified bootstrap of :mod:`bbrlcore.analysis.aggregate`).
+* ``score``: what ranks and compares agents everywhere (best agent, "among the best",
+  aggregates, the time-constraint map, learning curves): ``discounted`` (the discounted
+  return, the paper's) or ``undiscounted`` (the sum of rewards over the horizon, as
+  Dearden et al. 1998 and Guez et al. 2012 report); run tables record both.
 * ``preset`` and ``presets``: ``preset: quick`` replaces the top-level keys of the base
   configuration by those of ``presets.quick`` (an overlay).
 """
@@ -79,6 +83,7 @@ DEFAULTS: dict[str, Any] = {
     "runtime_retry_factor": 4.0,
     "alpha": 0.05,
     "multiple_comparisons": "none",
+    "score": "discounted",
     "bootstrap_resamples": 2000,
     "bootstrap_seed": 0,
     "distributions": {},

@@ -1,0 +1,84 @@
+"""``bbrl curves MERGED... [-o DIR]``: learning curves and regret over time.
+
+From the per-step rewards of the run tables (:mod:`bbrlcore.analysis.curves`): per
+experiment and algorithm (its best agent), the mean cumulative reward, the normalised
+score (Random 0, Optimal 1 at each t) and the cumulative regret against Optimal, with
+paired bootstrap bands; across experiments, the IQM of the normalised score against time
+with stratified bands. Prints a few points of each curve; ``-o DIR`` writes the tables
+(``curves.parquet``, ``curves-aggregate.parquet``).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from bbrlcore.cli._io import IO
+from bbrlcore.errors import BBRLError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "curves", help="learning curves and regret over time (from per-step rewards)",
+        description=__doc__.split("\n\n")[1].replace("\n", " ") if __doc__ else None)
+    p.add_argument("merged", nargs="+", metavar="MERGED",
+                   help="merged (or run) .parquet files with per-step rewards")
+    p.add_argument("--score", choices=("discounted", "undiscounted"), default="discounted",
+                   help="accumulate the discounted return (the paper's, default) or the "
+                   "undiscounted sum of rewards; also what selects the best agents")
+    p.add_argument("--resamples", type=int, default=2000,
+                   help="bootstrap resamples of the bands (2000)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (0)")
+    p.add_argument("--points", type=int, default=100,
+                   help="time points per curve (at most; 100)")
+    p.add_argument("-o", "--output", metavar="DIR", help="write the tables into DIR")
+    from bbrlcore.analysis.curves import TABLE_FILES
+
+    p.set_defaults(func=_curves, io=IO(inputs=("merged",), outdirs=("output",),
+                                       outdir_files=tuple(TABLE_FILES.values())))
+
+
+def _curves(args: argparse.Namespace) -> int:
+    from bbrlcore.analysis import curves as C
+    from bbrlcore.analysis.results import read_runs
+
+    if args.points < 2:
+        raise BBRLError(f"--points {args.points}: must be >= 2")
+    if args.resamples < 100:
+        raise BBRLError(f"--resamples {args.resamples}: must be >= 100")
+    if args.seed < 0:
+        raise BBRLError(f"--seed {args.seed}: must be >= 0")
+    merged = read_runs(args.merged, "curves")
+    c = C.curves(merged, score=args.score, n_resamples=args.resamples, seed=args.seed,
+                 points=args.points)
+    t = c.tables["curves"]
+    print(f"learning curves ({args.score} score; normalised: Random 0, Optimal 1 at each t; "
+          "regret: against Optimal, paired; 95% bootstrap intervals)")
+    for exp in t["experiment"].unique(maintain_order=True).to_list():
+        e = t.filter(t["experiment"] == exp)
+        T = int(e["t"].max())
+        marks = sorted({max(1, T // 4), max(1, T // 2), T})
+        print(f"\n{exp}")
+        print(f"  {'algorithm':22s}" + "".join(f"{'norm. t=' + str(m):>18s}" for m in marks)
+              + f"{'regret t=' + str(T):>22s}")
+        for fam in e["family"].unique(maintain_order=True).to_list():
+            f = e.filter(e["family"] == fam)
+            cells = []
+            for m in marks:
+                r = f.filter(f["t"] == m)
+                v = r["normalised"][0] if r.height else None
+                cells.append("–" if v is None else f"{0.0 if abs(v) < 5e-4 else v:.3f}")
+            last = f.filter(f["t"] == T).row(0, named=True)
+            print(f"  {fam:22s}" + "".join(f"{c:>18s}" for c in cells)
+                  + f"{last['regret']:>11.3f} [{last['regret_low']:.2f}, "
+                    f"{last['regret_high']:.2f}]")
+    a = c.tables["aggregate"]
+    if not a.is_empty():
+        T = int(a["t"].max())
+        print(f"\nacross experiments: IQM of the normalised score at t={T}")
+        for r in a.filter(a["t"] == T).sort("iqm", descending=True).iter_rows(named=True):
+            print(f"  {r['family']:22s} {r['iqm']:.3f} [{r['iqm_low']:.3f}, "
+                  f"{r['iqm_high']:.3f}]  ({r['n_experiments']} experiments)")
+    if args.output:
+        paths = C.write_tables(c, args.output)
+        print(f"\nwrote {', '.join(str(p) for p in paths.values())}")
+    return 0
