@@ -61,7 +61,7 @@ if workflow.is_main_process:  # what the plan runs (compat variants named, never
         f"bbrl: {len(PLAN.experiments)} experiment{'s' * (len(PLAN.experiments) != 1)}, "
         f"{len(PLAN.agents)} agent "
         f"configurations; agents per algorithm:",
-        *("  " + line for line in PLAN.agents_summary()),
+        *(f"  {line}" for line in PLAN.agents_summary()),
         sep="\n",
         file=sys.stderr,
     )

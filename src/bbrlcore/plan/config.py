@@ -115,7 +115,8 @@ def load(
 
     for k in cfg:
         if k not in DEFAULTS:
-            raise fail(k, f"unknown key (known: {', '.join(DEFAULTS)})")
+            raise fail(repr(k) if not isinstance(k, str) else k,
+                       f"unknown key (known: {', '.join(DEFAULTS)})")
     for k, d in DEFAULTS.items():
         if k not in cfg or (cfg[k] is None and d is not None and d is not ...):
             if d is ...:

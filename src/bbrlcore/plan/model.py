@@ -143,6 +143,7 @@ class AgentConfig:
 def preset_key(key: str, preset: str | None, from_preset: set[str]) -> str:
     """``key`` (``n_mdps='eight'``, ``algorithms.bamcp[1].K``) as the user wrote it: under
     ``presets.PRESET.`` when its top-level key came from the preset."""
+    key = str(key)
     top = re.split(r"[.\[=]", key, maxsplit=1)[0]
     return f"presets.{preset}.{key}" if preset and top in from_preset else key
 
