@@ -582,3 +582,23 @@ def test_find_family_ignores_case_and_takes_ids(name, upper):
     assert find_family(typed, fams) == name
     assert find_family("e-greedy", fams) == "e-Greedy"
     assert find_family("opps-ds", fams) == "OPPS-DS"
+
+
+def test_cli_report_score_and_versus(tmp_path, bbrl_cmd, env_with_cache):
+    from bbrlcore.formats import artefacts
+
+    m = learning_runs(("GC-GC", "GC-UGC"), n=8, T=6)
+    artefacts.write_artefact(tmp_path / "m.parquet", m, "merged", {})
+    base = bbrl_cmd + ["report", "m.parquet", "--no-pdf", "--bootstrap-resamples", "100"]
+    r = subprocess.run(base + ["--versus", "nope", "-o", "bad"], capture_output=True,
+                       text=True, env=env_with_cache, cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "'nope': no such algorithm" in r.stderr and "PSRL, BOSS" in r.stderr
+    assert not (tmp_path / "bad").exists()
+    r = subprocess.run(base + ["--score", "undiscounted", "--versus", "PSRL", "-o", "ok"],
+                       capture_output=True, text=True, env=env_with_cache, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    html = (tmp_path / "ok" / "index.html").read_text()
+    assert "Score: the mean undiscounted sum of rewards" in html and 'id="fig-versus"' in html
+    assert (pl.read_parquet(tmp_path / "ok" / "data" / "versus.parquet")["family"]
+            == "PSRL").all()

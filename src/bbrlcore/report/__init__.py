@@ -7,7 +7,15 @@ Parquet under ``data/`` so any plot can be redone with polars. When the results 
 configurations of the paper's tables, a section "Against the published numbers" puts each
 published row beside ours with a verdict, and the time-constraint sequences beside the
 paper's (:func:`published_section`, :mod:`bbrlcore.analysis.published`; ``data/published.parquet``
-and ``data/published-sequences.parquet``).
+and ``data/published-sequences.parquet``). The score (``score``: the discounted return, the
+paper's, or the undiscounted sum of rewards) is the report's choice, used everywhere but in
+the published comparison (always discounted). Learning curves (:func:`curves_section`,
+:mod:`bbrlcore.analysis.curves`) need the runs' per-step rewards: each experiment's page
+shows its algorithms' curves, the summary page the IQM of the normalised score against
+time and, along each ladder of a problem family, the curves of each size side by side
+(``data/curves.parquet``, ``data/curves-aggregate.parquet``). The probability of
+improvement is a matrix of P(X > Y); ``versus`` draws one algorithm against every other
+(``data/versus.parquet``).
 
 Differences from the original ``BBRL-export`` (03 §2–4, §7), all deliberate:
 

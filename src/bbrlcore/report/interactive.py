@@ -5,7 +5,8 @@ Each function takes a table of :mod:`bbrlcore.analysis.constraints` or
 (JSON-able; the page draws it with ``Plotly.newPlot``). Hovering a point shows the agent
 id, its parameters, its score with the 95% interval and its offline and online times;
 clicking a family in the legend hides or shows it; the score-against-time figures have
-buttons switching the time axis between log and linear.
+buttons switching the time axis between log and linear, the learning curves buttons
+switching the view (cumulative reward, normalised score, cumulative regret).
 
 **Library.** plotly.js, from the ``plotly`` Python package (MIT licence, released every
 few weeks), which ships the minified library: :func:`write_library` copies it once into
