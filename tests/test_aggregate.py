@@ -651,3 +651,35 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path, bbrl_cmd, env_with_cache):
     assert r.returncode == 2 and "--resamples 10: must be >= 100" in r.stderr
     r = _cli(bbrl_cmd, env_with_cache, tmp_path, "missing.parquet")
     assert r.returncode == 2 and r.stderr.count("\n") == 1
+
+
+def test_cli_versus_prints_one_algorithm_against_every_other(tmp_path, bbrl_cmd,
+                                                             env_with_cache):
+    """Issue 25: ``--versus NAME`` prints P(NAME > Y) and P(Y > NAME) with intervals for
+    every other algorithm Y; an unknown name is one line listing the algorithms."""
+    from synthetic_runs import learning_runs
+
+    m = learning_runs(("GC-GC", "GC-UGC"), n=10, T=8)
+    artefacts.write_artefact(tmp_path / "m.parquet", m, "merged", {})
+    r = _cli(bbrl_cmd, env_with_cache, tmp_path, "m.parquet", "--resamples", "100",
+             "--versus", "beb (compat)")
+    assert r.returncode == 0, r.stderr
+    block = r.stdout.split("BEB (compat) against every other algorithm")[1]
+    lines = [ln for ln in block.split("-----\n", 1)[1].splitlines() if ln.strip()]
+    others = ["Random", "e-Greedy", "Soft-max", "BAMCP", "BEB", "PSRL", "BOSS"]
+    assert sorted(ln.split("  ")[0] for ln in lines) == sorted(others)
+    assert "P(BEB (compat) > Y)" in block and "P(Y > BEB (compat))" in block
+    from bbrlcore.cli.aggregate import _ci
+
+    agg = A.compute(m, n_resamples=100)
+    v = A.versus(agg, "BEB (compat)")
+    for row in v.iter_rows(named=True):
+        line = next(ln for ln in lines if ln.startswith(row["opponent"] + "  "))
+        assert _ci(row["probability"], row["ci_low"], row["ci_high"]) in line
+        assert _ci(row["reverse_probability"], row["reverse_ci_low"],
+                   row["reverse_ci_high"]) in line
+    r = _cli(bbrl_cmd, env_with_cache, tmp_path, "m.parquet", "--resamples", "100",
+             "--versus", "mine")
+    assert r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1
+    assert r.stderr.startswith("bbrl: error: --versus 'mine': no such algorithm")
+    assert "Random, e-Greedy, Soft-max, BAMCP, BEB, BEB (compat), PSRL, BOSS" in r.stderr

@@ -7,6 +7,8 @@ import subprocess
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import reference_hardness  # the former dense diameter (tests/)
 from bbrlcore import protocol as E
@@ -15,6 +17,7 @@ from bbrlcore.analysis import constraints as analysis
 from bbrlcore.mdp import distributions as D
 from bbrlcore.mdp import hardness
 from bbrlcore.report import figures
+from synthetic_runs import learning_runs  # runs with per-step rewards (tests/)
 
 
 def synthetic(n=200, seed=0):
@@ -111,22 +114,32 @@ def small_report(tmp_path_factory):
     return out, index, summary
 
 
+def _has_rewards(out):
+    """Whether the report's runs recorded per-step rewards (its learning curves)."""
+    return (out / "data" / "curves.parquet").exists()
+
+
 def test_html_report(small_report):
     """A summary page up front (statistics across experiments, best agents, links), a page
     per experiment with its interactive figures, plotly.js beside them (no network)."""
     out, index, summary = small_report
     html = index.read_text()
+    curves = _has_rewards(out)
     assert html.count("<h2") >= 3 and "GDL-UGDL" in html and "GDL-GDL" in html
     assert 'id="aggregates">Across experiments' in html and "Hardness" in html
     # metrics, profiles, improvement; the hardness map and scores against hardness (a
-    # single GDL has no ladder of sizes)
-    assert html.count('class="bbrl-figure"') == 5
+    # single GDL has no ladder of sizes); the IQM against time with per-step rewards
+    assert html.count('class="bbrl-figure"') == 5 + curves
+    assert (report.NO_REWARDS in html) != curves
     assert 'href="experiments/GDL-GDL.html"' in html and 'href="experiments/GDL-UGDL.html"' in html
     assert '<script src="plotly.min.js">' in html and "http" not in html.split("<body>")[0]
     assert (out / "plotly.min.js").stat().st_size > 1_000_000
     for exp in ("GDL-GDL", "GDL-UGDL"):
         page = (out / "experiments" / f"{exp}.html").read_text()
-        assert page.count('class="bbrl-figure"') == 3  # offline, online, constraint map
+        # online, constraint map (and the learning curves); no agent learns offline here,
+        # so no score-against-offline-time figure, and a sentence saying so
+        assert page.count('class="bbrl-figure"') == 2 + curves
+        assert 'id="fig-offline"' not in page and "No agent here learns offline" in page
         assert '<script src="../plotly.min.js">' in page
         assert "e-greedy__epsilon=0.1" in page  # hover data: the agent ids
     for name in ["metrics", "profiles", "improvement", "normalised", "best-agents",
@@ -172,8 +185,13 @@ def test_latex_report(small_report):
     out, _, _ = small_report
     tex = (out / "report.tex").read_text()
     assert tex.startswith("\\documentclass") and tex.rstrip().endswith("\\end{document}")
-    # per experiment 3, the hardness spread, the hardness map, scores against hardness
-    assert "\\toprule" in tex and tex.count("\\includegraphics") == 2 * 3 + 1 + 2
+    # per experiment 2 (online, map: nothing learns offline here) and its learning curves
+    # when recorded, the P(X > Y) matrix (and the IQM against time), the hardness spread,
+    # the hardness map, scores against hardness
+    c = _has_rewards(out)
+    assert "\\toprule" in tex and tex.count("\\includegraphics") == (
+        2 * (2 + c) + (1 + c) + 1 + 2)
+    assert tex.count("No agent here learns offline") == 2
     for line in tex.splitlines():
         if "includegraphics" in line:
             name = line.split("{figures/")[1].split("}")[0]
@@ -261,3 +279,326 @@ def test_report_map_page_matches_the_table(small_report, exp):
     page = (out / "experiments" / f"{exp}.html").read_text()
     spec = page.split('id="fig-map"><script type="application/json">')[1].split("</script>")[0]
     _assert_map_figure_matches_table(json.loads(spec.replace("<\\/", "</")), cmap)
+
+
+# ---------------------------------------------------------------------------------------
+# Learning curves, the score, one algorithm against the others (issues 25 and 28): reports
+# of synthetic runs with per-step rewards (tests/synthetic_runs.py), no agent trained
+
+LADDER = ("GC-GC", "GC-UGC", "DeepSea-5-DeepSea-5", "DeepSea-10-DeepSea-10")
+
+
+def _spec(page_html, fig_id):
+    """The plotly figure embedded in a page under ``fig_id``."""
+    marker = f'id="{fig_id}"><script type="application/json">'
+    assert marker in page_html, fig_id
+    return json.loads(page_html.split(marker)[1].split("</script>")[0].replace("<\\/", "</"))
+
+
+@pytest.fixture(scope="module")
+def learning_report(tmp_path_factory):
+    from bbrlcore.analysis.results import summary_table
+
+    out = tmp_path_factory.mktemp("learning-report")
+    merged = learning_runs(LADDER, offline={("GC-GC", "bamcp__K=10__depth=5"): 2.0})
+    index = report.build(merged, summary_table(merged), out, pdf=False,
+                         bootstrap_resamples=200, bootstrap_seed=4, versus="psrl")
+    return out, index, merged
+
+
+def _views(fig):
+    """view -> {(meta...): (x, y, customdata)} from the figure's buttons."""
+    menu = fig["layout"]["updatemenus"][0]
+    out = {}
+    for b, view in zip(menu["buttons"], ["cumulative", "normalised", "regret"], strict=True):
+        data = b["args"][0]
+        out[view] = {tuple(tr["meta"]): (x, y, cd) for tr, x, y, cd in zip(
+            fig["data"], data["x"], data["y"], data["customdata"], strict=True)}
+    return out
+
+
+def _assert_curves_figure_matches_table(fig, table, experiments):
+    """Every view of a learning-curve figure draws the ``curves`` table's rows of those
+    experiments: each family's line (t, value, [low, high]) and band (high forwards, low
+    backwards), nothing else."""
+    views = _views(fig)
+    t = table.filter(pl.col("experiment").is_in(experiments))
+    keys = {(e, f) for e, f in t.select("experiment", "family").unique().iter_rows()}
+    for view, traces in views.items():
+        assert {(k[0], k[1]) for k in traces} == keys
+        assert len(traces) == 2 * len(keys)
+        for (exp, fam), g in t.group_by(["experiment", "family"]):
+            g = g.sort("t")
+            x, y, cd = traces[(exp, fam, "line")]
+            assert x == g["t"].to_list() and y == g[view].to_list(), (view, exp, fam)
+            assert cd == [[a, b] for a, b in zip(g[f"{view}_low"], g[f"{view}_high"],
+                                                  strict=True)]
+            ok = g.filter(pl.col(f"{view}_low").is_not_null())
+            bx, by, _ = traces[(exp, fam, "band")]
+            assert bx == ok["t"].to_list() + ok["t"].to_list()[::-1]
+            assert by == ok[f"{view}_high"].to_list() + ok[f"{view}_low"].to_list()[::-1]
+    # the figure first shows one of the views, as its active button says
+    first = list(views)[fig["layout"]["updatemenus"][0]["active"]]
+    for tr in fig["data"]:
+        assert tr["y"] == views[first][tuple(tr["meta"])][1]
+
+
+@pytest.mark.parametrize("exp", LADDER)
+def test_learning_curves_page_draws_its_table(learning_report, exp):
+    out, _, _ = learning_report
+    from bbrlcore.formats import artefacts
+
+    table, meta = artefacts.read_artefact(out / "data" / "curves.parquet", "curves")
+    assert meta["n_resamples"] == 200 and meta["seed"] == 4 and meta["score"] == "discounted"
+    page = (out / "experiments" / f"{exp}.html").read_text()
+    fig = _spec(page, "fig-curves")
+    _assert_curves_figure_matches_table(fig, table, [exp])
+    # the best agent of each family and Optimal: the legend toggles a family's line and band
+    fams = {tr["meta"][1] for tr in fig["data"]}
+    assert "Optimal" in fams and "PSRL" in fams and "BEB (compat)" in fams
+    assert all(tr["legendgroup"] == tr["meta"][1] for tr in fig["data"])
+    assert [b["label"] for b in fig["layout"]["updatemenus"][0]["buttons"]] == [
+        "cumulative reward", "normalised score", "cumulative regret"]
+    assert (out / "figures" / f"{exp}-curves.pdf").exists()
+
+
+def test_iqm_and_ladder_curves_draw_their_tables(learning_report):
+    out, index, _ = learning_report
+    html = index.read_text()
+    table = pl.read_parquet(out / "data" / "curves.parquet")
+    agg = pl.read_parquet(out / "data" / "curves-aggregate.parquet")
+    fig = _spec(html, "fig-curves-iqm")
+    lines = {tr["meta"][0]: tr for tr in fig["data"] if tr["meta"][1] == "line"}
+    bands = {tr["meta"][0]: tr for tr in fig["data"] if tr["meta"][1] == "band"}
+    assert set(lines) == set(bands) == set(agg["family"])
+    for (fam,), g in agg.group_by(["family"]):
+        g = g.sort("t")
+        assert lines[fam]["x"] == g["t"].to_list() and lines[fam]["y"] == g["iqm"].to_list()
+        assert bands[fam]["y"] == g["iqm_high"].to_list() + g["iqm_low"].to_list()[::-1]
+    # one ladder (DeepSea, accurate prior, sizes 5 and 10), side by side, normalised first
+    lad = _spec(html, "fig-curves-ladder-1")
+    _assert_curves_figure_matches_table(
+        lad, table, ["DeepSea-5-DeepSea-5", "DeepSea-10-DeepSea-10"])
+    assert lad["layout"]["updatemenus"][0]["active"] == 1
+    assert {tr["xaxis"] for tr in lad["data"]} == {"x", "x2"}
+    assert "DeepSea, accurate prior" in lad["layout"]["title"]["text"]
+    assert "fig-curves-ladder-2" not in html  # GC is not a ladder
+    for f in ("curves-iqm.pdf", "curves-ladder-1.pdf"):
+        assert (out / "figures" / f).exists()
+
+
+def test_improvement_matrix_one_cell_per_ordered_pair(learning_report):
+    out, index, _ = learning_report
+    imp = pl.read_parquet(out / "data" / "aggregate-improvement.parquet")
+    metrics = pl.read_parquet(out / "data" / "aggregate-metrics.parquet")
+    fig = _spec(index.read_text(), "fig-improvement")
+    (trace,) = fig["data"]
+    fams = metrics["family"].to_list()  # best IQM first
+    n = len(fams)
+    assert n == 8 and imp.height == 56 == n * (n - 1)
+    assert trace["x"] == fams and trace["y"] == fams
+    cells = [(i, j) for i in range(n) for j in range(n) if trace["z"][i][j] is not None]
+    assert len(cells) == imp.height and all(i != j for i, j in cells)
+    for r in imp.iter_rows(named=True):
+        i, j = fams.index(r["family_x"]), fams.index(r["family_y"])
+        assert trace["z"][i][j] == r["probability"]
+        text = trace["text"][i][j]
+        assert f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]" in text
+        assert f"paired (same test MDP): {r['paired_probability']:.3f}" in text
+    assert (out / "figures" / "improvement-matrix.pdf").exists()
+
+
+def test_versus_figure_draws_its_table(learning_report):
+    out, index, _ = learning_report
+    from bbrlcore.report import interactive as I
+
+    v = pl.read_parquet(out / "data" / "versus.parquet")
+    imp = pl.read_parquet(out / "data" / "aggregate-improvement.parquet")
+    mine = imp.filter(pl.col("family_x") == "PSRL")
+    assert v.height == 7 == mine.height and set(v["family"]) == {"PSRL"}
+    assert set(v["opponent"]) == set(mine["family_y"])
+    for r in v.iter_rows(named=True):
+        m = mine.filter(pl.col("family_y") == r["opponent"]).row(0, named=True)
+        assert r["probability"] == m["probability"]
+        assert r["reverse_probability"] == pytest.approx(1 - m["probability"])
+        assert r["reverse_ci_low"] == pytest.approx(1 - m["ci_high"])
+        want = ("better" if m["ci_low"] > 0.5 else "worse" if m["ci_high"] < 0.5
+                else "unclear")
+        assert r["verdict"] == want
+    assert v["probability"].is_sorted(descending=True)
+    html = index.read_text()
+    # at the top of the statistics across experiments: before the metrics
+    assert html.index('id="fig-versus"') < html.index('id="fig-metrics"')
+    fig = _spec(html, "fig-versus")
+    main, paired = fig["data"]
+    assert main["x"] == v["probability"].to_list()
+    assert fig["layout"]["yaxis"]["ticktext"] == v["opponent"].to_list()
+    assert main["marker"]["color"] == [I.VERDICT_COLOURS[x] for x in v["verdict"]]
+    lo = [x - e for x, e in zip(main["x"], main["error_x"]["arrayminus"], strict=True)]
+    assert lo == pytest.approx(v["ci_low"].to_list())
+    assert paired["x"] == v["paired_probability"].to_list()
+    counts = {k: int((v["verdict"] == k).sum()) for k in ("better", "worse", "unclear")}
+    assert (f"PSRL is better than {counts['better']}, worse than {counts['worse']} and not "
+            f"clearly different from {counts['unclear']}") in " ".join(html.split())
+
+
+def test_offline_figure_hidden_when_nothing_learns_offline(learning_report):
+    out, _, _ = learning_report
+    shown = (out / "experiments" / "GC-GC.html").read_text()  # BAMCP: 2 s offline
+    assert 'id="fig-offline"' in shown and "No agent here learns offline" not in shown
+    assert (out / "figures" / "GC-GC-offline.pdf").exists()
+    hidden = (out / "experiments" / "GC-UGC.html").read_text()  # every offline time 0
+    assert 'id="fig-offline"' not in hidden and 'id="fig-online"' in hidden
+    assert "No agent here learns offline" in hidden
+    assert not (out / "figures" / "GC-UGC-offline.pdf").exists()
+    assert (out / "data" / "GC-UGC-offline.parquet").exists()  # the table stays
+
+
+def test_learning_report_latex(learning_report):
+    out, _, _ = learning_report
+    tex = (out / "report.tex").read_text()
+    for name in ("GC-GC-curves", "GC-UGC-curves", "curves-iqm", "curves-ladder-1",
+                 "versus", "improvement-matrix", "GC-GC-offline"):
+        assert f"figures/{name}.pdf" in tex, name
+    assert "figures/GC-UGC-offline.pdf" not in tex
+    assert tex.count("No agent here learns offline") == 3  # every experiment but GC-GC
+    assert "Score: the mean discounted return (the paper's score)" in tex
+    for line in tex.splitlines():
+        if "includegraphics" in line:
+            assert (out / line.split("{")[-1].rstrip("}")).exists(), line
+    if shutil.which("pdflatex"):
+        r = report.compile_latex(out)
+        assert r.returncode == 0, r.stdout[-2000:]
+
+
+def test_familywise_error_points_to_holm(learning_report, tmp_path):
+    from bbrlcore.analysis.results import summary_table
+
+    out, index, _ = learning_report
+    html = " ".join(index.read_text().split())
+    sentence = html.split("Comparisons per experiment and the family-wise error level used")[1]
+    sentence = sentence.split("</p>")[0]
+    assert "<code>multiple_comparisons: holm</code> in config.yaml" in sentence
+    assert "<code>bbrl report --correction holm</code>" in sentence
+    assert "GC-GC: 7 comparisons, 0.35" in sentence
+    page = " ".join((out / "experiments" / "GC-GC.html").read_text().split())
+    assert "family-wise error level 0.35" in page and "--correction holm" in page
+    assert "--correction holm" in (out / "report.tex").read_text()
+    # with Holm, the level is alpha: nothing to point to
+    m = learning_runs(("GC-GC",), n=8, T=6)
+    idx = report.build(m, summary_table(m), tmp_path / "holm", pdf=False,
+                       correction="holm", bootstrap_resamples=100)
+    assert "bbrl report --correction holm" not in idx.read_text()
+
+
+def test_without_rewards_the_sections_say_so(tmp_path):
+    from bbrlcore.analysis.results import summary_table
+
+    m = learning_runs(("GC-GC", "GC-UGC"), n=8, T=6, rewards=False)
+    index = report.build(m, summary_table(m), tmp_path, pdf=False, bootstrap_resamples=100)
+    html = index.read_text()
+    assert report.NO_REWARDS == ("Learning curves need per-step rewards; these runs were "
+                                 "made before bbrl recorded them.")
+    assert html.count(report.NO_REWARDS) == 1 and 'id="fig-curves-iqm"' not in html
+    for exp in ("GC-GC", "GC-UGC"):
+        page = (tmp_path / "experiments" / f"{exp}.html").read_text()
+        assert page.count(report.NO_REWARDS) == 1 and 'id="fig-curves"' not in page
+    tex = (tmp_path / "report.tex").read_text()
+    assert tex.count(report.NO_REWARDS) == 3
+    assert not [ln for ln in tex.splitlines() if "includegraphics" in ln and "curves" in ln]
+    assert not (tmp_path / "data" / "curves.parquet").exists()
+
+
+def test_the_score_is_the_reports_choice(tmp_path):
+    from bbrlcore.analysis.results import summary_table
+    from bbrlcore.errors import BBRLError
+    from bbrlcore.formats import artefacts
+
+    m = learning_runs(("GC-GC", "GC-UGC"), n=10, T=8)
+    with pytest.raises(BBRLError, match="score='total'"):
+        report.build(m, summary_table(m), tmp_path / "x", score="total")
+    with pytest.raises(BBRLError, match="summary was made with score=discounted"):
+        report.build(m, summary_table(m), tmp_path / "x", score="undiscounted")
+    assert not (tmp_path / "x").exists()
+    out = tmp_path / "u"
+    index = report.build(m, summary_table(m, "undiscounted"), out, pdf=False,
+                         score="undiscounted", bootstrap_resamples=100)
+    assert (pl.read_parquet(out / "data" / "summary.parquet")["score"] == "undiscounted").all()
+    best = pl.read_parquet(out / "data" / "GC-GC-best.parquet")
+    g = m.filter(pl.col("experiment") == "GC-GC")
+    for r in best.iter_rows(named=True):
+        want = g.filter(pl.col("agent") == r["agent"])["undiscounted_return"].mean()
+        assert r["mean"] == pytest.approx(want)
+    _, meta = artefacts.read_artefact(out / "data" / "aggregate-metrics.parquet", "aggregate")
+    assert meta["score"] == "undiscounted"
+    _, meta = artefacts.read_artefact(out / "data" / "curves.parquet", "curves")
+    assert meta["score"] == "undiscounted"
+    html = index.read_text()
+    assert "Score: the mean undiscounted sum of rewards over the horizon (T = 8)" in html
+    assert "mean sum of rewards" in (out / "experiments" / "GC-GC.html").read_text()
+    assert "undiscounted sum of rewards" in (out / "report.tex").read_text()
+
+
+def test_versus_unknown_name_is_one_line_and_writes_nothing(tmp_path):
+    from bbrlcore.analysis.results import summary_table
+    from bbrlcore.errors import BBRLError
+
+    m = learning_runs(("GC-GC",), n=8, T=6)
+    with pytest.raises(BBRLError) as e:
+        report.build(m, summary_table(m), tmp_path / "r", versus="nope")
+    msg = str(e.value)
+    assert "\n" not in msg and "'nope'" in msg
+    assert "Random, e-Greedy, Soft-max, BAMCP, BEB, BEB (compat), PSRL, BOSS" in msg
+    assert "Optimal" not in msg  # the reference is no contender
+    assert not (tmp_path / "r").exists()
+
+
+def test_versus_of_a_family_left_out_is_a_note(tmp_path):
+    from bbrlcore.analysis import aggregate as A
+    from bbrlcore.analysis.results import summary_table
+    from bbrlcore.errors import BBRLError
+
+    m = learning_runs(("GC-GC", "GC-UGC"), n=8, T=6).filter(
+        ~((pl.col("experiment") == "GC-UGC") & (pl.col("algorithm") == "boss")))
+    agg = A.compute(m, n_resamples=100)
+    with pytest.raises(BBRLError, match="BOSS has no agent within the bounds in GC-UGC"):
+        A.versus(agg, "boss")
+    index = report.build(m, summary_table(m), tmp_path, pdf=False, bootstrap_resamples=100,
+                         versus="BOSS")
+    html = index.read_text()
+    assert "BOSS has no agent within the bounds in GC-UGC" in html
+    assert 'id="fig-versus"' not in html
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(["Random", "e-Greedy", "BEB", "BEB (compat)", "PSRL", "OPPS-DS"]),
+       st.lists(st.booleans(), min_size=12, max_size=12))
+def test_find_family_ignores_case_and_takes_ids(name, upper):
+    from bbrlcore.analysis.aggregate import find_family
+
+    fams = ["Random", "e-Greedy", "BEB", "BEB (compat)", "PSRL", "OPPS-DS"]
+    typed = "".join(c.upper() if u else c.lower() for c, u in zip(name, upper + [False] * 20,
+                                                                  strict=False))
+    assert find_family(typed, fams) == name
+    assert find_family("e-greedy", fams) == "e-Greedy"
+    assert find_family("opps-ds", fams) == "OPPS-DS"
+
+
+def test_cli_report_score_and_versus(tmp_path, bbrl_cmd, env_with_cache):
+    from bbrlcore.formats import artefacts
+
+    m = learning_runs(("GC-GC", "GC-UGC"), n=8, T=6)
+    artefacts.write_artefact(tmp_path / "m.parquet", m, "merged", {})
+    base = bbrl_cmd + ["report", "m.parquet", "--no-pdf", "--bootstrap-resamples", "100"]
+    r = subprocess.run(base + ["--versus", "nope", "-o", "bad"], capture_output=True,
+                       text=True, env=env_with_cache, cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "'nope': no such algorithm" in r.stderr and "PSRL, BOSS" in r.stderr
+    assert not (tmp_path / "bad").exists()
+    r = subprocess.run(base + ["--score", "undiscounted", "--versus", "PSRL", "-o", "ok"],
+                       capture_output=True, text=True, env=env_with_cache, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    html = (tmp_path / "ok" / "index.html").read_text()
+    assert "Score: the mean undiscounted sum of rewards" in html and 'id="fig-versus"' in html
+    assert (pl.read_parquet(tmp_path / "ok" / "data" / "versus.parquet")["family"]
+            == "PSRL").all()

@@ -674,3 +674,73 @@ def write_tables(agg: Aggregates, out_dir: str | Path) -> dict[str, Path]:
         artefacts.write_artefact(path, table, "aggregate", {"table": name, **agg.meta})
         paths[name] = path
     return paths
+
+
+# ---------------------------------------------------------------------------------------
+# One algorithm against all the others ("how does mine compare?")
+
+#: Columns of :func:`versus`.
+VERSUS_COLUMNS = ("family", "opponent", "probability", "ci_low", "ci_high",
+                  "reverse_probability", "reverse_ci_low", "reverse_ci_high",
+                  "paired_probability", "paired_ci_low", "paired_ci_high", "verdict")
+
+
+def find_family(name: str, families: Sequence[str], option: str = "--versus") -> str:
+    """The family that ``name`` designates among ``families``: its name as shown
+    (``BEB (compat)``), the same ignoring case, or an algorithm's id (``beb`` -> ``BEB``,
+    a plugin's id -> its display name); else one line naming ``option`` and listing the
+    families.
+
+    Examples
+    --------
+    >>> find_family("beb", ["Random", "BEB", "BEB (compat)"])
+    'BEB'
+    >>> find_family("beb (COMPAT)", ["BEB", "BEB (compat)"])
+    'BEB (compat)'
+    """
+    from bbrlcore.analysis.constraints import display_name
+
+    fams = list(families)
+    if name in fams:
+        return name
+    folded = {f.casefold(): f for f in fams}
+    for cand in (name, display_name(name), display_name(name.casefold())):
+        if cand.casefold() in folded:
+            return folded[cand.casefold()]
+    raise BBRLError(f"{option} {name!r}: no such algorithm in these results; the "
+                    f"algorithms are: {', '.join(_family_order(fams))}")
+
+
+def versus(agg: Aggregates, name: str, option: str = "--versus") -> pl.DataFrame:
+    """One algorithm against every other: P(NAME > Y) for each other family Y, from the
+    ``improvement`` table of :func:`compute` (its 95% interval; ``reverse_*`` is
+    P(Y > NAME) = 1 − P(NAME > Y) with the interval mirrored; ``paired_*`` the paired
+    version, same test MDP), best first. ``verdict`` reads the interval of
+    ``probability``: ``better`` (above 0.5), ``worse`` (below 0.5) or ``unclear`` (it
+    contains 0.5).
+
+    ``name`` is found by :func:`find_family`; a family left out of the aggregates (no agent
+    within the bounds in some experiment) is one line naming those experiments.
+
+    Returns
+    -------
+    polars.DataFrame
+        :data:`VERSUS_COLUMNS`, one row per other family.
+    """
+    fams = list(agg.meta.get("families", [])) + sorted(agg.excluded)
+    fam = find_family(name, fams, option)
+    if fam in agg.excluded:
+        raise BBRLError(f"{option} {name!r}: {fam} has no agent within the bounds in "
+                        f"{', '.join(agg.excluded[fam])}, so it is left out of the "
+                        "comparisons across experiments")
+    imp = agg.tables["improvement"].filter(pl.col("family_x") == fam)
+    verdict = (pl.when(pl.col("ci_low") > 0.5).then(pl.lit("better"))
+               .when(pl.col("ci_high") < 0.5).then(pl.lit("worse"))
+               .otherwise(pl.lit("unclear")))
+    return (imp.rename({"family_x": "family", "family_y": "opponent"})
+            .with_columns((1.0 - pl.col("probability")).alias("reverse_probability"),
+                          (1.0 - pl.col("ci_high")).alias("reverse_ci_low"),
+                          (1.0 - pl.col("ci_low")).alias("reverse_ci_high"),
+                          verdict.alias("verdict"))
+            .sort(["probability", "opponent"], descending=[True, False])
+            .select(VERSUS_COLUMNS))

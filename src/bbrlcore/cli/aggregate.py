@@ -2,10 +2,13 @@
 :mod:`bbrlcore.analysis.aggregate`.
 
 ``bbrl aggregate MERGED... [--seed S] [--resamples N] [--offline-bound s]
-[--online-bound s] [--alpha A] [--correction none|holm] [-o DIR]`` prints the aggregate
-tables (metrics with stratified-bootstrap intervals, probabilities of improvement, the
-performance profiles at a few thresholds, "among the best" per experiment) and, with
-``-o``, writes every table as Parquet into DIR (``results/report/data/`` in the workflow).
+[--online-bound s] [--alpha A] [--correction none|holm] [--versus NAME] [-o DIR]`` prints
+the aggregate tables (metrics with stratified-bootstrap intervals, probabilities of
+improvement, the performance profiles at a few thresholds, "among the best" per
+experiment) and, with ``-o``, writes every table as Parquet into DIR
+(``results/report/data/`` in the workflow). ``--versus NAME`` adds one algorithm against
+every other: P(NAME > Y) and P(Y > NAME) with their intervals, for every Y
+(:func:`bbrlcore.analysis.aggregate.versus`).
 """
 
 from __future__ import annotations
@@ -54,6 +57,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--merge-compat", action="store_true",
                    help="compat variants compete within their algorithm instead of being "
                    "families of their own")
+    p.add_argument("--versus", metavar="NAME",
+                   help="also compare one algorithm (as the report names it, e.g. 'BEB "
+                   "(compat)', or its id) with every other: P(NAME > Y) and P(Y > NAME)")
     p.add_argument("-o", "--output", metavar="DIR",
                    help="also write the tables as Parquet into DIR")
     p.set_defaults(func=_aggregate, io=IO(inputs=("merged",), outdirs=("output",),
@@ -166,6 +172,27 @@ def render(agg: agg_mod.Aggregates) -> str:
     return "\n".join(lines)
 
 
+def render_versus(v: pl.DataFrame, confidence: float = 0.95) -> str:
+    """The terminal view of :func:`bbrlcore.analysis.aggregate.versus`: one row per other
+    algorithm, best first."""
+    if v.is_empty():
+        return "no other algorithm to compare with"
+    name = v["family"][0]
+    conf = f"{round(100 * confidence, 2):g}%"
+    words = {"better": f"{name} better", "worse": f"{name} worse",
+             "unclear": "no clear difference"}
+    rows = [[r["opponent"], _ci(r["probability"], r["ci_low"], r["ci_high"]),
+             _ci(r["reverse_probability"], r["reverse_ci_low"], r["reverse_ci_high"]),
+             _ci(r["paired_probability"], r["paired_ci_low"], r["paired_ci_high"]),
+             words[r["verdict"]]]
+            for r in v.iter_rows(named=True)]
+    head = [f"{name} against every other algorithm ({conf} CI; 0.5: no difference; "
+            f"verdict: whether the interval of P({name} > Y) is above or below 0.5)", ""]
+    return "\n".join(head) + "\n" + _table(
+        ["Y", f"P({name} > Y)", f"P(Y > {name})", "paired (same MDP)", "verdict"], rows,
+        right={1, 2, 3})
+
+
 def _aggregate(args: argparse.Namespace) -> int:
     from bbrlcore.analysis.results import read_runs
 
@@ -182,12 +209,20 @@ def _aggregate(args: argparse.Namespace) -> int:
     if not (0 < args.alpha < 1):
         raise BBRLError(f"--alpha {args.alpha}: must be in (0, 1)")
     merged = read_runs(args.merged, "aggregate")
+    if args.versus is not None:  # an unknown name fails before the bootstrap
+        pairs = merged.filter(pl.col("algorithm") != "optimal").select(
+            "algorithm", "compat").unique()
+        agg_mod.find_family(args.versus, [
+            agg_mod._family(a, bool(c), not args.merge_compat) for a, c in pairs.iter_rows()])
     agg = agg_mod.compute(
         merged, n_resamples=args.resamples, seed=args.seed,
         offline_bound=args.offline_bound, online_bound=args.online_bound,
         confidence=args.confidence, alpha=args.alpha, correction=args.correction,
         separate_compat=not args.merge_compat, score=args.score)
+    v = None if args.versus is None else agg_mod.versus(agg, args.versus)
     print(render(agg))
+    if v is not None:
+        print("\n" + render_versus(v, args.confidence))
     if args.output:
         paths = agg_mod.write_tables(agg, args.output)
         print(f"\nwrote {len(paths)} tables into {args.output}")

@@ -23,6 +23,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bootstrap-resamples", type=int, default=2000,
                    help="resamples of the aggregates' stratified bootstrap (2000)")
     p.add_argument("--bootstrap-seed", type=int, default=0, help="its seed (0)")
+    p.add_argument("--score", choices=("discounted", "undiscounted"), default="discounted",
+                   help="the score everywhere in the report: the discounted return (the "
+                   "paper's, default) or the undiscounted sum of rewards over the horizon")
+    p.add_argument("--versus", metavar="NAME",
+                   help="one algorithm (as the report names it, e.g. 'BEB (compat)', or its "
+                   "id) against every other, at the top of the statistics across experiments")
     p.add_argument("--plugins", nargs="*", default=[], metavar="REF",
                    help="plugin references (path/to/file.py:NAME, module:NAME) whose "
                    "display names the report shows; installed plugins are found by name")
@@ -40,7 +46,7 @@ def _report(args: argparse.Namespace) -> int:
     if args.n_bounds < 1:
         raise BBRLError(f"--n-bounds {args.n_bounds}: must be >= 1")
     merged, n_mdps = read_runs_with_sizes(args.merged, "report")
-    summary = summary_table(merged)
+    summary = summary_table(merged, args.score)
     test_sets = [E.read_test_set(p) for p in args.test_sets]
     check_test_sets(merged, test_sets, list(args.test_sets), n_mdps)
     if args.bootstrap_resamples < 100:
@@ -51,7 +57,8 @@ def _report(args: argparse.Namespace) -> int:
                          n_bounds=args.n_bounds, pdf=not args.no_pdf,
                          correction=args.correction,
                          bootstrap_resamples=args.bootstrap_resamples,
-                         bootstrap_seed=args.bootstrap_seed, display_names=names)
+                         bootstrap_seed=args.bootstrap_seed, display_names=names,
+                         score=args.score, versus=args.versus)
     print(f"wrote {index}")
     return 0
 

@@ -7,7 +7,15 @@ Parquet under ``data/`` so any plot can be redone with polars. When the results 
 configurations of the paper's tables, a section "Against the published numbers" puts each
 published row beside ours with a verdict, and the time-constraint sequences beside the
 paper's (:func:`published_section`, :mod:`bbrlcore.analysis.published`; ``data/published.parquet``
-and ``data/published-sequences.parquet``).
+and ``data/published-sequences.parquet``). The score (``score``: the discounted return, the
+paper's, or the undiscounted sum of rewards) is the report's choice, used everywhere but in
+the published comparison (always discounted). Learning curves (:func:`curves_section`,
+:mod:`bbrlcore.analysis.curves`) need the runs' per-step rewards: each experiment's page
+shows its algorithms' curves, the summary page the IQM of the normalised score against
+time and, along each ladder of a problem family, the curves of each size side by side
+(``data/curves.parquet``, ``data/curves-aggregate.parquet``). The probability of
+improvement is a matrix of P(X > Y); ``versus`` draws one algorithm against every other
+(``data/versus.parquet``).
 
 Differences from the original ``BBRL-export`` (03 §2–4, §7), all deliberate:
 
@@ -42,7 +50,12 @@ import polars as pl
 from bbrlcore import __version__
 from bbrlcore.analysis import constraints, stats
 from bbrlcore.analysis import published as P
-from bbrlcore.analysis.results import check_coverage, check_test_sets
+from bbrlcore.analysis.results import (
+    check_coverage,
+    check_test_sets,
+    score_column,
+    summary_table,
+)
 from bbrlcore.errors import BBRLError
 from bbrlcore.formats.artefacts import atomic_path
 from bbrlcore.mdp import hardness
@@ -79,26 +92,51 @@ def _params_text(agent: str) -> str:
     return ", ".join(parts) or "–"
 
 
+#: Below this offline time (seconds) an agent does not learn offline: when no agent of an
+#: experiment spends more, its score-against-offline-time figure (one vertical pile at
+#: "≈0") is left out.
+OFFLINE_NEGLIGIBLE_S = 1e-3
+#: What the learning-curve sections say when the runs have no per-step rewards.
+NO_REWARDS = ("Learning curves need per-step rewards; these runs were made before bbrl "
+              "recorded them.")
+#: The report's score (``score``): its wording on the pages.
+SCORE_TEXT = {"discounted": "mean discounted return (the paper's score)",
+              "undiscounted": "mean undiscounted sum of rewards over the horizon"}
+SCORE_AXIS = {"discounted": "mean discounted return", "undiscounted": "mean sum of rewards"}
+
+
 def experiment_section(
     exp: str, summary: pl.DataFrame, merged: pl.DataFrame, out: Path, alpha: float,
     n_bounds: int, styles: dict[str, Any], correction: str = "none",
+    score: str = "discounted", curves: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Tables and figures of one experiment (static for LaTeX, interactive for HTML)."""
+    """Tables and figures of one experiment (static for LaTeX, interactive for HTML),
+    ranked by ``score`` (``summary`` must be of that score). ``curves``: the learning
+    curves (``{"table": the curves table}``, or ``{"reason": why there are none}``)."""
+    col = score_column(score, merged)
     s = summary.filter(pl.col("experiment") == exp)
     m = merged.filter(pl.col("experiment") == exp).sort("mdp_index")
-    returns = {a: g.sort("mdp_index")["discounted_return"].to_numpy()
+    returns = {a: g.sort("mdp_index")[col].cast(pl.Float64).to_numpy()
                for (a,), g in m.group_by(["agent"])}
     test, prior = s["test"][0], s["prior"][0]
     kind = "accurate" if test == prior else "inaccurate"
     title = f"{exp} ({kind} prior)"
     data_dir = out / "data"
     fig_dir = out / "figures"
+    ylabel = f"{SCORE_AXIS[score]} (95% interval)"
 
-    f1, d1 = figures.time_vs_score(s, "offline_time_s", "offline time", title, styles)
-    fig_off = _save(f1, fig_dir / f"{exp}-offline")
+    # no agent learns offline: the offline figure would be one vertical pile at "≈0"
+    offline_shown = bool(s["offline_time_s"].max() > OFFLINE_NEGLIGIBLE_S)
+    f1, d1 = figures.time_vs_score(s, "offline_time_s", "offline time", title, styles,
+                                   ylabel)
     _write_parquet(d1, data_dir / f"{exp}-offline.parquet")
+    if offline_shown:
+        fig_off = _save(f1, fig_dir / f"{exp}-offline")
+    else:
+        figures.plt.close(f1)
+        fig_off = None
     f2, d2 = figures.time_vs_score(s, "online_time_per_decision_s",
-                                   "online time per decision", title, styles)
+                                   "online time per decision", title, styles, ylabel)
     fig_on = _save(f2, fig_dir / f"{exp}-online")
     _write_parquet(d2, data_dir / f"{exp}-online.parquet")
     # Optimal knows the test MDP: an upper reference, not a contender
@@ -108,15 +146,35 @@ def experiment_section(
     fig_map = _save(figures.constraint_map_figure(cmap, title, styles),
                     fig_dir / f"{exp}-constraint-map")
     times = s.select("agent", "offline_time_s", "online_time_per_decision_s")
+    yaxis = f"score ({SCORE_AXIS[score]})"
     interactive = {
-        "offline": I.to_json(I.time_vs_score(
-            d1.join(times, on="agent", how="left"), "offline time (s)",
-            f"{title}: score against offline time", styles)),
         "online": I.to_json(I.time_vs_score(
             d2.join(times.drop("online_time_per_decision_s"), on="agent", how="left"),
-            "online time per decision (s)", f"{title}: score against online time", styles)),
+            "online time per decision (s)", f"{title}: score against online time", styles,
+            yaxis)),
         "map": I.to_json(I.constraint_map(cmap, title, styles)),
     }
+    if offline_shown:
+        interactive["offline"] = I.to_json(I.time_vs_score(
+            d1.join(times, on="agent", how="left"), "offline time (s)",
+            f"{title}: score against offline time", styles, yaxis))
+
+    curve_sec: dict[str, Any] = {"available": False,
+                                 "reason": (curves or {}).get("reason", NO_REWARDS)}
+    table_c = (curves or {}).get("table")
+    if table_c is not None:
+        ct = table_c.filter(pl.col("experiment") == exp)
+        if ct.is_empty():
+            curve_sec["reason"] = "No learning curves for this experiment."
+        else:
+            panels = [(exp, title)]
+            curve_sec = {
+                "available": True,
+                "figure": I.to_json(I.learning_curves(
+                    ct, panels, styles, score, title=f"{title}: learning curves")),
+                "fig": _save(figures.learning_curves_figure(ct, panels, styles, score),
+                             fig_dir / f"{exp}-curves"),
+                "T": int(ct["t"].max())}
 
     best = constraints.among_best(contenders, returns, alpha, correction=correction)
     oracle = s.filter(pl.col("algorithm") == "optimal").select(
@@ -149,7 +207,8 @@ def experiment_section(
             "page": f"experiments/{exp}.html",
             "n_agents": s.height, "n_mdps": int(s["n"].max()), "rows": rows,
             "fig_offline": fig_off, "fig_online": fig_on, "fig_map": fig_map,
-            "interactive": interactive, "n_compared": n_compared,
+            "offline_shown": offline_shown,
+            "interactive": interactive, "n_compared": n_compared, "curves": curve_sec,
             "fwer": stats.familywise_error(n_compared, alpha, correction),
             "best_by_family": {r["family"]: r for r in rows},
             "empty_cells": empty_cells, "n_cells": int(cmap.select(
@@ -261,17 +320,20 @@ def problems_section(
 
 def aggregates_section(
     merged: pl.DataFrame, out: Path, styles: dict[str, Any], alpha: float, correction: str,
-    n_resamples: int, seed: int,
+    n_resamples: int, seed: int, score: str = "discounted", versus: str | None = None,
 ) -> dict[str, Any]:
-    """Statistics across experiments (:mod:`bbrlcore.analysis.aggregate`): the tables written to
-    ``data/aggregate-*.parquet``, interactive figures, and rows for the pages; without
-    Random and Optimal in every experiment (the normalisation), a note saying so."""
+    """Statistics across experiments (:mod:`bbrlcore.analysis.aggregate`, by ``score``): the
+    tables written to ``data/aggregate-*.parquet``, interactive figures (the probability of
+    improvement as a matrix), and rows for the pages; without Random and Optimal in every
+    experiment (the normalisation), a note saying so. ``versus`` (a family): that
+    algorithm against every other (:func:`bbrlcore.analysis.aggregate.versus`, written to
+    ``data/versus.parquet``)."""
     from bbrlcore.analysis import aggregate as A
     from bbrlcore.errors import BBRLError
 
     try:
         agg = A.compute(merged, n_resamples=n_resamples, seed=seed, alpha=alpha,
-                        correction=correction)
+                        correction=correction, score=score)
     except BBRLError as exc:
         return {"available": False, "reason": str(exc)}
     A.write_tables(agg, out / "data")
@@ -289,15 +351,80 @@ def aggregates_section(
               "paired": f"{r['paired_probability']:.3f} [{r['paired_ci_low']:.3f}, "
                         f"{r['paired_ci_high']:.3f}]"}
              for r in imp.iter_rows(named=True)]
-    return {
+    order = metrics["family"].to_list()  # best IQM first
+    figs = {"metrics": I.to_json(I.aggregate_metrics(metrics, styles)),
+            "profiles": I.to_json(I.performance_profiles(agg.tables["profiles"], styles)),
+            "improvement": I.to_json(I.improvement(imp, order))}
+    sec: dict[str, Any] = {
         "available": True, "rows": rows, "pairs": pairs,
         "excluded": agg.excluded, "meta": agg.meta,
-        "n_resamples": n_resamples, "seed": seed,
-        "figures": {"metrics": I.to_json(I.aggregate_metrics(metrics, styles)),
-                    "profiles": I.to_json(I.performance_profiles(agg.tables["profiles"],
-                                                                 styles)),
-                    "improvement": I.to_json(I.improvement(imp))},
-    }
+        "n_resamples": n_resamples, "seed": seed, "n_families": len(order),
+        "figures": figs,
+        "fig_improvement": _save(figures.improvement_matrix_figure(imp, order),
+                                 out / "figures" / "improvement-matrix"),
+        "versus": None}
+    if versus is not None:
+        try:
+            v = A.versus(agg, versus, "versus")
+        except BBRLError as exc:  # left out of the aggregates (checked known before)
+            sec["versus"] = {"available": False, "name": versus, "reason": str(exc)}
+        else:
+            _write_parquet(v, out / "data" / "versus.parquet")
+            figs["versus"] = I.to_json(I.versus(v))
+            counts = {k: int((v["verdict"] == k).sum()) for k in ("better", "worse", "unclear")}
+            sec["versus"] = {"available": True, "name": v["family"][0], **counts,
+                             "n": v.height,
+                             "fig": _save(figures.versus_figure(v), out / "figures" / "versus")}
+    return sec
+
+
+def curves_section(
+    merged: pl.DataFrame, summary: pl.DataFrame, out: Path, styles: dict[str, Any],
+    score: str, n_resamples: int, seed: int,
+) -> dict[str, Any]:
+    """Learning curves (:mod:`bbrlcore.analysis.curves`, by ``score``, with the report's
+    bootstrap settings): the tables written to ``data/curves.parquet`` and
+    ``data/curves-aggregate.parquet``; the IQM of the normalised score against time across
+    experiments (rliable's sample-efficiency curve) and, along each ladder
+    (:func:`bbrlcore.report.problems.experiment_ladders`), the curves of each size side by
+    side. ``available`` false with a one-sentence ``reason`` when the runs have no per-step
+    rewards (:data:`NO_REWARDS`) or the curves cannot be made; ``table`` is the curves
+    table for the experiment pages."""
+    from bbrlcore.analysis import curves as C
+    from bbrlcore.report.problems import experiment_ladders
+
+    if "rewards" not in merged.columns:
+        return {"available": False, "reason": NO_REWARDS}
+    try:
+        c = C.curves(merged, score=score, n_resamples=n_resamples, seed=seed)
+    except BBRLError as exc:
+        return {"available": False, "reason": f"No learning curves: {exc}."}
+    C.write_tables(c, out / "data")
+    table, agg = c.tables["curves"], c.tables["aggregate"]
+    figs = out / "figures"
+    sec: dict[str, Any] = {"available": True, "table": table, "score": score,
+                           "T": int(table["t"].max()) if table.height else 0,
+                           "n_resamples": n_resamples, "seed": seed, "aggregate": None,
+                           "ladders": []}
+    if not agg.is_empty():
+        sec["aggregate"] = {
+            "figure": I.to_json(I.iqm_curves(agg, styles, score)),
+            "fig": _save(figures.iqm_curves_figure(agg, styles, score), figs / "curves-iqm"),
+            "n_experiments": int(agg["n_experiments"].max()),
+            "families": len(agg["family"].unique())}
+    present = set(table["experiment"].unique().to_list())
+    for k, (name, rungs) in enumerate(experiment_ladders(summary)):
+        panels = [(exp, f"size {size}") for size, exp in rungs if exp in present]
+        if len(panels) < 2:
+            continue
+        sec["ladders"].append({
+            "name": name, "sizes": [size for size, exp in rungs if exp in present],
+            "figure": I.to_json(I.learning_curves(table, panels, styles, score,
+                                                  view="normalised", title=name)),
+            "fig": _save(figures.learning_curves_figure(table, panels, styles, score),
+                         figs / f"curves-ladder-{k + 1}"),
+            "id": f"fig-curves-ladder-{k + 1}"})
+    return sec
 
 
 def build(
@@ -312,6 +439,8 @@ def build(
     bootstrap_resamples: int = 2000,
     bootstrap_seed: int = 0,
     display_names: Mapping[str, str] | None = None,
+    score: str = "discounted",
+    versus: str | None = None,
 ) -> Path:
     """Write the report into ``out_dir``; return the path of ``index.html``.
 
@@ -323,8 +452,19 @@ def build(
     ``holm``) decides "among the best"; ``bootstrap_*`` the aggregates' intervals;
     ``display_names`` the names shown for algorithms beyond the built-ins (the plugins'
     declared ``display_name``, :func:`bbrlcore.analysis.constraints.display_names`).
+    ``score`` (``discounted``: the paper's, or ``undiscounted``: the sum of rewards over
+    the horizon) is what the summary, "among the best", the time-constraint maps, the
+    aggregates and the learning curves use (``summary`` must be of that score:
+    :func:`bbrlcore.analysis.results.summary_table`); the published numbers are always
+    compared on the discounted return (the paper's). ``versus`` (an algorithm, as the
+    report names it or by its id) adds, at the top of the statistics across experiments,
+    that algorithm against every other (P(versus > Y) with intervals). Learning curves
+    need the runs' per-step rewards (column ``rewards``); without them their sections
+    say so (:data:`NO_REWARDS`).
 
-    Refused before anything is written (:class:`BBRLError`): agents of one experiment
+    Refused before anything is written (:class:`BBRLError`): an unknown ``score``, a
+    ``summary`` of another score, an unknown ``versus`` (one line listing the
+    algorithms), agents of one experiment
     measured on different test MDPs (:func:`bbrlcore.analysis.results.check_coverage`),
     test sets other than the ones the runs were played on
     (:func:`bbrlcore.analysis.results.check_test_sets`). The report is built in a staging
@@ -333,20 +473,34 @@ def build(
     """
     stats.check_correction(correction)
     # everything that can be checked is checked before anything is written
+    score_column(score, merged)
+    if "score" in summary.columns and summary.height:
+        made = sorted(set(summary["score"].drop_nulls().to_list()) - {score})
+        if made:
+            raise BBRLError(f"report: the summary was made with score={made[0]}, the report "
+                            f"uses score={score} (summary_table(merged, {score!r}))")
     check_coverage(merged, "report")
     if test_sets:
         check_test_sets(merged, test_sets, [f"test set {i + 1} ({ts.test.short_name})"
                                             for i, ts in enumerate(test_sets)])
     out = Path(out_dir)
-    with constraints.display_names(display_names or {}), _staged_directory(out) as stage:
-        _build_into(stage, merged, summary, test_sets, alpha, n_bounds, pdf, correction,
-                    bootstrap_resamples, bootstrap_seed)
+    with constraints.display_names(display_names or {}):
+        if versus is not None:
+            from bbrlcore.analysis.aggregate import find_family
+
+            contenders = constraints.with_family(
+                summary.filter(pl.col("algorithm") != "optimal"))
+            versus = find_family(versus, contenders["family"].unique().to_list(), "versus")
+        with _staged_directory(out) as stage:
+            _build_into(stage, merged, summary, test_sets, alpha, n_bounds, pdf, correction,
+                        bootstrap_resamples, bootstrap_seed, score, versus)
     return out / "index.html"
 
 
 def _build_into(out: Path, merged: pl.DataFrame, summary: pl.DataFrame,
                 test_sets: list | None, alpha: float, n_bounds: int, pdf: bool,
-                correction: str, bootstrap_resamples: int, bootstrap_seed: int) -> None:
+                correction: str, bootstrap_resamples: int, bootstrap_seed: int,
+                score: str = "discounted", versus: str | None = None) -> None:
     """:func:`build`'s work, in the (empty, staging) directory ``out``."""
     import jinja2
 
@@ -355,8 +509,10 @@ def _build_into(out: Path, merged: pl.DataFrame, summary: pl.DataFrame,
     styles = figures.style_map(fams)
     _write_parquet(summary, out / "data" / "summary.parquet")
     exps = summary["experiment"].unique().to_list()
+    curves = curves_section(merged, summary, out, styles, score, bootstrap_resamples,
+                            bootstrap_seed)
     sections = {e: experiment_section(e, summary, merged, out, alpha, n_bounds, styles,
-                                      correction)
+                                      correction, score, curves)
                 for e in exps}
     # group by test distribution: accurate and inaccurate side by side
     tests: dict[str, dict[str, Any]] = {}
@@ -392,16 +548,23 @@ def _build_into(out: Path, merged: pl.DataFrame, summary: pl.DataFrame,
         hard = {"rows": stats_rows,
                 "fig": _save(figures.hardness_figure(h), out / "figures" / "hardness")}
         problems_sec = problems_section(h, summary, out, styles, fams)
-    published = published_section(summary, merged, out, alpha)
+    # the paper's numbers are discounted returns: compared on that score whatever the report's
+    published = published_section(
+        summary if score == "discounted" else constraints.with_family(
+            summary_table(merged, "discounted")), merged, out, alpha)
     agg = aggregates_section(merged, out, styles, alpha, correction, bootstrap_resamples,
-                             bootstrap_seed)
+                             bootstrap_seed, score, versus)
     I.write_library(out)
     matrix_families = [f for f in fams if any(f in sec["best_by_family"] for sec in ordered)]
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES),
                              autoescape=jinja2.select_autoescape(["html"]))
+    fwer_over = [sec for sec in ordered if sec["fwer"] > alpha + 1e-12]
+    horizon = int(merged["horizon"].max()) if "horizon" in merged.columns else None
     ctx = {"groups": groups, "experiments": ordered, "version": __version__, "alpha": alpha,
            "correction": correction, "hardness": hard, "problems": problems_sec,
-           "families": fams,
+           "families": fams, "score": score, "score_text": SCORE_TEXT[score],
+           "horizon": horizon, "curves": {k: v for k, v in curves.items() if k != "table"},
+           "fwer_over": bool(fwer_over),
            "matrix_families": matrix_families, "aggregates": agg,
            "notes": (__doc__ or "").split("\n\n", 2)[2], "published": published}
     html = env.get_template("index.html.j2").render(root="", **ctx)

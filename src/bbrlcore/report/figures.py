@@ -6,6 +6,7 @@ per decision, and the time-constraint map. Each function takes the tables of
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import matplotlib
 
@@ -50,6 +51,7 @@ def _zero_floor(values: np.ndarray) -> float:
 def time_vs_score(
     scores: pl.DataFrame, time_col: str, xlabel: str, title: str,
     styles: dict[str, tuple[str, str, bool]],
+    ylabel: str = "mean discounted return (95% interval)",
 ) -> tuple[Figure, pl.DataFrame]:
     """Scatter of every agent: x = a time (log axis), y = mean score with its 95%
     interval. Agents with zero time are drawn at a floor marked "≈0"."""
@@ -80,7 +82,7 @@ def time_vs_score(
     else:
         ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: _fmt_time(v)))
     ax.set_xlabel(xlabel)
-    ax.set_ylabel("mean discounted return (95% interval)")
+    ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=11)
     ax.grid(True, which="major", lw=0.4, alpha=0.5)
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
@@ -271,5 +273,150 @@ def score_vs_size_figure(ladder: pl.DataFrame,
                 labels.append(lab)
     fig.legend([handles[lab] for lab in labels], labels, fontsize=7, loc="center left",
                bbox_to_anchor=(1.0, 0.5), frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+# ---------------------------------------------------------------------------------------
+# Learning curves (tables of bbrlcore.analysis.curves) and one algorithm against the others
+
+
+def _legend_right(fig: Figure, axes: list) -> None:
+    handles: dict[str, Any] = {}
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(lab, h)
+    fig.legend(list(handles.values()), list(handles), fontsize=7, loc="center left",
+               bbox_to_anchor=(1.0, 0.5), frameon=False)
+
+
+def learning_curves_figure(table: pl.DataFrame, panels: list[tuple[str, str]],
+                           styles: dict[str, tuple[str, str, bool]], score: str,
+                           views: tuple[str, ...] = ("cumulative", "normalised", "regret"),
+                           ) -> Figure:
+    """Learning curves with their bands (the ``curves`` table): one experiment of
+    ``panels`` gives one row of the ``views``; several (a ladder) give a column per
+    experiment and a row per view (small multiples)."""
+    from bbrlcore.report.interactive import curve_labels
+
+    labels = curve_labels(score, short=True)
+    n = len(panels)
+    single = n == 1
+    nrows, ncols = (1, len(views)) if single else (len(views), n)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.6 * ncols + 1.8, 2.7 * nrows + 0.3),
+                             dpi=110, squeeze=False)
+    for k, (exp, name) in enumerate(panels):
+        g = table.filter(pl.col("experiment") == exp)
+        fams = [f for f in styles if f in set(g["family"])]
+        fams += sorted(set(g["family"]) - set(fams))
+        for j, v in enumerate(views):
+            ax = axes[0][j] if single else axes[j][k]
+            for fam in fams:
+                h = g.filter(pl.col("family") == fam).sort("t")
+                col = styles.get(fam, ("#333",))[0]
+                t = h["t"].to_numpy()
+                y = h[v].to_numpy().astype(float)
+                lo = h[f"{v}_low"].to_numpy().astype(float)
+                hi = h[f"{v}_high"].to_numpy().astype(float)
+                ax.fill_between(t, lo, hi, color=col, alpha=0.15, lw=0)
+                ax.plot(t, y, color=col, lw=1.2, ls="--" if fam.endswith("(compat)") else "-",
+                        label=fam)
+            if single or j == 0:
+                ax.set_title(labels[v] if single else name, fontsize=9 if single else 8)
+            if single or k == 0:
+                ax.set_ylabel(labels[v], fontsize=7)
+            if single or j == len(views) - 1:
+                ax.set_xlabel("t (steps)", fontsize=8)
+            ax.tick_params(labelsize=7)
+            ax.grid(True, lw=0.4, alpha=0.5)
+    _legend_right(fig, list(axes.flat))
+    fig.tight_layout()
+    return fig
+
+
+def iqm_curves_figure(agg: pl.DataFrame, styles: dict[str, tuple[str, str, bool]],
+                      score: str) -> Figure:
+    """IQM of the normalised score against t across experiments, with its stratified
+    bootstrap band (the ``aggregate`` table of learning curves)."""
+    acc = "discounted" if score == "discounted" else "sum of rewards"
+    fig, ax = plt.subplots(figsize=(7.5, 4.2), dpi=110)
+    fams = [f for f in styles if f in set(agg["family"])]
+    fams += sorted(set(agg["family"]) - set(fams))
+    for fam in fams:
+        g = agg.filter(pl.col("family") == fam).sort("t")
+        col, mk, filled = styles.get(fam, ("#333", "o", True))
+        t = g["t"].to_numpy()
+        ax.fill_between(t, g["iqm_low"].to_numpy(), g["iqm_high"].to_numpy(), color=col,
+                        alpha=0.15, lw=0)
+        ax.plot(t, g["iqm"].to_numpy(), "-" + mk if filled else "--" + mk, color=col,
+                mfc=col if filled else "white", mec=col, ms=3, lw=1.2, label=fam)
+    ax.set_xlabel("t (steps)")
+    ax.set_ylabel(f"IQM of the normalised score ({acc})")
+    ax.grid(True, lw=0.4, alpha=0.5)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def improvement_matrix_figure(table: pl.DataFrame, order: list[str]) -> Figure:
+    """P(X > Y) as a matrix (row X, column Y, the diagonal empty), each cell labelled."""
+    n = len(order)
+    cell = {(r["family_x"], r["family_y"]): r["probability"]
+            for r in table.iter_rows(named=True)}
+    z = np.full((n, n), np.nan)
+    for i, x in enumerate(order):
+        for j, y in enumerate(order):
+            if (x, y) in cell:
+                z[i, j] = cell[(x, y)]
+    side = 1.2 + 0.42 * n
+    fig, ax = plt.subplots(figsize=(side + 1.6, side), dpi=110)
+    im = ax.imshow(np.ma.masked_invalid(z), cmap="RdBu", vmin=0, vmax=1)
+    for i in range(n):
+        for j in range(n):
+            if np.isfinite(z[i, j]):
+                ax.text(j, i, f"{z[i, j]:.2f}", ha="center", va="center",
+                        fontsize=6 if n > 10 else 7,
+                        color="white" if abs(z[i, j] - 0.5) > 0.35 else "black")
+    ax.set_xticks(range(n))
+    ax.set_xticklabels(order, rotation=45, ha="right", fontsize=7)
+    ax.set_yticks(range(n))
+    ax.set_yticklabels(order, fontsize=7)
+    ax.set_xlabel("Y")
+    ax.set_ylabel("X")
+    fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="P(X > Y)")
+    fig.tight_layout()
+    return fig
+
+
+def versus_figure(v: pl.DataFrame) -> Figure:
+    """One algorithm against every other (the table of
+    :func:`bbrlcore.analysis.aggregate.versus`): P(NAME > Y) with its interval per row,
+    coloured by the verdict, the paired version hollow below it."""
+    from bbrlcore.report.interactive import VERDICT_COLOURS
+
+    name = v["family"][0] if v.height else ""
+    n = v.height
+    fig, ax = plt.subplots(figsize=(7.5, 1.0 + 0.34 * max(n, 1)), dpi=110)
+    y = np.arange(n)
+    p = v["probability"].to_numpy()
+    err = np.vstack([p - v["ci_low"].to_numpy(), v["ci_high"].to_numpy() - p])
+    pp = v["paired_probability"].to_numpy()
+    perr = np.vstack([pp - v["paired_ci_low"].to_numpy(), v["paired_ci_high"].to_numpy() - pp])
+    ax.errorbar(pp, y + 0.25, xerr=perr, fmt="D", color="0.5", mfc="white", ms=4, lw=0.8,
+                capsize=1.5, label="paired (same test MDP)")
+    for i, (x, verdict) in enumerate(zip(p, v["verdict"], strict=True)):
+        ax.errorbar([x], [i], xerr=err[:, i:i + 1], fmt="o", color="0.25",
+                    mfc=VERDICT_COLOURS[verdict], mec="0.2", ms=6, lw=1.1, capsize=2,
+                    label=f"P({name} > Y)" if i == 0 else None)
+    ax.axvline(0.5, color="0.5", ls=":", lw=0.8)
+    ax.set_yticks(y)
+    ax.set_yticklabels(v["opponent"].to_list(), fontsize=8)
+    ax.set_ylim(n - 0.5, -0.6)
+    ax.set_xlim(-0.02, 1.02)
+    ax.set_xlabel(f"P({name} > Y): probability that {name} beats Y (0.5: no difference)",
+                  fontsize=8)
+    ax.grid(True, axis="x", lw=0.4, alpha=0.5)
+    ax.legend(fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2,
+              frameon=False)
     fig.tight_layout()
     return fig

@@ -5,7 +5,8 @@ Each function takes a table of :mod:`bbrlcore.analysis.constraints` or
 (JSON-able; the page draws it with ``Plotly.newPlot``). Hovering a point shows the agent
 id, its parameters, its score with the 95% interval and its offline and online times;
 clicking a family in the legend hides or shows it; the score-against-time figures have
-buttons switching the time axis between log and linear.
+buttons switching the time axis between log and linear, the learning curves buttons
+switching the view (cumulative reward, normalised score, cumulative regret).
 
 **Library.** plotly.js, from the ``plotly`` Python package (MIT licence, released every
 few weeks), which ships the minified library: :func:`write_library` copies it once into
@@ -77,7 +78,8 @@ def _axis_buttons(axis: str) -> list[dict[str, Any]]:
 
 
 def time_vs_score(data: pl.DataFrame, xlabel: str, title: str,
-                  styles: dict[str, tuple[str, str, bool]]) -> dict[str, Any]:
+                  styles: dict[str, tuple[str, str, bool]],
+                  ylabel: str = "score (mean discounted return)") -> dict[str, Any]:
     """Every agent: x = a time (``x_plotted``: zero times at the "≈0" floor), y = mean
     with its interval, one trace per family (the table of
     :func:`bbrlcore.report.figures.time_vs_score`)."""
@@ -102,7 +104,7 @@ def time_vs_score(data: pl.DataFrame, xlabel: str, title: str,
     layout = {"title": {"text": title, "font": {"size": 14}, "x": 0.0, "xanchor": "left",
                         "y": 0.98},
               "xaxis": {"type": "log", "title": {"text": xlabel}},
-              "yaxis": {"title": {"text": "score (mean discounted return)"}},
+              "yaxis": {"title": {"text": ylabel}},
               "legend": {"itemclick": "toggle", "itemdoubleclick": "toggleothers"},
               "updatemenus": _axis_buttons("xaxis"), "margin": {"t": 70, "r": 10},
               "height": 460}
@@ -241,25 +243,123 @@ def performance_profiles(profiles: pl.DataFrame,
         "height": 420, "margin": {"t": 30}, "legend": {"itemclick": "toggle"}}}
 
 
-def improvement(table: pl.DataFrame) -> dict[str, Any]:
-    """P(X > Y) for each ordered pair of algorithms with its 95% interval (rliable's
-    definition; 0.5 = no difference)."""
-    t = table.sort(["family_x", "family_y"])
-    labels = [f"{a} > {b}" for a, b in zip(t["family_x"], t["family_y"], strict=True)]
-    p = t["probability"].to_list()
+#: Colours of :func:`versus`'s verdicts (the interval of P(NAME > Y) above, below or
+#: across 0.5).
+VERDICT_COLOURS = {"better": "#1a7f37", "worse": "#c0392b", "unclear": "#7f7f7f"}
+
+
+def improvement(table: pl.DataFrame, order: list[str] | None = None) -> dict[str, Any]:
+    """P(X > Y) as a matrix: row X, column Y (``order``: the families' order, default
+    their order in ``table``), the cell's colour and label the probability (0.5: no
+    difference; blue above, red below), its hover the 95% interval and the paired version
+    (same test MDP); the diagonal is empty. One cell per ordered pair of the
+    ``improvement`` table of :func:`bbrlcore.analysis.aggregate.compute`."""
+    fams = list(order) if order else list(dict.fromkeys(
+        table["family_x"].to_list() + table["family_y"].to_list()))
+    cell = {(r["family_x"], r["family_y"]): r for r in table.iter_rows(named=True)}
+    z, text = [], []
+    for x in fams:
+        zr, tr = [], []
+        for y in fams:
+            r = cell.get((x, y))
+            if r is None:
+                zr.append(None)
+                tr.append("")
+                continue
+            zr.append(r["probability"])
+            tr.append(f"P({x} > {y}) = {r['probability']:.3f} "
+                      f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]<br>paired (same test MDP): "
+                      f"{r['paired_probability']:.3f} [{r['paired_ci_low']:.3f}, "
+                      f"{r['paired_ci_high']:.3f}]")
+        z.append(zr)
+        text.append(tr)
+    n = len(fams)
+    width = max((len(f) for f in fams), default=8)
     return {"data": [{
-        "type": "scatter", "mode": "markers", "x": p, "y": labels,
-        "error_x": {"type": "data", "symmetric": False,
-                    "array": [h - v for h, v in zip(t["ci_high"], p, strict=True)],
-                    "arrayminus": [v - lo for lo, v in zip(t["ci_low"], p, strict=True)]},
-        "marker": {"color": "#4c72b0", "size": 7},
-        "hovertemplate": "%{y}: %{x:.3f}<extra></extra>"}],
-        "layout": {"xaxis": {"title": {"text": "probability of improvement P(X > Y)"},
-                             "range": [0, 1]},
-                   "yaxis": {"autorange": "reversed", "type": "category"},
-                   "shapes": [{"type": "line", "x0": 0.5, "x1": 0.5, "y0": 0, "y1": 1,
-                               "yref": "paper", "line": {"dash": "dot", "color": "#888"}}],
-                   "height": 80 + 18 * len(labels), "margin": {"t": 30, "l": 220}}}
+        "type": "heatmap", "z": z, "x": fams, "y": fams, "text": text,
+        "texttemplate": "%{z:.2f}", "textfont": {"size": 10 if n <= 10 else 8},
+        # plotly's RdBu runs blue to red: reversed, X better (above 0.5) is blue
+        "colorscale": "RdBu", "reversescale": True, "zmin": 0, "zmax": 1, "zmid": 0.5,
+        "hoverongaps": False,
+        "xgap": 1, "ygap": 1,
+        "colorbar": {"title": {"text": "P(X > Y)"}, "tickvals": [0, 0.25, 0.5, 0.75, 1]},
+        "hovertemplate": "%{text}<extra></extra>"}],
+        "layout": {"xaxis": {"type": "category", "side": "bottom", "tickangle": -40},
+                   "yaxis": {"type": "category", "autorange": "reversed"},
+                   "height": 170 + 30 * n + 6 * width,
+                   "margin": {"t": 30, "l": 40 + 7 * width, "b": 60 + 6 * width},
+                   "title": {"text": "probability of improvement P(X > Y): row X, column Y",
+                             "font": {"size": 13}, "x": 0.0, "xanchor": "left"}}}
+
+
+def versus(v: pl.DataFrame) -> dict[str, Any]:
+    """One algorithm against every other (the table of
+    :func:`bbrlcore.analysis.aggregate.versus`, in its order): a row per opponent Y with
+    P(NAME > Y) and its 95% interval (filled circle, coloured by the verdict of
+    :data:`VERDICT_COLOURS`) and the paired version (same test MDP, hollow diamond just
+    below), the value and interval written at the right; 0.5 (no difference) dotted."""
+    name = v["family"][0] if v.height else ""
+    opp = v["opponent"].to_list()
+    ys = list(range(len(opp)))
+    colours = [VERDICT_COLOURS[x] for x in v["verdict"]]
+    p, pp = v["probability"].to_list(), v["paired_probability"].to_list()
+    words = {"better": f"{name} better", "worse": f"{name} worse",
+             "unclear": "no clear difference"}
+    custom = [[o, r["ci_low"], r["ci_high"], words[r["verdict"]]]
+              for o, r in zip(opp, v.iter_rows(named=True), strict=True)]
+    pcustom = [[o, r["paired_ci_low"], r["paired_ci_high"]]
+               for o, r in zip(opp, v.iter_rows(named=True), strict=True)]
+    traces = [
+        {"type": "scatter", "mode": "markers", "name": f"P({name} > Y)",
+         "x": p, "y": ys, "customdata": custom,
+         "error_x": {"type": "data", "symmetric": False,
+                     "array": [h - x for h, x in zip(v["ci_high"], p, strict=True)],
+                     "arrayminus": [x - lo for lo, x in zip(v["ci_low"], p, strict=True)],
+                     "color": "#444", "thickness": 1.5, "width": 4},
+         "marker": {"color": colours, "size": 11, "line": {"color": "#333", "width": 1}},
+         "hovertemplate": f"P({name} > %{{customdata[0]}}) = %{{x:.3f}} "
+                          "[%{customdata[1]:.3f}, %{customdata[2]:.3f}]: "
+                          "%{customdata[3]}<extra></extra>"},
+        {"type": "scatter", "mode": "markers", "name": "paired (same test MDP)",
+         "x": pp, "y": [y + 0.28 for y in ys], "customdata": pcustom,
+         "error_x": {"type": "data", "symmetric": False,
+                     "array": [h - x for h, x in zip(v["paired_ci_high"], pp, strict=True)],
+                     "arrayminus": [x - lo for lo, x in
+                                    zip(v["paired_ci_low"], pp, strict=True)],
+                     "color": "#999", "thickness": 1, "width": 2},
+         "marker": {"color": "#555", "symbol": "diamond-open", "size": 8,
+                    "line": {"color": "#555", "width": 1.5}},
+         "hovertemplate": f"paired P({name} > %{{customdata[0]}}) = %{{x:.3f}} "
+                          "[%{customdata[1]:.3f}, %{customdata[2]:.3f}]<extra></extra>"},
+    ]
+    notes = [{"xref": "paper", "x": 1.01, "y": y, "yref": "y", "xanchor": "left",
+              "showarrow": False, "font": {"size": 11, "color": c},
+              "text": f"{x:.2f} [{lo:.2f}, {hi:.2f}]"}
+             for y, x, lo, hi, c in zip(ys, p, v["ci_low"], v["ci_high"], colours,
+                                        strict=True)]
+    notes += [{"xref": "x", "x": 0.98, "yref": "paper", "y": 1.0, "xanchor": "right",
+               "yanchor": "bottom", "showarrow": False,
+               "font": {"size": 11, "color": VERDICT_COLOURS["better"]},
+               "text": f"{name} better →"},
+              {"xref": "x", "x": 0.02, "yref": "paper", "y": 1.0, "xanchor": "left",
+               "yanchor": "bottom", "showarrow": False,
+               "font": {"size": 11, "color": VERDICT_COLOURS["worse"]},
+               "text": f"← {name} worse"}]
+    width = max((len(o) for o in opp), default=8)
+    return {"data": traces, "layout": {
+        "title": {"text": f"{name} against every other algorithm: P({name} > Y)",
+                  "font": {"size": 14}, "x": 0.0, "xanchor": "left"},
+        "xaxis": {"title": {"text": f"probability that {name} beats Y (0.5: no difference)"},
+                  "range": [-0.02, 1.02], "dtick": 0.1, "zeroline": False},
+        "yaxis": {"tickvals": ys, "ticktext": opp, "range": [len(opp) - 0.4, -0.6],
+                  "zeroline": False},
+        "shapes": [{"type": "line", "x0": 0.5, "x1": 0.5, "y0": 0, "y1": 1, "yref": "paper",
+                    "line": {"dash": "dot", "color": "#666"}}],
+        "annotations": notes, "showlegend": True,
+        "legend": {"orientation": "h", "x": 0, "y": -58 / (34 * max(len(opp), 1)),
+                   "yanchor": "top"},
+        "height": 150 + 34 * len(opp),
+        "margin": {"t": 60, "l": 30 + 7 * width, "r": 130, "b": 90}}}
 
 
 def _rgba(hex_colour: str, alpha: float) -> str:
@@ -434,3 +534,165 @@ def score_vs_size(ladder: pl.DataFrame,
                                  f"%{{y:.3f}}<extra>{fam}</extra>"})
             shown.add(fam)
     return {"data": traces, "layout": layout}
+
+
+# ---------------------------------------------------------------------------------------
+# Learning curves (tables of bbrlcore.analysis.curves)
+
+#: The views of a learning-curve figure: the column of the ``curves`` table (with its
+#: ``_low``/``_high`` band) -> the button's label.
+CURVE_VIEWS = {"cumulative": "cumulative reward", "normalised": "normalised score",
+               "regret": "cumulative regret"}
+
+
+def curve_labels(score: str, short: bool = False) -> dict[str, str]:
+    """The y-axis label of each view of :data:`CURVE_VIEWS` for ``score`` (``short``: for
+    small panels, without the details)."""
+    if short:
+        return {"cumulative": "mean cumulative reward", "normalised": "normalised score",
+                "regret": "cumulative regret"}
+    acc = "discounted" if score == "discounted" else "sum of rewards"
+    return {"cumulative": "mean cumulative reward (sum of rewards)",
+            "normalised": f"normalised score ({acc}; Random = 0, Optimal = 1 at each t)",
+            "regret": f"cumulative regret against Optimal ({acc})"}
+
+
+def _families_in(styles: dict[str, Any], present: set[str]) -> list[str]:
+    return [f for f in styles if f in present] + sorted(present - set(styles))
+
+
+def _curve_view(h: pl.DataFrame, col: str) -> tuple[list[Any], list[Any], list[Any],
+                                                    list[Any], list[Any]]:
+    """(band x, band y, line x, line y, line customdata) of one family's view: the band a
+    closed polygon over the times where it is defined (high forwards, low backwards)."""
+    t = h["t"].to_list()
+    y, lo, hi = h[col].to_list(), h[f"{col}_low"].to_list(), h[f"{col}_high"].to_list()
+    ok = [i for i in range(len(t)) if lo[i] is not None and hi[i] is not None]
+    bx = [t[i] for i in ok] + [t[i] for i in reversed(ok)]
+    by = [hi[i] for i in ok] + [lo[i] for i in reversed(ok)]
+    return bx, by, t, y, [[a, b] for a, b in zip(lo, hi, strict=True)]
+
+
+def learning_curves(table: pl.DataFrame, panels: list[tuple[str, str]],
+                    styles: dict[str, tuple[str, str, bool]], score: str,
+                    view: str = "cumulative", title: str | None = None) -> dict[str, Any]:
+    """Learning curves of each family's best agent and Optimal, one panel per experiment
+    of ``panels`` (``(experiment, panel title)``; several: small multiples, up to four a
+    row), from the ``curves`` table of :func:`bbrlcore.analysis.curves.curves`: each
+    family a line with its paired bootstrap band (clicking the legend hides or shows it
+    in every panel); buttons switch the view (:data:`CURVE_VIEWS`: mean cumulative reward,
+    normalised score, cumulative regret against Optimal), ``view`` is the first shown.
+
+    Every view's data are in the buttons (``args[0]``: ``x``, ``y``, ``customdata``, one
+    entry per trace, band then line for each family of each panel); each trace's ``meta``
+    is ``[experiment, family, "band" | "line"]``."""
+    n = len(panels)
+    labels = curve_labels(score, short=n > 1)
+    cols = min(n, 4) if n else 1
+    rows = max(1, -(-n // cols))
+    views: dict[str, dict[str, list[Any]]] = {v: {"x": [], "y": [], "customdata": []}
+                                               for v in CURVE_VIEWS}
+    traces: list[dict[str, Any]] = []
+    layout: dict[str, Any] = {
+        "height": 110 + 320 * rows if n > 1 else 470,
+        "margin": {"t": 70 if title else 50, "r": 10},
+        "legend": {"itemclick": "toggle", "itemdoubleclick": "toggleothers"},
+        "annotations": [], "hovermode": "closest"}
+    if title:
+        layout["title"] = {"text": title, "font": {"size": 14}, "x": 0.0, "xanchor": "left",
+                           "y": 0.99, "yanchor": "top"}
+    shown: set[str] = set()
+    for k, (exp, name) in enumerate(panels):
+        axis = "" if k == 0 else str(k + 1)
+        r, c = divmod(k, cols)
+        x0, x1 = c / cols + (0.05 if cols > 1 else 0.0), (c + 1) / cols - 0.01
+        y1 = 1 - r / rows - (0.07 / rows if n > 1 else 0.0)
+        y0 = 1 - (r + 1) / rows + (0.12 / rows if n > 1 else 0.0)
+        layout[f"xaxis{axis}"] = {"domain": [x0, x1], "anchor": f"y{axis}",
+                                  "title": {"text": "t (steps)", "font": {"size": 11},
+                                            "standoff": 4}}
+        layout[f"yaxis{axis}"] = {"domain": [y0, y1], "anchor": f"x{axis}"}
+        if n > 1:
+            layout["annotations"].append({
+                "text": f"<b>{name}</b>", "showarrow": False, "xref": "paper",
+                "yref": "paper", "x": (x0 + x1) / 2, "y": y1, "xanchor": "center",
+                "yanchor": "bottom", "font": {"size": 11}})
+        g = table.filter(pl.col("experiment") == exp)
+        for fam in _families_in(styles, set(g["family"].to_list())):
+            h = g.filter(pl.col("family") == fam).sort("t")
+            colour = styles.get(fam, ("#333", "o", True))[0]
+            agent = h["agent"][0]
+            for v in CURVE_VIEWS:
+                bx, by, lx, ly, cd = _curve_view(h, v)
+                views[v]["x"] += [bx, lx]
+                views[v]["y"] += [by, ly]
+                views[v]["customdata"] += [[], cd]
+            common = {"legendgroup": fam, "xaxis": f"x{axis}", "yaxis": f"y{axis}"}
+            traces.append({"type": "scatter", "mode": "lines", "name": fam,
+                           "showlegend": False, "hoverinfo": "skip", "fill": "toself",
+                           "fillcolor": _rgba(colour, 0.15), "line": {"width": 0},
+                           "meta": [exp, fam, "band"], **common})
+            traces.append({
+                "type": "scatter", "mode": "lines", "name": fam,
+                "showlegend": fam not in shown, "meta": [exp, fam, "line"],
+                "line": {"color": colour, "width": 2,
+                         "dash": "dash" if fam.endswith("(compat)") else "solid"},
+                "hovertemplate": f"<b>{fam}</b> ({agent})<br>t = %{{x}}: %{{y:.4g}} "
+                                 "[%{customdata[0]:.4g}, %{customdata[1]:.4g}]"
+                                 f"<extra>{name}</extra>", **common})
+            shown.add(fam)
+    for i, tr in enumerate(traces):
+        for key in ("x", "y", "customdata"):
+            tr[key] = views[view][key][i]
+    axes = [f"yaxis{'' if k == 0 else k + 1}" for k in range(n)]
+    first_col = [a for k, a in enumerate(axes) if k % cols == 0]
+
+    def titles(v: str) -> dict[str, Any]:
+        return {f"{a}.title.text": labels[v] if a in first_col else "" for a in axes}
+
+    for a in first_col:
+        layout[a]["title"] = {"text": labels[view], "font": {"size": 11}}
+    layout["updatemenus"] = [{
+        "type": "buttons", "direction": "right", "x": 1.0, "xanchor": "right",
+        "y": 1.0, "yanchor": "bottom", "showactive": True,
+        "active": list(CURVE_VIEWS).index(view), "pad": {"r": 0, "t": 0, "b": 22 if n > 1
+                                                         else 4},
+        "font": {"size": 11},
+        "buttons": [{"label": label, "method": "update",
+                     "args": [views[v], titles(v)]} for v, label in CURVE_VIEWS.items()]}]
+    return {"data": traces, "layout": layout}
+
+
+def iqm_curves(agg: pl.DataFrame, styles: dict[str, tuple[str, str, bool]],
+               score: str) -> dict[str, Any]:
+    """rliable's sample-efficiency curve: each family's IQM of the normalised score
+    against t across experiments, with its stratified bootstrap band (the ``aggregate``
+    table of :func:`bbrlcore.analysis.curves.curves`); each trace's ``meta`` is
+    ``[family, "band" | "line"]``."""
+    acc = "discounted" if score == "discounted" else "sum of rewards"
+    traces = []
+    for fam in _families_in(styles, set(agg["family"].to_list())):
+        g = agg.filter(pl.col("family") == fam).sort("t")
+        colour = styles.get(fam, ("#333",))[0]
+        t = g["t"].to_list()
+        n_exp = int(g["n_experiments"][0])
+        traces.append({"type": "scatter", "mode": "lines", "x": t + t[::-1],
+                       "y": g["iqm_high"].to_list() + g["iqm_low"].to_list()[::-1],
+                       "fill": "toself", "fillcolor": _rgba(colour, 0.15),
+                       "line": {"width": 0}, "legendgroup": fam, "showlegend": False,
+                       "hoverinfo": "skip", "name": fam, "meta": [fam, "band"]})
+        traces.append({
+            "type": "scatter", "mode": "lines+markers", "name": fam, "legendgroup": fam,
+            "x": t, "y": g["iqm"].to_list(), "meta": [fam, "line"],
+            "customdata": [[a, b] for a, b in zip(g["iqm_low"], g["iqm_high"], strict=True)],
+            "marker": {**_marker(styles.get(fam, ("#333", "o", True))), "size": 5},
+            "line": {"color": colour, "width": 2,
+                     "dash": "dash" if fam.endswith("(compat)") else "solid"},
+            "hovertemplate": f"<b>{fam}</b><br>t = %{{x}}: IQM %{{y:.3f}} "
+                             "[%{customdata[0]:.3f}, %{customdata[1]:.3f}]"
+                             f" ({n_exp} experiments)<extra></extra>"})
+    return {"data": traces, "layout": {
+        "xaxis": {"title": {"text": "t (steps)"}},
+        "yaxis": {"title": {"text": f"IQM of the normalised score ({acc})"}},
+        "height": 440, "margin": {"t": 30, "r": 10},
+        "legend": {"itemclick": "toggle", "itemdoubleclick": "toggleothers"}}}

@@ -159,3 +159,32 @@ def ladder_table(scores: pl.DataFrame) -> pl.DataFrame:
 def ladders(table: pl.DataFrame) -> list[str]:
     """The ladders of :func:`ladder_table` in its order."""
     return table["ladder"].unique(maintain_order=True).to_list()
+
+
+def experiment_ladders(summary: pl.DataFrame) -> list[tuple[str, list[tuple[int, str]]]]:
+    """The ladders of the experiments of ``summary`` (no test set needed): each ladder of
+    at least two sizes with its ``(size, experiment)`` pairs by size, in the order of
+    :func:`ladder_table` (problem, setting, accurate before uniform).
+
+    >>> s = pl.DataFrame({"experiment": ["DeepSea-10-DeepSea-10", "DeepSea-5-DeepSea-5",
+    ...                                  "GC-GC"], "test": ["DeepSea-10", "DeepSea-5", "GC"],
+    ...                   "prior": ["DeepSea-10", "DeepSea-5", "GC"]})
+    >>> experiment_ladders(s)
+    [('DeepSea, accurate prior', [(5, 'DeepSea-5-DeepSea-5'), (10, 'DeepSea-10-DeepSea-10')])]
+    """
+    found: dict[str, dict[str, Any]] = {}
+    kinds = {"accurate": 0, "uniform": 1, "other": 2}
+    for exp, test, prior in summary.select("experiment", "test", "prior").unique().iter_rows():
+        info = problem_of(test)
+        kind = prior_kind(test, prior)
+        name = _ladder(info, kind)
+        if name is None:
+            continue
+        lad = found.setdefault(name, {"key": (info["problem"], info["setting"],
+                                              kinds.get(kind, 3), name), "rungs": {}})
+        lad["rungs"].setdefault(int(info["size"]), exp)
+    out = []
+    for name, lad in sorted(found.items(), key=lambda kv: kv[1]["key"]):
+        if len(lad["rungs"]) >= 2:
+            out.append((name, sorted(lad["rungs"].items())))
+    return out
