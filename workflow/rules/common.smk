@@ -255,6 +255,12 @@ def merge_inputs(wildcards):
     return all_chunks(wildcards.experiment)
 
 
+def versus_arg(wildcards):
+    """``--versus NAME`` when the configuration names an algorithm to compare."""
+    v = config.get("versus")
+    return f"--versus {shlex.quote(v)}" if v else ""
+
+
 def report_dir(wildcards, output):
     """The report's directory (the one its index.html is in)."""
     return os.path.dirname(output.index)

@@ -38,10 +38,12 @@ rule report:
         resamples=config["bootstrap_resamples"],
         seed=config["bootstrap_seed"],
         outdir=report_dir,
+        score=config["score"],
+        versus=versus_arg,
         version=VERSION,
         plugins=plugin_args(),
     shell:
         "bbrl --log {log:q} report {input.merged:q} --test-sets {input.test_sets:q}"
         " --alpha {params.alpha} --correction {params.correction}"
         " --bootstrap-resamples {params.resamples} --bootstrap-seed {params.seed}"
-        " {params.plugins} -o {params.outdir:q}"
+        " --score {params.score} {params.versus} {params.plugins} -o {params.outdir:q}"

@@ -503,6 +503,10 @@ def _check_scalars(cfg: dict[str, Any], fail) -> None:
     if cfg["multiple_comparisons"] not in ("none", "holm"):
         raise fail(f"multiple_comparisons={cfg['multiple_comparisons']!r}",
                    "expected none or holm")
+    if cfg["versus"] is not None and (not isinstance(cfg["versus"], str)
+                                      or not cfg["versus"].strip()):
+        raise fail(f"versus={cfg['versus']!r}", "expected the name of an algorithm (the "
+                   "report compares it with every other) or null")
     if cfg["score"] not in ("discounted", "undiscounted"):
         raise fail(f"score={cfg['score']!r}", "expected discounted (the discounted return, "
                    "the paper's) or undiscounted (the sum of rewards over the horizon)")

@@ -46,6 +46,9 @@ Configuration (see ``config.yaml`` for the paper's full one):
   aggregates, the time-constraint map, learning curves): ``discounted`` (the discounted
   return, the paper's) or ``undiscounted`` (the sum of rewards over the horizon, as
   Dearden et al. 1998 and Guez et al. 2012 report); run tables record both.
+* ``versus``: an algorithm (the name the report shows, e.g. ``BEB (compat)``, or its id)
+  that the report compares with every other, P(X > Y) with intervals, at the top of its
+  statistics across experiments; ``null`` (default): none.
 * ``preset`` and ``presets``: ``preset: quick`` replaces the top-level keys of the base
   configuration by those of ``presets.quick`` (an overlay).
 """
@@ -84,6 +87,7 @@ DEFAULTS: dict[str, Any] = {
     "alpha": 0.05,
     "multiple_comparisons": "none",
     "score": "discounted",
+    "versus": None,
     "bootstrap_resamples": 2000,
     "bootstrap_seed": 0,
     "distributions": {},
