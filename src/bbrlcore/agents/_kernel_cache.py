@@ -62,9 +62,10 @@ from bbrlcore.agents.api import trajectory_loop
 
 
 @njit(cache=True, error_model="numpy")
-def trajectory(setup, P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, status):
+def trajectory(setup, P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, status,
+               rewards=None):
     return trajectory_loop(_reset, _act, _observe, _counters, setup, P, R, Rstd,  # noqa
-                           gaussian, initial_state, gamma, horizon, seed, status)
+                           gaussian, initial_state, gamma, horizon, seed, status, rewards)
 '''
 
 #: The four globals of the generated module, in the order of :func:`kernel_module`'s

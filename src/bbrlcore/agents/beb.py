@@ -37,6 +37,7 @@ from bbrlcore.agents.base import (
     Param,
     Trained,
     non_negative,
+    reward_buffer,
     support_sizes,
 )
 from bbrlcore.errors import BBRLError
@@ -53,7 +54,8 @@ def _set_bonus(Rb, Rm, Np, b, x, u):
 
 
 @njit(cache=True, error_model="numpy")
-def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, theta, Rm, b, tol):
+def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, theta, Rm, b, tol,
+                rewards):
     np.random.seed(seed)
     nX, nU, _ = P.shape
     x = env_reset(initial_state, nX)
@@ -68,11 +70,13 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, theta
     work = np.empty(nX)
     ret = 0.0
     disc = 1.0
-    for _t in range(horizon):
+    for t in range(horizon):
         guez_policy_iteration(Pm, Rb, supp, nsupp, gamma, tol, V, pi, A, work)
         u = pi[x]
         y = env_step(P, x, u)
-        ret += disc * env_reward(R, Rstd, gaussian, x, u, y)
+        r = env_reward(R, Rstd, gaussian, x, u, y)
+        rewards[t] = r
+        ret += disc * r
         disc *= gamma
         model_update(N, Np, Pm, supp, nsupp, x, u, y)
         _set_bonus(Rb, Rm, Np, b, x, u)
@@ -88,10 +92,11 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
     beta = float(params["beta"])
     b = float(math.floor(beta)) if params["compat"] else beta
 
-    def play(P: np.ndarray, seed: int) -> tuple[float, np.ndarray]:
+    def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
+             ) -> tuple[float, np.ndarray]:
         r = _trajectory(
             P, ep.R, ep.Rstd, ep.gaussian, ep.initial_state, ep.gamma, ep.horizon, seed,
-            theta, Rm, b, GUEZ_TOLERANCE,
+            theta, Rm, b, GUEZ_TOLERANCE, reward_buffer(rewards, ep.horizon),
         )
         return r, _NO_COUNTERS
 

@@ -60,6 +60,7 @@ from bbrlcore.agents.base import (
     Trained,
     int_between,
     positive,
+    reward_buffer,
     support_sizes,
 )
 from bbrlcore.agents.formula_agent import (
@@ -170,6 +171,7 @@ def opps_batch(
     """Run up to ``max_attempts`` UCB1 pulls of OPPS-DS; returns the number run."""
     nX, nU, _ = theta.shape
     P = np.zeros((nX, nU, nX))
+    rewards = np.empty(horizon)  # (a pull's rewards: not kept)
     done = 0
     while done < max_attempts:
         np.random.seed(pull_seed(base, st[_ATTEMPTS]))
@@ -182,6 +184,7 @@ def opps_batch(
         ret, fails = formula_trajectory(
             P, Rm, Rstd, gaussian, initial_state, gamma, horizon,
             codes[arm], lengths[arm], used[arm], counts, Rm, Qinit[arm], False, True,
+            rewards,
         )  # fmt: skip
         ucb1_record(mu, npull, disc, st, arm, ret, fails == 0)
         done += 1
@@ -403,7 +406,8 @@ def train(prior, params: dict[str, Any], ctx: TrainContext) -> Trained:
 
 
 def make_player(prior, params: dict[str, Any], trained: Trained, ep: Episode):
-    """The learned formula agent as a ``play(P, seed)`` trajectory function."""
+    """The learned formula agent as a ``play(P, seed, rewards=None)`` trajectory
+    function."""
     rpn = trained.info.get("rpn") if trained and trained.info else None
     if not rpn:
         raise BBRLError("opps-ds agent: no chosen formula in the agent artefact (info.rpn)")
@@ -415,10 +419,12 @@ def make_player(prior, params: dict[str, Any], trained: Trained, ep: Episode):
     R = np.ascontiguousarray(ep.R, dtype=np.float64)
     Rstd = np.ascontiguousarray(ep.Rstd, dtype=np.float64)
 
-    def play(P: np.ndarray, seed: int) -> tuple[float, np.ndarray]:
+    def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
+             ) -> tuple[float, np.ndarray]:
         ret, fails = play_formula(
             P, R, Rstd, bool(ep.gaussian), int(ep.initial_state), float(ep.gamma),
             int(ep.horizon), int(seed), codes, used, counts, Rm,
+            reward_buffer(rewards, ep.horizon),
         )  # fmt: skip
         return float(ret), np.array([fails], dtype=np.int64)
 
