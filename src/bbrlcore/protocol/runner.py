@@ -146,10 +146,11 @@ def run_agent(
     with plugin_output():  # the agent's prints go to stderr
         for k, i in enumerate(idx):
             P = np.ascontiguousarray(ts.mdps[i])
+            row = rewards[k] if records else None  # (the kernel writes into this row)
             t0 = time.perf_counter()
             try:
                 if records:
-                    ret, cnt = play(P, int(tseeds[k]), rewards[k])
+                    ret, cnt = play(P, int(tseeds[k]), row)
                 else:
                     ret, cnt = play(P, int(tseeds[k]))
             except AgentError as exc:
