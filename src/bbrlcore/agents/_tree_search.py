@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from bbrlcore.agents.base import Episode, Player, reward_buffer
+from bbrlcore.agents.base import FLOAT64, Episode, Player, reward_buffer
 from bbrlcore.errors import BBRLError
 
 #: Unsigned array indices: numba then emits no negative-index wraparound.
@@ -58,11 +58,15 @@ def search_player(kernel: Callable[..., tuple], args: tuple) -> Player:
     counters)."""
     empty = np.zeros(0, dtype=np.int64)
     horizon = int(args[5])
+    shape = (horizon,)
 
     def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
              ) -> tuple[float, np.ndarray]:
+        if not (type(rewards) is np.ndarray and rewards.shape == shape
+                and rewards.dtype is FLOAT64):  # (the runner's rows: no call)
+            rewards = reward_buffer(rewards, horizon)
         ret, _used, _cap = kernel(np.ascontiguousarray(P, dtype=np.float64), *args, int(seed),
-                                  reward_buffer(rewards, horizon))
+                                  rewards)
         return float(ret), empty
 
     return play

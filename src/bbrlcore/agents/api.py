@@ -148,6 +148,7 @@ from numba.extending import overload
 
 from bbrlcore.agents._kernels import env_reset, env_reward, env_step
 from bbrlcore.agents.base import (
+    FLOAT64,
     Algorithm,
     CostFeatures,
     Episode,
@@ -668,13 +669,15 @@ def _compiled_player(cls: type, name: str, counters: tuple[str, ...]):
         gamma, horizon = float(ep.gamma), int(ep.horizon)
         # compiled now (or loaded from the cache), outside any timing; R stands for P
         args = (setup, R, R, Rstd, gaussian, initial_state, gamma, horizon, 0, status)
+        shape = (horizon,)
         _compile(kernel, (*args, np.empty(horizon)) if records else args, lock, name, fns)
 
         def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
                  ) -> tuple[float, np.ndarray]:
             status[:] = 0
             P = _readonly(np.ascontiguousarray(P, dtype=np.float64))
-            if records:
+            if records and not (type(rewards) is np.ndarray and rewards.shape == shape
+                                and rewards.dtype is FLOAT64):  # (the runner's rows)
                 rewards = reward_buffer(rewards, horizon)
             try:  # (run_agent sends the user's prints to stderr around the whole run)
                 if records:

@@ -124,10 +124,17 @@ def records_rewards(play: Callable[..., Any]) -> bool:
         return False
     return True
 
+#: The dtype of a rewards array (a player's fast check: ``rewards.dtype is FLOAT64``).
+FLOAT64 = np.dtype(np.float64)
+
+
 def reward_buffer(rewards: np.ndarray | None, horizon: int) -> np.ndarray:
     """The array a player writes its per-step rewards into: ``rewards`` itself (checked:
     a float64 array of shape ``(horizon,)``, since kernels write without bounds checks),
-    or a new one when it is None.
+    or a new one when it is None. (The built-in players call it only when ``rewards`` is
+    not already such an array: ``type(rewards) is np.ndarray and rewards.shape ==
+    (horizon,) and rewards.dtype is FLOAT64``, a tenth of a microsecond less per
+    trajectory.)
 
     Examples
     --------

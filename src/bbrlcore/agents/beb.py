@@ -32,6 +32,7 @@ from numba import njit
 from bbrlcore.agents._kernels import env_reset, env_reward, env_step, model_init, model_update
 from bbrlcore.agents.base import (
     COMPAT,
+    FLOAT64,
     Algorithm,
     Episode,
     Param,
@@ -92,11 +93,16 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
     beta = float(params["beta"])
     b = float(math.floor(beta)) if params["compat"] else beta
 
+    shape = (ep.horizon,)
+
     def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
              ) -> tuple[float, np.ndarray]:
+        if not (type(rewards) is np.ndarray and rewards.shape == shape
+                and rewards.dtype is FLOAT64):  # (the runner's rows: no call)
+            rewards = reward_buffer(rewards, ep.horizon)
         r = _trajectory(
             P, ep.R, ep.Rstd, ep.gaussian, ep.initial_state, ep.gamma, ep.horizon, seed,
-            theta, Rm, b, GUEZ_TOLERANCE, reward_buffer(rewards, ep.horizon),
+            theta, Rm, b, GUEZ_TOLERANCE, rewards,
         )
         return r, _NO_COUNTERS
 

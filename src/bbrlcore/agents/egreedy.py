@@ -26,6 +26,7 @@ from bbrlcore.agents._kernels import (
     model_update,
 )
 from bbrlcore.agents.base import (
+    FLOAT64,
     Algorithm,
     Episode,
     Param,
@@ -72,11 +73,16 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
     Rm = np.ascontiguousarray(prior.reward)
     eps = float(params["epsilon"])
 
+    shape = (ep.horizon,)
+
     def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
              ) -> tuple[float, np.ndarray]:
+        if not (type(rewards) is np.ndarray and rewards.shape == shape
+                and rewards.dtype is FLOAT64):  # (the runner's rows: no call)
+            rewards = reward_buffer(rewards, ep.horizon)
         r = _trajectory(
             P, ep.R, ep.Rstd, ep.gaussian, ep.initial_state, ep.gamma, ep.horizon, seed,
-            theta, Rm, eps, reward_buffer(rewards, ep.horizon),
+            theta, Rm, eps, rewards,
         )
         return r, _NO_COUNTERS
 

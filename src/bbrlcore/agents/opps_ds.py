@@ -53,6 +53,7 @@ from numba import njit
 from bbrlcore.agents import formulas as F
 from bbrlcore.agents._kernels import dirichlet_row
 from bbrlcore.agents.base import (
+    FLOAT64,
     Algorithm,
     Episode,
     Param,
@@ -419,12 +420,17 @@ def make_player(prior, params: dict[str, Any], trained: Trained, ep: Episode):
     R = np.ascontiguousarray(ep.R, dtype=np.float64)
     Rstd = np.ascontiguousarray(ep.Rstd, dtype=np.float64)
 
+    shape = (ep.horizon,)
+
     def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
              ) -> tuple[float, np.ndarray]:
+        if not (type(rewards) is np.ndarray and rewards.shape == shape
+                and rewards.dtype is FLOAT64):  # (the runner's rows: no call)
+            rewards = reward_buffer(rewards, ep.horizon)
         ret, fails = play_formula(
             P, R, Rstd, bool(ep.gaussian), int(ep.initial_state), float(ep.gamma),
             int(ep.horizon), int(seed), codes, used, counts, Rm,
-            reward_buffer(rewards, ep.horizon),
+            rewards,
         )  # fmt: skip
         return float(ret), np.array([fails], dtype=np.int64)
 

@@ -10,7 +10,7 @@ import numpy as np
 from numba import njit
 
 from bbrlcore.agents._kernels import env_reset, env_reward, env_step
-from bbrlcore.agents.base import Algorithm, Episode, Trained, reward_buffer
+from bbrlcore.agents.base import FLOAT64, Algorithm, Episode, Trained, reward_buffer
 
 _NO_COUNTERS = np.zeros(0, dtype=np.int64)
 
@@ -34,10 +34,15 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, rewar
 
 
 def make_player(prior, params: dict, trained: Trained, ep: Episode):
+    shape = (ep.horizon,)
+
     def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
              ) -> tuple[float, np.ndarray]:
+        if not (type(rewards) is np.ndarray and rewards.shape == shape
+                and rewards.dtype is FLOAT64):  # (the runner's rows: no call)
+            rewards = reward_buffer(rewards, ep.horizon)
         r = _trajectory(P, ep.R, ep.Rstd, ep.gaussian, ep.initial_state, ep.gamma, ep.horizon,
-                        seed, reward_buffer(rewards, ep.horizon))
+                        seed, rewards)
         return r, _NO_COUNTERS
 
     return play

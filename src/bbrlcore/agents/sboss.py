@@ -94,6 +94,7 @@ from bbrlcore.agents._kernels import env_transition, support_insert
 from bbrlcore.agents._rng import gamma_s, normal_s, rng_new, rng_randint, uniform_s
 from bbrlcore.agents.base import (
     COMPAT,
+    FLOAT64,
     Algorithm,
     Episode,
     Param,
@@ -696,12 +697,17 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
     pi_steps = PI_WARM_STEPS if prior.n_states <= PI_MAX_STATES else 0
     V_init = prior_values(theta, Rm, ep.gamma, epsilon, compat, GUEZ_TOLERANCE, pi_steps)
 
+    shape = (ep.horizon,)
+
     def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
              ) -> tuple[float, np.ndarray]:
+        if not (type(rewards) is np.ndarray and rewards.shape == shape
+                and rewards.dtype is FLOAT64):  # (the runner's rows: no call)
+            rewards = reward_buffer(rewards, ep.horizon)
         ret, counters = _trajectory(
             P, ep.R, ep.Rstd, ep.gaussian, ep.initial_state, ep.gamma, ep.horizon, seed,
             theta, Rm, epsilon, delta, compat, GUEZ_TOLERANCE, pi_steps, V_init,
-            reward_buffer(rewards, ep.horizon),
+            rewards,
         )
         return float(ret), counters
 

@@ -26,7 +26,16 @@ import numpy as np
 from numba import njit
 
 from bbrlcore.agents._kernels import env_reset, env_reward, env_step, model_init, model_update
-from bbrlcore.agents.base import COMPAT, Algorithm, Episode, Param, Trained, positive, reward_buffer
+from bbrlcore.agents.base import (
+    COMPAT,
+    FLOAT64,
+    Algorithm,
+    Episode,
+    Param,
+    Trained,
+    positive,
+    reward_buffer,
+)
 from bbrlcore.agents.egreedy import cost_features as egreedy_cost_features
 from bbrlcore.mdp.solvers import q_solve
 
@@ -101,11 +110,16 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
     tau = float(params["tau"])
     compat = bool(params["compat"])
 
+    shape = (ep.horizon,)
+
     def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
              ) -> tuple[float, np.ndarray]:
+        if not (type(rewards) is np.ndarray and rewards.shape == shape
+                and rewards.dtype is FLOAT64):  # (the runner's rows: no call)
+            rewards = reward_buffer(rewards, ep.horizon)
         r = _trajectory(
             P, ep.R, ep.Rstd, ep.gaussian, ep.initial_state, ep.gamma, ep.horizon, seed,
-            theta, Rm, tau, compat, reward_buffer(rewards, ep.horizon),
+            theta, Rm, tau, compat, rewards,
         )
         return r, _NO_COUNTERS
 
