@@ -133,6 +133,25 @@ def test_gaussian_rewards_recompute_the_return_to_float32_precision():
             assert abs(in_order(r) - row["undiscounted_return"]) <= 1e-6 * np.abs(r).sum()
 
 
+def test_fractional_rewards_of_a_family_recompute_to_float32_precision():
+    """DeepSea's move cost (-0.01 / N) is not a float32: the recomputed return is within
+    float32's precision, not bit for bit (the float64 rewards the kernel wrote are)."""
+    from bbrlcore.mdp import families as F
+
+    p = F.make("deepsea", size=5)
+    ts = E.new_test_set(p.test, 4, 0.95, 30, seed=0)
+    agent = E.train_agent("random", {}, p.prior("uniform"), horizon=30, progress=False)
+    table = E.run_agent(ts, agent, progress=False)
+    values = {float(v) for v in table["rewards"].explode().unique()}
+    assert any(float(np.float32(v)) != v for v in (-0.002, 0.998))  # (not float32-exact)
+    assert len(values) >= 2
+    for row in table.iter_rows(named=True):
+        r = np.asarray(row["rewards"], dtype=np.float64)
+        scale = max(float(np.abs(r).sum()), 1e-300)
+        assert abs(discounted(r, 0.95) - row["discounted_return"]) <= 1e-7 * scale
+        assert abs(in_order(r) - row["undiscounted_return"]) <= 1e-7 * scale
+
+
 def test_a_run_table_has_the_schema_of_RUN_COLUMNS():
     ts = E.new_test_set(D.builtin("GC"), 3, 0.95, 10, seed=0)
     table = E.run_agent(ts, E.train_agent("sboss", {"epsilon": "1", "delta": "1"},
