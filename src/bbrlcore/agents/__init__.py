@@ -41,6 +41,7 @@ from bbrlcore.agents.base import (
     int_between,
     non_negative,
     positive,
+    records_rewards,
     support_sizes,
 )
 
@@ -71,6 +72,6 @@ __all__ = [
     "bayes",
     "Episode", "Param", "PythonAgent", "TrainContext", "Trained", "at_least_one", "available",
     "compiled_trajectory", "get", "in_unit_interval", "int_between", "non_negative",
-    "no_counters", "positive", "registry", "support_sizes", "trajectory_kernel",
+    "no_counters", "positive", "records_rewards", "registry", "support_sizes", "trajectory_kernel",
     "trajectory_loop",
 ]

@@ -62,9 +62,10 @@ from bbrlcore.agents.api import trajectory_loop
 
 
 @njit(cache=True, error_model="numpy")
-def trajectory(setup, P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, status):
+def trajectory(setup, P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, status,
+               rewards=None):
     return trajectory_loop(_reset, _act, _observe, _counters, setup, P, R, Rstd,  # noqa
-                           gaussian, initial_state, gamma, horizon, seed, status)
+                           gaussian, initial_state, gamma, horizon, seed, status, rewards)
 '''
 
 #: The four globals of the generated module, in the order of :func:`kernel_module`'s
@@ -264,10 +265,17 @@ def _locked(path: str | None, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]
 
 def compile_locked(kernel: Any, args: tuple[Any, ...], lock: str | None) -> None:
     """Compile ``kernel`` for the types of ``args`` now, or load it from numba's cache,
-    one process at a time (under ``lock``): the others then find it in the cache."""
-    from numba import typeof
+    one process at a time (under ``lock``): the others then find it in the cache.
+    Arguments left out (``rewards``, which kernels take with a default of None) are
+    compiled as numba types them when a call leaves them out."""
+    import inspect
+
+    from numba import typeof, types
 
     sig = tuple(typeof(a) for a in args)
+    params = list(inspect.signature(kernel.py_func).parameters.values())[len(sig):]
+    sig += tuple(types.Omitted(p.default) for p in params
+                 if p.default is not inspect.Parameter.empty)
     if sig in kernel.overloads:
         return
     with _locked(lock):

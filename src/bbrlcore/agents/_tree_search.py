@@ -1,8 +1,8 @@
 """The Python side the tree-search agents (BAMCP, BFS3) share: their trajectory kernels
 take the same leading arguments (the episode's rewards, initial state, γ and T, then the
-prior's concentrations and rewards), then the search's parameters and the seed, and
-return ``(discounted return, largest number of nodes a search used, the pool's
-capacity)``."""
+prior's concentrations and rewards), then the search's parameters, the seed and the
+array of per-step rewards they fill, and return ``(discounted return, largest number of
+nodes a search used, the pool's capacity)``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from bbrlcore.agents.base import Episode, Player
+from bbrlcore.agents.base import FLOAT64, Episode, Player, reward_buffer
 from bbrlcore.errors import BBRLError
 
 #: Unsigned array indices: numba then emits no negative-index wraparound.
@@ -54,11 +54,19 @@ def episode_args(prior: Any, episode: Episode) -> tuple:
 
 
 def search_player(kernel: Callable[..., tuple], args: tuple) -> Player:
-    """A player calling ``kernel(P, *args, seed)`` once per trajectory (no counters)."""
+    """A player calling ``kernel(P, *args, seed, rewards)`` once per trajectory (no
+    counters)."""
     empty = np.zeros(0, dtype=np.int64)
+    horizon = int(args[5])
+    shape = (horizon,)
 
-    def play(P: np.ndarray, seed: int) -> tuple[float, np.ndarray]:
-        ret, _used, _cap = kernel(np.ascontiguousarray(P, dtype=np.float64), *args, int(seed))
+    def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
+             ) -> tuple[float, np.ndarray]:
+        if not (type(rewards) is np.ndarray and rewards.shape == shape
+                and rewards.dtype is FLOAT64):  # (the runner's rows: no call)
+            rewards = reward_buffer(rewards, horizon)
+        ret, _used, _cap = kernel(np.ascontiguousarray(P, dtype=np.float64), *args, int(seed),
+                                  rewards)
         return float(ret), empty
 
     return play
@@ -67,5 +75,6 @@ def search_player(kernel: Callable[..., tuple], args: tuple) -> Player:
 def with_stats(kernel: Callable[..., tuple], args: tuple, P: np.ndarray,
                seed: int) -> tuple[float, int, int]:
     """One trajectory: ``(return, most nodes used by a search, capacity)``."""
-    ret, used, cap = kernel(np.ascontiguousarray(P, dtype=np.float64), *args, int(seed))
+    ret, used, cap = kernel(np.ascontiguousarray(P, dtype=np.float64), *args, int(seed),
+                            np.empty(int(args[5])))
     return float(ret), int(used), int(cap)

@@ -3,8 +3,9 @@ r"""The public agent API: benchmark your own algorithm beside the paper's.
 Three ways to write an algorithm, all found by the same registry
 (:mod:`bbrlcore.agents.registry`) and run by the same protocol (one trajectory per test
 MDP, starting from the prior; the package owns the loop, the environment, the seeding, the
-return and the timing). The posterior, drawing a model from it and solving a model are
-public helpers (:mod:`bbrlcore.agents.bayes`), the functions the built-ins are made of.
+return, the per-step rewards and the timing). The posterior, drawing a model from it and
+solving a model are public helpers (:mod:`bbrlcore.agents.bayes`), the functions the
+built-ins are made of.
 
 **A Python agent** (:class:`PythonAgent`): the original library's ``Agent`` in Python
 names. ``train(prior, ctx)`` is offline learning (optional; what it returns is stored in
@@ -57,9 +58,10 @@ before each ``reset``). A state and an action are integers. To try it by hand, m
 'my-egreedy__epsilon=0.1'
 >>> play = alg.make_player(D.builtin("GC"), alg.parse_params({"epsilon": "0.1"}), None,
 ...                        ts.episode())
->>> ret, counters = play(ts.mdps[0], 7)        # (discounted return, counters)
->>> bool(ret > 0), counters.size
-(True, 0)
+>>> rewards = np.empty(50)                     # the reward of each step, filled
+>>> ret, counters = play(ts.mdps[0], 7, rewards)  # (discounted return, counters)
+>>> bool(ret > 0), counters.size, bool(np.isclose(ret, np.sum(0.95 ** np.arange(50) * rewards)))
+(True, 0, True)
 
 **A compiled agent** (:class:`CompiledAgent`): the fast path. ``reset``, ``act`` and
 ``observe`` are numba ``@njit`` functions over plain arrays, and the package compiles the
@@ -141,10 +143,12 @@ from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 
 from bbrlcore.agents._kernels import env_reset, env_reward, env_step
 from bbrlcore.agents.base import (
+    FLOAT64,
     Algorithm,
     CostFeatures,
     Episode,
@@ -152,6 +156,7 @@ from bbrlcore.agents.base import (
     Param,
     TrainContext,
     Trained,
+    reward_buffer,
 )
 from bbrlcore.errors import BBRLError
 
@@ -271,7 +276,10 @@ class CompiledAgent(_AgentBase):
     #: function of the final state, returned to Python after each trajectory).
     counter_values: ClassVar[Any] = None
     #: Optional: a kernel of the package's loop of the class's own (an ``@njit`` function
-    #: calling :func:`trajectory_loop`), played instead of :func:`trajectory_kernel`'s.
+    #: calling :func:`trajectory_loop`), played instead of :func:`trajectory_kernel`'s:
+    #: ``trajectory(setup, P, R, Rstd, gaussian, initial_state, gamma, horizon, seed,
+    #: status, rewards)``, passing ``rewards`` on to the loop (a kernel without it, as
+    #: written before bbrl recorded rewards, still runs; its rows carry no rewards).
     #: Not needed: that one is cached on disk too.
     trajectory: ClassVar[Any] = None
 
@@ -401,7 +409,9 @@ def _python_player(cls: type, name: str, counters: tuple[str, ...]):
         R, Rstd = np.asarray(ep.R), np.asarray(ep.Rstd)
         nC = len(counters)
 
-        def play(P: np.ndarray, seed: int) -> tuple[float, np.ndarray]:
+        def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
+                 ) -> tuple[float, np.ndarray]:
+            rewards = reward_buffer(rewards, ep.horizon)
             nX, nU, _ = P.shape
             env_ss, agent_ss = np.random.SeedSequence(int(seed)).spawn(2)
             env = np.random.Generator(np.random.PCG64(env_ss))
@@ -422,6 +432,7 @@ def _python_player(cls: type, name: str, counters: tuple[str, ...]):
                     r = float(R[x, a, y])
                     if ep.gaussian:
                         r += float(Rstd[x, a, y]) * float(env.standard_normal())
+                    rewards[step] = r
                     ret += disc * r
                     disc *= ep.gamma
                     agent.observe(x, a, y, r)
@@ -448,10 +459,10 @@ _NONE = np.zeros(0, dtype=np.int64)
 
 @njit(error_model="numpy")
 def compiled_trajectory(reset, act, observe, setup, P, R, Rstd, gaussian, initial_state,
-                        gamma, horizon, seed, status):
+                        gamma, horizon, seed, status, rewards=None):
     """One trajectory of a compiled agent: the package's loop (:func:`trajectory_loop`)
     around its functions, given as arguments; returns ``(discounted return, final agent
-    state)``.
+    state)`` (and fills ``rewards``, when given, as the loop does).
 
     ``status[0]`` holds the step being played, ``status[1]`` an invalid action (the
     trajectory stops and returns with ``status[2] = 1``). Not cached: it takes functions as
@@ -460,14 +471,39 @@ def compiled_trajectory(reset, act, observe, setup, P, R, Rstd, gaussian, initia
     loop, specialised once per agent and cached on disk).
     """
     return trajectory_loop(reset, act, observe, final_state, setup, P, R, Rstd, gaussian,
-                           initial_state, gamma, horizon, seed, status)
+                           initial_state, gamma, horizon, seed, status, rewards)
+
+
+def record_reward(rewards, t, r):  # pragma: no cover - numba's (see the overload below)
+    """``rewards[t] = r`` inside a compiled loop; nothing when ``rewards`` is None (a
+    kernel calling :func:`trajectory_loop` without a rewards array, as before bbrl
+    recorded them): resolved by type when the loop is compiled, so neither costs a
+    branch."""
+    if rewards is not None:
+        rewards[t] = r
+
+
+@overload(record_reward, inline="always")
+def _record_reward(rewards, t, r):
+    if rewards is None or isinstance(rewards, (types.NoneType, types.Omitted)):
+        def nothing(rewards, t, r):
+            return None
+
+        return nothing
+
+    def store(rewards, t, r):
+        rewards[t] = r
+
+    return store
 
 
 @njit(error_model="numpy", inline="always")
 def trajectory_loop(reset, act, observe, counter_values, setup, P, R, Rstd, gaussian,
-                    initial_state, gamma, horizon, seed, status):
+                    initial_state, gamma, horizon, seed, status, rewards=None):
     """The package's trajectory loop around a compiled agent's functions, returning
-    ``(discounted return, counter_values(final state))``.
+    ``(discounted return, counter_values(final state))`` and writing the reward of step
+    ``t`` into ``rewards[t]`` (a float64 array of length ``horizon``; optional, for kernels
+    written before bbrl recorded rewards).
 
     Inlined into its caller at compile time (``inline="always"``), so a kernel that calls
     it with module-level ``@njit`` functions is an ordinary function of arrays and numbers:
@@ -489,6 +525,7 @@ def trajectory_loop(reset, act, observe, counter_values, setup, P, R, Rstd, gaus
             return ret, counter_values(state)
         y = env_step(P, x, u)
         r = env_reward(R, Rstd, gaussian, x, u, y)
+        record_reward(rewards, t, r)
         ret += disc * r
         disc *= gamma
         observe(state, x, u, y, r)
@@ -515,9 +552,10 @@ _KERNELS: dict[tuple[Any, ...], tuple[Any, str | None]] = {}
 
 def _closure_kernel(reset: Any, act: Any, observe: Any, count: Any) -> Any:
     @njit(error_model="numpy")
-    def kernel(setup, P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, status):
+    def kernel(setup, P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, status,
+               rewards=None):
         return trajectory_loop(reset, act, observe, count, setup, P, R, Rstd, gaussian,
-                               initial_state, gamma, horizon, seed, status)
+                               initial_state, gamma, horizon, seed, status, rewards)
 
     return kernel
 
@@ -548,8 +586,9 @@ def trajectory_kernel(reset: Any, act: Any, observe: Any, counter_values: Any = 
                       cache: bool = True) -> Any:
     """The trajectory loop (:func:`trajectory_loop`) specialised to one agent's ``@njit``
     functions: ``kernel(setup, P, R, Rstd, gaussian, initial_state, gamma, horizon, seed,
-    status) -> (discounted return, counters)``, where ``counters`` is
-    ``counter_values(state)`` (an empty int64 array without it).
+    status, rewards=None) -> (discounted return, counters)``, where ``counters`` is
+    ``counter_values(state)`` (an empty int64 array without it) and ``rewards`` (a float64
+    array of length ``horizon``) receives the reward of each step.
 
     The functions are compile-time constants of the kernel, so a call only passes arrays
     and numbers (no per-call typing of function arguments, the agent's state never boxed
@@ -622,20 +661,31 @@ def _compiled_player(cls: type, name: str, counters: tuple[str, ...]):
         fns = (cls.reset, cls.act, cls.observe, final_state if in_python else count_fn)
         if own is not None and hasattr(own, "py_func"):
             kernel, lock = own, None  # the class's own kernel of the same loop
+            records = _takes_rewards(own)
         else:
             kernel, lock = _kernel_and_lock(*fns, True)
+            records = True
         gaussian, initial_state = bool(ep.gaussian), int(ep.initial_state)
         gamma, horizon = float(ep.gamma), int(ep.horizon)
         # compiled now (or loaded from the cache), outside any timing; R stands for P
-        _compile(kernel, (setup, R, R, Rstd, gaussian, initial_state, gamma, horizon, 0,
-                          status), lock, name, fns)
+        args = (setup, R, R, Rstd, gaussian, initial_state, gamma, horizon, 0, status)
+        shape = (horizon,)
+        _compile(kernel, (*args, np.empty(horizon)) if records else args, lock, name, fns)
 
-        def play(P: np.ndarray, seed: int) -> tuple[float, np.ndarray]:
+        def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
+                 ) -> tuple[float, np.ndarray]:
             status[:] = 0
             P = _readonly(np.ascontiguousarray(P, dtype=np.float64))
+            if records and not (type(rewards) is np.ndarray and rewards.shape == shape
+                                and rewards.dtype is FLOAT64):  # (the runner's rows)
+                rewards = reward_buffer(rewards, horizon)
             try:  # (run_agent sends the user's prints to stderr around the whole run)
-                ret, out = kernel(setup, P, R, Rstd, gaussian, initial_state, gamma, horizon,
-                                  int(seed), status)
+                if records:
+                    ret, out = kernel(setup, P, R, Rstd, gaussian, initial_state, gamma,
+                                      horizon, int(seed), status, rewards)
+                else:
+                    ret, out = kernel(setup, P, R, Rstd, gaussian, initial_state, gamma,
+                                      horizon, int(seed), status)
             except KeyboardInterrupt:
                 raise
             except BaseException as exc:  # noqa: BLE001 - the user's code (or its typing)
@@ -659,9 +709,26 @@ def _compiled_player(cls: type, name: str, counters: tuple[str, ...]):
                                  f"expected {nC}")
             return float(ret), cnt
 
+        if not records:  # a kernel of its own without the rewards: play(P, seed)
+            def play_unrecorded(P: np.ndarray, seed: int) -> tuple[float, np.ndarray]:
+                return play(P, seed)
+
+            return play_unrecorded
         return play
 
     return make_player
+
+
+def _takes_rewards(kernel: Any) -> bool:
+    """Whether a compiled agent's own trajectory kernel (``CompiledAgent.trajectory``)
+    takes the rewards array after ``status`` (11 arguments) or not (10, written before
+    bbrl recorded rewards: its rows then carry none)."""
+    import inspect
+
+    try:
+        return len(inspect.signature(kernel.py_func).parameters) >= 11
+    except (TypeError, ValueError):
+        return False
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")

@@ -319,8 +319,10 @@ def _ql_update(Qrl, gset, gcount, x, u, y, r, gamma):
 
 
 @njit(cache=True, error_model="numpy")
-def bamcp_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R, K, D, seed):
-    """One whole BAMCP trajectory on test MDP ``P``.
+def bamcp_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R, K, D, seed,
+                     rewards):
+    """One whole BAMCP trajectory on test MDP ``P``; the reward of step ``t`` goes to
+    ``rewards[t]``.
 
     Returns ``(discounted_return, max_nodes, capacity)``: the largest number of V-nodes
     any decision used, and the pool size (``K + 1``).
@@ -376,7 +378,7 @@ def bamcp_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R,
     disc = 1.0
     sim0 = 0
     max_used = 0
-    for _t in range(T):
+    for t in range(T):
         used = _search(
             x, nX, nU, K, D, gamma, rsup_f, acum_f, supp_f, nsupp_f, urn_f,
             stamp_f, sim0, gset_f, gcount, vN, vstate, vsib, qN_f, qW_f, qhead_f, path_node,
@@ -388,6 +390,7 @@ def bamcp_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R,
         u = _greedy_root(qN, qW, nU, scores)
         y = env_step(P, x, u)
         r = env_reward(Renv, Rstd, gaussian, x, u, y)
+        rewards[t] = r
         ret += disc * r
         disc *= gamma
         model_update(alpha, Np, _Pm, supp, nsupp, x, u, y)

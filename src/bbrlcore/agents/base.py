@@ -7,9 +7,12 @@ An agent module (``bbrlcore/agents/<name>.py``) defines one :class:`Algorithm`:
   :class:`Trained` (JSON-able ``info`` plus an optional table, both stored in the agent
   artefact). Most agents only keep the prior;
 * ``make_player(prior, params, trained, episode)``: returns a callable
-  ``play(P, seed) -> (discounted_return, counters)`` that runs **one whole trajectory**
-  of ``episode.horizon`` steps on the test MDP ``P`` inside numba, starting from the
-  prior (the agent's reset is part of the trajectory, spec 01 §3.2);
+  ``play(P, seed, rewards=None) -> (discounted_return, counters)`` that runs **one whole
+  trajectory** of ``episode.horizon`` steps on the test MDP ``P`` inside numba, starting
+  from the prior (the agent's reset is part of the trajectory, spec 01 §3.2), and writes
+  the reward of step ``t`` into ``rewards[t]`` (a float64 array of length
+  ``episode.horizon``; without one the player records into a buffer of its own). See
+  :data:`Player`;
 * ``counters``: names of the integer counters ``play`` returns (extra run-table columns,
   e.g. ``formula_failures``).
 """
@@ -83,7 +86,75 @@ class Trained:
     table: Any = None  # polars.DataFrame | None
 
 
-Player = Callable[[np.ndarray, int], tuple[float, np.ndarray]]
+#: ``play(P, seed, rewards=None) -> (discounted_return, counters)``: one whole trajectory
+#: on the test MDP ``P`` (float64, shape (nX, nU, nX)) seeded with ``seed``; the reward of
+#: step ``t`` goes to ``rewards[t]`` (a writable float64 array of length T, filled
+#: completely; the runner stores it in the run table's ``rewards`` column), while the
+#: return is accumulated as always (``ret += disc * r; disc *= gamma``, step by step).
+#: ``counters`` is an int64 array of the algorithm's :attr:`Algorithm.counters`.
+#:
+#: A player taking only ``(P, seed)`` (a third party's :class:`Algorithm` written before
+#: bbrl recorded rewards) still runs: :func:`records_rewards` tells it apart, and its rows
+#: carry a null ``rewards`` and ``undiscounted_return``. Agents written with
+#: :class:`~bbrlcore.agents.api.PythonAgent` or :class:`~bbrlcore.agents.api.CompiledAgent`
+#: change nothing: the package's loop records for them.
+Player = Callable[..., tuple[float, np.ndarray]]
+
+
+def records_rewards(play: Callable[..., Any]) -> bool:
+    """Whether ``play`` takes the per-step rewards buffer, its third positional argument
+    (see :data:`Player`), rather than only ``(P, seed)``.
+
+    Examples
+    --------
+    >>> records_rewards(lambda P, seed, rewards=None: (0.0, None))
+    True
+    >>> records_rewards(lambda P, seed: (0.0, None))
+    False
+    """
+    import inspect
+
+    try:
+        sig = inspect.signature(play)
+    except (TypeError, ValueError):  # a callable without a signature: the old protocol
+        return False
+    try:
+        sig.bind(None, 0, None)
+    except TypeError:
+        return False
+    return True
+
+#: The dtype of a rewards array (a player's fast check: ``rewards.dtype is FLOAT64``).
+FLOAT64 = np.dtype(np.float64)
+
+
+def reward_buffer(rewards: np.ndarray | None, horizon: int) -> np.ndarray:
+    """The array a player writes its per-step rewards into: ``rewards`` itself (checked:
+    a float64 array of shape ``(horizon,)``, since kernels write without bounds checks),
+    or a new one when it is None. (The built-in players call it only when ``rewards`` is
+    not already such an array: ``type(rewards) is np.ndarray and rewards.shape ==
+    (horizon,) and rewards.dtype is FLOAT64``, a tenth of a microsecond less per
+    trajectory.)
+
+    Examples
+    --------
+    >>> reward_buffer(None, 3).shape
+    (3,)
+    >>> reward_buffer(np.zeros(2), 3)
+    Traceback (most recent call last):
+    ...
+    bbrlcore.errors.BBRLError: rewards: expected a float64 array of shape (3,) ... (2,)
+    """
+    if rewards is None:
+        return np.empty(horizon)
+    if (not isinstance(rewards, np.ndarray) or rewards.shape != (horizon,)
+            or rewards.dtype != np.float64):
+        got = (f"{rewards.dtype} {rewards.shape}" if isinstance(rewards, np.ndarray)
+               else type(rewards).__name__)
+        raise BBRLError(f"rewards: expected a float64 array of shape ({horizon},) (the "
+                        f"horizon), got {got}")
+    return rewards
+
 
 #: ``cost_features(params, prior, test, gamma, horizon) -> {name: amount}``: the work one
 #: trajectory does, in the kernel's own units (steps, Bellman backups, simulated steps,

@@ -32,11 +32,13 @@ from numba import njit
 from bbrlcore.agents._kernels import env_reset, env_reward, env_step, model_init, model_update
 from bbrlcore.agents.base import (
     COMPAT,
+    FLOAT64,
     Algorithm,
     Episode,
     Param,
     Trained,
     non_negative,
+    reward_buffer,
     support_sizes,
 )
 from bbrlcore.errors import BBRLError
@@ -53,7 +55,8 @@ def _set_bonus(Rb, Rm, Np, b, x, u):
 
 
 @njit(cache=True, error_model="numpy")
-def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, theta, Rm, b, tol):
+def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, theta, Rm, b, tol,
+                rewards):
     np.random.seed(seed)
     nX, nU, _ = P.shape
     x = env_reset(initial_state, nX)
@@ -68,11 +71,13 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, theta
     work = np.empty(nX)
     ret = 0.0
     disc = 1.0
-    for _t in range(horizon):
+    for t in range(horizon):
         guez_policy_iteration(Pm, Rb, supp, nsupp, gamma, tol, V, pi, A, work)
         u = pi[x]
         y = env_step(P, x, u)
-        ret += disc * env_reward(R, Rstd, gaussian, x, u, y)
+        r = env_reward(R, Rstd, gaussian, x, u, y)
+        rewards[t] = r
+        ret += disc * r
         disc *= gamma
         model_update(N, Np, Pm, supp, nsupp, x, u, y)
         _set_bonus(Rb, Rm, Np, b, x, u)
@@ -88,10 +93,16 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
     beta = float(params["beta"])
     b = float(math.floor(beta)) if params["compat"] else beta
 
-    def play(P: np.ndarray, seed: int) -> tuple[float, np.ndarray]:
+    shape = (ep.horizon,)
+
+    def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
+             ) -> tuple[float, np.ndarray]:
+        if not (type(rewards) is np.ndarray and rewards.shape == shape
+                and rewards.dtype is FLOAT64):  # (the runner's rows: no call)
+            rewards = reward_buffer(rewards, ep.horizon)
         r = _trajectory(
             P, ep.R, ep.Rstd, ep.gaussian, ep.initial_state, ep.gamma, ep.horizon, seed,
-            theta, Rm, b, GUEZ_TOLERANCE,
+            theta, Rm, b, GUEZ_TOLERANCE, rewards,
         )
         return r, _NO_COUNTERS
 

@@ -682,9 +682,10 @@ def _tree(x, a, s1, N, C, D, nX, nU, gamma, vmin, vmax, flat, nodes, path, urn, 
 
 @njit(cache=True, error_model="numpy")
 def bfs3_trajectory(
-    P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R, K, C, D, seed
+    P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R, K, C, D, seed, rewards
 ):
-    """One whole BFS3 trajectory on test MDP ``P``.
+    """One whole BFS3 trajectory on test MDP ``P``; the reward of step ``t`` goes to
+    ``rewards[t]``.
 
     Returns ``(discounted_return, max_nodes, capacity)``: the largest number of V-nodes
     one FSSS tree used, and the pool size (``N·D``).
@@ -706,7 +707,7 @@ def bfs3_trajectory(
     ret = 0.0
     disc = 1.0
     max_used = 0
-    for _t in range(T):
+    for t in range(T):
         for a in range(nU):
             q[a] = 0.0
             for _c in range(C):
@@ -719,6 +720,7 @@ def bfs3_trajectory(
         u = argmax_random_tie(q)
         y = env_step(P, x, u)
         r = env_reward(Renv, Rstd, gaussian, x, u, y)
+        rewards[t] = r
         ret += disc * r
         disc *= gamma
         _observe(model, urn, x, u, y)

@@ -26,11 +26,13 @@ from bbrlcore.agents._kernels import (
     model_update,
 )
 from bbrlcore.agents.base import (
+    FLOAT64,
     Algorithm,
     Episode,
     Param,
     Trained,
     in_unit_interval,
+    reward_buffer,
     support_sizes,
 )
 from bbrlcore.mdp.solvers import q_solve
@@ -39,7 +41,8 @@ _NO_COUNTERS = np.zeros(0, dtype=np.int64)
 
 
 @njit(cache=True, error_model="numpy")
-def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, theta, Rm, epsilon):
+def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, theta, Rm, epsilon,
+                rewards):
     np.random.seed(seed)
     nX, nU, _ = P.shape
     x = env_reset(initial_state, nX)
@@ -48,14 +51,16 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, theta
     q_solve(Pm, Rm, supp, nsupp, gamma, horizon, Q)
     ret = 0.0
     disc = 1.0
-    for _t in range(horizon):
+    for t in range(horizon):
         f = np.random.random()
         if f <= epsilon:
             u = np.random.randint(0, nU)
         else:
             u = argmax_random_tie(Q[x])
         y = env_step(P, x, u)
-        ret += disc * env_reward(R, Rstd, gaussian, x, u, y)
+        r = env_reward(R, Rstd, gaussian, x, u, y)
+        rewards[t] = r
+        ret += disc * r
         disc *= gamma
         model_update(N, Np, Pm, supp, nsupp, x, u, y)
         q_solve(Pm, Rm, supp, nsupp, gamma, horizon, Q)
@@ -68,10 +73,16 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
     Rm = np.ascontiguousarray(prior.reward)
     eps = float(params["epsilon"])
 
-    def play(P: np.ndarray, seed: int) -> tuple[float, np.ndarray]:
+    shape = (ep.horizon,)
+
+    def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
+             ) -> tuple[float, np.ndarray]:
+        if not (type(rewards) is np.ndarray and rewards.shape == shape
+                and rewards.dtype is FLOAT64):  # (the runner's rows: no call)
+            rewards = reward_buffer(rewards, ep.horizon)
         r = _trajectory(
             P, ep.R, ep.Rstd, ep.gaussian, ep.initial_state, ep.gamma, ep.horizon, seed,
-            theta, Rm, eps,
+            theta, Rm, eps, rewards,
         )
         return r, _NO_COUNTERS
 

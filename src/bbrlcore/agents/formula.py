@@ -42,7 +42,15 @@ from typing import Any
 import numpy as np
 
 from bbrlcore.agents import formulas as F
-from bbrlcore.agents.base import Algorithm, Episode, Param, Trained, support_sizes
+from bbrlcore.agents.base import (
+    FLOAT64,
+    Algorithm,
+    Episode,
+    Param,
+    Trained,
+    reward_buffer,
+    support_sizes,
+)
 from bbrlcore.agents.formula_agent import feature_counts, play_formula
 
 
@@ -58,7 +66,7 @@ PARAMS = (
 
 
 def make_player(prior: Any, params: dict[str, Any], trained: Trained | None, ep: Episode):
-    """The formula agent as a ``play(P, seed)`` trajectory function (the kernel of the
+    """The formula agent as a ``play(P, seed, rewards=None)`` trajectory function (the kernel of the
     agent OPPS-DS learns, :func:`bbrlcore.agents.opps_ds.make_player`)."""
     codes = F.parse_formula(params["formula"], "formula")
     used = F.variables_used(codes)
@@ -68,10 +76,17 @@ def make_player(prior: Any, params: dict[str, Any], trained: Trained | None, ep:
     R = np.ascontiguousarray(ep.R, dtype=np.float64)
     Rstd = np.ascontiguousarray(ep.Rstd, dtype=np.float64)
 
-    def play(P: np.ndarray, seed: int) -> tuple[float, np.ndarray]:
+    shape = (ep.horizon,)
+
+    def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
+             ) -> tuple[float, np.ndarray]:
+        if not (type(rewards) is np.ndarray and rewards.shape == shape
+                and rewards.dtype is FLOAT64):  # (the runner's rows: no call)
+            rewards = reward_buffer(rewards, ep.horizon)
         ret, fails = play_formula(
             P, R, Rstd, bool(ep.gaussian), int(ep.initial_state), float(ep.gamma),
             int(ep.horizon), int(seed), codes, used, counts, Rm,
+            rewards,
         )  # fmt: skip
         return float(ret), np.array([fails], dtype=np.int64)
 

@@ -69,9 +69,10 @@ def initial_q(counts, Rm, used, gamma, horizon):
 @njit(cache=True, error_model="numpy")
 def formula_trajectory(
     P, R, Rstd, gaussian, initial_state, gamma, horizon,
-    codes, n_codes, used, counts, Rm, Qinit, solve_reset, stop_on_failure,
+    codes, n_codes, used, counts, Rm, Qinit, solve_reset, stop_on_failure, rewards,
 ):  # fmt: skip
-    """One trajectory of the formula agent on MDP ``P`` (numba RNG already seeded).
+    """One trajectory of the formula agent on MDP ``P`` (numba RNG already seeded),
+    writing the reward of step ``t`` into ``rewards[t]``.
 
     ``Qinit`` holds the features' Q at reset when ``solve_reset`` is False (OPPS-DS
     training reuses the prior's solution, identical for every pull); otherwise the reset
@@ -98,7 +99,7 @@ def formula_trajectory(
     fails = 0
     ret = 0.0
     disc = 1.0
-    for _t in range(horizon):
+    for t in range(horizon):
         for u in range(nU):
             v, ok = eval_rpn(codes, n_codes, Q[0, x, u], Q[1, x, u], Q[2, x, u], stack)
             if ok and not np.isnan(v):
@@ -110,7 +111,9 @@ def formula_trajectory(
             return ret, fails
         u = argmax_random_tie(scores)
         y = env_step(P, x, u)
-        ret += disc * env_reward(R, Rstd, gaussian, x, u, y)
+        r = env_reward(R, Rstd, gaussian, x, u, y)
+        rewards[t] = r
+        ret += disc * r
         disc *= gamma
         if used[0]:
             model_update(N0, Np0, P0, s0, ns0, x, u, y)
@@ -127,12 +130,14 @@ def formula_trajectory(
 
 @njit(cache=True, error_model="numpy")
 def play_formula(
-    P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, codes, used, counts, Rm
+    P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, codes, used, counts, Rm,
+    rewards,
 ):  # fmt: skip
-    """One test trajectory (reset solve included), seeded with ``seed``."""
+    """One test trajectory (reset solve included), seeded with ``seed``; the reward of
+    step ``t`` goes to ``rewards[t]``."""
     np.random.seed(seed)
     Qdummy = np.zeros((3, P.shape[0], P.shape[1]))
     return formula_trajectory(
         P, R, Rstd, gaussian, initial_state, gamma, horizon,
-        codes, codes.shape[0], used, counts, Rm, Qdummy, True, False,
+        codes, codes.shape[0], used, counts, Rm, Qdummy, True, False, rewards,
     )  # fmt: skip

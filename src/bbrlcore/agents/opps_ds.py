@@ -53,6 +53,7 @@ from numba import njit
 from bbrlcore.agents import formulas as F
 from bbrlcore.agents._kernels import dirichlet_row
 from bbrlcore.agents.base import (
+    FLOAT64,
     Algorithm,
     Episode,
     Param,
@@ -60,6 +61,7 @@ from bbrlcore.agents.base import (
     Trained,
     int_between,
     positive,
+    reward_buffer,
     support_sizes,
 )
 from bbrlcore.agents.formula_agent import (
@@ -170,6 +172,7 @@ def opps_batch(
     """Run up to ``max_attempts`` UCB1 pulls of OPPS-DS; returns the number run."""
     nX, nU, _ = theta.shape
     P = np.zeros((nX, nU, nX))
+    rewards = np.empty(horizon)  # (a pull's rewards: not kept)
     done = 0
     while done < max_attempts:
         np.random.seed(pull_seed(base, st[_ATTEMPTS]))
@@ -182,6 +185,7 @@ def opps_batch(
         ret, fails = formula_trajectory(
             P, Rm, Rstd, gaussian, initial_state, gamma, horizon,
             codes[arm], lengths[arm], used[arm], counts, Rm, Qinit[arm], False, True,
+            rewards,
         )  # fmt: skip
         ucb1_record(mu, npull, disc, st, arm, ret, fails == 0)
         done += 1
@@ -403,7 +407,8 @@ def train(prior, params: dict[str, Any], ctx: TrainContext) -> Trained:
 
 
 def make_player(prior, params: dict[str, Any], trained: Trained, ep: Episode):
-    """The learned formula agent as a ``play(P, seed)`` trajectory function."""
+    """The learned formula agent as a ``play(P, seed, rewards=None)`` trajectory
+    function."""
     rpn = trained.info.get("rpn") if trained and trained.info else None
     if not rpn:
         raise BBRLError("opps-ds agent: no chosen formula in the agent artefact (info.rpn)")
@@ -415,10 +420,17 @@ def make_player(prior, params: dict[str, Any], trained: Trained, ep: Episode):
     R = np.ascontiguousarray(ep.R, dtype=np.float64)
     Rstd = np.ascontiguousarray(ep.Rstd, dtype=np.float64)
 
-    def play(P: np.ndarray, seed: int) -> tuple[float, np.ndarray]:
+    shape = (ep.horizon,)
+
+    def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
+             ) -> tuple[float, np.ndarray]:
+        if not (type(rewards) is np.ndarray and rewards.shape == shape
+                and rewards.dtype is FLOAT64):  # (the runner's rows: no call)
+            rewards = reward_buffer(rewards, ep.horizon)
         ret, fails = play_formula(
             P, R, Rstd, bool(ep.gaussian), int(ep.initial_state), float(ep.gamma),
             int(ep.horizon), int(seed), codes, used, counts, Rm,
+            rewards,
         )  # fmt: skip
         return float(ret), np.array([fails], dtype=np.int64)
 

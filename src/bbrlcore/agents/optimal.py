@@ -14,14 +14,14 @@ import numpy as np
 from numba import njit
 
 from bbrlcore.agents._kernels import argmax_random_tie, env_reset, env_reward, env_step
-from bbrlcore.agents.base import Algorithm, Episode, Trained, support_sizes
+from bbrlcore.agents.base import FLOAT64, Algorithm, Episode, Trained, reward_buffer, support_sizes
 from bbrlcore.mdp.solvers import q_iteration, support_of
 
 _NO_COUNTERS = np.zeros(0, dtype=np.int64)
 
 
 @njit(cache=True, error_model="numpy")
-def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed):
+def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, rewards):
     np.random.seed(seed)
     nX, nU, _ = P.shape
     x = env_reset(initial_state, nX)
@@ -31,10 +31,12 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed):
     q_iteration(P, R, supp, nsupp, g, horizon, Q)
     ret = 0.0
     disc = 1.0
-    for _t in range(horizon):
+    for t in range(horizon):
         u = argmax_random_tie(Q[x])
         y = env_step(P, x, u)
-        ret += disc * env_reward(R, Rstd, gaussian, x, u, y)
+        r = env_reward(R, Rstd, gaussian, x, u, y)
+        rewards[t] = r
+        ret += disc * r
         disc *= gamma
         x = y
     return ret
@@ -43,8 +45,15 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed):
 def make_player(prior, params: dict, trained: Trained, ep: Episode):
     R = np.ascontiguousarray(ep.R)
 
-    def play(P: np.ndarray, seed: int) -> tuple[float, np.ndarray]:
-        r = _trajectory(P, R, ep.Rstd, ep.gaussian, ep.initial_state, ep.gamma, ep.horizon, seed)
+    shape = (ep.horizon,)
+
+    def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
+             ) -> tuple[float, np.ndarray]:
+        if not (type(rewards) is np.ndarray and rewards.shape == shape
+                and rewards.dtype is FLOAT64):  # (the runner's rows: no call)
+            rewards = reward_buffer(rewards, ep.horizon)
+        r = _trajectory(P, R, ep.Rstd, ep.gaussian, ep.initial_state, ep.gamma, ep.horizon,
+                        seed, rewards)
         return r, _NO_COUNTERS
 
     return play

@@ -10,30 +10,39 @@ import numpy as np
 from numba import njit
 
 from bbrlcore.agents._kernels import env_reset, env_reward, env_step
-from bbrlcore.agents.base import Algorithm, Episode, Trained
+from bbrlcore.agents.base import FLOAT64, Algorithm, Episode, Trained, reward_buffer
 
 _NO_COUNTERS = np.zeros(0, dtype=np.int64)
 
 
 @njit(cache=True, error_model="numpy")
-def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed):
+def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, rewards):
     np.random.seed(seed)
     nX, nU, _ = P.shape
     x = env_reset(initial_state, nX)
     ret = 0.0
     disc = 1.0
-    for _t in range(horizon):
+    for t in range(horizon):
         u = np.random.randint(0, nU)
         y = env_step(P, x, u)
-        ret += disc * env_reward(R, Rstd, gaussian, x, u, y)
+        r = env_reward(R, Rstd, gaussian, x, u, y)
+        rewards[t] = r
+        ret += disc * r
         disc *= gamma
         x = y
     return ret
 
 
 def make_player(prior, params: dict, trained: Trained, ep: Episode):
-    def play(P: np.ndarray, seed: int) -> tuple[float, np.ndarray]:
-        r = _trajectory(P, ep.R, ep.Rstd, ep.gaussian, ep.initial_state, ep.gamma, ep.horizon, seed)
+    shape = (ep.horizon,)
+
+    def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
+             ) -> tuple[float, np.ndarray]:
+        if not (type(rewards) is np.ndarray and rewards.shape == shape
+                and rewards.dtype is FLOAT64):  # (the runner's rows: no call)
+            rewards = reward_buffer(rewards, ep.horizon)
+        r = _trajectory(P, ep.R, ep.Rstd, ep.gaussian, ep.initial_state, ep.gamma, ep.horizon,
+                        seed, rewards)
         return r, _NO_COUNTERS
 
     return play

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bbrlcore.agents.base import Algorithm
+from bbrlcore.agents.base import Algorithm, records_rewards
 from bbrlcore.errors import BBRLError
 
 #: The entry-point group of algorithms.
@@ -302,15 +302,24 @@ def _guarded_algorithm(alg: Algorithm) -> Algorithm:
     def make_player(prior: Any, params: dict, trained: Any, episode: Any) -> Any:
         play = user_call(name, "make_player", make, prior, params, trained, episode)
 
-        def guarded(P: Any, seed: int) -> Any:
+        def guarded(P: Any, seed: int, *rewards: Any) -> Any:
             try:
-                return play(P, seed)
+                return play(P, seed, *rewards)
             except (BBRLError, KeyboardInterrupt):
                 raise
             except BaseException as exc:  # noqa: BLE001 - the user's code: any error
                 raise AgentError(f"{name}: play raised {describe_error(exc)}") from None
 
-        return guarded
+        if records_rewards(play):
+            def guarded_recording(P: Any, seed: int, rewards: Any = None) -> Any:
+                return guarded(P, seed, rewards)
+
+            return guarded_recording
+
+        def guarded_unrecorded(P: Any, seed: int) -> Any:  # play(P, seed): no rewards
+            return guarded(P, seed)
+
+        return guarded_unrecorded
 
     return dataclasses.replace(
         alg, make_player=make_player, train=_guarded(alg.train, name, "train"),

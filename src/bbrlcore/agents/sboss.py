@@ -92,7 +92,16 @@ from numba import njit
 
 from bbrlcore.agents._kernels import env_transition, support_insert
 from bbrlcore.agents._rng import gamma_s, normal_s, rng_new, rng_randint, uniform_s
-from bbrlcore.agents.base import COMPAT, Algorithm, Episode, Param, Trained, positive
+from bbrlcore.agents.base import (
+    COMPAT,
+    FLOAT64,
+    Algorithm,
+    Episode,
+    Param,
+    Trained,
+    positive,
+    reward_buffer,
+)
 from bbrlcore.errors import BBRLError
 from bbrlcore.mdp.solvers import GUEZ_MAX_SWEEPS, GUEZ_TOLERANCE, _lu_solve, support_of
 
@@ -446,7 +455,7 @@ def prior_values(theta, Rm, gamma, epsilon, compat, tol, pi_steps):
 @njit(cache=True, error_model="numpy")
 def _trajectory(
     P, R, Rstd, gaussian, initial_state, gamma, horizon, seed,
-    theta, Rm, epsilon, delta, compat, tol, pi_steps, V_init,
+    theta, Rm, epsilon, delta, compat, tol, pi_steps, V_init, rewards,
 ):
     rs = rng_new(seed)
     nX, nU, _ = P.shape
@@ -490,7 +499,7 @@ def _trajectory(
     n_resamples = 0
     ret = 0.0
     disc = 1.0
-    for _t in range(horizon):
+    for t in range(horizon):
         if resample:
             for i in range(n_dirty):
                 s = dirty[i] // nU
@@ -517,6 +526,7 @@ def _trajectory(
         if gaussian:
             v, s0, s1, s2, s3 = normal_s(s0, s1, s2, s3)
             r += Rstd[x, u, y] * v
+        rewards[t] = r
         ret += disc * r
         disc *= gamma
         # posterior update
@@ -673,7 +683,8 @@ def _setting_check(params: dict, prior, gamma: float, horizon: int) -> str | Non
 
 
 def make_player(prior, params: dict, trained: Trained, ep: Episode):
-    """A ``play(P, seed)`` running one SBOSS trajectory (see the module docstring)."""
+    """A ``play(P, seed, rewards=None)`` running one SBOSS trajectory (see the module
+    docstring)."""
     err = _setting_check(params, prior, ep.gamma, ep.horizon)
     if err:
         raise BBRLError(f"sboss: {err}")
@@ -686,10 +697,17 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
     pi_steps = PI_WARM_STEPS if prior.n_states <= PI_MAX_STATES else 0
     V_init = prior_values(theta, Rm, ep.gamma, epsilon, compat, GUEZ_TOLERANCE, pi_steps)
 
-    def play(P: np.ndarray, seed: int) -> tuple[float, np.ndarray]:
+    shape = (ep.horizon,)
+
+    def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
+             ) -> tuple[float, np.ndarray]:
+        if not (type(rewards) is np.ndarray and rewards.shape == shape
+                and rewards.dtype is FLOAT64):  # (the runner's rows: no call)
+            rewards = reward_buffer(rewards, ep.horizon)
         ret, counters = _trajectory(
             P, ep.R, ep.Rstd, ep.gaussian, ep.initial_state, ep.gamma, ep.horizon, seed,
             theta, Rm, epsilon, delta, compat, GUEZ_TOLERANCE, pi_steps, V_init,
+            rewards,
         )
         return float(ret), counters
 

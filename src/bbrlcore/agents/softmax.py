@@ -26,7 +26,16 @@ import numpy as np
 from numba import njit
 
 from bbrlcore.agents._kernels import env_reset, env_reward, env_step, model_init, model_update
-from bbrlcore.agents.base import COMPAT, Algorithm, Episode, Param, Trained, positive
+from bbrlcore.agents.base import (
+    COMPAT,
+    FLOAT64,
+    Algorithm,
+    Episode,
+    Param,
+    Trained,
+    positive,
+    reward_buffer,
+)
 from bbrlcore.agents.egreedy import cost_features as egreedy_cost_features
 from bbrlcore.mdp.solvers import q_solve
 
@@ -69,7 +78,8 @@ def compat_action(q, tau):
 
 
 @njit(cache=True, error_model="numpy")
-def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, theta, Rm, tau, compat):
+def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, theta, Rm, tau, compat,
+                rewards):
     np.random.seed(seed)
     nX, nU, _ = P.shape
     x = env_reset(initial_state, nX)
@@ -78,13 +88,15 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, theta
     q_solve(Pm, Rm, supp, nsupp, gamma, horizon, Q)
     ret = 0.0
     disc = 1.0
-    for _t in range(horizon):
+    for t in range(horizon):
         if compat:
             u = compat_action(Q[x], tau)
         else:
             u = boltzmann_action(Q[x], tau)
         y = env_step(P, x, u)
-        ret += disc * env_reward(R, Rstd, gaussian, x, u, y)
+        r = env_reward(R, Rstd, gaussian, x, u, y)
+        rewards[t] = r
+        ret += disc * r
         disc *= gamma
         model_update(N, Np, Pm, supp, nsupp, x, u, y)
         q_solve(Pm, Rm, supp, nsupp, gamma, horizon, Q)
@@ -98,10 +110,16 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
     tau = float(params["tau"])
     compat = bool(params["compat"])
 
-    def play(P: np.ndarray, seed: int) -> tuple[float, np.ndarray]:
+    shape = (ep.horizon,)
+
+    def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
+             ) -> tuple[float, np.ndarray]:
+        if not (type(rewards) is np.ndarray and rewards.shape == shape
+                and rewards.dtype is FLOAT64):  # (the runner's rows: no call)
+            rewards = reward_buffer(rewards, ep.horizon)
         r = _trajectory(
             P, ep.R, ep.Rstd, ep.gaussian, ep.initial_state, ep.gamma, ep.horizon, seed,
-            theta, Rm, tau, compat,
+            theta, Rm, tau, compat, rewards,
         )
         return r, _NO_COUNTERS
 

@@ -23,7 +23,7 @@ import polars as pl
 from bbrlcore.analysis import stats
 from bbrlcore.errors import BBRLError
 from bbrlcore.formats import artefacts
-from bbrlcore.protocol.runner import RUN_COLUMNS
+from bbrlcore.protocol.runner import RECORDED_SINCE_REWARDS, RUN_COLUMNS
 
 #: Columns of the summary table, in order.
 SUMMARY_COLUMNS = (
@@ -86,10 +86,18 @@ def check_run_table(table: pl.DataFrame, source: str,
     Beyond the column types and finite values: ``mdp_index`` must be >= 0 and, when the
     test set's size ``n_mdps`` is known (run tables record it in their metadata; an
     integer, or experiment -> N), below it; ``n_steps`` must equal ``horizon`` (a
-    trajectory lasts the horizon; the online time per decision divides by it)."""
+    trajectory lasts the horizon; the online time per decision divides by it).
+
+    The per-step rewards (``rewards``, ``undiscounted_return``) are checked where the table
+    has them (tables written before bbrl recorded them lack both,
+    :data:`~bbrlcore.protocol.runner.RECORDED_SINCE_REWARDS`): each list holds ``horizon``
+    finite values and ``undiscounted_return`` is finite, both null together, and only for
+    every row of an agent of an experiment (a player that records none) or none."""
     hint = artefacts.REGENERATE["run"]
     for col, dtype in RUN_COLUMNS.items():
         if col not in table.columns:
+            if col in RECORDED_SINCE_REWARDS:
+                continue
             raise BBRLError(f"{source}: run table lacks the column {col!r}; {hint}")
         if table[col].dtype != dtype:
             raise BBRLError(f"{source}: column {col!r} has type {table[col].dtype}, expected "
@@ -149,6 +157,68 @@ def check_run_table(table: pl.DataFrame, source: str,
         raise BBRLError(f"{source}: row {k} (agent {row['agent']}, MDP {row['mdp_index']}): "
                         f"n_steps {row['n_steps']} differs from the horizon {row['horizon']} "
                         f"(every trajectory lasts the horizon); {hint}")
+    _check_rewards(table, source, hint)
+
+
+def _check_rewards(table: pl.DataFrame, source: str, hint: str) -> None:
+    """The ``rewards`` and ``undiscounted_return`` columns of a run table, where it has
+    them (see :func:`check_run_table`)."""
+    have = [c for c in RECORDED_SINCE_REWARDS if c in table.columns]
+    if not have:
+        return
+
+    def fail(mask: np.ndarray, what: str) -> None:
+        k = int(np.argmax(mask))
+        row = table.select("agent", "mdp_index").row(k, named=True)
+        raise BBRLError(f"{source}: row {k} (agent {row['agent']}, MDP {row['mdp_index']}): "
+                        f"{what}; {hint}")
+
+    if "undiscounted_return" in have:
+        u = table["undiscounted_return"]
+        bad = (u.is_not_null() & ~u.is_finite().fill_null(True)).to_numpy()
+        if bad.any():
+            fail(bad, f"undiscounted_return must be finite, got "
+                      f"{u[int(np.argmax(bad))]}")
+    if "rewards" in have:
+        r = table["rewards"]
+        lengths = r.list.len()
+        steps = table["n_steps"]
+        wrong = (r.is_not_null() & steps.is_not_null() & (lengths != steps)).fill_null(
+            False).to_numpy()
+        if wrong.any():
+            k = int(np.argmax(wrong))
+            fail(wrong, f"rewards holds {lengths[k]} values, expected n_steps = horizon = "
+                        f"{steps[k]} (one per step)")
+        values = r.drop_nulls().explode()  # (fast path: every value, at once)
+        if values.null_count() or not values.is_finite().all():
+            finite = r.list.eval(pl.element().is_finite().fill_null(False)).list.all()
+            bad = (r.is_not_null() & ~finite.fill_null(True)).to_numpy()
+            fail(bad, "rewards must hold finite values (a NaN, an infinity or a null)")
+    if len(have) == 2:
+        differ = (table["rewards"].is_null() != table["undiscounted_return"].is_null()
+                  ).to_numpy()
+        if differ.any():
+            fail(differ, "rewards and undiscounted_return must be both recorded or both "
+                         "null")
+    partly = _partly_recorded(table)
+    if partly:
+        e, a = partly
+        raise BBRLError(f"{source}: experiment {e}, agent {a}: {have[0]} is null on some test "
+                        f"MDPs only (an agent records the rewards of all its trajectories or "
+                        f"none: chunks from before and after bbrl recorded them?); {hint}")
+
+
+def _partly_recorded(table: pl.DataFrame) -> tuple[str, str] | None:
+    """The first (experiment, agent) whose per-step rewards are null on some rows but
+    not all; None when there is none (or the table has no rewards)."""
+    col = next((c for c in RECORDED_SINCE_REWARDS if c in table.columns), None)
+    if col is None or not table[col].null_count():
+        return None
+    partly = (table.group_by("experiment", "agent")
+              .agg(pl.col(col).is_null().any().alias("some"),
+                   pl.col(col).is_null().all().alias("all"))
+              .filter(pl.col("some") & ~pl.col("all")).sort("experiment", "agent"))
+    return None if partly.is_empty() else partly.select("experiment", "agent").row(0)
 
 
 def index_ranges(indices) -> str:
@@ -216,10 +286,12 @@ def check_coverage(merged: pl.DataFrame, command: str,
 
 def merge_tables(tables: list[pl.DataFrame], sources: list[str] | None = None,
                  command: str = "merge") -> pl.DataFrame:
-    """Concatenate run tables (missing counter columns become null) and sort them.
+    """Concatenate run tables (missing counter columns become null, and so do the
+    per-step rewards of tables written before bbrl recorded them) and sort them.
 
-    Refuses an (experiment, agent, MDP) present twice, run tables of one experiment
-    that differ in their test set, γ, T or bbrlcore version
+    Refuses an (experiment, agent, MDP) present twice, an agent of an experiment with
+    per-step rewards on some test MDPs only (:func:`_check_rewards_alike`), run tables of
+    one experiment that differ in their test set, γ, T or bbrlcore version
     (:data:`SAME_WITHIN_EXPERIMENT`), and agents of one experiment measured on different
     test MDPs (:func:`check_coverage`); ``sources`` (file names) are named in the error,
     which starts with ``command``.
@@ -250,6 +322,7 @@ def merge_tables(tables: list[pl.DataFrame], sources: list[str] | None = None,
         for exp, agent in t.select("experiment", "agent").unique(maintain_order=True).rows():
             holders.setdefault((exp, agent), []).append(src)
     merged = pl.concat(tables, how="diagonal_relaxed")
+    _check_rewards_alike(merged, command)
     dup = merged.select(_KEY).is_duplicated()
     if dup.any():
         row = merged.filter(dup).row(0, named=True)
@@ -259,6 +332,19 @@ def merge_tables(tables: list[pl.DataFrame], sources: list[str] | None = None,
         )
     check_coverage(merged, command, holders)
     return merged.sort(_KEY)
+
+
+def _check_rewards_alike(merged: pl.DataFrame, command: str) -> None:
+    """Refuse an agent of an experiment whose rewards are recorded on some test MDPs but
+    not on others (chunks run before and after bbrl recorded per-step rewards): its
+    curves would average different MDPs. Tables with and without rewards merge otherwise
+    (the missing values are null: older experiments, a player that records none)."""
+    partly = _partly_recorded(merged)
+    if partly:
+        e, a = partly
+        raise BBRLError(f"{command}: experiment {e}, agent {a}: run tables with and without "
+                        "per-step rewards (some written before bbrl recorded them); rerun "
+                        "them alike")
 
 
 def _recorded_n_mdps(path: str, meta: dict, experiments: list[str]) -> dict[str, int]:

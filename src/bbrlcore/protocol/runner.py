@@ -18,6 +18,7 @@ import numpy as np
 import polars as pl
 
 from bbrlcore import __version__, agents, seeds
+from bbrlcore.agents.base import records_rewards
 from bbrlcore.errors import BBRLError
 from bbrlcore.formats import artefacts
 
@@ -84,7 +85,11 @@ def run_agent(
     label: str | None = None,
     expected_s: float | None = None,
 ) -> pl.DataFrame:
-    """Play one trajectory of ``agent`` on each selected test MDP; one row per MDP.
+    """Play one trajectory of ``agent`` on each selected test MDP; one row per MDP, with
+    its discounted return, its per-step rewards (``rewards``, float32) and their sum
+    (``undiscounted_return``, float64, accumulated step by step from the rewards as
+    played; both null for a player that does not record them, see
+    :func:`bbrlcore.agents.base.records_rewards`).
 
     ``expected_s`` (the cost model's estimate for these trajectories) makes a run that
     lasts more than :data:`OVERRUN_FACTOR` times longer say so on stderr. Anything the
@@ -112,16 +117,22 @@ def run_agent(
     idx = np.arange(ts.n_mdps) if mdps is None else np.asarray(list(mdps), dtype=np.int64)
     trained = _as_trained(agent)
     play = alg.make_player(agent.prior, agent.params, trained, ts.episode())
+    records = records_rewards(play)  # (a third party's play(P, seed) records none)
     tseeds = seeds.trajectory_seeds(ts.seed, agent.agent_id, idx)
     # compile (or load from the numba cache) outside the timed region
     if len(idx):
         warm = alg.make_player(agent.prior, agent.params, trained, ts.episode(horizon=1))
         try:
             with plugin_output():
-                warm(np.ascontiguousarray(ts.mdps[idx[0]]), int(tseeds[0]))
+                if records_rewards(warm):
+                    warm(np.ascontiguousarray(ts.mdps[idx[0]]), int(tseeds[0]), np.empty(1))
+                else:
+                    warm(np.ascontiguousarray(ts.mdps[idx[0]]), int(tseeds[0]))
         except AgentError as exc:
             raise BBRLError(f"agent {agent.agent_id}, test MDP {int(idx[0])}: {exc}") from None
     n = len(idx)
+    # one row per trajectory, written by the kernel (NaN: a step the player left unset)
+    rewards = np.full((n, ts.horizon) if records else (0, 0), np.nan)
     returns = np.empty(n)
     times = np.empty(n)
     counters = np.zeros((n, len(alg.counters)), dtype=np.int64)
@@ -135,9 +146,13 @@ def run_agent(
     with plugin_output():  # the agent's prints go to stderr
         for k, i in enumerate(idx):
             P = np.ascontiguousarray(ts.mdps[i])
+            row = rewards[k] if records else None  # (the kernel writes into this row)
             t0 = time.perf_counter()
             try:
-                ret, cnt = play(P, int(tseeds[k]))
+                if records:
+                    ret, cnt = play(P, int(tseeds[k]), row)
+                else:
+                    ret, cnt = play(P, int(tseeds[k]))
             except AgentError as exc:
                 raise BBRLError(f"agent {agent.agent_id}, test MDP {int(i)}: {exc}") from None
             times[k] = time.perf_counter() - t0
@@ -158,6 +173,14 @@ def run_agent(
     if not np.isfinite(returns).all():
         bad = idx[~np.isfinite(returns)]
         raise BBRLError(f"agent {agent.agent_id} produced a non-finite return on MDPs {bad[:5]}")
+    if records:
+        unset = ~np.isfinite(rewards).all(axis=1)
+        if unset.any():
+            k = int(np.argmax(unset))
+            t = int(np.argmax(~np.isfinite(rewards[k])))
+            raise BBRLError(f"agent {agent.agent_id}, test MDP {int(idx[k])}: the reward of "
+                            f"step {t} is {rewards[k, t]} (a player given a rewards array "
+                            "must fill it with the finite reward of every step)")
     experiment = f"{ts.test.short_name}-{agent.prior.short_name}"
     cols: dict[str, Any] = {
         "experiment": [experiment] * n,
@@ -177,10 +200,42 @@ def run_agent(
         "horizon": np.full(n, ts.horizon, dtype=np.int64),
         "test_seed": np.full(n, ts.seed, dtype=np.int64),
         "bbrlcore_version": [__version__] * n,
+        "undiscounted_return": undiscounted_returns(rewards) if records else [None] * n,
+        "rewards": rewards_series(rewards) if records else [None] * n,
     }
     for j, c in enumerate(alg.counters):
         cols[c] = counters[:, j]
     return pl.DataFrame(cols).cast(RUN_COLUMNS)  # type: ignore[arg-type]
+
+
+def undiscounted_returns(rewards: np.ndarray) -> np.ndarray:
+    """The sum of each row of ``rewards`` (trajectories × steps, float64), accumulated in
+    step order like the discounted return (``s += r``; numpy's ``sum`` adds pairwise).
+
+    Examples
+    --------
+    >>> undiscounted_returns(np.array([[1.0, 2.0, 3.5], [0.0, 0.0, 1.0]])).tolist()
+    [6.5, 1.0]
+    """
+    if rewards.shape[1] == 0:
+        return np.zeros(rewards.shape[0])
+    return np.cumsum(rewards, axis=1)[:, -1].copy()
+
+
+def rewards_series(rewards: np.ndarray) -> pl.Series:
+    """The ``rewards`` column: each row of ``rewards`` (trajectories × steps) as a list of
+    float32 (the run table's type, :data:`RUN_COLUMNS`).
+
+    Examples
+    --------
+    >>> rewards_series(np.array([[1.0, 0.5]])).to_list()
+    [[1.0, 0.5]]
+    """
+    n, T = rewards.shape
+    if n == 0 or T == 0:
+        return pl.Series("rewards", [[]] * n, dtype=pl.List(pl.Float32))
+    flat = pl.Series("rewards", np.ascontiguousarray(rewards, dtype=np.float32).reshape(-1))
+    return flat.reshape((n, T)).cast(pl.List(pl.Float32))
 
 
 def _as_trained(agent: TrainedAgent):
@@ -190,7 +245,7 @@ def _as_trained(agent: TrainedAgent):
 
 
 #: Columns every run table has, with their types (agent counters come on top).
-RUN_COLUMNS: dict[str, type[pl.DataType]] = {
+RUN_COLUMNS: dict[str, pl.DataType | type[pl.DataType]] = {
     "experiment": pl.String,
     "test": pl.String,
     "prior": pl.String,
@@ -208,7 +263,16 @@ RUN_COLUMNS: dict[str, type[pl.DataType]] = {
     "horizon": pl.Int64,
     "test_seed": pl.Int64,
     "bbrlcore_version": pl.String,
+    # the reward of every step, as played (float32: exact for the paper's rewards), and
+    # their sum in float64; null where the player records no rewards (a third party's
+    # play(P, seed)); absent from run tables written before bbrl recorded them
+    "undiscounted_return": pl.Float64,
+    "rewards": pl.List(pl.Float32),
 }
+
+#: Columns of :data:`RUN_COLUMNS` that run tables written before bbrl recorded per-step
+#: rewards lack (they still read, merge and summarise; the missing values are null).
+RECORDED_SINCE_REWARDS = ("undiscounted_return", "rewards")
 
 #: Columns whose values depend on timing (excluded when comparing runs).
 TIMING_COLUMNS = ("online_time_s", "offline_time_s")
