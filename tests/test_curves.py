@@ -152,3 +152,31 @@ def test_cli_prints_and_writes_the_curves(tmp_path, capsys):
     artefacts.write_artefact(tmp_path / "old.parquet", runs().drop("rewards"), "merged", {})
     assert main(["curves", str(tmp_path / "old.parquet")]) == 2
     assert "no per-step rewards" in capsys.readouterr().err
+
+
+def test_the_undiscounted_score_needs_every_agents_sum():
+    m = runs().with_columns(
+        pl.when(pl.col("agent") == "random").then(None)
+        .otherwise(pl.col("undiscounted_return")).alias("undiscounted_return"))
+    with pytest.raises(BBRLError, match="agent random has no undiscounted_return"):
+        summary_table(m, "undiscounted")
+    summary_table(m, "discounted")  # the discounted return is always there
+
+
+def test_reports_read_only_the_rewards_the_curves_need(tmp_path):
+    from bbrlcore.analysis.results import attach_rewards, read_runs
+    from bbrlcore.formats import artefacts
+
+    m = runs()
+    artefacts.write_artefact(tmp_path / "m.parquet", m, "merged", {})
+    lean = read_runs([str(tmp_path / "m.parquet")], "report", rewards=False)
+    assert "rewards" not in lean.columns
+    need = C.curve_agents(lean)
+    assert ("GC-GC", "random") in need and ("GC-GC", "optimal") in need
+    assert ("GC-GC", "e-greedy__epsilon=0.1") in need or (
+        "GC-GC", "e-greedy__epsilon=0.5") in need
+    assert len(need) == 6  # Random, Optimal and e-Greedy's best, in two experiments
+    full = attach_rewards(lean, [str(tmp_path / "m.parquet")], need)
+    got = C.curves(full, n_resamples=100, seed=0).tables
+    want = C.curves(m, n_resamples=100, seed=0).tables
+    assert got["curves"].equals(want["curves"]) and got["aggregate"].equals(want["aggregate"])

@@ -196,10 +196,11 @@ def curves(
     if len(horizons) > 1:
         raise BBRLError(f"curves: the experiments have horizons {horizons}: learning curves "
                         "across experiments need one horizon (give experiments of one T)")
-    R = reward_matrix(merged, "merged run table")
-    table = merged.with_row_index("_row")
-    best = A.best_agents(table, offline_bound=offline_bound, online_bound=online_bound,
+    best = A.best_agents(merged, offline_bound=offline_bound, online_bound=online_bound,
                          separate_compat=separate_compat, score=score)
+    needed = _needed(merged, best)
+    table = merged.join(needed, on=["experiment", "agent"], how="semi").with_row_index("_row")
+    R = reward_matrix(table, "merged run table")
     a = (1.0 - confidence) / 2.0
     rows: list[dict[str, Any]] = []
     strata: dict[tuple[Any, ...], int] = {}
@@ -339,6 +340,30 @@ def _aggregate(scores: dict[str, list[np.ndarray | None]], stratum: list[int],
                          "iqm": float(point[0, j]), "iqm_low": float(lo[j]),
                          "iqm_high": float(hi[j]), "score": score})
     return pl.DataFrame(rows, schema=_AGG_SCHEMA)
+
+
+def _needed(merged: pl.DataFrame, best: pl.DataFrame) -> pl.DataFrame:
+    """(experiment, agent) pairs a curve needs: each family's best agent, Random, Optimal."""
+    ref = merged.filter(pl.col("algorithm").is_in(["random", "optimal"])).select(
+        "experiment", "agent")
+    return pl.concat([best.select("experiment", "agent"), ref]).unique()
+
+
+def curve_agents(merged: pl.DataFrame, score: str = "discounted",
+                 offline_bound: float | None = None, online_bound: float | None = None,
+                 separate_compat: bool = True) -> set[tuple[str, str]]:
+    """The (experiment, agent) pairs whose per-step rewards :func:`curves` reads (each
+    family's best agent by ``score``, Random and Optimal), so that a caller reads only
+    those (:func:`bbrlcore.analysis.results.attach_rewards`); empty when the best agents
+    cannot be chosen (the curves then say why)."""
+    from bbrlcore.analysis import aggregate as A
+
+    try:
+        best = A.best_agents(merged, offline_bound=offline_bound, online_bound=online_bound,
+                             separate_compat=separate_compat, score=score)
+    except BBRLError:
+        return set()
+    return set(_needed(merged, best).iter_rows())
 
 
 def write_tables(c: Curves, out_dir: str | Path) -> dict[str, Path]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
+import pyarrow.parquet as pq
 
 from bbrlcore.analysis import stats
 from bbrlcore.errors import BBRLError
@@ -362,15 +363,17 @@ def _recorded_n_mdps(path: str, meta: dict, experiments: list[str]) -> dict[str,
     return {e: n for e in experiments}
 
 
-def read_runs_with_sizes(paths: list[str], command: str = "merge"
+def read_runs_with_sizes(paths: list[str], command: str = "merge", rewards: bool = True
                          ) -> tuple[pl.DataFrame, dict[str, int]]:
     """:func:`read_runs`, and the size of each experiment's test set where the tables
     record it (experiment -> N; tables of one experiment recording different sizes are
-    refused)."""
+    refused). ``rewards=False`` leaves the per-step ``rewards`` out (what needs no
+    curves: the summary, the aggregates), and :func:`attach_rewards` adds them for the
+    agents that need them."""
     tables, metas = [], []
     sizes: dict[str, tuple[int, str]] = {}
     for p in paths:
-        table, meta = artefacts.read_artefact(p, None)
+        table, meta = artefacts.read_artefact(p, None, () if rewards else ("rewards",))
         if meta.get("kind") not in ("run", "merged"):
             raise BBRLError(f"{p}: a {meta.get('kind')!r} artefact, expected a run table")
         exps = (table["experiment"].unique().to_list()
@@ -390,11 +393,33 @@ def read_runs_with_sizes(paths: list[str], command: str = "merge"
     return merge_tables(tables, [str(p) for p in paths], command), n_mdps
 
 
-def read_runs(paths: list[str], command: str = "merge") -> pl.DataFrame:
+def read_runs(paths: list[str], command: str = "merge", rewards: bool = True
+              ) -> pl.DataFrame:
     """Read run or merged tables (validated, see :func:`check_run_table`, against the
     test-set size they record) and merge them (:func:`merge_tables`); errors start with
-    ``command``."""
-    return read_runs_with_sizes(paths, command)[0]
+    ``command``; ``rewards=False``: without the per-step rewards."""
+    return read_runs_with_sizes(paths, command, rewards)[0]
+
+
+def attach_rewards(merged: pl.DataFrame, paths: list[str], agents: set[tuple[str, str]]
+                   ) -> pl.DataFrame:
+    """``merged`` (read without rewards) with the per-step ``rewards`` of the (experiment,
+    agent) pairs ``agents`` read from ``paths`` (null for the other rows): learning curves
+    need the best agents', Random's and Optimal's, not every agent's (a whole
+    configuration's rewards would be gigabytes)."""
+    parts = []
+    want = pl.DataFrame({"experiment": [e for e, _ in agents], "agent": [a for _, a in agents]},
+                        schema={"experiment": pl.String, "agent": pl.String})
+    for p in paths:
+        if "rewards" not in pq.read_schema(p).names:
+            continue
+        parts.append(pl.scan_parquet(p).select("experiment", "agent", "mdp_index", "rewards")
+                     .join(want.lazy(), on=["experiment", "agent"], how="semi").collect())
+    if not parts:
+        return merged
+    r = pl.concat(parts).unique(["experiment", "agent", "mdp_index"], keep="first")
+    return merged.drop("rewards", strict=False).join(
+        r, on=["experiment", "agent", "mdp_index"], how="left")
 
 
 def check_test_sets(merged: pl.DataFrame, test_sets: list, sources: list[str],
@@ -449,6 +474,13 @@ def summary_table(merged: pl.DataFrame, score: str = "discounted") -> pl.DataFra
     agents of one experiment measured on different test MDPs are refused
     (:func:`check_coverage`)."""
     col = score_column(score, merged)
+    missing = merged.filter(pl.col(col).is_null())
+    if not missing.is_empty():
+        r = missing.row(0, named=True)
+        raise BBRLError(f"summary: score={score}: experiment {r['experiment']}, agent "
+                        f"{r['agent']} has no {col} (run before bbrl recorded it, or by a "
+                        "player that does not record rewards); run it again, or use "
+                        "score=discounted")
     check_coverage(merged, "summary")
     rows = []
     for (exp, agent), g in merged.group_by(["experiment", "agent"], maintain_order=True):

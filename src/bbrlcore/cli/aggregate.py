@@ -208,7 +208,7 @@ def _aggregate(args: argparse.Namespace) -> int:
         raise BBRLError(f"--confidence {args.confidence}: must be in (0, 1)")
     if not (0 < args.alpha < 1):
         raise BBRLError(f"--alpha {args.alpha}: must be in (0, 1)")
-    merged = read_runs(args.merged, "aggregate")
+    merged = read_runs(args.merged, "aggregate", rewards=False)
     if args.versus is not None:  # an unknown name fails before the bootstrap
         pairs = merged.filter(pl.col("algorithm") != "optimal").select(
             "algorithm", "compat").unique()

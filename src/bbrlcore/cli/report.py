@@ -39,14 +39,23 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _report(args: argparse.Namespace) -> int:
     from bbrlcore import report
-    from bbrlcore.analysis.results import check_test_sets, read_runs_with_sizes, summary_table
+    from bbrlcore.analysis.curves import curve_agents
+    from bbrlcore.analysis.results import (
+        attach_rewards,
+        check_test_sets,
+        read_runs_with_sizes,
+        summary_table,
+    )
 
     if not (0 < args.alpha < 1):
         raise BBRLError(f"--alpha {args.alpha}: must be in (0, 1)")
     if args.n_bounds < 1:
         raise BBRLError(f"--n-bounds {args.n_bounds}: must be >= 1")
-    merged, n_mdps = read_runs_with_sizes(args.merged, "report")
+    # the per-step rewards of the agents the learning curves draw only (the best agent of
+    # each algorithm, Random, Optimal): a whole configuration's would be gigabytes
+    merged, n_mdps = read_runs_with_sizes(args.merged, "report", rewards=False)
     summary = summary_table(merged, args.score)
+    merged = attach_rewards(merged, list(args.merged), curve_agents(merged, args.score))
     test_sets = [E.read_test_set(p) for p in args.test_sets]
     check_test_sets(merged, test_sets, list(args.test_sets), n_mdps)
     if args.bootstrap_resamples < 100:

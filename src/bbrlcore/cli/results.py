@@ -49,7 +49,7 @@ def _merge(args: argparse.Namespace) -> int:
 
 
 def _summary(args: argparse.Namespace) -> int:
-    merged = read_runs(args.merged, "summary")
+    merged = read_runs(args.merged, "summary", rewards=False)
     s = summary_table(merged, args.score)
     artefacts.write_artefact(args.output, s, "summary", {"inputs": len(args.merged),
                                                           "score": args.score})

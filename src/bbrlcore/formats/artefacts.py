@@ -169,9 +169,10 @@ def read_meta(path: str | os.PathLike[str], kind: str | None = None) -> dict[str
 
 
 def read_artefact(
-    path: str | os.PathLike[str], kind: str | None = None
+    path: str | os.PathLike[str], kind: str | None = None, exclude: tuple[str, ...] = ()
 ) -> tuple[pl.DataFrame, dict[str, Any]]:
-    """Read an artefact; return its table and its bbrl metadata.
+    """Read an artefact; return its table (without the ``exclude`` columns: a run table's
+    per-step ``rewards`` are most of its bytes) and its bbrl metadata.
 
     Raises :class:`BBRLError` with a one-line message naming the file when it is missing,
     truncated, not Parquet, not a bbrl artefact, or an artefact of another kind.
@@ -179,7 +180,11 @@ def read_artefact(
     p = Path(path)
     _check_exists(p, kind)
     try:
-        arrow = pq.read_table(p)
+        if exclude:
+            names = pq.read_schema(p).names
+            arrow = pq.read_table(p, columns=[c for c in names if c not in exclude])
+        else:
+            arrow = pq.read_table(p)
     except Exception as exc:
         raise BBRLError(_corrupt_message(p, kind, exc)) from None
     meta = _meta_from_schema(p, arrow.schema.metadata, kind)
