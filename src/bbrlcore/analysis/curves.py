@@ -198,6 +198,17 @@ def curves(
                         "across experiments need one horizon (give experiments of one T)")
     best = A.best_agents(merged, offline_bound=offline_bound, online_bound=online_bound,
                          separate_compat=separate_compat, score=score)
+    # an experiment without Random or Optimal has no normalised score nor regret: its
+    # curves are left out (the report says which); none left is an error
+    refs = (merged.filter(pl.col("algorithm").is_in(["random", "optimal"]))
+            .group_by("experiment").agg(pl.col("algorithm").n_unique().alias("_k"))
+            .filter(pl.col("_k") == 2)["experiment"].to_list())
+    if best.height and not best.filter(pl.col("experiment").is_in(refs)).height:
+        exp = best["experiment"][0]
+        raise BBRLError(f"curves: experiment {exp} has no Random or no Optimal agent: "
+                        "learning curves are normalised and regret measured against both "
+                        "(run them in every experiment)")
+    best = best.filter(pl.col("experiment").is_in(refs))
     needed = _needed(merged, best)
     table = merged.join(needed, on=["experiment", "agent"], how="semi").with_row_index("_row")
     R = reward_matrix(table, "merged run table")

@@ -720,9 +720,9 @@ def horizon_for_epsilon(epsilon: float, gamma: float, r_max: float) -> int:
     if not (0 < r_max and math.isfinite(r_max)):
         raise BBRLError(f"--epsilon: the largest reward must be > 0 and finite, got {r_max}")
     x = epsilon * (1 - gamma) / r_max
-    if x > 0:
+    if 0 < x < math.inf:
         t = math.log(x) / math.log(gamma)
-    else:  # underflow: the same in logarithms
+    else:  # underflow or overflow: the same in logarithms
         t = (math.log(epsilon) + math.log1p(-gamma) - math.log(r_max)) / math.log(gamma)
     return max(1, math.ceil(t))
 

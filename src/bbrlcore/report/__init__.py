@@ -165,7 +165,11 @@ def experiment_section(
     if table_c is not None:
         ct = table_c.filter(pl.col("experiment") == exp)
         if ct.is_empty():
-            curve_sec["reason"] = "No learning curves for this experiment."
+            algs = set(s["algorithm"].to_list())
+            curve_sec["reason"] = ("No learning curves for this experiment: it has no "
+                                   "Random or no Optimal agent, against which they are "
+                                   "normalised." if not {"random", "optimal"} <= algs else
+                                   "No learning curves for this experiment.")
         else:
             panels = [(exp, title)]
             curve_sec = {
