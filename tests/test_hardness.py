@@ -146,7 +146,7 @@ def test_the_hardness_table_keeps_the_former_numbers():
                              "unreachable_states"]
     R = np.ascontiguousarray(ts.test.reward)
     for i in range(ts.n_mdps):
-        P = np.ascontiguousarray(ts.mdps[i])
+        P = np.ascontiguousarray(ts.dense(i))
         supp, nsupp = support_of(P)
         V = np.zeros(25)
         guez_policy_iteration(P, R, supp, nsupp, 0.95, 1e-9, V, np.zeros(25, np.int64),
@@ -357,7 +357,7 @@ def test_hardness_table_and_summary():
     assert t.columns == ["test", "mdp_index", "optimal_value", "diameter",
                          "unreachable_states", "value_norm", "suboptimality_gaps"]
     assert t.height == 5 and (t["test"] == "GC").all()
-    m = H.measures(ts.mdps[3], ts.test.reward, 0.95, 0)
+    m = H.measures(ts.dense(3), ts.test.reward, 0.95, 0)
     row = t.row(3, named=True)
     assert row["diameter"] == m.diameter and row["value_norm"] == m.value_norm
     assert (t["value_norm"] > 0).all() and (t["suboptimality_gaps"] > 0).all()

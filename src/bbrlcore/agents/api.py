@@ -146,7 +146,13 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
-from bbrlcore.agents._kernels import env_reset, env_reward, env_step
+from bbrlcore.agents._kernels import (
+    env_reset,
+    env_reward,
+    env_reward_rows,
+    env_step,
+    env_step_rows,
+)
 from bbrlcore.agents.base import (
     FLOAT64,
     Algorithm,
@@ -237,6 +243,11 @@ class _AgentBase:
         self.n_states = int(prior.n_states)
         self.n_actions = int(prior.n_actions)
         self.rng = np.random.default_rng(0)
+        # sparse rows (bbrlcore.mdp.rows): the prior's support until the agent is placed
+        # on a test set (then joined with the test MDPs' transitions, _place)
+        self.layout = prior.support_layout
+        self.theta_rows = prior.theta_rows
+        self.reward_rows = prior.reward_rows
 
     def train(self, prior: Any, ctx: TrainContext) -> Any:
         """Offline learning from ``prior`` (optional). Return anything JSON-able (numbers,
@@ -307,6 +318,9 @@ def algorithm_of(cls: type, what: str) -> Algorithm:
         raise BBRLError(f"{what}: {cls.__name__}.params must be a tuple of Param")
     counters = tuple(getattr(cls, "counters", ()) or ())
     compiled = isinstance(cls, type) and issubclass(cls, CompiledAgent)
+    # the package's loops play on sparse rows; a compiled agent's own dense kernel not
+    own = getattr(cls, "trajectory", None) if compiled else None
+    sparse = not (own is not None and hasattr(own, "py_func"))
     prepare = None
     if compiled:
         missing = [m for m in ("reset", "act", "observe")
@@ -338,6 +352,7 @@ def algorithm_of(cls: type, what: str) -> Algorithm:
                                        "offline_cost_features"),
         display_name=display,
         prepare=prepare,
+        sparse=sparse,
     )
 
 
@@ -359,6 +374,19 @@ def _instance(cls: type, params: dict, prior: Any, learned: Any, gamma: float,
 def _new_agent(cls: type, name: str, params: dict, prior: Any, learned: Any, gamma: float,
                horizon: int) -> Any:
     return user_call(name, "__init__", _instance, cls, params, prior, learned, gamma, horizon)
+
+
+def _place(agent: Any, prior: Any, ep: Episode) -> None:
+    """Give the agent its sparse rows (:class:`~bbrlcore.agents._layout.Setting`): the
+    layout of its prior's support joined with the test MDPs' (``agent.layout``), the
+    prior's concentrations and rewards on it (``agent.theta_rows``,
+    ``agent.reward_rows``)."""
+    from bbrlcore.agents._layout import setting
+
+    st = setting(prior, ep)
+    agent.layout = st.layout
+    agent.theta_rows = st.theta
+    agent.reward_rows = st.Rm
 
 
 def _trainer(cls: type, name: str) -> Callable[..., Trained]:
@@ -406,7 +434,10 @@ def _python_player(cls: type, name: str, counters: tuple[str, ...]):
     def make_player(prior: Any, params: dict, trained: Trained | None, ep: Episode):
         learned = (trained.info or {}).get("learned") if trained is not None else None
         agent = _new_agent(cls, name, params, prior, learned, ep.gamma, ep.horizon)
+        _place(agent, prior, ep)
         R, Rstd = np.asarray(ep.R), np.asarray(ep.Rstd)
+        lay = ep.layout()
+        succ, nsucc = lay.succ, lay.nsucc
         nC = len(counters)
 
         def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
@@ -416,7 +447,7 @@ def _python_player(cls: type, name: str, counters: tuple[str, ...]):
             env_ss, agent_ss = np.random.SeedSequence(int(seed)).spawn(2)
             env = np.random.Generator(np.random.PCG64(env_ss))
             agent.rng = np.random.Generator(np.random.PCG64(agent_ss))
-            cdf = np.cumsum(P, axis=2)
+            cdf = np.cumsum(P, axis=2)  # (the test MDP on its sparse rows)
             step = -1
             ret, disc = 0.0, 1.0
             # (run_agent sends the user's prints to stderr around the whole run)
@@ -426,12 +457,14 @@ def _python_player(cls: type, name: str, counters: tuple[str, ...]):
                 for step in range(ep.horizon):
                     a = _action(agent.act(x), nU, name, step)
                     row = cdf[x, a]
-                    y = min(int(np.searchsorted(row, env.random(), side="right")), nX - 1)
-                    while P[x, a, y] == 0.0 and y > 0:  # rounding at the row's end
-                        y -= 1
-                    r = float(R[x, a, y])
+                    k = min(int(np.searchsorted(row, env.random(), side="right")),
+                            int(nsucc[x, a]) - 1)
+                    while P[x, a, k] == 0.0 and k > 0:  # rounding at the row's end
+                        k -= 1
+                    y = int(succ[x, a, k])
+                    r = float(R[x, a, k])
                     if ep.gaussian:
-                        r += float(Rstd[x, a, y]) * float(env.standard_normal())
+                        r += float(Rstd[x, a, k]) * float(env.standard_normal())
                     rewards[step] = r
                     ret += disc * r
                     disc *= ep.gamma
@@ -533,6 +566,39 @@ def trajectory_loop(reset, act, observe, counter_values, setup, P, R, Rstd, gaus
     return ret, counter_values(state)
 
 
+@njit(error_model="numpy", inline="always")
+def trajectory_loop_rows(reset, act, observe, counter_values, setup, P, succ, nsucc, R,
+                         Rstd, gaussian, initial_state, gamma, horizon, seed, status,
+                         rewards):
+    """:func:`trajectory_loop` on a test MDP stored on sparse rows (``P[x, u, k]`` the
+    probability of the transition to ``succ[x, u, k]``, ``R`` and ``Rstd`` on the same
+    slots, :mod:`bbrlcore.mdp.rows`): the agent's functions see states, actions and
+    rewards only, as with a dense MDP, and the same draws give the same trajectory."""
+    np.random.seed(seed)
+    nX, nU, _ = P.shape
+    status[2] = 0
+    state = reset(setup)
+    x = env_reset(initial_state, nX)
+    ret = 0.0
+    disc = 1.0
+    for t in range(horizon):
+        status[0] = t
+        u = act(state, x)
+        if u < 0 or u >= nU:
+            status[1] = u
+            status[2] = 1
+            return ret, counter_values(state)
+        k = env_step_rows(P, nsucc, x, u)
+        r = env_reward_rows(R, Rstd, gaussian, x, u, k)
+        rewards[t] = r
+        ret += disc * r
+        disc *= gamma
+        y = succ[x, u, k]
+        observe(state, x, u, y, r)
+        x = y
+    return ret, counter_values(state)
+
+
 @njit(cache=True, error_model="numpy")
 def no_counters(state):
     """``counter_values`` of an agent without counters: an empty int64 array."""
@@ -552,10 +618,11 @@ _KERNELS: dict[tuple[Any, ...], tuple[Any, str | None]] = {}
 
 def _closure_kernel(reset: Any, act: Any, observe: Any, count: Any) -> Any:
     @njit(error_model="numpy")
-    def kernel(setup, P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, status,
-               rewards=None):
-        return trajectory_loop(reset, act, observe, count, setup, P, R, Rstd, gaussian,
-                               initial_state, gamma, horizon, seed, status, rewards)
+    def kernel(setup, P, succ, nsucc, R, Rstd, gaussian, initial_state, gamma, horizon, seed,
+               status, rewards):
+        return trajectory_loop_rows(reset, act, observe, count, setup, P, succ, nsucc, R,
+                                    Rstd, gaussian, initial_state, gamma, horizon, seed,
+                                    status, rewards)
 
     return kernel
 
@@ -584,11 +651,12 @@ def _kernel_and_lock(reset: Any, act: Any, observe: Any, counter_values: Any,
 
 def trajectory_kernel(reset: Any, act: Any, observe: Any, counter_values: Any = None, *,
                       cache: bool = True) -> Any:
-    """The trajectory loop (:func:`trajectory_loop`) specialised to one agent's ``@njit``
-    functions: ``kernel(setup, P, R, Rstd, gaussian, initial_state, gamma, horizon, seed,
-    status, rewards=None) -> (discounted return, counters)``, where ``counters`` is
-    ``counter_values(state)`` (an empty int64 array without it) and ``rewards`` (a float64
-    array of length ``horizon``) receives the reward of each step.
+    """The trajectory loop on sparse rows (:func:`trajectory_loop_rows`) specialised to
+    one agent's ``@njit`` functions: ``kernel(setup, P, succ, nsucc, R, Rstd, gaussian,
+    initial_state, gamma, horizon, seed, status, rewards) -> (discounted return,
+    counters)``, where ``counters`` is ``counter_values(state)`` (an empty int64 array
+    without it) and ``rewards`` (a float64 array of length ``horizon``) receives the
+    reward of each step.
 
     The functions are compile-time constants of the kernel, so a call only passes arrays
     and numbers (no per-call typing of function arguments, the agent's state never boxed
@@ -650,6 +718,7 @@ def _compiled_player(cls: type, name: str, counters: tuple[str, ...]):
             if err:
                 raise BBRLError(f"{name}: {err}")
         agent = _new_agent(cls, name, params, prior, learned, ep.gamma, ep.horizon)
+        _place(agent, prior, ep)
         setup = user_call(name, "setup", agent.setup)
         if not isinstance(setup, tuple):
             raise BBRLError(f"{name}: setup must return a tuple (the inputs of reset)")
@@ -659,16 +728,21 @@ def _compiled_player(cls: type, name: str, counters: tuple[str, ...]):
         status = np.zeros(3, dtype=np.int64)
         own = getattr(cls, "trajectory", None)
         fns = (cls.reset, cls.act, cls.observe, final_state if in_python else count_fn)
+        gaussian, initial_state = bool(ep.gaussian), int(ep.initial_state)
+        gamma, horizon = float(ep.gamma), int(ep.horizon)
         if own is not None and hasattr(own, "py_func"):
-            kernel, lock = own, None  # the class's own kernel of the same loop
+            # the class's own kernel of the dense loop (written before sparse rows: its
+            # Algorithm is not sparse, so the runner gives it dense MDPs)
+            kernel, lock = own, None
             records = _takes_rewards(own)
+            lead: tuple = ()
         else:
             kernel, lock = _kernel_and_lock(*fns, True)
             records = True
-        gaussian, initial_state = bool(ep.gaussian), int(ep.initial_state)
-        gamma, horizon = float(ep.gamma), int(ep.horizon)
+            lay = ep.layout()
+            lead = (lay.succ, lay.nsucc)
         # compiled now (or loaded from the cache), outside any timing; R stands for P
-        args = (setup, R, R, Rstd, gaussian, initial_state, gamma, horizon, 0, status)
+        args = (setup, R, *lead, R, Rstd, gaussian, initial_state, gamma, horizon, 0, status)
         shape = (horizon,)
         _compile(kernel, (*args, np.empty(horizon)) if records else args, lock, name, fns)
 
@@ -681,11 +755,11 @@ def _compiled_player(cls: type, name: str, counters: tuple[str, ...]):
                 rewards = reward_buffer(rewards, horizon)
             try:  # (run_agent sends the user's prints to stderr around the whole run)
                 if records:
-                    ret, out = kernel(setup, P, R, Rstd, gaussian, initial_state, gamma,
-                                      horizon, int(seed), status, rewards)
+                    ret, out = kernel(setup, P, *lead, R, Rstd, gaussian, initial_state,
+                                      gamma, horizon, int(seed), status, rewards)
                 else:
-                    ret, out = kernel(setup, P, R, Rstd, gaussian, initial_state, gamma,
-                                      horizon, int(seed), status)
+                    ret, out = kernel(setup, P, *lead, R, Rstd, gaussian, initial_state,
+                                      gamma, horizon, int(seed), status)
             except KeyboardInterrupt:
                 raise
             except BaseException as exc:  # noqa: BLE001 - the user's code (or its typing)

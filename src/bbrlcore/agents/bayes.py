@@ -89,11 +89,17 @@ from bbrlcore.agents._posterior import (
     sample_model,
 )
 from bbrlcore.agents._rng import rng_new as new_generator
+from bbrlcore.mdp.rows import Layout, slot_of
 from bbrlcore.mdp.solvers import (
     GUEZ_TOLERANCE,
     Q_ACCURACY,
+    _on_support,
     guez_policy_iteration,
+    guez_policy_iteration_rows,
+    lu_affordable,
+    n_transitions,
     q_solve,
+    q_solve_rows,
     support_of,
 )
 
@@ -121,11 +127,15 @@ def mean_model(counts: np.ndarray) -> np.ndarray:
 
 
 def q_values(P: np.ndarray, R: np.ndarray, gamma: float, horizon: int = 250,
-             Q: np.ndarray | None = None) -> np.ndarray:
+             Q: np.ndarray | None = None, layout: Layout | None = None) -> np.ndarray:
     """The Q-function of the model ``(P, R)``: the answer of the paper's Q-iteration
     (synchronous sweeps until the largest change is at most :data:`Q_ACCURACY` = 0.01,
     at most ``horizon + 1`` of them), started from ``Q`` (the previous answer: far fewer
     sweeps) or from zero. A new ``(nX, nU)`` array; e-Greedy's solver (:func:`q_solve`).
+
+    With ``layout`` (:class:`~bbrlcore.mdp.rows.Layout`, e.g. an agent's
+    ``self.layout``), ``P`` and ``R`` are on its sparse rows (shape (nX, nU, K)): the
+    same answer in time proportional to the transitions.
 
     >>> P = np.ones((1, 1, 1)); R = np.ones((1, 1, 1))
     >>> round(float(q_values(P, R, 0.5)[0, 0]), 2)
@@ -133,14 +143,18 @@ def q_values(P: np.ndarray, R: np.ndarray, gamma: float, horizon: int = 250,
     """
     P = np.ascontiguousarray(P, dtype=np.float64)
     R = np.ascontiguousarray(R, dtype=np.float64)
-    supp, nsupp = support_of(P)
     out = np.zeros(P.shape[:2]) if Q is None else np.array(Q, dtype=np.float64)
+    if layout is not None:
+        q_solve_rows(P, R, layout.succ, layout.nsucc, float(gamma), int(horizon), out)
+        return out
+    supp, nsupp = support_of(P)
     q_solve(P, R, supp, nsupp, float(gamma), int(horizon), out)
     return out
 
 
 def state_values(P: np.ndarray, R: np.ndarray, gamma: float, tol: float = GUEZ_TOLERANCE,
-                 V: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                 V: np.ndarray | None = None, layout: Layout | None = None
+                 ) -> tuple[np.ndarray, np.ndarray]:
     """``(V, pi)``: the values of the model ``(P, R)`` and its greedy policy (lowest
     action index on ties), the answer of the Guez value iteration (Euclidean change of a
     sweep at most ``tol``), reached by policy iteration from ``V`` or from zero; BEB's
@@ -155,12 +169,29 @@ def state_values(P: np.ndarray, R: np.ndarray, gamma: float, tol: float = GUEZ_T
     P = np.ascontiguousarray(P, dtype=np.float64)
     R = np.ascontiguousarray(R, dtype=np.float64)
     nX = P.shape[0]
-    supp, nsupp = support_of(P)
     out = np.zeros(nX) if V is None else np.array(V, dtype=np.float64)
     pi = np.zeros(nX, dtype=np.int64)
-    guez_policy_iteration(P, R, supp, nsupp, float(gamma), float(tol), out, pi,
-                          np.empty((nX, nX)), np.empty(nX))
+    if layout is not None:
+        succ, nsucc = layout.succ, layout.nsucc
+    else:
+        succ, nsucc = support_of(P)
+        P, R = _on_support(P, R, succ, nsucc)
+    A = np.empty((nX, nX) if lu_affordable(nX, n_transitions(nsucc)) else (1, 1))
+    guez_policy_iteration_rows(P, R, succ, nsucc, float(gamma), float(tol), out, pi, A,
+                               np.empty(nX))
     return out, pi
+
+
+def slot(layout: Layout, x: int, u: int, y: int) -> int:
+    """The slot of the transition ``(x, u) -> y`` in ``layout`` (an agent's
+    ``self.layout``: where its counts on sparse rows keep that transition), or -1.
+
+    >>> from bbrlcore.mdp.distributions import builtin
+    >>> lay = builtin("GC").support_layout
+    >>> lay.succ[0, 1, :lay.nsucc[0, 1]].tolist(), slot(lay, 0, 1, 1), slot(lay, 0, 1, 3)
+    ([0, 1], 1, -1)
+    """
+    return int(slot_of(layout.succ, layout.nsucc, int(x), int(u), int(y)))
 
 
 def sample_mdp(counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -194,6 +194,39 @@ def sparse_rows(P):
 
 
 @njit(cache=True)
+def csr_of_rows(succ, nsucc, P, R):
+    """A model on padded rows (:mod:`bbrlcore.mdp.rows`: ``P[x, u, k]``, ``R[x, u, k]``
+    for the successor ``succ[x, u, k]``) as :func:`sparse_rows` gives it from the dense
+    array, ``(indptr, indices, probs)``, and its expected rewards (as
+    :func:`expected_rewards`): the entries of positive probability, in the same order."""
+    nX, nU, _ = P.shape
+    indptr = np.zeros(nX * nU + 1, dtype=np.int64)
+    nnz = 0
+    for x in range(nX):
+        for u in range(nU):
+            for k in range(nsucc[x, u]):
+                if P[x, u, k] > 0.0:
+                    nnz += 1
+            indptr[x * nU + u + 1] = nnz
+    indices = np.empty(nnz, dtype=np.int64)
+    probs = np.empty(nnz)
+    rbar = np.zeros((nX, nU))
+    j = 0
+    for x in range(nX):
+        for u in range(nU):
+            acc = 0.0
+            for k in range(nsucc[x, u]):
+                p = P[x, u, k]
+                if p > 0.0:
+                    indices[j] = succ[x, u, k]
+                    probs[j] = p
+                    acc += p * R[x, u, k]
+                    j += 1
+            rbar[x, u] = acc
+    return indptr, indices, probs, rbar
+
+
+@njit(cache=True)
 def expected_rewards(R, indptr, indices, probs, nU):
     """:math:`\\bar r(x,u) = \\sum_y P(y|x,u) R(x,u,y)` over the sparse rows."""
     nX = (indptr.shape[0] - 1) // nU
@@ -857,7 +890,26 @@ def measures(
     0.0
     """
     P, rows, V, Q = _solve(P, R, gamma)
-    nX, nU, _ = P.shape
+    return _measures(rows, V, Q, initial_state)
+
+
+def measures_rows(succ: np.ndarray, nsucc: np.ndarray, P: np.ndarray, R: np.ndarray,
+                  gamma: float, initial_state: int = 0) -> Hardness:
+    """:func:`measures` of a model on padded rows (:mod:`bbrlcore.mdp.rows`: ``P`` and
+    ``R`` on the slots of ``succ``, ``nsucc``), without its dense array: what
+    :func:`hardness_table` uses, in time and memory proportional to the transitions."""
+    indptr, indices, probs, rbar = csr_of_rows(succ, nsucc, np.ascontiguousarray(P),
+                                               np.ascontiguousarray(R))
+    rows = (indptr, indices, probs)
+    gamma = _check_gamma(gamma)
+    V = np.zeros(P.shape[0])
+    optimal_state_values(*rows, rbar, gamma, float(VALUE_RTOL), MAX_SWEEPS, V)
+    Q = action_values(*rows, rbar, gamma, V)
+    return _measures(rows, Q.max(axis=1), Q, initial_state)
+
+
+def _measures(rows: tuple, V: np.ndarray, Q: np.ndarray, initial_state: int) -> Hardness:
+    nX, nU = Q.shape
     if not -1 <= initial_state < nX:
         raise ValueError(f"initial_state {initial_state} outside -1..{nX - 1}")
     everywhere = np.ones(nX, dtype=np.bool_)
@@ -899,11 +951,12 @@ def hardness_table(ts, gamma: float | None = None) -> pl.DataFrame:
     """
     if gamma is None:
         gamma = ts.gamma if ts.gamma < 1 else FALLBACK_GAMMA
-    R = np.ascontiguousarray(ts.test.reward, dtype=np.float64)
+    R = np.ascontiguousarray(ts.test.reward_rows, dtype=np.float64)
     x0 = int(ts.test.initial_state)
+    lay = ts.layout
     rows = []
     for i in range(ts.n_mdps):
-        m = measures(ts.mdps[i], R, gamma, x0)
+        m = measures_rows(lay.succ, lay.nsucc, ts.mdps[i], R, gamma, x0)
         rows.append({"test": ts.test.short_name, "mdp_index": i, **m._asdict()})
     return pl.DataFrame(rows, schema=_TABLE_SCHEMA)
 
