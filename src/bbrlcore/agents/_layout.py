@@ -70,8 +70,10 @@ def setting(prior: Any, ep: Episode, extra: Layout | None = None) -> Setting:
           else np.array(prior.reward_rows))
     same = lay.same_as(test)
     to_agent = None if same else rows.slots_in(lay, test)
-    R = np.asarray(ep.R, dtype=np.float64)
-    Rstd = np.asarray(ep.Rstd, dtype=np.float64)
+    # (writable copies: a read-only array is another numba type, and the kernels would
+    # compile twice, for experiments whose layouts agree and for the others)
+    R = np.array(ep.R, dtype=np.float64)
+    Rstd = np.array(ep.Rstd, dtype=np.float64)
     if not same:
         R = _moved(np.ascontiguousarray(R), to_agent, test.nsucc, lay.width)
         Rstd = _moved(np.ascontiguousarray(Rstd), to_agent, test.nsucc, lay.width)

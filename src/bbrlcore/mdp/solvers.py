@@ -61,12 +61,17 @@ def support_of(P):
 
 
 #: A model is solved by policy iteration with a dense LU evaluation (n³/3 operations
-#: and an (n, n) matrix for n states) only while n³ is at most this many times its
-#: number of transitions (:func:`lu_affordable`); beyond, by sweeps alone, whose cost
-#: grows with the transitions that exist. A function of the model's size only, so a run
-#: is reproducible. Every problem of the paper is below it (Grid: 25³ = 87 × its 180
-#: transitions); a RiverSwim of 25 states too, one of 50 and a DeepSea are above.
+#: and an (n, n) matrix for n states) straight away only while n³ is at most this many
+#: times its number of transitions (:func:`lu_affordable`): every problem of the paper
+#: (Grid: 25³ = 87 × its 180 transitions), whose solvers are exactly the reference's
+#: answer reached by policy iteration. A larger or sparser model first runs warm-started
+#: sweeps, as many as one LU evaluation costs, and is evaluated by LU only if they have
+#: not converged (and it has at most :data:`LU_MAX_STATES` states): a solve then costs
+#: about the least of the two, and the cost grows with the transitions that exist.
+#: Functions of the model's size only, so a run is reproducible.
 LU_WORK_PER_TRANSITION = 200
+#: The largest model ever evaluated by a dense LU ((n, n) float64: 32 MB).
+LU_MAX_STATES = 2048
 
 
 @njit(cache=True, error_model="numpy")
@@ -245,15 +250,37 @@ def guez_policy_iteration_rows(P, R, succ, nsucc, gamma, tol, V, pi, A, b):
     the values are at least as accurate. ``V`` and ``pi`` hold the last sweep's values
     and greedy policy, as in the reference. ``A`` (nX, nX) and ``b`` (nX) are work
     buffers. Returns the number of sweeps; after 100 policy evaluations it finishes by
-    plain sweeps. A model too large for dense LU evaluations (:func:`lu_affordable`) is
-    solved by plain sweeps (:func:`guez_value_iteration_rows`; ``A`` may then be any 2-d
-    array).
+    plain sweeps.
+
+    A model for which dense LU evaluations are not plainly affordable
+    (:func:`lu_affordable`; ``A`` may then be a (1, 1) array) first runs warm-started
+    Guez sweeps from ``V``, as many as one evaluation costs (``3 + n³ / (12 × its
+    transitions)``, as :func:`q_solve_rows` does), and stops there when they meet the
+    stopping test; otherwise policy iteration continues from their policy (above
+    :data:`LU_MAX_STATES` states, the sweeps go on to the stopping test).
     """
     nX = P.shape[0]
-    if not lu_affordable(nX, n_transitions(nsucc)):
-        return guez_value_iteration_rows(P, R, succ, nsucc, gamma, tol, V, pi)
+    nnz = n_transitions(nsucc)
     tol2 = tol * tol
     sweeps = 0
+    if not lu_affordable(nX, nnz):
+        budget = GUEZ_MAX_SWEEPS
+        if nX <= LU_MAX_STATES:
+            budget = 3 + (nX * nX * nX) // (12 * max(nnz, 1))
+        Vnew = np.empty(nX)
+        while sweeps < budget:
+            diff2 = guez_sweep_rows(P, R, succ, nsucc, gamma, V, Vnew, pi)
+            for i in range(nX):
+                V[i] = Vnew[i]
+            sweeps += 1
+            if diff2 <= tol2:
+                return sweeps
+        if nX > LU_MAX_STATES:
+            return sweeps
+        if A.shape[0] < nX or A.shape[1] < nX:
+            A = np.empty((nX, nX))
+        if b.shape[0] < nX:
+            b = np.empty(nX)
     for _it in range(100):
         _evaluate_policy_rows(P, R, succ, nsucc, gamma, pi, A, b)  # V of pi, exactly
         for i in range(nX):
@@ -280,9 +307,8 @@ def q_solve_rows(P, R, succ, nsucc, gamma, horizon, Q):
     greedy policy is stable): the result passes the Q-iteration's stopping test (its next
     sweep changes nothing) and is at least as accurate. It first tries as many
     warm-started sweeps as one policy evaluation costs (often one suffices). Otherwise
-    (small horizons, γ close to 1, where the cap truncates the lookahead, and models too
-    large for dense LU evaluations, :func:`lu_affordable`) it runs
-    :func:`q_iteration_rows`. Returns
+    (small horizons, γ close to 1, where the cap truncates the lookahead, and models of
+    more than :data:`LU_MAX_STATES` states) it runs :func:`q_iteration_rows`. Returns
     the number of sweeps. (The largest reward and the number of transitions are those of
     the entries of positive probability.)
     """
@@ -298,7 +324,7 @@ def q_solve_rows(P, R, succ, nsucc, gamma, horizon, Q):
                     if r > rmax:
                         rmax = r
     if (gamma >= 1.0 or rmax * gamma ** (horizon + 1) / (1.0 - gamma) > Q_ACCURACY
-            or not lu_affordable(nX, n_transitions(nsucc))):
+            or nX > LU_MAX_STATES):
         return q_iteration_rows(P, R, succ, nsucc, gamma, horizon, Q)
     # a few warm-started sweeps first: as many as one policy evaluation costs
     budget = 3 + (nX * nX * nX) // (12 * max(nnz, 1))
