@@ -21,7 +21,7 @@ greedily in a **merged MDP** built from posterior samples:
   policy-iteration steps (greedy merged policy, its exact value by an n_X x n_X linear
   solve; up to 50 steps, for models of at most 200 states) so that typically a single
   sweep meets the stopping test instead of ~100-300 from zero; the stopping test and
-  tie rule are unchanged (00-decisions §1 allows smarter solvers reaching the same
+  tie rule are unchanged (smarter solvers are allowed when they reach the same
   tolerance). The agent plays the real action
   :math:`\pi_m(x) \bmod n_U` of the best merged action. A merged action's value is the best
   of K sampled models, hence optimism in the face of uncertainty.
@@ -37,7 +37,7 @@ greedily in a **merged MDP** built from posterior samples:
   snapshot of the full posterior) before the next decision. The first decision of each
   trajectory always builds it.
 
-Two modes (00-decisions §1):
+Two modes:
 
 * **default** (the paper's algorithm): a term with :math:`\tilde\sigma_y = 0` and no change
   counts 0, a term with :math:`\tilde\sigma_y = 0` and a change counts :math:`+\infty`
