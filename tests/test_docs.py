@@ -41,6 +41,9 @@ def test_no_internal_spec_reference_reaches_a_user():
     cite the paper or the README, not the project's internal specification files."""
     import re
 
+    from pathlib import Path
+
+    ROOT = Path(__file__).resolve().parents[1]
     pat = re.compile(r"spec \d+ §|00-decisions")
     roots = [ROOT / "src", ROOT / "workflow", ROOT / "config.yaml", ROOT / "Snakefile"]
     found = []
