@@ -40,7 +40,6 @@ def test_no_internal_spec_reference_reaches_a_user():
     """Docstrings (printed by ``bbrl agents``), comments of config.yaml and the workflow
     cite the paper or the README, not the project's internal specification files."""
     import re
-
     from pathlib import Path
 
     ROOT = Path(__file__).resolve().parents[1]
