@@ -57,7 +57,7 @@ OVERHEAD_AGENTS: list[tuple[str, dict]] = [
     ("random", {}), ("e-greedy", {"epsilon": 0.1}), ("soft-max", {"tau": 0.1}),
     ("beb", {"beta": 0.5}),
 ]
-FULL_AGENTS = 1560  # agent configurations of the full config.yaml (bbrl estimate)
+FULL_AGENTS = 1560  # agent-experiments of the full config.yaml (260 configurations x 6)
 N_MDPS, HORIZON, GAMMA = 500, 250, 0.95
 OUT = Path(__file__).parent / "results" / "rewards_recording.json"
 
@@ -182,16 +182,17 @@ def _sizes(groups: dict, tmp: Path) -> dict:
 
 
 def _full(summary: dict) -> dict:
-    """The full configuration's tables, extrapolated (1,560 × 6 chunks of 500 rows,
-    six merged tables of 1,560 × 500 rows)."""
+    """The full configuration's tables, extrapolated: 1,560 agent-experiments (260 agent
+    configurations on each of the six experiments), each a run table of 500 rows, and
+    six merged tables holding those 1,560 × 500 rows."""
     out = {}
-    rows = FULL_AGENTS * 6 * N_MDPS
+    rows = FULL_AGENTS * N_MDPS
     for enc, s in summary.items():
         out[enc] = {
-            "merged_GB_before": round(rows * s["bytes_per_row_before_merged"] / 1e9, 3),
-            "merged_GB_after": round(rows * s["bytes_per_row_after_merged"] / 1e9, 3),
-            "chunks_GB_before": round(FULL_AGENTS * 6 * s["bytes_per_chunk_before"] / 1e9, 3),
-            "chunks_GB_after": round(FULL_AGENTS * 6 * s["bytes_per_chunk_after"] / 1e9, 3),
+            "merged_GB_before": round(rows * s["bytes_per_row_before_merged"] / 1e9, 4),
+            "merged_GB_after": round(rows * s["bytes_per_row_after_merged"] / 1e9, 4),
+            "chunks_GB_before": round(FULL_AGENTS * s["bytes_per_chunk_before"] / 1e9, 4),
+            "chunks_GB_after": round(FULL_AGENTS * s["bytes_per_chunk_after"] / 1e9, 4),
         }
     return out
 

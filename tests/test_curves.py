@@ -180,3 +180,31 @@ def test_reports_read_only_the_rewards_the_curves_need(tmp_path):
     got = C.curves(full, n_resamples=100, seed=0).tables
     want = C.curves(m, n_resamples=100, seed=0).tables
     assert got["curves"].equals(want["curves"]) and got["aggregate"].equals(want["aggregate"])
+
+
+def test_an_agent_without_rewards_loses_only_its_own_curve():
+    """One agent of older tables (null rewards) among recorded ones: the other curves
+    are drawn; a Random without rewards drops its experiment's curves only."""
+    m = runs()
+    old = (pl.col("experiment") == "GC-UGC") & (pl.col("algorithm") == "e-greedy")
+    t = C.curves(m.with_columns(pl.when(old).then(None).otherwise(pl.col("rewards"))
+                                .alias("rewards")), n_resamples=100).tables["curves"]
+    fams = {e: set(t.filter(pl.col("experiment") == e)["family"].to_list())
+            for e in ("GC-GC", "GC-UGC")}
+    assert "e-Greedy" in fams["GC-GC"] and "e-Greedy" not in fams["GC-UGC"]
+    assert "Optimal" in fams["GC-UGC"]
+    no_random = m.with_columns(pl.when(pl.col("algorithm") == "random").then(None)
+                               .otherwise(pl.col("rewards")).alias("rewards"))
+    with pytest.raises(BBRLError, match="no per-step rewards"):
+        C.curves(no_random, n_resamples=100)
+
+
+def test_an_experiments_bands_do_not_depend_on_the_others():
+    m = runs()
+    exps = m["experiment"].unique().sort().to_list()
+    both = C.curves(m, n_resamples=200).tables["curves"]
+    alone = C.curves(m.filter(pl.col("experiment") == exps[-1]),
+                     n_resamples=200).tables["curves"]
+    cols = ["family", "t", "regret_low", "regret_high", "cumulative_low"]
+    assert both.filter(pl.col("experiment") == exps[-1]).select(cols).equals(
+        alone.select(cols))

@@ -34,3 +34,23 @@ def test_public_modules_have_examples():
         if any(t.examples for t in doctest.DocTestFinder().find(module)):
             with_examples.append(name)
     assert with_examples == list(names)
+
+
+def test_no_internal_spec_reference_reaches_a_user():
+    """Docstrings (printed by ``bbrl agents``), comments of config.yaml and the workflow
+    cite the paper or the README, not the project's internal specification files."""
+    import re
+    from pathlib import Path
+
+    ROOT = Path(__file__).resolve().parents[1]
+    pat = re.compile(r"spec \d+ §|00-decisions")
+    roots = [ROOT / "src", ROOT / "workflow", ROOT / "config.yaml", ROOT / "Snakefile"]
+    found = []
+    for root in roots:
+        for f in ([root] if root.is_file() else sorted(root.rglob("*"))):
+            if f.is_file() and f.suffix in (".py", ".smk", ".yaml", ".tsv", "") and (
+                    "__pycache__" not in f.parts):
+                for n, line in enumerate(f.read_text(errors="ignore").splitlines(), 1):
+                    if pat.search(line):
+                        found.append(f"{f.relative_to(ROOT)}:{n}")
+    assert not found, found

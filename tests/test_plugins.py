@@ -787,3 +787,50 @@ def test_without_a_writable_cache_the_plugin_still_runs(tmp_path, monkeypatch):
             ep.gamma, ep.horizon, 0, np.zeros(3, dtype=np.int64))
     compile_locked(k, args, str(tmp_path / "lock"))
     assert k(*args)[0] > 0
+
+
+CONST_PLUGIN = HEADER + """
+from consts import ACTION
+
+@njit(cache=True)
+def reset(setup):
+    return np.zeros(2)
+
+@njit(cache=True)
+def act(state, x):
+    return ACTION
+
+@njit(cache=True)
+def observe(state, x, u, y, r):
+    state[0] += r
+
+class Jit(CompiledAgent):
+    name = "const-NAME"
+    reset = reset
+    act = act
+    observe = observe
+"""
+
+
+def test_a_constant_of_a_module_beside_the_plugin_is_part_of_its_key(tmp_path):
+    """numba compiles a global constant into the kernel: changing it in a helper module
+    beside the plugin changes the cache key (a new kernel, the new returns) and the
+    plugin's fingerprint (its workflow jobs rerun), not a stale cached kernel."""
+    import uuid
+
+    from bbrlcore.agents import registry
+
+    d = tmp_path / "plug"
+    d.mkdir()
+    (d / "constplug.py").write_text(CONST_PLUGIN.replace("NAME", uuid.uuid4().hex[:8]))
+    (d / "consts.py").write_text("ACTION = 0\n")
+    ref = f"{d / 'constplug.py'}:Jit"
+    fp0 = registry.entry(ref).fingerprint
+    first = _play(ref, tmp_path)
+    (d / "consts.py").write_text("ACTION = 1\n")
+    second = _play(ref, tmp_path)
+    assert second["module"] != first["module"] and second["misses"] == 1
+    assert second["returns"] != first["returns"]
+    registry.reset()
+    assert registry.entry(ref).fingerprint != fp0
+    registry.reset()

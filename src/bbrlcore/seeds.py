@@ -1,4 +1,4 @@
-"""The seed tree (00-decisions §4).
+"""The seed tree.
 
 Every random draw flows from one tree of :class:`numpy.random.SeedSequence`:
 

@@ -1,4 +1,4 @@
-# Stage 7: the summary table (00-decisions §5) and a minimal markdown rendering.
+# Stage 7: the summary table and a minimal markdown rendering.
 # (The report proper, results/report/index.html, is the export stage's.)
 
 

@@ -1,5 +1,5 @@
 """Numba warm-up: train and run one algorithm once on a tiny problem, so its kernels are
-compiled into numba's cache before its parallel jobs start (spec 04 §E.1)."""
+compiled into numba's cache before its parallel jobs start."""
 
 import json
 import sys

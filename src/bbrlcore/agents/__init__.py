@@ -45,7 +45,7 @@ from bbrlcore.agents.base import (
     support_sizes,
 )
 
-#: Names of the paper's algorithms and Optimal (00-decisions §5), in the paper's order.
+#: Names of the paper's algorithms and Optimal, in the paper's order.
 NAMES: tuple[str, ...] = ("random", "e-greedy", "soft-max", "beb", "sboss", "opps-ds", "bamcp",
                           "bfs3", "optimal")
 #: Built-in algorithms beyond the paper (README "Beyond the paper"): PSRL, BOSS, BOLT and

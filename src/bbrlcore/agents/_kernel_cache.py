@@ -151,13 +151,24 @@ def kernel_key(functions: tuple[Any, ...]) -> str:
     for f in functions:
         py = getattr(f, "py_func", f)
         h.update(f"|{getattr(py, '__module__', '')}.{getattr(py, '__qualname__', '')}".encode())
-    for path in sorted({_file_of(d) for d in _dispatchers(functions)}):
+    from bbrlcore.agents.registry import sibling_sources
+
+    paths = sorted({_file_of(d) for d in _dispatchers(functions)})
+    for path in paths:
         if _own(path):
             continue  # bbrlcore's own: in its source digest
         h.update(f"|{path}|".encode())
         # code that is not in a file (an interactive session, a doctest) cannot be keyed:
         # OSError, and the caller compiles it in the process
         h.update(Path(path).read_bytes())
+    # the modules beside them: numba compiles a global such as a constant imported from
+    # a helper module into the kernel, so changing it must change the key
+    extra = sorted({f for p in paths if not _own(p) for f in sibling_sources(Path(p))}
+                   - {Path(p) for p in paths})
+    for f in extra:
+        h.update(f"|{f}|".encode())
+        with contextlib.suppress(OSError):
+            h.update(f.read_bytes())
     return h.hexdigest()[:32]
 
 

@@ -1,6 +1,6 @@
 """numba building blocks shared by the agents' trajectory kernels.
 
-Environment (a drawn test MDP), the counting model of the posterior mean (spec 01 §2.3),
+Environment (a drawn test MDP), the counting model of the posterior mean,
 tie-breaking rules and Dirichlet sampling. Randomness comes from numba's internal
 generator, seeded once per trajectory by the kernel (``np.random.seed(seed)``), except in
 kernels that carry their own :mod:`._rng` state (SBOSS): they call the environment
@@ -231,7 +231,7 @@ def dirichlet_row(alpha, out):
 
     A zero concentration gives exactly zero probability. If the Gamma variates sum to
     less than 1e-300 (tiny concentrations), all mass goes to one uniformly chosen entry
-    of the support (spec 01 §2.2).
+    of the support.
     """
     n = alpha.shape[0]
     s = 0.0

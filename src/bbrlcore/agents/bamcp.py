@@ -6,13 +6,13 @@ transitions, and runs one UCT simulation on it from the real state. The values i
 tree are then averages over MDPs drawn from the posterior, i.e. estimates of the
 Bayes-adaptive values.
 
-One decision at real state ``x`` (spec 02 §4.4), repeated ``K`` times:
+One decision at real state ``x``, repeated ``K`` times:
 
 1. *Root sampling, lazily, row integrated out.* Each simulation stands for one MDP
    drawn from the posterior, :math:`P(s,a,\cdot) \sim
    \mathrm{Dir}(\theta(s,a,\cdot) + n(s,a,\cdot))` per pair. Drawing a row only the first
    time the simulation visits its pair (Guez et al.'s lazy sampling; rows are
-   independent, 00-decisions §1) gives the same posterior MDP; and since a simulation
+   independent) gives the same posterior MDP; and since a simulation
    only ever uses the row to draw next states, the row itself can be integrated out:
    the *k*-th visit of (s, a) within the simulation goes to ``y`` with probability
    :math:`(\alpha_y + c_y)/(\sum_z \alpha_z + k - 1)`, where ``c`` counts the
@@ -69,7 +69,7 @@ References
 A. Guez, D. Silver, P. Dayan, "Efficient Bayes-adaptive reinforcement learning using
 sample-based search", NIPS 2012.
 M. Castronovo et al., "Benchmarking for Bayesian Reinforcement Learning", PLOS ONE 2016
-(the BBRL benchmark; its C++ BAMCP is the one specified in spec 02 §4).
+(the BBRL benchmark; its C++ BAMCP is the one reproduced here).
 """
 
 from __future__ import annotations
@@ -107,11 +107,11 @@ from bbrlcore.agents.base import (
     at_least_one,
 )
 
-#: UCT exploration constant (spec 02 §4.1).
+#: UCT exploration constant.
 UCT_C = 3.0
-#: Probability of a uniformly random rollout action (spec 02 §4.1).
+#: Probability of a uniformly random rollout action.
 ROLLOUT_EPSILON = 0.5
-#: Learning rate of the rollout policy's Q-learner (spec 02 §4.6).
+#: Learning rate of the rollout policy's Q-learner.
 QL_RATE = 0.2
 #: The reference's "infinity" (UCB score of an unvisited action).
 INF = 1e10

@@ -9,7 +9,7 @@ An agent module (``bbrlcore/agents/<name>.py``) defines one :class:`Algorithm`:
 * ``make_player(prior, params, trained, episode)``: returns a callable
   ``play(P, seed, rewards=None) -> (discounted_return, counters)`` that runs **one whole
   trajectory** of ``episode.horizon`` steps on the test MDP ``P`` inside numba, starting
-  from the prior (the agent's reset is part of the trajectory, spec 01 §3.2), and writes
+  from the prior (the agent's reset is part of the trajectory), and writes
   the reward of step ``t`` into ``rewards[t]`` (a float64 array of length
   ``episode.horizon``; without one the player records into a buffer of its own). See
   :data:`Player`;
@@ -294,7 +294,7 @@ class Algorithm:
 
     def agent_id(self, params: dict[str, Any],
                  rendered: dict[str, str] | None = None) -> str:
-        """``algorithm__name=value...`` in declaration order (00-decisions §5).
+        """``algorithm__name=value...`` in declaration order.
 
         ``rendered`` gives, for some parameters, the text the id shows instead of
         rendering the value again (an agent artefact's recorded formula-set label, whose
@@ -329,7 +329,7 @@ def show_value(v: Any) -> str:
 
 
 def coerce(p: Param, value: Any, where: str) -> Any:
-    """Convert ``value`` to the parameter's type (00-decisions §5 rules), then to its
+    """Convert ``value`` to the parameter's type, then to its
     canonical form (:attr:`Param.normalise`)."""
     out = _coerce_type(p, value, where)
     return p.normalise(out, where) if p.normalise else out
@@ -416,5 +416,5 @@ COMPAT = Param(
     "compat",
     bool,
     default=False,
-    doc="reproduce the original library's quirks (00-decisions §1)",
+    doc="reproduce the original library's quirks",
 )

@@ -7,7 +7,7 @@ to every transition out of (x, u):
 
 where :math:`n(x,u) = \sum_y \alpha(x,u,y)` is the total Dirichlet count of the pair
 (prior concentrations plus observations) — Kolter & Ng's bonus; the paper's
-":math:`\beta / c_{\langle x,u,y\rangle}`" is a misprint (00-decisions §1). The model is
+":math:`\beta / c_{\langle x,u,y\rangle}`" is a misprint. The model is
 solved to the Guez value iteration's tolerance (Euclidean change of a sweep at most 1e-4,
 lowest-index ties) by warm-started policy iteration
 (:func:`bbrlcore.mdp.solvers.guez_policy_iteration`: exact policy evaluation, then a Guez

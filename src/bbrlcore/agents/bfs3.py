@@ -8,7 +8,7 @@ counts and ``c`` the pseudo-counts added along the path. No model is ever drawn.
 node of the belief MDP is searched with FSSS (forward search sparse sampling, Walsh,
 Goschin & Littman 2010), which keeps an upper and a lower bound on every value.
 
-One decision at real state ``x`` (spec 02 §5, 00-decisions §7):
+One decision at real state ``x``:
 
 * for each action ``a``, draw ``C`` successors ``s'`` from the predictive of
   ``(x, a)``; for each, build a fresh FSSS tree rooted at ``s'`` (with one pseudo-count
@@ -93,7 +93,7 @@ via Monte-Carlo tree search", UAI 2011.
 T. Walsh, S. Goschin, M. Littman, "Integrating sample-based planning and model-based
 reinforcement learning", AAAI 2010 (FSSS).
 M. Castronovo et al., "Benchmarking for Bayesian Reinforcement Learning", PLOS ONE 2016
-(the BBRL benchmark; its C++ BFS3 is the one specified in spec 02 §5).
+(the BBRL benchmark; its C++ BFS3 is the one reproduced here).
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
 r"""e-Greedy: greedy on the posterior-mean model, with probability ε a random action.
 
-The agent keeps the counting model of spec 01 §2.3 (counts initialised to the prior's
+The agent keeps the counting model of the original library (counts initialised to the prior's
 Dirichlet concentrations θ; :math:`\hat P = N/\sum_y N` is the posterior mean) and the
 known reward table R of the prior. At reset and after **every** transition it solves the
 model with the BBRL Q-iteration (tolerance 0.01, at most T+1 sweeps; warm-started from
 the previous Q, which reaches the same stopping test in far fewer sweeps). Each decision
 draws :math:`f \sim U[0,1]`: if :math:`f \le \varepsilon` a uniformly random action,
-otherwise the greedy action with exact ties broken at random (spec 01 §5.3).
+otherwise the greedy action with exact ties broken at random.
 
 Paper: Castronovo et al. 2016, §4.1 ("ε-Greedy"); Sutton & Barto, *Reinforcement
 Learning: An Introduction*, 1998, §2.2.

@@ -1,11 +1,11 @@
 r"""The fixed-formula agent: greedy with respect to one given formula, no offline learning.
 
-The original library's ``FormulaAgent`` (spec 02 §2) with its formula given by the user
+The original library's ``FormulaAgent`` with its formula given by the user
 instead of chosen by OPPS-DS. It scores each action u in state x by
 :math:`f(Q_0(x,u), Q_1(x,u), Q_2(x,u))` over the three Q-features of
 :mod:`bbrlcore.agents.formula_agent` (QMean, QSelf, QUniform, re-solved after every
 step) and plays the highest score, exact ties at random; an action whose formula value is
-undefined scores −∞ and is counted in ``formula_failures`` (00-decisions §7). It plays
+undefined scores −∞ and is counted in ``formula_failures``. It plays
 **exactly** like the agent OPPS-DS learns when OPPS-DS selects the same formula (the same
 kernel, :func:`~bbrlcore.agents.formula_agent.play_formula`): give it the formula of a
 table and it reproduces that agent without the offline search.

@@ -1,9 +1,9 @@
 r"""Formula agents: act greedily with respect to a formula of three Q-features.
 
-A formula agent (spec 02 §2) scores each action u in state x by a formula
+A formula agent scores each action u in state x by a formula
 :math:`f(Q_{mean}(x,u), Q_{self}(x,u), Q_{uniform}(x,u))` (variables ``X0 X1 X2``) and
 plays the highest score, exact ties broken uniformly at random. The three features are the
-Q-functions of three counting models of the transitions (spec 01 §2.3), each updated with
+Q-functions of three counting models of the transitions, each updated with
 every observed transition and re-solved by the BBRL Q-iteration after **every** step:
 
 * **QMean** (X0): initial counts = the prior's Dirichlet concentrations θ, i.e. the
@@ -13,7 +13,7 @@ every observed transition and re-solved by the BBRL Q-iteration after **every** 
 
 All use the prior's known mean reward table. The Q-iteration (tolerance 0.01, at most T+1
 sweeps) is warm-started from the previous step's Q, which reaches the same stopping test
-in a few sweeps (00-decisions §1); only the features the formula reads are computed.
+in a few sweeps; only the features the formula reads are computed.
 
 **Sparse rows.** QMean lives on the agent's layout
 (:func:`bbrlcore.agents._layout.setting`: the prior's support joined with the test MDPs'
@@ -39,7 +39,7 @@ iteration of :func:`~bbrlcore.mdp.solvers.q_solve_rows`, whose dense evaluations
 nX-state model would cost nX³: its values meet the Q-iteration's stopping test instead
 of being the model's exact fixed point (within 0.01·γ/(1−γ) of it).
 
-**Formula failures** (00-decisions §7): an action whose formula value is undefined (NaN,
+**Formula failures**: an action whose formula value is undefined (NaN,
 log or square root of a negative, division by zero) scores −∞; if every action fails the
 choice is uniform. The kernel counts failed evaluations (one per action and decision)
 and returns the count as ``formula_failures``. During OPPS-DS training a trajectory stops

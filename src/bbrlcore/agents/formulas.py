@@ -19,11 +19,11 @@ MIN2    2      b unless a < b                  never
 MAX2    2      b unless a > b                  never
 ======  =====  ==============================  =========================
 
-(spec 02 §1.1). Internally a formula is an integer array of token codes
+Internally a formula is an integer array of token codes
 (:data:`SYMBOLS` gives the code of each symbol) that numba kernels evaluate with
 :func:`eval_rpn`; :func:`infix` renders it readably (``max(Q0, Q2)``).
 
-**Formula sets** (spec 02 §1.3-1.4, the paper's F2...F6). All valid RPN sequences of size
+**Formula sets** (the paper's F2...F6). All valid RPN sequences of size
 1..``max_size`` are enumerated by increasing size, each size in odometer order over the
 reference's alphabet order ``MAX2 MIN2 MUL2 ADD2 DIV SUB OPP INV SQRT LN ABS X2 X1 X0``.
 Each candidate is evaluated at ``n_points`` random points of [lo, hi]^3; a candidate that is
@@ -39,7 +39,7 @@ discarded). Keys are deduplicated through a 64-bit hash table with full-key comp
 
 Points come from ``numpy.random.default_rng(seed)`` (uniform, point-major). With
 ``reference_rng=True`` they come from glibc ``rand()`` through ctypes exactly as the C++
-reference draws them (spec 02 §1.8), so ``seed=1`` reproduces the reference files
+reference draws them, so ``seed=1`` reproduces the reference files
 byte for byte.
 
 References
@@ -79,14 +79,14 @@ CODE: dict[str, int] = {s: i for i, s in enumerate(SYMBOLS)}
 #: Number of operands of each token code.
 ARITY = np.array([0, 0, 0, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2], dtype=np.int64)
 N_VARIABLES = 3
-#: The reference's generation alphabet order (spec 02 §1.3), as token codes:
+#: The reference's generation alphabet order, as token codes:
 #: MAX2 MIN2 MUL2 ADD2 DIV SUB OPP INV SQRT LN ABS X2 X1 X0.
 ALPHABET = np.array([13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0], dtype=np.int64)
 
 _X0, _X1, _X2, _ABS, _LN, _SQRT, _INV, _OPP = 0, 1, 2, 3, 4, 5, 6, 7
 _SUB, _DIV, _ADD2, _MUL2, _MIN2, _MAX2 = 8, 9, 10, 11, 12, 13
 
-#: Default settings of formula-set generation (spec 02 §1.6) and the default seed of the
+#: Default settings of formula-set generation and the default seed of the
 #: named sets (``formula_set=F3`` is ``generate(3, seed=DEFAULT_SEED)``).
 DEFAULT_N_POINTS = 1000
 DEFAULT_RANGE = (-100.0, 100.0)
@@ -140,7 +140,7 @@ def eval_rpn(codes, n, x0, x1, x2, stack):
     """Evaluate the RPN formula ``codes[:n]`` at (x0, x1, x2).
 
     ``stack`` is a scratch float64 array of length >= n. Returns ``(value, ok)``; ``ok`` is
-    False when a token is undefined (spec 02 §1.1).
+    False when a token is undefined.
     """
     d = 0
     for i in range(n):
@@ -501,7 +501,7 @@ def swapped_operands(formula: str) -> str | None:
     operator is not commutative (DIV, SUB), in canonical form; else None.
 
     The tables' notation (``Q2/Q0``) does not say in which order the original printed the
-    operands of an RPN formula; ``X2 X0 DIV`` is X2/X0 (spec 02 §1.1), and the swapped
+    operands of an RPN formula; ``X2 X0 DIV`` is X2/X0, and the swapped
     reading is the other candidate.
 
     Examples
@@ -781,7 +781,7 @@ def _generate_kernel(max_size, pts):
 
 
 def reference_points(n_points: int, lo: float, hi: float, seed: int) -> np.ndarray:
-    """The reference's points from glibc ``rand()`` (spec 02 §1.8); shape (3, n_points).
+    """The reference's points from glibc ``rand()``; shape (3, n_points).
 
     Raises :class:`BBRLError` where glibc is not available.
     """
@@ -859,7 +859,7 @@ class FormulaSet:
         )
 
     def to_dat(self) -> str:
-        """The reference's text format (spec 02 §1.5)."""
+        """The reference's text format."""
         lines = ["Serializable", "0", "FormulaVector", "1", str(len(self.rpn)), *self.rpn]
         return "\n".join(lines) + "\n"
 
@@ -941,7 +941,7 @@ def generate(
 
 
 def parse_dat(text: str, source: str) -> FormulaSet:
-    """Parse the reference's formula-set text (spec 02 §1.5)."""
+    """Parse the reference's formula-set text."""
     lines = [ln.strip() for ln in text.splitlines()]
     head = ["Serializable", "0", "FormulaVector", "1"]
     if lines[:4] != head:

@@ -1,6 +1,6 @@
 r"""OPPS-DS: offline prior-based policy search over a discrete set of formula agents.
 
-Offline, OPPS-DS (spec 02 §3) treats every formula of a formula set (``F2``...``F6``, see
+Offline, OPPS-DS treats every formula of a formula set (``F2``...``F6``, see
 :mod:`bbrlcore.agents.formulas`) as an arm of a multi-armed bandit. Pulling an arm draws one MDP
 from the prior and plays one trajectory of T steps (discount γ) of that formula agent
 (:mod:`bbrlcore.agents.formula_agent`); the payoff is the discounted return. The bandit
@@ -12,14 +12,14 @@ is solved with UCB1 (Auer et al. 2002) under a budget of ``n_draws`` successful 
    :math:`\mu_i + c\sqrt{\ln N / n_i}` (N = successful pulls so far), exact ties at random;
 3. the agent is the **most-pulled** arm (random ties), not the best mean.
 
-An arm whose trajectory has a formula failure (00-decisions §7) is discarded: the failed
+An arm whose trajectory has a formula failure is discarded: the failed
 pull costs no budget, the arm is never pulled again and can never be the final choice
 (the reference could return it: a defect). If every arm is discarded training fails with
 "no valid formula". Online, the learned agent is that formula agent.
 
 Randomness and resumability. Pull k (k = 0, 1, ... counts attempts, failed ones
 included) seeds numba's generator with ``splitmix64(base + k·φ) >> 32``, where ``base``
-comes from ``SeedSequence([seed, h(agent id)])`` (00-decisions §4); the pull's tie-break,
+comes from ``SeedSequence([seed, h(agent id)])``; the pull's tie-break,
 MDP draw (Dirichlet rows from the prior's θ) and trajectory use only that stream. The
 whole UCB1 loop runs in numba in batches; between batches the state (arm statistics,
 counters) can be checkpointed atomically, and a resumed training gives exactly the agent
@@ -133,7 +133,7 @@ def ucb1_step(mu, npull, disc, st, c):
 
 @njit(cache=True, error_model="numpy")
 def ucb1_record(mu, npull, disc, st, arm, payoff, ok):
-    """Record the outcome of a pull (spec 02 §3.4 update)."""
+    """Record the outcome of a pull."""
     st[_ATTEMPTS] += 1
     if not ok:
         disc[arm] = True
@@ -419,7 +419,7 @@ def make_player(prior, params: dict[str, Any], trained: Trained, ep: Episode):
     return formula_player(prior, F.parse(rpn, "opps-ds agent formula"), ep)
 
 
-#: Formulas in the named sets (F5 and F6 vary slightly with the seed, 00-decisions §2).
+#: Formulas in the named sets (F5 and F6 vary slightly with the seed).
 SET_SIZES = {"F2": 12, "F3": 43, "F4": 226, "F5": 1210, "F6": 7330}
 
 

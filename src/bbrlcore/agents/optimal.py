@@ -1,8 +1,8 @@
 """Optimal: plays the optimal policy of the true test MDP (the upper reference).
 
 It is not a learning agent: at the start of every trajectory it solves the *actual* test
-MDP with the BBRL Q-iteration (spec 01 §4.1: tolerance 0.01, at most T+1 sweeps) and then
-acts greedily, breaking exact ties at random (spec 01 §5.2). The solve is part of the
+MDP with the BBRL Q-iteration (tolerance 0.01, at most T+1 sweeps) and then
+acts greedily, breaking exact ties at random. The solve is part of the
 trajectory's online time. Normalised scores put Optimal at 1.
 """
 

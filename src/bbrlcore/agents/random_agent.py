@@ -1,7 +1,7 @@
 """Random: a uniformly random action at every step (the lower reference).
 
 Offline learning does nothing; online, each decision draws an action uniformly from
-{0, ..., nU-1} (spec 01 §5.1). Normalised scores put Random at 0.
+{0, ..., nU-1}. Normalised scores put Random at 0.
 """
 
 from __future__ import annotations

@@ -187,7 +187,9 @@ def load_reference(ref: str) -> Entry:
             raise BBRLError(f"plugin reference {ref!r}: {where}: no such file")
         module = _import_file(path, ref)
         source, stable = f"file {where}", f"{path}:{attr}"
-        fp = _hash_files([path])
+        # the file and the modules beside it (what it may import: a constant changed in
+        # a helper module beside the plugin must rerun its jobs)
+        fp = _hash_files([path, *sibling_sources(path)])
     else:
         try:
             module = importlib.import_module(where)
@@ -347,6 +349,16 @@ def _fingerprint_module(module_name: str, dist: Any) -> str:
     h = _hash_files(files)
     version = getattr(dist, "version", None)
     return f"{h}+{version}" if version else h
+
+
+def sibling_sources(path: Path) -> list[Path]:
+    """The other ``.py`` files of ``path``'s directory, sorted: the modules a plugin file
+    can import from beside it (so its fingerprint and its compiled kernel's cache key
+    change when one of them does)."""
+    try:
+        return sorted(f for f in path.parent.glob("*.py") if f != path and f.is_file())
+    except OSError:
+        return []
 
 
 def _hash_files(files: list[Path]) -> str:

@@ -22,7 +22,7 @@ greedily in a **merged MDP** built from posterior samples:
   solve; up to 50 steps, for models of at most 200 states that
   :func:`~bbrlcore.mdp.solvers.lu_affordable` admits) so that typically a single
   sweep meets the stopping test instead of ~100-300 from zero; the stopping test and
-  tie rule are unchanged (00-decisions §1 allows smarter solvers reaching the same
+  tie rule are unchanged (smarter solvers are allowed when they reach the same
   tolerance). The agent plays the real action
   :math:`\pi_m(x) \bmod n_U` of the best merged action. A merged action's value is the best
   of K sampled models, hence optimism in the face of uncertainty.
@@ -38,7 +38,7 @@ greedily in a **merged MDP** built from posterior samples:
   snapshot of the full posterior) before the next decision. The first decision of each
   trajectory always builds it.
 
-Two modes (00-decisions §1):
+Two modes:
 
 * **default** (the paper's algorithm): a term with :math:`\tilde\sigma_y = 0` and no change
   counts 0, a term with :math:`\tilde\sigma_y = 0` and a change counts :math:`+\infty`

@@ -1,6 +1,6 @@
 r"""Soft-max: Boltzmann exploration on the posterior-mean model.
 
-Model and Q-function exactly as e-Greedy (spec 01 §5.3-5.4): prior counting model,
+Model and Q-function exactly as e-Greedy: prior counting model,
 BBRL Q-iteration after every transition (warm-started). Each decision draws an action
 with probability
 
@@ -12,7 +12,7 @@ computed stably by subtracting :math:`\max_v Q(x,v)` before exponentiating.
 :math:`w_u = \exp(Q(x,u)/\tau)` are **not normalised**: it draws :math:`f \sim U[0,1]` and
 plays the smallest u with :math:`f \le w_0 + \dots + w_u`. With non-negative rewards
 :math:`w_0 \ge 1`, so it always plays action 0 (the paper's published Soft-max figures);
-when no prefix reaches f (negative Q) it plays the last action (00-decisions §7). It still
+when no prefix reaches f (negative Q) it plays the last action. It still
 solves its model at every step, as the reference does.
 
 Paper: Castronovo et al. 2016, §4.1; Sutton & Barto 1998, §2.3.

@@ -95,8 +95,9 @@ A resample is kept as **counts** (how often each MDP was drawn), so a metric of 
 resample is a weighted statistic of the original scores: means are one matrix product,
 and the IQM and the profiles use the sorted scores with cumulative counts, which gives
 exactly ``trim_mean`` of the resampled data without sorting each replicate. Replicates
-are drawn by ``numpy.random.default_rng(seed)`` in blocks of :data:`BLOCK`: the same seed
-and the same number of resamples give the same tables on any machine.
+are drawn by ``numpy.random.default_rng(seed)`` in blocks of
+:data:`bbrlcore.analysis.estimators.BLOCK`: the same seed and the same number of resamples
+give the same tables on any machine.
 
 Resampling library: a vectorised numpy stratified bootstrap, not rliable nor
 ``scipy.stats.bootstrap``, because

@@ -3,7 +3,7 @@ r"""What the report shows, computed as tables (everything a figure draws is in P
 * :func:`family` — the report's unit of comparison: an algorithm, with its compat variant
   as a family of its own (``beb`` and ``beb (compat)``), so the published behaviour shows
   beside the algorithm.
-* :func:`among_best` — 00-decisions §3: within given time bounds take each family's best
+* :func:`among_best` — the paper's test: within given time bounds take each family's best
   agent (highest mean); the best of those is the reference; every other family's best
   agent is compared with it by the one-sided paired Z-test (Appendix C of the paper),
   each comparison on its own; a family is *among the best* unless the reference is

@@ -25,8 +25,24 @@ selects it; and Optimal, the reference), at every time *t* of a grid:
   knows the MDP).
 
 Each comes with a **paired bootstrap band**: a replicate draws the experiment's test MDPs
-with replacement once and applies them to every family and to Random and Optimal, as the
-aggregates do (:mod:`bbrlcore.analysis.aggregate`); the band is the percentile interval.
+with replacement once and applies them to every family and to Optimal (the regret's
+pairs); the normalising means of Random and Optimal are held at their values, as the
+aggregates hold them (:mod:`bbrlcore.analysis.aggregate`): the bands are conditional on
+them. The band is the percentile interval. Each experiment's replicates come from the
+bootstrap seed and the experiment's name, so its bands do not depend on which other
+experiments are drawn with it. Where Optimal has barely gained on Random (the first steps
+of a problem), the normalised score divides by a small gap: its bands are then wide, and
+say so.
+
+With ``score="undiscounted"`` the reference is still the Optimal agent, which plays the
+policy optimal for the *discounted* return (the benchmark's agents all plan for γ): on
+a problem where that policy gives up early reward, an agent may collect more undiscounted
+reward than Optimal over some horizon — normalised scores above 1 and negative regret
+are then real, not errors.
+
+An agent without per-step rewards (a table written before bbrl recorded them, or a
+player that records none) has no curve; an experiment whose Random or Optimal has none
+has no curves; the others are drawn.
 
 Across experiments: the **IQM of the normalised score against time** with stratified
 bootstrap bands, rliable's sample-efficiency curve (Agarwal et al. 2021, Fig. 8), using the
@@ -47,6 +63,7 @@ Tables (``curves`` returns them; :func:`write_tables` writes them as Parquet art
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -210,7 +227,27 @@ def curves(
                         "(run them in every experiment)")
     best = best.filter(pl.col("experiment").is_in(refs))
     needed = _needed(merged, best)
-    table = merged.join(needed, on=["experiment", "agent"], how="semi").with_row_index("_row")
+    table = merged.join(needed, on=["experiment", "agent"], how="semi")
+    # agents without per-step rewards on some MDP (older tables, players that record
+    # none) have no curve; an experiment whose Random or Optimal lacks them has none
+    if "rewards" not in table.columns:
+        reward_matrix(table, "merged run table")  # (the error naming the missing column)
+    lacking = (table.filter(pl.col("rewards").is_null())
+               .select("experiment", "agent", "algorithm").unique())
+    if lacking.height:
+        no_ref = lacking.filter(pl.col("algorithm").is_in(["random", "optimal"]))[
+            "experiment"].to_list()
+        best = best.join(lacking.select("experiment", "agent"), on=["experiment", "agent"],
+                         how="anti").filter(~pl.col("experiment").is_in(no_ref))
+        if best.is_empty():
+            r = lacking.row(0, named=True)
+            raise BBRLError(f"curves: experiment {r['experiment']}, agent {r['agent']} has "
+                            "no per-step rewards (run before bbrl recorded them); run it "
+                            "again for learning curves")
+        needed = _needed(merged.filter(pl.col("experiment").is_in(
+            best["experiment"].unique().to_list())), best)
+        table = merged.join(needed, on=["experiment", "agent"], how="semi")
+    table = table.with_row_index("_row")
     R = reward_matrix(table, "merged run table")
     a = (1.0 - confidence) / 2.0
     rows: list[dict[str, Any]] = []
@@ -252,7 +289,8 @@ def curves(
             strata[key] = len(agg_sizes)
             agg_sizes.append(N)
         agg_stratum.append(strata[key])
-        blocks = [_counts(i[0]) for i in _index_blocks([N], n_resamples, seed + e_i)]
+        blocks = [_counts(i[0]) for i in _index_blocks([N], n_resamples,
+                                                        _experiment_seed(seed, exp))]
         g0 = grid - 1
         opt_row = {"test": str(m["test"][0]), "prior": str(m["prior"][0]),
                    "family": "Optimal", "algorithm": "optimal", "compat": False,
@@ -273,7 +311,10 @@ def curves(
             lc, hc = np.quantile(reps_c, [a, 1 - a], axis=0)
             lx, hx = np.quantile(reps_x, [a, 1 - a], axis=0)
             lr, hr = np.quantile(reps_r, [a, 1 - a], axis=0)
-            xm = np.nanmean(X[:, g0], axis=0) if ok[g0].any() else np.full(grid.size, np.nan)
+            with np.errstate(invalid="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # (columns of no score)
+                xm = (np.nanmean(X[:, g0], axis=0) if ok[g0].any()
+                      else np.full(grid.size, np.nan))
             for k, t in enumerate(grid):
                 valid = bool(ok[t - 1])
                 rows.append({
@@ -351,6 +392,14 @@ def _aggregate(scores: dict[str, list[np.ndarray | None]], stratum: list[int],
                          "iqm": float(point[0, j]), "iqm_low": float(lo[j]),
                          "iqm_high": float(hi[j]), "score": score})
     return pl.DataFrame(rows, schema=_AGG_SCHEMA)
+
+
+def _experiment_seed(seed: int, experiment: str) -> int:
+    """The bootstrap seed of one experiment's bands: from the user's seed and the
+    experiment's name (not its position among the experiments given)."""
+    from bbrlcore.seeds import id_hash64
+
+    return int((int(seed) + id_hash64(f"curves/{experiment}")) % (2**63))
 
 
 def _needed(merged: pl.DataFrame, best: pl.DataFrame) -> pl.DataFrame:

@@ -10,14 +10,14 @@ the original program's reference figures (``reference_scores.tsv``, a copy of
 ``shared/data/reference_scores.tsv``: N = 500, γ = 0.95, T = 250).
 
 **Intervals to standard errors.** The paper's text gives the 95% interval as
-:math:`\bar J \pm 2\sigma/N`, a typo (00-decisions §3): the original export computes the
-half-width :math:`h = 1.96\,s/\sqrt N` (spec 03 §2, checked numerically there) and the
+:math:`\bar J \pm 2\sigma/N`, a typo: the original export computes the
+half-width :math:`h = 1.96\,s/\sqrt N` (checked numerically there) and the
 tables print it rounded to 2 decimals. So a published ``m ± h`` has the standard error
 :math:`h/1.96` (:func:`standard_error`; the rounding of m and h, at most 0.005 each, is
 ignored). Ours is the same: half the width of the summary's interval, over 1.96.
 
 **The comparison** (:func:`compare`). For every published row whose agent the results
-contain, in the compat variant (the original's quirks, 00-decisions §1) or the default
+contain, in the compat variant (the original's quirks) or the default
 one: our score, the two-sample statistic
 
 .. math:: z = (m_{ours} - m_{pub}) / \sqrt{se_{ours}^2 + se_{pub}^2}
@@ -25,9 +25,9 @@ one: our score, the two-sample statistic
 (the test MDPs are not the same, so the samples are independent), and the verdict
 *agrees* when :math:`|z| \le 3` (within 3 standard errors), else *differs*. The verdict
 uses the variant the published number carries: compat for Soft-max, BEB and SBOSS, whose
-published numbers carry the reference's quirks (00-decisions §9), the default otherwise;
-both variants' z are given. Known reasons for a difference (:func:`known_reasons`, from
-00-decisions §1, §2 and §9) are written beside each row.
+published numbers carry the reference's quirks, the default otherwise;
+both variants' z are given. Known reasons for a difference (:func:`known_reasons`: the
+original's quirks, a formula's operand order, the reference scores) are written beside each row.
 
 **Selection bias.** Each published row is the best of a grid (the highest of many noisy
 means), so it overestimates that configuration's true score; a run of that configuration

@@ -1,4 +1,4 @@
-"""Run tables to results: merging chunks and the tidy summary (00-decisions §5).
+"""Run tables to results: merging chunks and the tidy summary.
 
 * :func:`merge_tables` concatenates run tables (chunks of runs, or whole runs) into one
   table sorted by experiment, agent and test MDP; an (experiment, agent, MDP) present

@@ -1,4 +1,4 @@
-"""Statistics of the benchmark (00-decisions §3): scores, intervals and the paired Z-test.
+"""Statistics of the benchmark: scores, intervals and the paired Z-test.
 
 * The **score** of an agent is its mean discounted return over the N test MDPs, with the
   95% interval :math:`\\bar x \\pm 1.96\\, s/\\sqrt N` (``s`` the sample standard

@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _curves(args: argparse.Namespace) -> int:
     from bbrlcore.analysis import curves as C
-    from bbrlcore.analysis.results import read_runs
+    from bbrlcore.analysis.results import attach_rewards, read_runs
 
     if args.points < 2:
         raise BBRLError(f"--points {args.points}: must be >= 2")
@@ -47,7 +47,10 @@ def _curves(args: argparse.Namespace) -> int:
         raise BBRLError(f"--resamples {args.resamples}: must be >= 100")
     if args.seed < 0:
         raise BBRLError(f"--seed {args.seed}: must be >= 0")
-    merged = read_runs(args.merged, "curves")
+    # the per-step rewards of the agents the curves draw only (each algorithm's best,
+    # Random, Optimal), as the report reads them: a whole configuration's are gigabytes
+    merged = read_runs(args.merged, "curves", rewards=False)
+    merged = attach_rewards(merged, list(args.merged), C.curve_agents(merged, args.score))
     c = C.curves(merged, score=args.score, n_resamples=args.resamples, seed=args.seed,
                  points=args.points)
     t = c.tables["curves"]
@@ -56,7 +59,10 @@ def _curves(args: argparse.Namespace) -> int:
     for exp in t["experiment"].unique(maintain_order=True).to_list():
         e = t.filter(t["experiment"] == exp)
         T = int(e["t"].max())
-        marks = sorted({max(1, T // 4), max(1, T // 2), T})
+        grid = sorted(set(e["t"].to_list()))
+        # a quarter, half and all of the horizon: the nearest time points of the curves
+        marks = sorted({min(grid, key=lambda g, m=m: (abs(g - m), g))
+                        for m in (max(1, T // 4), max(1, T // 2), T)})
         print(f"\n{exp}")
         print(f"  {'algorithm':22s}" + "".join(f"{'norm. t=' + str(m):>18s}" for m in marks)
               + f"{'regret t=' + str(T):>22s}")

@@ -18,10 +18,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "new", help="write a problem family's test distribution or one of its priors",
         description="Write the test distribution of a problem family (bbrl families lists "
         "them) with the given parameters, or with --prior its accurate or uniform prior (an "
-        "FDM). The file works wherever a distribution file works: a test distribution that "
-        "draws its structure per MDP (DeepSea, FrozenLake, MiniGrid-Empty, Taxi) is written "
-        "as its accurate prior plus the family and its parameters, so `bbrl experiment new "
-        "--test FILE` draws from the family and `bbrl train --prior FILE` reads the prior.")
+        "FDM). A test distribution that draws its structure per MDP (DeepSea, FrozenLake, "
+        "MiniGrid-Empty, Taxi) is written as its accurate prior plus the family and its "
+        "parameters: `bbrl experiment new --test FILE` draws from the family and `bbrl train "
+        "--prior FILE` reads the prior; in config.yaml name such a family in experiments "
+        "(test: {family: deepsea, size: 20}) rather than declaring its file under "
+        "distributions:, which takes FDM files only.")
     new.add_argument("family", help="family id (deepsea, riverswim, ...: bbrl families)")
     new.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                      help="a parameter (repeatable; the others keep their defaults)")

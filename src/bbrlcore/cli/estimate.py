@@ -123,8 +123,8 @@ def _estimate(args: argparse.Namespace) -> int:
         k, v = item.split("=", 1)
         try:
             overrides[k.strip()] = yaml.safe_load(v)
-        except yaml.YAMLError as exc:
-            first = str(exc).splitlines()[0] if str(exc) else "syntax error"
+        except (yaml.YAMLError, RecursionError) as exc:
+            first = (str(exc).splitlines() or ["syntax error"])[0]
             raise BBRLError(f"--set {item!r}: the value is not valid YAML ({first})") from None
     plan = P.load(args.config, overrides, calibration_dir=args.benchmarks)
     from bbrlcore.plan import probe

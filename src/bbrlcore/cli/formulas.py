@@ -1,4 +1,4 @@
-"""``bbrl formulas``: generate, import and show OPPS-DS formula sets (spec 02 §1)."""
+"""``bbrl formulas``: generate, import and show OPPS-DS formula sets."""
 
 from __future__ import annotations
 

@@ -103,7 +103,12 @@ def render(file: str, algorithms: list[str], experiments: list[str], n_mdps: int
             if "=" not in kv:
                 raise BBRLError(f"--algorithm {spec!r}: {kv!r} is not key=value")
             k, v = kv.split("=", 1)
-            grid[k] = yaml.safe_load(v)
+            try:
+                grid[k] = yaml.safe_load(v)
+            except (yaml.YAMLError, RecursionError) as exc:
+                first = (str(exc).splitlines() or ["syntax error"])[0]
+                raise BBRLError(f"--algorithm {spec!r}: {kv!r}: the value is not valid YAML "
+                                f"({first})") from None
         flow = yaml.safe_dump(grid, default_flow_style=True).strip()
         plugins += f"  {yaml.safe_dump(ref).splitlines()[0]}: {flow}\n"
     stem = Path(file).stem

@@ -2,7 +2,7 @@
 
 * ``bbrl merge RUN... -o merged.parquet``: concatenate run tables (chunks or whole runs).
 * ``bbrl summary MERGED... -o summary.parquet [--markdown summary.md]``: the tidy summary
-  of 00-decisions §5, one row per experiment × agent.
+  of the README's results tables, one row per experiment × agent.
 """
 
 from __future__ import annotations

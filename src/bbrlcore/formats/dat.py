@@ -1,4 +1,4 @@
-"""The original BBRL text format (``.dat``), plain or zlib-compressed (spec 01 §1).
+"""The original BBRL text format (``.dat``), plain or zlib-compressed.
 
 A serialized object is a chain of *sections*, base class first; each section is a line
 with the class name, a line with a field count, then the fields, one per line. Matrices of

@@ -9,7 +9,7 @@ transition row
 with a zero concentration giving a transition of probability exactly zero. The reward of
 a transition :math:`x \xrightarrow{u} y` is :math:`R(x,u,y)`, the same in every drawn MDP
 (constant; or Gaussian with mean R and variance V). The *mean model* is the posterior mean
-:math:`\theta/\sum_y\theta` (spec 01 §2.3).
+:math:`\theta/\sum_y\theta`.
 
 The six distributions of the paper are built in (:data:`BUILTINS`): GC (Generalised
 Chain), GDL (Generalised Double-Loop), Grid, and their "uniform prior" variants UGC, UGDL,
@@ -304,7 +304,7 @@ class FDMDistribution:
             raise BBRLError(f"{source}: {exc}") from None
 
     def to_dat(self) -> str:
-        """The original ``DirMultiDistribution`` text (spec 01 §1.2)."""
+        """The original ``DirMultiDistribution`` text."""
         nX, nU = self.n_states, self.n_actions
         has_v = self.reward_variance is not None
         count = 3 + nX * nU * nX + 1 + nX * nU * nX + 1 + (nX * nU * nX if has_v else 0)
@@ -465,7 +465,7 @@ def validate(d: FDMDistribution, source: str | None = None) -> None:
 
 
 def parse_dat(text: str, source: str = "<text>") -> FDMDistribution:
-    """Parse a ``DirMultiDistribution`` file (spec 01 §1.2), checking every field count."""
+    """Parse a ``DirMultiDistribution`` file, checking every field count."""
     rd = dat.Reader(text, source)
     if rd.section("Serializable") != 0:
         raise BBRLError(f"{source}: section Serializable must have 0 fields")
@@ -764,7 +764,35 @@ def renamed(d: Any, short_name: str) -> Any:
                         "cannot change")
     if not SHORT_NAME.fullmatch(short_name):
         raise BBRLError(f"--short-name {short_name!r}: letters, digits, '_', '.' and '+' only")
+    why = reserved(short_name)
+    if why:
+        raise BBRLError(f"--short-name {short_name!r}: {why}; give it another name")
     return dataclasses.replace(d, short_name=short_name)
+
+
+def reserved(short_name: str) -> str | None:
+    """Why ``short_name`` cannot name a distribution of one's own (it would pass for a
+    built-in or a problem family's, and its runs would merge with theirs), or None.
+
+    >>> reserved("GC"), reserved("gc") is not None, reserved("SixArms") is not None
+    ("'GC' is a built-in distribution", True, True)
+    >>> reserved("RiverSwim7") is None, reserved("MyChain") is None
+    (True, True)
+    """
+    clash = [b for b in BUILTINS if b.lower() == short_name.lower()]
+    if clash:
+        return (f"{short_name!r} is a built-in distribution" if clash[0] == short_name else
+                f"{short_name!r} differs from the built-in distribution {clash[0]!r} only "
+                "in case")
+    from bbrlcore.mdp import families
+
+    try:
+        named = families.from_name(short_name)
+    except BBRLError:
+        named = None
+    if named is not None:
+        return f"{short_name!r} is the name of a problem family's distribution"
+    return None
 
 
 def _is_parquet(p: Path) -> bool:

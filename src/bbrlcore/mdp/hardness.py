@@ -16,7 +16,7 @@ states when ``initial_state == -1``), with :math:`V^* = \max_u Q^*` and
 .. math::  D = \max_{s \ne e} \; \min_\pi \; \mathbb{E}\bigl[T^\pi_{s\to e}\bigr],
 
 the largest, over ordered pairs of distinct states, of the least expected number of steps
-from one to the other. Following 00-decisions §8 the pairs range over the states
+from one to the other. The pairs range over the states
 **reachable from the initial state** (the others are counted and reported); ``inf`` when
 some reachable state cannot reach some other one almost surely. For each target ``e`` the
 inner minimum is a stochastic shortest path (SSP) whose optimal costs solve the Bellman
@@ -102,7 +102,7 @@ Then, for each target e:
    (:math:`m^3/(24\,(\mathrm{nnz} + m n_U))`, at least two: small or slowly mixing
    stochastic MDPs),
    **policy iteration** finishes the job: exact evaluation by a dense LU solve
-   (:func:`bbrlcore.solvers._lu_solve`), warm-started from the greedy policy when it is
+   (:func:`bbrlcore.mdp.solvers._lu_solve`), warm-started from the greedy policy when it is
    proper (else the BFS policy), then the same certificate.
 
 Cost: O(m · nnz · k) for m reachable states and k sweeps per target (k = 1 or 2 on
@@ -934,7 +934,7 @@ _TABLE_SCHEMA = {"test": pl.Utf8, "mdp_index": pl.Int64, "optimal_value": pl.Flo
 
 
 def hardness_table(ts, gamma: float | None = None) -> pl.DataFrame:
-    """The measures of every test MDP of a :class:`bbrlcore.experiment.TestSet`.
+    """The measures of every test MDP of a :class:`bbrlcore.protocol.TestSet`.
 
     Columns ``test``, ``mdp_index``, ``optimal_value``, ``diameter``,
     ``unreachable_states``, ``value_norm``, ``suboptimality_gaps``. The value measures

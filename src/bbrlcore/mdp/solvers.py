@@ -1,6 +1,6 @@
 r"""Value-iteration kernels (numba) used by the model-based agents.
 
-Two solvers, as in the original BBRL library (spec 01 §4):
+Two solvers, as in the original BBRL library:
 
 **BBRL Q-iteration** (e-Greedy, Soft-max, Optimal and the Q-features of formula agents)
 runs synchronous (Jacobi) sweeps
@@ -20,7 +20,7 @@ norm of :math:`V^{k+1}-V^k` is at most ``tol`` (``1e-4`` for BEB and SBOSS).
 Both kernels are **warm-started**: they start from the ``Q`` (or ``V``) array passed in
 and update it in place. Starting from zero gives the reference's behaviour; starting from
 the previous decision's solution reaches the same stopping test in far fewer sweeps
-(00-decisions §1 allows this). Sums run sequentially over the support of each row
+(allowed: same stopping test, fewer sweeps). Sums run sequentially over the support of each row
 (``supp[x, u, :nsupp[x, u]]``, the successors with non-zero probability) in increasing
 order, like the reference.
 

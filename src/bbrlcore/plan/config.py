@@ -135,13 +135,9 @@ def load(
         if not isinstance(name, str) or not distributions.SHORT_NAME.fullmatch(name):
             raise fail(f"distributions.{name}", "a distribution name is letters, digits, "
                        "'_', '.' and '+' (it names files and experiments)")
-        clash = [b for b in distributions.BUILTINS if b.lower() == name.lower()]
-        if clash:  # silently replacing the paper's GC would be a wrong result
-            raise fail(f"distributions.{name}",
-                       f"{name!r} is a built-in distribution; give yours another name"
-                       if clash[0] == name else
-                       f"{name!r} differs from the built-in distribution {clash[0]!r} only in "
-                       "case; give yours another name")
+        clash = distributions.reserved(name)
+        if clash:  # silently replacing the paper's GC, or a family, would be a wrong result
+            raise fail(f"distributions.{name}", f"{clash}; give yours another name")
         if not isinstance(path, str) or not Path(path).is_file():
             raise fail(f"distributions.{name}", f"{path!r}: no such file")
         try:  # a malformed file is refused here, before any job

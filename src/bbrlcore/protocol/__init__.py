@@ -1,4 +1,4 @@
-"""The protocol room: test sets, offline training, and the timed runs (spec 01 §3).
+"""The protocol room: test sets, offline training, and the timed runs.
 
 * :mod:`~bbrlcore.protocol.test_sets` — N test MDPs drawn from a test distribution with
   γ, T and a seed (:class:`TestSet`);

@@ -1,4 +1,4 @@
-"""Test sets and the experiment protocol: drawing, storing and running (spec 01 §3).
+"""Test sets and the experiment protocol: drawing, storing and running.
 
 A **test set** is N MDPs drawn from a test distribution, with the discount factor γ, the
 horizon T and the seed that drew them. An **experiment** pairs a test set with the prior

@@ -3,7 +3,7 @@ r"""The framework shared by the problem families: parameters, names, drawn struc
 A **family** (:class:`Family`) is a parametrised problem (DeepSea of size N, RiverSwim of
 length n, ...). :func:`bbrlcore.mdp.families.make` validates its parameters and returns a
 :class:`Problem`: the **test distribution** the test MDPs are drawn from, and two priors,
-both :class:`~bbrlcore.distributions.FDMDistribution` so that every agent runs on every
+both :class:`~bbrlcore.mdp.distributions.FDMDistribution` so that every agent runs on every
 family unchanged.
 
 Test distributions
@@ -557,7 +557,7 @@ class FamilyDistribution:
     :meth:`_moments` (exact or Monte-Carlo mean and spread of the controlled kernel over
     the structures) and, for small instances, :meth:`structures` (every structure with its
     probability, used to check the rest). It has the interface a
-    :class:`~bbrlcore.experiment.TestSet` uses, like an FDM distribution.
+    :class:`~bbrlcore.protocol.TestSet` uses, like an FDM distribution.
     """
 
     reward_type = "constant"

@@ -59,7 +59,6 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
-from scipy import ndimage
 
 from bbrlcore.errors import BBRLError
 from bbrlcore.mdp.families._base import (
@@ -94,6 +93,8 @@ MAX_SIZE = max_size(lambda n: _shape({"size": n}), 2)
 
 def has_path(holes: np.ndarray) -> bool:
     """Whether frozen tiles link the top-left and bottom-right tiles (4-neighbours)."""
+    from scipy import ndimage  # (imported on use: 2 s that every bbrl command paid)
+
     labels, _ = ndimage.label(~holes)
     return bool(labels[0, 0] != 0 and labels[0, 0] == labels[-1, -1])
 
