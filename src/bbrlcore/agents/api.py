@@ -45,7 +45,9 @@ The agent sees ``self.p`` (its parsed parameters), ``self.prior`` (the
 ``theta`` and the known rewards ``reward``), ``self.n_states``, ``self.n_actions``,
 ``self.gamma``, ``self.horizon``, ``self.learned`` (what ``train`` returned) and
 ``self.rng``, a :class:`numpy.random.Generator` made from the trajectory's seed (set
-before each ``reset``). A state and an action are integers. To try it by hand, make its
+before each ``reset``); on large problems, its sparse rows too (``self.layout``,
+``self.theta_rows``, ``self.reward_rows``: "Large problems" below). A state and an
+action are integers. To try it by hand, make its
 :class:`~bbrlcore.agents.base.Algorithm` and play one trajectory (``bbrl train`` and
 ``bbrl run`` do the same with a reference ``path/to/file.py:Greedy``):
 
@@ -125,7 +127,75 @@ The algorithms beyond the paper (:mod:`~bbrlcore.agents.psrl`,
 of the API at full speed.
 
 **A whole trajectory kernel**: an :class:`~bbrlcore.agents.base.Algorithm` with its own
-``make_player``, as the built-ins do.
+``make_player``, as the built-ins do. Its players get the test MDPs on sparse rows (below)
+when it says ``sparse=True``; an ``Algorithm`` written before them (``sparse`` False) gets
+dense ``(nX, nU, nX)`` arrays, as it always did, up to 50 million entries per MDP
+(:data:`bbrlcore.protocol.runner.MAX_DENSE_ENTRIES`; beyond, one line refusing it).
+
+**Large problems: sparse rows.** The examples above work on dense ``(nX, nU, nX)``
+arrays: right for the paper's problems, wasteful on a DeepSea of 902 states, where each
+such array has 1.6 million entries of which 3,600 can be non-zero and every Q-iteration
+sweep pays for all of them. The package stores test MDPs, and runs every built-in agent,
+on **sparse rows** (:mod:`bbrlcore.mdp.rows`: the successors of each state-action pair,
+padded to the widest row), and gives a plugin the same form besides the dense prior:
+
+* ``self.layout`` — a :class:`~bbrlcore.mdp.rows.Layout`: ``succ`` (nX, nU, K), the
+  successors of each pair in increasing order, and ``nsucc`` (nX, nU), how many. It is
+  the prior's support joined with the test MDPs' transitions, so every transition the
+  agent can observe has a slot (a slot the prior rules out has concentration 0);
+* ``self.theta_rows`` and ``self.reward_rows`` — the prior's concentrations and the
+  known rewards on those slots, arrays (nX, nU, K);
+* :func:`bbrlcore.agents.bayes.slot` ``(self.layout, x, u, y)`` — the slot ``k`` of a
+  transition (``-1``: none);
+* :func:`~bbrlcore.agents.bayes.q_values` and :func:`~bbrlcore.agents.bayes.state_values`
+  with ``layout=self.layout`` — the same solvers on rows, in time proportional to the
+  transitions.
+
+``self.prior.theta`` and ``self.prior.reward`` stay there (an FDM prior holds dense
+arrays up to 50 million entries), so an agent may keep working on dense arrays where
+they are small. The e-Greedy above on rows: counts on the slots, and the same
+trajectories as the dense one:
+
+>>> class GreedyRows(Greedy):
+...     "e-Greedy on the posterior mean, on sparse rows."
+...     name = "my-egreedy-rows"
+...
+...     def reset(self):
+...         self.counts = self.theta_rows.copy()          # (nX, nU, K)
+...         self.q = self.solve()
+...
+...     def solve(self, q=None):
+...         P = self.counts / self.counts.sum(axis=2, keepdims=True)
+...         return bayes.q_values(P, self.reward_rows, self.gamma, self.horizon, q,
+...                               layout=self.layout)
+...
+...     def observe(self, state, action, next_state, reward):
+...         k = bayes.slot(self.layout, state, action, next_state)
+...         self.counts[state, action, k] += 1
+...         self.q = self.solve(self.q)
+>>> rows_alg = registry.as_algorithm(GreedyRows, "example")
+>>> eps = rows_alg.parse_params({"epsilon": "0.1"})
+>>> play_rows = rows_alg.make_player(D.builtin("GC"), eps, None, ts.episode())
+>>> play_dense = registry.as_algorithm(Greedy, "example").make_player(
+...     D.builtin("GC"), eps, None, ts.episode())
+>>> play_rows(ts.mdps[1], 7)[0] == play_dense(ts.mdps[1], 7)[0]
+True
+>>> from bbrlcore.mdp import families
+>>> deep = families.make("deepsea", size=30)             # 902 states, 2 actions
+>>> big = protocol.new_test_set(deep.test, 1, 0.95, 50, seed=0)
+>>> big.mdps.shape                    # each test MDP on its rows: (nX, nU, K), K = 2
+(1, 902, 2, 2)
+>>> play_big = rows_alg.make_player(deep.prior("accurate"), eps, None, big.episode())
+>>> ret, _ = play_big(big.mdps[0], 7)                     # a fraction of a second
+>>> bool(np.isfinite(ret))
+True
+
+A compiled agent does the same in its ``setup`` (return ``self.layout.succ``,
+``self.layout.nsucc``, ``self.theta_rows``, ``self.reward_rows``) with the numba helpers
+on rows listed in :mod:`bbrlcore.agents.bayes` (the posterior mean, the posterior and its
+draws, the solvers); its ``observe`` still receives the successor state ``y``, whose slot
+:func:`~bbrlcore.mdp.rows.slot_of` finds. The built-in e-Greedy, BEB, PSRL and BOLT are
+written so.
 
 Errors of the user's code (an exception in any of its methods, ``SystemExit`` included;
 an action that is not an integer in ``[0, nU)``; functions that do not compile) stop the

@@ -6,10 +6,14 @@ Every agent of the benchmark starts a trajectory from the prior, an FDM distribu
 concentrations ``theta[x, u, :]`` on each transition row and known rewards
 ``reward[x, u, y]``. After observing ``(x, u, y)`` the posterior is the Dirichlet of
 ``theta + counts``; a zero concentration is a transition the prior rules out, and stays
-impossible until it is observed. The built-in agents are made of the functions below
-(e-Greedy and Soft-max solve the posterior mean with :func:`q_solve`, BEB and BOLT
-with :func:`guez_policy_iteration`, PSRL and BOSS draw models with :func:`sample_model`),
-so an agent written with them plays the same arithmetic.
+impossible until it is observed. The built-in agents are made of the functions below, in
+their forms on sparse rows ("On sparse rows" below): e-Greedy and Soft-max solve the
+posterior mean with :func:`q_solve_rows`, BEB and MBIE-EB with
+:func:`guez_policy_iteration_rows` (BOLT with a variant of it), PSRL and BOSS draw models
+with :func:`sample_model_rows` — the draws of
+:func:`sample_model` on the agent's rows. Each dense helper gives its form on rows'
+answer bit for bit (the sums over a row's slots are the sums over its support, in the
+same order), so an agent written with either plays the same arithmetic.
 
 **For a Python agent** (:class:`~bbrlcore.agents.api.PythonAgent`), numpy in and out:
 
@@ -39,9 +43,41 @@ The posterior update is one line: ``counts[x, u, y] += 1``.
 * :func:`draw_mdp` — one MDP from the posterior with numba's generator (the package
   seeds it with the trajectory's seed before ``reset``);
 * :func:`sample_model` — the same draw on the rows' supports from a generator state of
-  the agent's own (:func:`new_generator`), PSRL's and BOSS's sampler: faster on sparse
-  priors;
+  the agent's own (:func:`new_generator`): faster on sparse priors (PSRL and BOSS use
+  its form on rows, below);
 * :func:`argmax_random_tie` — the greedy action, exact ties broken at random.
+
+**On sparse rows**, for large problems (an agent's ``self.layout``, a
+:class:`~bbrlcore.mdp.rows.Layout`: ``succ`` (nX, nU, K) the successors of each pair in
+increasing order, ``nsucc`` (nX, nU) how many; a model, counts or rewards on it are
+arrays (nX, nU, K), slot ``k`` of row (x, u) being the transition to ``succ[x, u, k]``;
+see :mod:`bbrlcore.agents.api`, "Large problems"). From Python:
+
+* :func:`q_values` and :func:`state_values` with ``layout=`` — the solvers above on rows;
+* :func:`slot` ``(layout, x, u, y)`` — the slot of a transition (-1: none);
+* the posterior mean is ``counts / counts.sum(axis=2, keepdims=True)`` (padding slots
+  hold zeros).
+
+In numba (``succ`` and ``nsucc`` are the layout's arrays):
+
+* :func:`slot_of` ``(succ, nsucc, x, u, y)`` — the slot of ``y`` in
+  row (x, u) (binary search), or -1;
+* :func:`rows_model_init` ``(counts, nsucc) -> (N, Np, P)`` /
+  :func:`rows_model_update` ``(N, Np, P, nsucc, x, u, k)`` —
+  the posterior mean kept up to date (e-Greedy's, BEB's);
+* :func:`posterior_init_rows` ``(theta) -> (alpha,
+  visits)`` / :func:`posterior_update_rows` ``(alpha,
+  visits, succ, nsucc, x, u, y) -> k`` — the posterior of the agents that sample;
+* :func:`sample_model_rows` ``(alpha, nsucc, Ps, rs)`` — one
+  MDP from the posterior into ``Ps``: from the same generator state, the draws and the
+  arithmetic of :func:`sample_model` (PSRL's and BOSS's sampler);
+* :func:`q_solve_rows` ``(P, R, succ, nsucc, gamma, horizon, Q)`` and
+  :func:`guez_policy_iteration_rows` ``(P, R, succ, nsucc, gamma, tol, V, pi, A, b)``
+  — the solvers (``A`` the (nX, nX) buffer of the LU evaluations, or a (1, 1) array when
+  :func:`~bbrlcore.mdp.solvers.lu_affordable` ``(nX, n_transitions(nsucc))`` is False:
+  large models are solved by sweeps).
+
+All of them are importable from this module (``bayes.rows_model_init``, ...).
 
 Examples
 --------
@@ -72,6 +108,22 @@ True
 >>> sweeps = bayes.q_solve(Pm, prior.reward, supp, nsupp, 0.95, 250, Qn)
 >>> bool(np.allclose(Qn, Q))
 True
+
+On sparse rows (GC's prior support; its rows have two successors each): counts after
+observing (x, u, y) = (0, 1, 1), the posterior mean solved, the same Q-function as on
+the dense arrays:
+
+>>> lay = prior.support_layout
+>>> lay.succ.shape, lay.succ[0, 1].tolist()
+((5, 3, 2), [0, 1])
+>>> c = prior.theta_rows.copy()
+>>> c[0, 1, bayes.slot(lay, 0, 1, 1)] += 1
+>>> Qr = bayes.q_values(c / c.sum(axis=2, keepdims=True), prior.reward_rows, 0.95, 250,
+...                     layout=lay)
+>>> dense = prior.theta.copy()
+>>> dense[0, 1, 1] += 1
+>>> bool(np.array_equal(Qr, bayes.q_values(bayes.mean_model(dense), prior.reward, 0.95)))
+True
 """
 
 from __future__ import annotations
@@ -79,14 +131,22 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from bbrlcore.agents._kernels import argmax_random_tie, dirichlet_row
+from bbrlcore.agents._kernels import (
+    argmax_random_tie,
+    dirichlet_row,
+    rows_model_init,
+    rows_model_update,
+)
 from bbrlcore.agents._kernels import model_init as mean_model_init
 from bbrlcore.agents._kernels import model_update as mean_model_update
 from bbrlcore.agents._posterior import (
     generator_from_numba,
     posterior_init,
+    posterior_init_rows,
     posterior_update,
+    posterior_update_rows,
     sample_model,
+    sample_model_rows,
 )
 from bbrlcore.agents._rng import rng_new as new_generator
 from bbrlcore.mdp.rows import Layout, slot_of
@@ -105,9 +165,12 @@ from bbrlcore.mdp.solvers import (
 
 __all__ = [
     "GUEZ_TOLERANCE", "Q_ACCURACY", "argmax_random_tie", "dirichlet_row", "draw_mdp",
-    "generator_from_numba", "guez_policy_iteration", "mean_model", "mean_model_init",
-    "mean_model_update", "new_generator", "posterior_init", "posterior_update", "q_solve",
-    "q_values", "sample_mdp", "sample_model", "state_values", "support_of",
+    "generator_from_numba", "guez_policy_iteration", "guez_policy_iteration_rows",
+    "mean_model", "mean_model_init", "mean_model_update", "new_generator",
+    "posterior_init", "posterior_init_rows", "posterior_update", "posterior_update_rows",
+    "q_solve", "q_solve_rows", "q_values", "rows_model_init", "rows_model_update",
+    "sample_mdp", "sample_model", "sample_model_rows", "slot", "slot_of", "state_values",
+    "support_of",
 ]
 
 
