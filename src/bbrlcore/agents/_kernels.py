@@ -4,7 +4,7 @@ Environment (a drawn test MDP), the counting model of the posterior mean,
 tie-breaking rules and Dirichlet sampling. Randomness comes from numba's internal
 generator, seeded once per trajectory by the kernel (``np.random.seed(seed)``), except in
 kernels that carry their own :mod:`._rng` state (SBOSS): they call the environment
-through :func:`env_transition`, which takes the uniform draw as an argument.
+through :func:`env_transition_rows`, which takes the uniform draw as an argument.
 """
 
 from __future__ import annotations
@@ -26,41 +26,6 @@ def env_reset(initial_state, nX):
     return initial_state
 
 
-@njit(cache=True, error_model="numpy")
-def env_transition(P, x, u, s):
-    """Next state for the uniform draw ``s`` in [0, 1): the smallest y with
-    s < sum_{k<=y} P(x,u,k).
-
-    Rounding may leave a row summing to slightly less than 1; the draw then falls back to
-    the last state of the row's support (not to state 0 as the reference does).
-    """
-    acc = 0.0
-    nX = P.shape[2]
-    last = 0
-    for y in range(nX):
-        p = P[x, u, y]
-        if p > 0.0:
-            acc += p
-            last = y
-            if s < acc:
-                return y
-    return last
-
-
-@njit(cache=True, error_model="numpy")
-def env_step(P, x, u):
-    """Draw the next state with numba's generator (see :func:`env_transition`)."""
-    return env_transition(P, x, u, np.random.random())
-
-
-@njit(cache=True, error_model="numpy")
-def env_reward(R, Rstd, gaussian, x, u, y):
-    """Reward of the transition: the mean, plus Gaussian noise for Gaussian rewards."""
-    if gaussian:
-        return R[x, u, y] + Rstd[x, u, y] * np.random.standard_normal()
-    return R[x, u, y]
-
-
 # ---------------------------------------------------------------------------------------
 # The environment on sparse rows (bbrlcore.mdp.rows): P[x, u, k] is the probability of
 # the transition to succ[x, u, k]; the functions return the slot k of the transition
@@ -70,9 +35,10 @@ def env_reward(R, Rstd, gaussian, x, u, y):
 @njit(cache=True, error_model="numpy")
 def env_transition_rows(P, nsucc, x, u, s):
     """Slot of the next state for the uniform draw ``s`` in [0, 1): the first slot k
-    with s < sum_{j<=k} P(x,u,j) (the successors in increasing order, as
-    :func:`env_transition` walks a dense row; a row summing to slightly less than 1
-    falls back to its last slot of positive probability)."""
+    with s < sum_{j<=k} P(x,u,j), the successors in increasing order (on a dense row,
+    the smallest y with s < sum_{z<=y} P(x,u,z)). Rounding may leave a row summing to
+    slightly less than 1: the draw then falls back to its last slot of positive
+    probability (not to state 0 as the reference does)."""
     acc = 0.0
     last = 0
     for k in range(nsucc[x, u]):

@@ -216,13 +216,7 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
-from bbrlcore.agents._kernels import (
-    env_reset,
-    env_reward,
-    env_reward_rows,
-    env_step,
-    env_step_rows,
-)
+from bbrlcore.agents._kernels import env_reset, env_reward_rows, env_step_rows
 from bbrlcore.agents.base import (
     FLOAT64,
     Algorithm,
@@ -611,35 +605,25 @@ def trajectory_loop(reset, act, observe, counter_values, setup, P, R, Rstd, gaus
     Inlined into its caller at compile time (``inline="always"``), so a kernel that calls
     it with module-level ``@njit`` functions is an ordinary function of arrays and numbers:
     :func:`trajectory_kernel` writes such a kernel for each agent, cached on disk.
+    (On a dense MDP ``P`` of shape (nX, nU, nX): :func:`trajectory_loop_rows` on the
+    full layout, the same trajectory.)
     """
-    np.random.seed(seed)
     nX, nU, _ = P.shape
-    status[2] = 0
-    state = reset(setup)
-    x = env_reset(initial_state, nX)
-    ret = 0.0
-    disc = 1.0
-    for t in range(horizon):
-        status[0] = t
-        u = act(state, x)
-        if u < 0 or u >= nU:
-            status[1] = u
-            status[2] = 1
-            return ret, counter_values(state)
-        y = env_step(P, x, u)
-        r = env_reward(R, Rstd, gaussian, x, u, y)
-        record_reward(rewards, t, r)
-        ret += disc * r
-        disc *= gamma
-        observe(state, x, u, y, r)
-        x = y
-    return ret, counter_values(state)
+    succ = np.empty((nX, nU, nX), dtype=np.int64)
+    for x in range(nX):
+        for u in range(nU):
+            for y in range(nX):
+                succ[x, u, y] = y
+    nsucc = np.full((nX, nU), nX, dtype=np.int64)
+    return trajectory_loop_rows(reset, act, observe, counter_values, setup, P, succ, nsucc,
+                                R, Rstd, gaussian, initial_state, gamma, horizon, seed,
+                                status, rewards)
 
 
 @njit(error_model="numpy", inline="always")
 def trajectory_loop_rows(reset, act, observe, counter_values, setup, P, succ, nsucc, R,
                          Rstd, gaussian, initial_state, gamma, horizon, seed, status,
-                         rewards):
+                         rewards=None):
     """:func:`trajectory_loop` on a test MDP stored on sparse rows (``P[x, u, k]`` the
     probability of the transition to ``succ[x, u, k]``, ``R`` and ``Rstd`` on the same
     slots, :mod:`bbrlcore.mdp.rows`): the agent's functions see states, actions and
@@ -660,7 +644,7 @@ def trajectory_loop_rows(reset, act, observe, counter_values, setup, P, succ, ns
             return ret, counter_values(state)
         k = env_step_rows(P, nsucc, x, u)
         r = env_reward_rows(R, Rstd, gaussian, x, u, k)
-        rewards[t] = r
+        record_reward(rewards, t, r)
         ret += disc * r
         disc *= gamma
         y = succ[x, u, k]

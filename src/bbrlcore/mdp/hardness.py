@@ -105,6 +105,14 @@ Then, for each target e:
    (:func:`bbrlcore.mdp.solvers._lu_solve`), warm-started from the greedy policy when it is
    proper (else the BFS policy), then the same certificate.
 
+5. A **nearly deterministic** MDP (at most :data:`REDUCED_MAX_STATES` states with a
+   stochastic row, such as Taxi, whose random respawns of the passenger make sweeps
+   crawl: hundreds per target) skips the sweeps: policy iteration whose evaluation
+   follows each deterministic row to the first state with a stochastic row (a state's
+   cost is its path's length plus that state's) and solves the small dense system of
+   those states (:func:`_reduced_policy_iteration`), exact, then the same certificate.
+   Taxi-13's 2,704 targets: seconds instead of minutes.
+
 Cost: O(m · nnz · k) for m reachable states and k sweeps per target (k = 1 or 2 on
 deterministic MDPs: DeepSea-50's 1,275 reachable states in about 30 ms), against
 O(m⁴) for m dense policy iterations (one per target, O(m³) each) as the report did;
@@ -623,6 +631,128 @@ def _policy_iteration(ptr, ind, pr, nU, target, m, dist, h, rptr, rrows):
             break
 
 
+#: Largest number of states with a stochastic row for which the diameter's targets are
+#: solved by policy iteration on the reduced system (:func:`_reduced_policy_iteration`).
+REDUCED_MAX_STATES = 256
+
+
+@njit(cache=True)
+def _evaluate_reduced(ptr, ind, pr, nU, target, m, pi, h, status, c, z, path, slot):
+    """Exact SSP costs to ``target`` of the proper policy ``pi`` into ``h``, by reduction:
+    a state whose row under ``pi`` is deterministic costs 1 plus its successor's cost, so
+    following those rows expresses every state as ``c[s] + h[z[s]]``, ``z[s]`` the
+    first state with a stochastic row on its path (-1: the target); the costs of those
+    few states solve a small dense linear system. Returns False when ``pi`` is improper
+    (a deterministic cycle, a singular or non-positive system)."""
+    status[:] = 0  # 0 unresolved, 1 on the current path, 2 resolved
+    status[target] = 2
+    c[target] = 0.0
+    z[target] = -1
+    n_s = 0
+    for s in range(m):
+        r = s * nU + pi[s]
+        if s != target and ptr[r + 1] - ptr[r] != 1:
+            status[s] = 2
+            c[s] = 0.0
+            z[s] = s
+            slot[s] = n_s
+            n_s += 1
+        else:
+            slot[s] = -1
+    for s0 in range(m):
+        if status[s0] == 2:
+            continue
+        top = 0
+        cur = s0
+        while status[cur] == 0:
+            status[cur] = 1
+            path[top] = cur
+            top += 1
+            cur = ind[ptr[cur * nU + pi[cur]]]
+        if status[cur] == 1:
+            return False  # a deterministic cycle that never reaches the target
+        base_c = c[cur]
+        base_z = z[cur]
+        while top > 0:
+            top -= 1
+            q = path[top]
+            base_c += 1.0
+            c[q] = base_c
+            z[q] = base_z
+            status[q] = 2
+    if n_s > 0:
+        A = np.zeros((n_s, n_s))
+        b = np.empty(n_s)
+        for s in range(m):
+            i = slot[s]
+            if i < 0:
+                continue
+            A[i, i] += 1.0
+            acc = 1.0
+            r = s * nU + pi[s]
+            for j in range(ptr[r], ptr[r + 1]):
+                y = ind[j]
+                acc += pr[j] * c[y]
+                if z[y] >= 0:
+                    A[i, slot[z[y]]] -= pr[j]
+            b[i] = acc
+        _lu_solve(A, b)
+        for i in range(n_s):
+            if not (b[i] > 0.0 and b[i] < np.inf):
+                return False
+        for s in range(m):
+            h[s] = c[s] + (b[slot[z[s]]] if z[s] >= 0 else 0.0)
+    else:
+        for s in range(m):
+            h[s] = c[s]
+    return True
+
+
+@njit(cache=True)
+def _reduced_policy_iteration(ptr, ind, pr, nU, target, m, dist, h):
+    """Exact SSP costs to ``target`` (in ``h``) by policy iteration whose evaluations
+    are :func:`_evaluate_reduced`: from the policy that moves strictly closer (in graph
+    distance ``dist``) with the largest probability, which is proper; improvements keep
+    it proper. Returns False when an evaluation fails (the caller falls back)."""
+    pi = np.zeros(m, dtype=np.int64)
+    for s in range(m):
+        if s == target:
+            continue
+        best = -1.0
+        for u in range(nU):
+            r = s * nU + u
+            p = 0.0
+            for j in range(ptr[r], ptr[r + 1]):
+                if dist[ind[j]] < dist[s]:
+                    p += pr[j]
+            if p > best:
+                best = p
+                pi[s] = u
+    status = np.empty(m, dtype=np.int8)
+    c = np.empty(m)
+    z = np.empty(m, dtype=np.int64)
+    path = np.empty(m, dtype=np.int64)
+    slot = np.empty(m, dtype=np.int64)
+    for _it in range(500):
+        if not _evaluate_reduced(ptr, ind, pr, nU, target, m, pi, h, status, c, z, path,
+                                 slot):
+            return False
+        changed = False
+        for s in range(m):
+            if s == target:
+                continue
+            cur = _q_cost(ptr, ind, pr, s * nU + pi[s], h)
+            for u in range(nU):
+                q = _q_cost(ptr, ind, pr, s * nU + u, h)
+                if q < cur * (1.0 - 1e-12):
+                    cur = q
+                    pi[s] = u
+                    changed = True
+        if not changed:
+            return True
+    return True
+
+
 @njit(cache=True)
 def diameter_kernel(indptr, indices, probs, nU, start, rtol, method, max_sweeps):
     """The diameter over the states reachable from ``start`` (all when ``start < 0``).
@@ -656,9 +786,30 @@ def diameter_kernel(indptr, indices, probs, nU, start, rtol, method, max_sweeps)
     err = 0.0
     sweeps = 0
     n_pi = 0
+    # few states with a stochastic row (a nearly deterministic MDP such as Taxi, whose
+    # random respawns make sweeps crawl): exact policy iteration on the reduced system
+    reduced = False
+    if method == 0:
+        n_stoch = 0
+        for s in range(m):
+            for r in range(s * nU, s * nU + nU):
+                if ptr[r + 1] - ptr[r] > 1:
+                    n_stoch += 1
+                    break
+        reduced = 0 < n_stoch <= REDUCED_MAX_STATES
     for t in range(m):
         if _bfs_to(t, rptr, rrows, nU, dist, order) < m:
             return np.inf, n_unreach, 0.0, sweeps, n_pi
+        if reduced and _reduced_policy_iteration(ptr, ind, pr, nU, t, m, dist, h):
+            n_pi += 1
+            bound = _certificate(ptr, ind, pr, nU, t, m, h)
+            if bound <= max(rtol, 16.0 * _EPS * max(1.0, h.max())):
+                if bound > err:
+                    err = bound
+                for s in range(m):
+                    if h[s] > diam:
+                        diam = h[s]
+                continue
         for s in range(m):
             h[s] = dist[s]
         k, bound = _gauss_seidel(ptr, ind, pr, nU, t, m, order, h, rtol, budget)

@@ -183,6 +183,12 @@ class MDPEnv(gymnasium.Env):
         self._Rstd_r = Rstd
         self._cdf = np.cumsum(P, axis=2)
 
+    @property
+    def P(self) -> np.ndarray:
+        """The MDP being played as a dense (nX, nU, nX) array (built on use; the
+        environment itself steps on its sparse rows, ``env.layout``)."""
+        return rows.scatter(self._P, self.layout)
+
     def _info(self) -> dict[str, Any]:
         return {"step": self._t}
 
