@@ -63,7 +63,7 @@ from bbrlcore.agents.api import trajectory_loop_rows
 
 @njit(cache=True, error_model="numpy")
 def trajectory(setup, P, succ, nsucc, R, Rstd, gaussian, initial_state, gamma, horizon, seed,
-               status, rewards):
+               status, rewards=None):
     return trajectory_loop_rows(_reset, _act, _observe, _counters, setup, P,  # noqa
                                 succ, nsucc, R, Rstd, gaussian, initial_state, gamma,
                                 horizon, seed, status, rewards)

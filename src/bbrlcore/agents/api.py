@@ -673,7 +673,7 @@ _KERNELS: dict[tuple[Any, ...], tuple[Any, str | None]] = {}
 def _closure_kernel(reset: Any, act: Any, observe: Any, count: Any) -> Any:
     @njit(error_model="numpy")
     def kernel(setup, P, succ, nsucc, R, Rstd, gaussian, initial_state, gamma, horizon, seed,
-               status, rewards):
+               status, rewards=None):
         return trajectory_loop_rows(reset, act, observe, count, setup, P, succ, nsucc, R,
                                     Rstd, gaussian, initial_state, gamma, horizon, seed,
                                     status, rewards)
@@ -707,7 +707,7 @@ def trajectory_kernel(reset: Any, act: Any, observe: Any, counter_values: Any = 
                       cache: bool = True) -> Any:
     """The trajectory loop on sparse rows (:func:`trajectory_loop_rows`) specialised to
     one agent's ``@njit`` functions: ``kernel(setup, P, succ, nsucc, R, Rstd, gaussian,
-    initial_state, gamma, horizon, seed, status, rewards) -> (discounted return,
+    initial_state, gamma, horizon, seed, status, rewards=None) -> (discounted return,
     counters)``, where ``counters`` is ``counter_values(state)`` (an empty int64 array
     without it) and ``rewards`` (a float64 array of length ``horizon``) receives the
     reward of each step.
@@ -784,12 +784,20 @@ def _compiled_player(cls: type, name: str, counters: tuple[str, ...]):
         fns = (cls.reset, cls.act, cls.observe, final_state if in_python else count_fn)
         gaussian, initial_state = bool(ep.gaussian), int(ep.initial_state)
         gamma, horizon = float(ep.gamma), int(ep.horizon)
+        dense_of = None
         if own is not None and hasattr(own, "py_func"):
             # the class's own kernel of the dense loop (written before sparse rows: its
-            # Algorithm is not sparse, so the runner gives it dense MDPs)
+            # Algorithm is not sparse, so the runner gives it dense MDPs; given an
+            # Episode on rows all the same, it gets its MDPs made dense)
             kernel, lock = own, None
             records = _takes_rewards(own)
             lead: tuple = ()
+            if ep.succ is not None:
+                from bbrlcore.mdp import rows
+
+                dense_of = ep.layout()
+                R = _readonly(np.ascontiguousarray(rows.scatter(ep.R, dense_of)))
+                Rstd = _readonly(np.ascontiguousarray(rows.scatter(ep.Rstd, dense_of)))
         else:
             kernel, lock = _kernel_and_lock(*fns, True)
             records = True
@@ -803,6 +811,10 @@ def _compiled_player(cls: type, name: str, counters: tuple[str, ...]):
         def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
                  ) -> tuple[float, np.ndarray]:
             status[:] = 0
+            if dense_of is not None:
+                from bbrlcore.mdp import rows
+
+                P = rows.scatter(np.asarray(P, dtype=np.float64), dense_of)
             P = _readonly(np.ascontiguousarray(P, dtype=np.float64))
             if records and not (type(rewards) is np.ndarray and rewards.shape == shape
                                 and rewards.dtype is FLOAT64):  # (the runner's rows)
