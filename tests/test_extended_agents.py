@@ -337,11 +337,13 @@ def test_bolt_solves_the_optimistic_local_transitions_model(eta):
 def _mbie_q(state, gamma, beta, V, vmax):
     """MBIE-EB's Q from the agent's counts (numpy): empirical model plus the bonus;
     untried pairs at R_max / (1 - gamma)."""
-    N, Np, succ, R = state[0], state[1], state[3], state[5]
+    # the state: (succ, nsucc, R, cs, cn, cN, Np, cP, cR, Rb, V, pi, ...): compact rows
+    # of the seen successors cs[x, u, :cn[x, u]] with their counts cN and rewards cR
+    cs, N, Np, R = state[3], state[5], state[6], state[8]
     nX = N.shape[0] - 1
     Nr, n, Rr = N[:nX], Np[:nX], R[:nX]
     with np.errstate(invalid="ignore", divide="ignore"):
-        Q = (Nr * (Rr + gamma * V[succ[:nX]])).sum(axis=2) / n + beta / np.sqrt(n)
+        Q = (Nr * (Rr + gamma * V[cs[:nX]])).sum(axis=2) / n + beta / np.sqrt(n)
     return np.where(n > 0, Q, vmax)
 
 
@@ -355,15 +357,15 @@ def test_mbie_eb_plans_in_the_empirical_model_with_its_bonus(beta):
     gamma = 0.95
     vmax = float(test.reward[test.theta > 0].max()) / (1 - gamma)
     fresh = start(MBIEEB, {"beta": str(beta)}, test, gamma, 40)
-    assert np.allclose(fresh[7], vmax)  # nothing tried: every state at R_max / (1 - gamma)
+    assert np.allclose(fresh[10], vmax)  # nothing tried: every state at R_max / (1 - gamma)
     state, path = drive(MBIEEB, {"beta": str(beta)}, test, P, test.reward, 40, gamma)
-    V = state[7]
+    V = state[10]
     nX = P.shape[0]
     tried = {(x, u) for x, u, _ in path}
     assert 0 < len(tried) < nX * P.shape[1]  # some pairs tried, some not
     Q = _mbie_q(state, gamma, beta, V, vmax)
     assert np.abs(Q.max(axis=1) - V[:nX]).max() < 1e-3
-    pi = state[8][:nX]
+    pi = state[11][:nX]
     assert (Q[np.arange(nX), pi] >= Q.max(axis=1) - 1e-3).all()
     assert abs(V[nX] - vmax) < 1e-6  # the fictitious state
 
@@ -372,14 +374,14 @@ def test_mbie_eb_bonus_shrinks_with_visits():
     test = D.builtin("GC")
     P = E.new_test_set(test, 1, 0.95, 80, seed=2).dense(0)
     state, _ = drive(MBIEEB, {"beta": "3"}, test, P, test.reward, 80)
-    N, Np, R, Rb, nsucc = state[0], state[1], state[5], state[6], state[4]
+    cn, N, Np, cP, R, Rb = state[4], state[5], state[6], state[7], state[8], state[9]
     for x in range(P.shape[0]):
         for u in range(P.shape[1]):
             if Np[x, u] > 0:
-                ks = np.arange(nsucc[x, u])  # the row's slots: the observed ones get the bonus
-                seen = ks[N[x, u, ks] > 0]
+                seen = np.arange(cn[x, u])  # the compact row: the seen successors only
+                assert (N[x, u, seen] > 0).all()
                 assert np.allclose(Rb[x, u, seen] - R[x, u, seen], 3 / math.sqrt(Np[x, u]))
-                assert np.allclose(state[2][x, u, ks], N[x, u, ks] / Np[x, u])
+                assert np.allclose(cP[x, u, seen], N[x, u, seen] / Np[x, u])
 
 
 # ---------------------------------------------------------------------------------------

@@ -52,7 +52,6 @@ import math
 import numpy as np
 from numba import njit
 
-from bbrlcore.agents._kernels import rows_model_update
 from bbrlcore.agents._posterior import lu_buffer
 from bbrlcore.agents.api import CompiledAgent
 from bbrlcore.agents.base import Param, non_negative
@@ -61,26 +60,64 @@ from bbrlcore.mdp.solvers import GUEZ_TOLERANCE, guez_policy_iteration_rows, lu_
 
 
 @njit(cache=True, error_model="numpy")
-def _set_bonus(Rb, R, N, Np, nsucc, beta, x, u):
-    """The bonus β/√n(x,u) on the rewards of the observed slots of row (x, u)."""
-    bonus = beta / math.sqrt(Np[x, u])
-    for k in range(nsucc[x, u]):
-        if N[x, u, k] > 0.0:
-            Rb[x, u, k] = R[x, u, k] + bonus
+def _model(succ, nsucc, R):
+    """The model before any observation, on **compact rows**: row (x, u) lists only the
+    successors the agent has seen (``cs[x, u, :cn[x, u]]``, increasing), with their counts
+    ``cN``, probabilities ``cP`` and rewards ``cR`` (those of the layout ``succ``,
+    ``nsucc``: the prior's support and a last slot to the fictitious state); an untried
+    row holds the fictitious state alone (probability 1, its reward R_max), whose own rows
+    loop on it. The sums of a sweep then run over what was seen, as the dense model's
+    support did, not over the prior's whole support."""
+    nS, nU, W = succ.shape
+    cs = np.zeros((nS, nU, W), dtype=np.int64)
+    cn = np.ones((nS, nU), dtype=np.int64)
+    cN = np.zeros((nS, nU, W))
+    cP = np.zeros((nS, nU, W))
+    cR = np.zeros((nS, nU, W))
+    for x in range(nS):
+        for u in range(nU):
+            last = nsucc[x, u] - 1
+            cs[x, u, 0] = succ[x, u, last]
+            cP[x, u, 0] = 1.0
+            cR[x, u, 0] = R[x, u, last]
+    return cs, cn, cN, cP, cR
 
 
 @njit(cache=True, error_model="numpy")
-def _model(succ, nsucc):
-    """``(N, Np, P)`` before any observation: no counts, every row's mass on its last
-    slot (the fictitious state; its own row loops)."""
-    nS, nU, W = succ.shape
-    N = np.zeros((nS, nU, W))
-    Np = np.zeros((nS, nU))
-    P = np.zeros((nS, nU, W))
-    for x in range(nS):
-        for u in range(nU):
-            P[x, u, nsucc[x, u] - 1] = 1.0
-    return N, Np, P
+def _observe_compact(succ, nsucc, R, cs, cn, cN, Np, cP, cR, x, u, y):
+    """One more observation of (x, u, y) on the compact rows (``y`` inserted in order at
+    its first sighting, the fictitious state dropped at the row's first visit)."""
+    if Np[x, u] == 0.0:  # first visit: leave the fictitious state
+        cn[x, u] = 0
+    n = cn[x, u]
+    j = 0
+    while j < n and cs[x, u, j] < y:
+        j += 1
+    if j == n or cs[x, u, j] != y:
+        k = slot_of(succ, nsucc, x, u, y)
+        if k < 0:
+            raise ValueError("observed a transition outside the agent's layout")
+        for i in range(n, j, -1):
+            cs[x, u, i] = cs[x, u, i - 1]
+            cN[x, u, i] = cN[x, u, i - 1]
+            cR[x, u, i] = cR[x, u, i - 1]
+        cs[x, u, j] = y
+        cN[x, u, j] = 0.0
+        cR[x, u, j] = R[x, u, k]
+        cn[x, u] = n + 1
+    cN[x, u, j] += 1.0
+    Np[x, u] += 1.0
+    inv = 1.0 / Np[x, u]
+    for i in range(cn[x, u]):
+        cP[x, u, i] = cN[x, u, i] * inv
+
+
+@njit(cache=True, error_model="numpy")
+def _set_bonus(Rb, cR, cn, Np, beta, x, u):
+    """The bonus β/√n(x,u) on the rewards of the seen successors of row (x, u)."""
+    bonus = beta / math.sqrt(Np[x, u])
+    for i in range(cn[x, u]):
+        Rb[x, u, i] = cR[x, u, i] + bonus
 
 
 @njit(cache=True, error_model="numpy")
@@ -89,10 +126,10 @@ def start_values(succ, nsucc, R, gamma, tol):
     R_max / (1 - γ)), solved from zero: every trajectory's start (computed once per
     player)."""
     nS = succ.shape[0]
-    _N, _Np, P = _model(succ, nsucc)
+    cs, cn, _cN, cP, cR = _model(succ, nsucc, R)
     V = np.zeros(nS)
     pi = np.zeros(nS, dtype=np.int64)
-    guez_policy_iteration_rows(P, R, succ, nsucc, gamma, tol, V, pi, lu_buffer(nsucc),
+    guez_policy_iteration_rows(cP, cR, cs, cn, gamma, tol, V, pi, lu_buffer(nsucc),
                                np.empty(nS))
     return V, pi
 
@@ -100,28 +137,23 @@ def start_values(succ, nsucc, R, gamma, tol):
 @njit(cache=True, error_model="numpy")
 def _reset(setup):
     succ, nsucc, R, V0, pi0, fpar = setup  # (nX+1) states, the last the fictitious one
-    nS = succ.shape[0]
-    N, Np, P = _model(succ, nsucc)
-    return (N, Np, P, succ, nsucc, R, R.copy(), V0.copy(), pi0.copy(), lu_buffer(nsucc),
-            np.empty(nS), fpar)
+    nS, nU, _ = succ.shape
+    cs, cn, cN, cP, cR = _model(succ, nsucc, R)
+    return (succ, nsucc, R, cs, cn, cN, np.zeros((nS, nU)), cP, cR, cR.copy(), V0.copy(),
+            pi0.copy(), lu_buffer(nsucc), np.empty(nS), fpar)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def _act(state, x):
-    return state[8][x]
+    return state[11][x]
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def _observe(state, x, u, y, r):
-    N, Np, P, succ, nsucc, R, Rb, V, pi, A, b, fpar = state
-    if Np[x, u] == 0.0:  # first visit: leave the fictitious state (the row's last slot)
-        P[x, u, nsucc[x, u] - 1] = 0.0
-    k = slot_of(succ, nsucc, x, u, y)
-    if k < 0:
-        raise ValueError("observed a transition outside the agent's layout")
-    rows_model_update(N, Np, P, nsucc, x, u, k)
-    _set_bonus(Rb, R, N, Np, nsucc, fpar[1], x, u)
-    guez_policy_iteration_rows(P, Rb, succ, nsucc, fpar[0], fpar[2], V, pi, A, b)
+    succ, nsucc, R, cs, cn, cN, Np, cP, cR, Rb, V, pi, A, b, fpar = state
+    _observe_compact(succ, nsucc, R, cs, cn, cN, Np, cP, cR, x, u, y)
+    _set_bonus(Rb, cR, cn, Np, fpar[1], x, u)
+    guez_policy_iteration_rows(cP, Rb, cs, cn, fpar[0], fpar[2], V, pi, A, b)
 
 
 def r_max(prior) -> float:
