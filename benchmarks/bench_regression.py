@@ -40,7 +40,7 @@ def _agents() -> list[tuple[str, dict]]:
     return AGENTS
 
 
-def _time_here(n_mdps: int, passes: int) -> dict:
+def _time_here(n_mdps: int, passes: int, only: list[str] | None = None) -> dict:
     """Mean online ms per trajectory of each agent and experiment in this process's
     bbrlcore, the best of ``passes`` passes (compiled and warmed first)."""
     from bbrlcore import distributions as D
@@ -48,6 +48,8 @@ def _time_here(n_mdps: int, passes: int) -> dict:
 
     out = {}
     for test, prior in EXPERIMENTS:
+        if only and f"{test}-{prior}" not in only:
+            continue
         ts = E.new_test_set(D.builtin(test), n_mdps, 0.95, 250, seed=1)
         for alg, params in _agents():
             agent = E.train_agent(alg, dict(params), D.builtin(prior), seed=0, gamma=0.95,
@@ -68,10 +70,11 @@ def main() -> int:
     ap.add_argument("--passes", type=int, default=3)
     ap.add_argument("--n-mdps", type=int, default=30)
     ap.add_argument("--out", default=str(OUT))
+    ap.add_argument("--experiments", nargs="+", help="only these (e.g. GDL-UGDL)")
     ap.add_argument("--_time", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a._time:
-        print(json.dumps(_time_here(a.n_mdps, a.passes)))
+        print(json.dumps(_time_here(a.n_mdps, a.passes, a.experiments)))
         return 0
     if not a.before:
         ap.error("--before SRC (the src/ of the tree to compare with) is required")
@@ -82,9 +85,10 @@ def main() -> int:
     for r in range(a.rounds):
         for side in (("before", "after") if r % 2 == 0 else ("after", "before")):
             env = dict(os.environ, PYTHONPATH=trees[side])
+            extra = ["--experiments", *a.experiments] if a.experiments else []
             out = subprocess.run([sys.executable, __file__, "--_time", "--n-mdps",
-                                  str(a.n_mdps), "--passes", str(a.passes)], env=env,
-                                 check=True, capture_output=True, text=True).stdout
+                                  str(a.n_mdps), "--passes", str(a.passes), *extra],
+                                 env=env, check=True, capture_output=True, text=True).stdout
             for key, ms in json.loads(out.strip().splitlines()[-1]).items():
                 best[side][key] = min(best[side].get(key, float("inf")), ms)
             print(f"round {r + 1} {side} done ({time.perf_counter() - t0:.0f} s)",
@@ -115,7 +119,7 @@ def main() -> int:
         for t, p in EXPERIMENTS:
             r = next((r for r in rows if r["agent"] == agent and r["experiment"] == f"{t}-{p}"),
                      None)
-            cells.append("" if r is None else
+            cells.append("–" if r is None else
                          f"{r['ms_before']:.3g} → {r['ms_after']:.3g} ms (×{r['ratio']:.2f})")
         lines.append(f"| {agent} | " + " | ".join(cells) + " |")
     Path(a.out + ".md").write_text("\n".join(lines) + "\n")
