@@ -11,7 +11,10 @@ and compare the files::
     .venv/bin/python benchmarks/ab_identical.py -o after.json --compare before.json
 
 Only APIs that exist in every version since 0.1 are used (``bbrlcore.distributions``,
-``bbrlcore.experiment``), so an older tree runs it unchanged.
+``bbrlcore.experiment``), so an older tree runs it unchanged. ``--families`` runs small
+problem families instead (since issue 26: DeepSea, RiverSwim, Taxi, FrozenLake,
+Double-loop, with their accurate and uniform priors); ``--algorithms`` keeps some
+algorithms only.
 """
 
 from __future__ import annotations
@@ -42,13 +45,37 @@ AGENTS: list[tuple[str, dict]] = [
 ]
 
 
-def run(n_mdps: int, horizon: int) -> dict[str, list]:
+#: (family, parameters) of ``--families``: small sizes, every kind of structure.
+FAMILIES: list[tuple[str, dict]] = [
+    ("deepsea", {"size": 5}), ("riverswim", {"size": 6}), ("taxi", {"size": 4}),
+    ("frozenlake", {"size": 4}), ("doubleloop", {}),
+]
+
+
+def experiments(families: bool) -> list[tuple[str, object, object]]:
+    if not families:
+        return [(f"{t}-{p}", D.builtin(t), D.builtin(p)) for t, p in EXPERIMENTS]
+    from bbrlcore.mdp import families as F
+
+    out = []
+    for fam, params in FAMILIES:
+        prob = F.make(fam, **params)
+        for kind in ("accurate", "uniform"):
+            pr = prob.prior(kind)
+            out.append((f"{prob.test.short_name}-{pr.short_name}", prob.test, pr))
+    return out
+
+
+def run(n_mdps: int, horizon: int, families: bool = False,
+        algorithms: list[str] | None = None) -> dict[str, list]:
     out: dict[str, list] = {}
-    for test, prior in EXPERIMENTS:
-        ts = E.new_test_set(D.builtin(test), n_mdps, 0.95, horizon, seed=0)
+    for name, test, prior in experiments(families):
+        ts = E.new_test_set(test, n_mdps, 0.95, horizon, seed=0)
         for alg, params in AGENTS:
+            if algorithms and alg not in algorithms:
+                continue
             t0 = time.perf_counter()
-            agent = E.train_agent(alg, dict(params), D.builtin(prior), seed=0, gamma=0.95,
+            agent = E.train_agent(alg, dict(params), prior, seed=0, gamma=0.95,
                                   horizon=horizon, progress=False)
             table = E.run_agent(ts, agent, progress=False)
             # (the per-step rewards, recorded since issue 28, are left out so that trees
@@ -60,8 +87,8 @@ def run(n_mdps: int, horizon: int) -> dict[str, list]:
             rows = table.select(keep).to_dicts()
             for r in rows:
                 r["discounted_return"] = float(r["discounted_return"]).hex()
-            out[f"{test}-{prior} {agent.agent_id}"] = rows
-            print(f"{test}-{prior} {agent.agent_id}: {time.perf_counter() - t0:.1f} s",
+            out[f"{name} {agent.agent_id}"] = rows
+            print(f"{name} {agent.agent_id}: {time.perf_counter() - t0:.1f} s",
                   file=sys.stderr, flush=True)
     return out
 
@@ -72,14 +99,18 @@ def main() -> int:
     ap.add_argument("--n-mdps", type=int, default=20)
     ap.add_argument("--horizon", type=int, default=250)
     ap.add_argument("--compare", help="a file of another tree: exit 1 unless identical")
+    ap.add_argument("--families", action="store_true", help="small problem families")
+    ap.add_argument("--algorithms", nargs="+", help="only these algorithms")
     a = ap.parse_args()
     print(f"bbrlcore from {bbrlcore.__file__}", file=sys.stderr)
-    res = run(a.n_mdps, a.horizon)
+    res = run(a.n_mdps, a.horizon, a.families, a.algorithms)
     with open(a.out, "w") as f:
         json.dump(res, f, indent=0, sort_keys=True)
     if a.compare:
         with open(a.compare) as f:
             other = json.load(f)
+        if a.algorithms:
+            other = {k: v for k, v in other.items() if k in res}
         diff = [k for k in sorted(set(res) | set(other)) if res.get(k) != other.get(k)]
         n = sum(len(v) for v in res.values())
         if diff:

@@ -181,6 +181,23 @@ def check(path: Path) -> str:
             ps = ", ".join(f"{k}={v}" for k, v in params)
             detail.append(f"| {alg} | {phase} | {ps} | {test}-{prior} | {T} | "
                           f"{1000 * m:.4g} | {1000 * p:.4g} | ×{cost._ratio(p, m):.2f} |")
+    # the problem families' size ladders (benchmarks/bench_ladder.py records): each size
+    # predicted without its own record (issue 27: within x3)
+    paper = {t for t, _ in EXPERIMENTS} | {p for _, p in EXPERIMENTS}
+    ladder = []
+    for (alg, _phase), fit in sorted(model.fits.items()):
+        pts = [(cfg, m, p) for cfg, m, _, p in fit.validation if cfg[2] not in paper]
+        if pts:
+            worst = max(pts, key=lambda v: cost._ratio(v[2], v[1]))
+            med = float(np.median([cost._ratio(p, m) for _, m, p in pts]))
+            ladder.append(f"| {alg} | {len(pts)} | ×{cost._ratio(worst[2], worst[1]):.2f} "
+                          f"({worst[0][2]}: {1000 * worst[1]:.4g} ms measured, "
+                          f"{1000 * worst[2]:.4g} predicted) | ×{med:.2f} |")
+    if ladder:
+        lines += ["", "The size ladders of the problem families (`bench_ladder.py`), each size "
+                  "predicted without its own record:", "",
+                  "| algorithm | ladder points | worst ratio (left out) | median |",
+                  "|---|---:|---|---:|", *ladder]
     lines += ["", "Worst five configurations of each (ms; offline: ms of training):", "",
               "| algorithm | phase | parameters | experiment | T | measured | predicted "
               "(left out) | ratio |", "|---|---|---|---|---:|---:|---:|---:|", *detail]

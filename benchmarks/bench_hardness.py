@@ -18,6 +18,8 @@ reachable state) times the number of reachable states (``≈`` in the table). MD
   two successors per row.
 * ``grid-mean``: the paper's Grid distribution's mean model; ``grid-draws``: 20 MDPs
   drawn from it (mean time per MDP).
+* ``DeepSea-50``, ``Taxi-8``, ``Taxi-13`` ``(drawn)``: a test MDP of the problem family
+  (its drawn structure and Dirichlet rows), the largest Taxi among them.
 
     PYTHONPATH=src .venv/bin/python benchmarks/bench_hardness.py [--repeats 3]
 
@@ -158,6 +160,17 @@ def main() -> int:
         mean[k] = float(np.median([r[k] for r in draws]))
     mean["mdp"] = "grid-draws (20, mean ms, median measures)"
     rows.append(mean)
+    # test MDPs of the problem families at their large sizes (issue 27): drawn from the
+    # family's test distribution (DeepSea's drawn action mapping, Taxi's locations)
+    from bbrlcore import protocol as E
+    from bbrlcore.mdp import families as F
+
+    for fam, size in (("deepsea", 50), ("taxi", 8), ("taxi", 13)):
+        prob = F.make(fam, size=size)
+        ts = E.new_test_set(prob.test, 1, GAMMA, 10, seed=0)
+        rows.append(time_one(f"{prob.test.short_name} (drawn)", ts.dense(0),
+                             prob.test.reward, prob.test.initial_state,
+                             max(1, args.repeats - 2), old=False))
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

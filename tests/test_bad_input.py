@@ -160,7 +160,7 @@ def _set_P(t: pa.Table, i: int, k: int, value: float) -> pa.Table:
 
 
 @pytest.mark.parametrize("edit, needle", [
-    (lambda t: _set_P(t, 2, 9, float("nan")), "MDP 2, row (x=0, u=1): P(y=4) = nan"),
+    (lambda t: _set_P(t, 2, 9, float("nan")), "MDP 2, row (x=1, u=1): P(y=2) = nan"),
     (lambda t: _set_P(_set_P(t, 1, 0, -0.5), 1, 1, 1.5), "MDP 1, row (x=0, u=0): P(y=0) = -0.5"),
     (lambda t: _set_P(t, 3, 0, 0.123), "MDP 3, row (x=0, u=0) sums to"),
     (lambda t: t.slice(0, 4), "4 MDP rows, but the metadata says n_mdps=6"),

@@ -14,6 +14,7 @@ from bbrlcore import plan as P
 from bbrlcore import protocol as E
 from bbrlcore.agents import sboss
 from bbrlcore.mdp import distributions as D
+from bbrlcore.mdp import rows
 from bbrlcore.plan import cost
 from bbrlcore.protocol import runner
 
@@ -26,20 +27,30 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_sboss_simulation_uses_the_kernels_resampling_rule():
     gc, ugc = D.builtin("GC"), D.builtin("UGC")
-    theta = np.ascontiguousarray(gc.theta)
+
+    def sim(prior, *args):
+        # the prior's concentrations and GC's mean model on the agent's sparse rows
+        Pt, tlay = sboss.mean_rows(gc)
+        lay = rows.union(prior.support_layout, tlay)
+        theta = rows.move(prior.theta_rows, prior.support_layout, lay)
+        return sboss.simulate_rebuilds(theta, lay.succ, lay.nsucc, rows.move(Pt, tlay, lay),
+                                       0, *args)
+
     # compat on a sparse prior: the NaN rule never resamples after the first build
-    r, w = sboss.simulate_rebuilds(theta, gc.mean_model(), 0, 1e-6, 1e-4, True, 250, 0)
-    assert r == 1 and w == sboss.merged_size(theta, 1e-6, True)
+    r, w = sim(gc, 1e-6, 1e-4, True, 250, 0)
+    assert r == 1 and w == sboss.merged_size(gc.theta_rows, 1e-6, True)
+    # dense arrays (the full layout) count the same
+    full = rows.full(5, 3)
+    assert sboss.simulate_rebuilds(np.ascontiguousarray(gc.theta), full.succ, full.nsucc,
+                                   gc.mean_model(), 0, 1e-6, 1e-4, True, 250, 0) == (r, w)
     # default mode resamples at small delta; the uniform prior resamples in both modes
-    r, _ = sboss.simulate_rebuilds(theta, gc.mean_model(), 0, 1e-6, 1e-4, False, 250, 0)
+    r, _ = sim(gc, 1e-6, 1e-4, False, 250, 0)
     assert r > 150
     for compat in (True, False):
-        r, w = sboss.simulate_rebuilds(np.ascontiguousarray(ugc.theta), gc.mean_model(), 0,
-                                       1e-6, 1e-4, compat, 250, 0)
+        r, w = sim(ugc, 1e-6, 1e-4, compat, 250, 0)
         assert r == 250 and w > 250 * 1e5  # the 5 s trajectories: 250 resamples
     # one step: exactly the merged model at the prior (K from the posterior variances)
-    r, w = sboss.simulate_rebuilds(np.ascontiguousarray(ugc.theta), gc.mean_model(), 0,
-                                   1e-3, 1.0, False, 1, 0)
+    r, w = sim(ugc, 1e-3, 1.0, False, 1, 0)
     assert (r, w) == (1, sboss.merged_size(ugc.theta, 1e-3, False))
 
 

@@ -168,6 +168,7 @@ def test_the_cached_kernel_is_the_packages_loop(name):
     ts = E.new_test_set(D.builtin("GDL"), 3, 0.95, 80, seed=2)
     ep = ts.episode()
     setup = cls(alg.parse_params(SOME[name]), prior, None, ep.gamma, ep.horizon).setup()
+    lay = ep.layout()
     count = cls.counter_values if alg.counters else None
     cached = agents.trajectory_kernel(cls.reset, cls.act, cls.observe, count)
     closure = agents.trajectory_kernel(cls.reset, cls.act, cls.observe, count, cache=False)
@@ -176,9 +177,9 @@ def test_the_cached_kernel_is_the_packages_loop(name):
         out = []
         for kernel in (cached, closure):
             status = np.zeros(3, dtype=np.int64)
-            out.append(kernel(setup, np.ascontiguousarray(ts.mdps[i]), ep.R, ep.Rstd,
-                              ep.gaussian, ep.initial_state, ep.gamma, ep.horizon, 40 + i,
-                              status))
+            out.append(kernel(setup, np.ascontiguousarray(ts.mdps[i]), lay.succ, lay.nsucc,
+                              ep.R, ep.Rstd, ep.gaussian, ep.initial_state, ep.gamma,
+                              ep.horizon, 40 + i, status, np.empty(ep.horizon)))
         assert out[0][0] == out[1][0] and list(out[0][1]) == list(out[1][1])
 
 
@@ -194,7 +195,7 @@ def test_psrl_with_a_prior_concentrated_on_the_true_mdp_plays_like_optimal(raw):
     ts = E.new_test_set(test, 4, 0.95, 120, seed=3)
     checked = total = 0
     for i in range(ts.n_mdps):
-        P = ts.mdps[i]
+        P = ts.dense(i)
         prior = D.FDMDistribution.centred_on("true MDP", "True", P, test.reward, 1e12)
         Q = optimal_q(P, test.reward, 0.95)
         _, path = drive(PSRL, raw, prior, P, test.reward, 120, seed=i)
@@ -220,7 +221,7 @@ def test_psrl_doubling_rule_is_ouyang_et_al():
     """The samples drawn equal a replay of TSDE's rule on the trajectory: a new episode
     when t > t_k + T_{k-1} or when a pair's count exceeds twice its count at t_k."""
     test = D.builtin("GDL")
-    P = E.new_test_set(test, 1, 0.95, 200, seed=4).mdps[0]
+    P = E.new_test_set(test, 1, 0.95, 200, seed=4).dense(0)
     state, path = drive(PSRL, {}, D.builtin("UGDL"), P, test.reward, 200, seed=2)
     nX, nU = P.shape[:2]
     counts = np.zeros((nX, nU), dtype=int)
@@ -262,7 +263,7 @@ def test_boss_resamples_when_a_pair_becomes_known(K, B):
     count to exactly B."""
     test = D.builtin("GC")
     T = 150
-    P = E.new_test_set(test, 1, 0.95, T, seed=6).mdps[0]
+    P = E.new_test_set(test, 1, 0.95, T, seed=6).dense(0)
     state, path = drive(BOSS, {"K": str(K), "B": str(B)}, D.builtin("UGC"), P, test.reward,
                         T, seed=K)
     counts: dict[tuple[int, int], int] = {}
@@ -278,7 +279,7 @@ def test_boss_resamples_when_a_pair_becomes_known(K, B):
 def test_boss_with_a_concentrated_prior_plays_like_optimal():
     """Every sample is the true MDP, so is the merged model's best action."""
     test = D.builtin("GC")
-    P = E.new_test_set(test, 1, 0.95, 100, seed=2).mdps[0]
+    P = E.new_test_set(test, 1, 0.95, 100, seed=2).dense(0)
     prior = D.FDMDistribution.centred_on("true MDP", "True", P, test.reward, 1e12)
     Q = optimal_q(P, test.reward, 0.95)
     _, path = drive(BOSS, {"K": "4", "B": "1"}, prior, P, test.reward, 100)
@@ -302,9 +303,10 @@ def test_bolt_with_eta_zero_is_greedy_in_the_posterior_mean():
 
 
 def _bolt_backup(state, gamma, eta, V):
-    """max_u of BOLT's optimistic Q (numpy, from the agent's posterior counts)."""
-    N, Np, R = state[0], state[1], state[5]
-    t = R + gamma * V[None, None, :]
+    """max_u of BOLT's optimistic Q (numpy, from the agent's posterior counts on its
+    sparse rows)."""
+    N, Np, succ, R = state[0], state[1], state[3], state[5]
+    t = R + gamma * V[succ]
     mean = (N * t).sum(axis=2) / Np
     top = np.where(N > 0, t, -np.inf).max(axis=2)
     return ((Np * mean + eta * top) / (Np + eta)).max(axis=1)
@@ -316,7 +318,7 @@ def test_bolt_solves_the_optimistic_local_transitions_model(eta):
     operator: each pair's η imagined transitions go to its best successor; and it is
     optimistic: at least the posterior mean's values, more so as η grows."""
     test = D.builtin("GC")
-    P = E.new_test_set(test, 1, 0.95, 60, seed=1).mdps[0]
+    P = E.new_test_set(test, 1, 0.95, 60, seed=1).dense(0)
     state, _ = drive(BOLT, {"eta": str(eta)}, D.builtin("UGC"), P, test.reward, 60)
     V = state[6]
     assert np.abs(_bolt_backup(state, 0.95, eta, V) - V).max() < 1e-3
@@ -335,11 +337,13 @@ def test_bolt_solves_the_optimistic_local_transitions_model(eta):
 def _mbie_q(state, gamma, beta, V, vmax):
     """MBIE-EB's Q from the agent's counts (numpy): empirical model plus the bonus;
     untried pairs at R_max / (1 - gamma)."""
-    N, Np, R = state[0], state[1], state[5]
+    # the state: (succ, nsucc, R, cs, cn, cN, Np, cP, cR, Rb, V, pi, ...): compact rows
+    # of the seen successors cs[x, u, :cn[x, u]] with their counts cN and rewards cR
+    cs, N, Np, R = state[3], state[5], state[6], state[8]
     nX = N.shape[0] - 1
-    Nr, n, Rr = N[:nX, :, :nX], Np[:nX], R[:nX, :, :nX]
+    Nr, n, Rr = N[:nX], Np[:nX], R[:nX]
     with np.errstate(invalid="ignore", divide="ignore"):
-        Q = (Nr * (Rr + gamma * V[None, None, :nX])).sum(axis=2) / n + beta / np.sqrt(n)
+        Q = (Nr * (Rr + gamma * V[cs[:nX]])).sum(axis=2) / n + beta / np.sqrt(n)
     return np.where(n > 0, Q, vmax)
 
 
@@ -349,34 +353,35 @@ def test_mbie_eb_plans_in_the_empirical_model_with_its_bonus(beta):
     pairs are worth R_max / (1 - γ). Checked as a fixed point of the Bellman equation
     (the solver's tolerance) and by the greedy policy."""
     test = D.builtin("GDL")
-    P = E.new_test_set(test, 1, 0.95, 40, seed=5).mdps[0]
+    P = E.new_test_set(test, 1, 0.95, 40, seed=5).dense(0)
     gamma = 0.95
     vmax = float(test.reward[test.theta > 0].max()) / (1 - gamma)
     fresh = start(MBIEEB, {"beta": str(beta)}, test, gamma, 40)
-    assert np.allclose(fresh[7], vmax)  # nothing tried: every state at R_max / (1 - gamma)
+    assert np.allclose(fresh[10], vmax)  # nothing tried: every state at R_max / (1 - gamma)
     state, path = drive(MBIEEB, {"beta": str(beta)}, test, P, test.reward, 40, gamma)
-    V = state[7]
+    V = state[10]
     nX = P.shape[0]
     tried = {(x, u) for x, u, _ in path}
     assert 0 < len(tried) < nX * P.shape[1]  # some pairs tried, some not
     Q = _mbie_q(state, gamma, beta, V, vmax)
     assert np.abs(Q.max(axis=1) - V[:nX]).max() < 1e-3
-    pi = state[8][:nX]
+    pi = state[11][:nX]
     assert (Q[np.arange(nX), pi] >= Q.max(axis=1) - 1e-3).all()
     assert abs(V[nX] - vmax) < 1e-6  # the fictitious state
 
 
 def test_mbie_eb_bonus_shrinks_with_visits():
     test = D.builtin("GC")
-    P = E.new_test_set(test, 1, 0.95, 80, seed=2).mdps[0]
+    P = E.new_test_set(test, 1, 0.95, 80, seed=2).dense(0)
     state, _ = drive(MBIEEB, {"beta": "3"}, test, P, test.reward, 80)
-    N, Np, R, Rb, supp, nsupp = state[0], state[1], state[5], state[6], state[3], state[4]
+    cn, N, Np, cP, R, Rb = state[4], state[5], state[6], state[7], state[8], state[9]
     for x in range(P.shape[0]):
         for u in range(P.shape[1]):
             if Np[x, u] > 0:
-                ys = supp[x, u, :nsupp[x, u]]
-                assert np.allclose(Rb[x, u, ys] - R[x, u, ys], 3 / math.sqrt(Np[x, u]))
-                assert np.allclose(state[2][x, u, ys], N[x, u, ys] / Np[x, u])
+                seen = np.arange(cn[x, u])  # the compact row: the seen successors only
+                assert (N[x, u, seen] > 0).all()
+                assert np.allclose(Rb[x, u, seen] - R[x, u, seen], 3 / math.sqrt(Np[x, u]))
+                assert np.allclose(cP[x, u, seen], N[x, u, seen] / Np[x, u])
 
 
 # ---------------------------------------------------------------------------------------

@@ -654,8 +654,10 @@ def test_from_dict_errors():
 def test_test_set_end_to_end(tmp_path, fam, params):
     p = F.make(fam, **params)
     ts = E.new_test_set(p.test, 3, 0.95, 20, seed=0)
-    assert ts.mdps.shape == (3, p.test.n_states, p.test.n_actions, p.test.n_states)
-    assert np.array_equal(ts.mdps[1], p.test.draw_mdp(seeds.mdp_rng(0, 1)))
+    # stored on the family's sparse rows: the same MDPs as the dense draws
+    assert ts.mdps.shape == (3, p.test.n_states, p.test.n_actions,
+                             p.test.support_layout.width)
+    assert np.array_equal(ts.dense(1), p.test.draw_mdp(seeds.mdp_rng(0, 1)))
     ep = ts.episode()
     assert ep.initial_state == p.test.initial_state
     path = tmp_path / "ts.parquet"

@@ -30,7 +30,7 @@ def ts():
 
 
 def _good(ts):
-    return {"P": ts.mdps[0], "R": ts.test.reward}
+    return {"P": ts.dense(0), "R": ts.test.reward}
 
 
 def _with_row(P, x, u, row):
@@ -113,7 +113,7 @@ def test_arbitrary_constructor_arguments_are_refused_with_one_error(ts, P, R, in
 
 
 def test_step_before_reset_raises_reset_needed(ts):
-    for env in (MDPEnv(ts.mdps[0], ts.test.reward, horizon=3), TestSetEnv(ts)):
+    for env in (MDPEnv(ts.dense(0), ts.test.reward, horizon=3), TestSetEnv(ts)):
         with pytest.raises(gymnasium.error.ResetNeeded, match="before calling env.reset"):
             env.step(0)
         env.reset(seed=0)
@@ -141,8 +141,8 @@ def test_a_test_set_env_takes_a_path_or_says_what_it_needs(ts, tmp_path):
 
 def test_a_test_set_env_checks_every_mdp(ts):
     mdps = ts.mdps.copy()
-    mdps[2, 1, 0] = 0.5
-    bad = E.TestSet(ts.test, mdps, ts.gamma, ts.horizon, ts.seed)
+    mdps[2, 1, 0, 0] += 0.5
+    bad = E.TestSet(ts.test, mdps, ts.gamma, ts.horizon, ts.seed, ts.layout)
     with pytest.raises(BBRLError, match=r"TestSetEnv: MDP 2: row \(x=1, u=0\) sums to"):
         TestSetEnv(bad)
     with pytest.raises(BBRLError, match=r"mdp_index 3 outside \[0, 3\)"):
@@ -166,7 +166,7 @@ def test_info_holds_the_mdp_index_the_step_and_the_discounted_return(ts):
         assert t == ts.horizon
         expected = sum(ts.gamma**k * r for k, r in enumerate(rewards))
         assert info["discounted_return"] == pytest.approx(expected, rel=1e-12)
-    _, info = MDPEnv(ts.mdps[0], ts.test.reward).reset(seed=0)
+    _, info = MDPEnv(ts.dense(0), ts.test.reward).reset(seed=0)
     assert info == {"step": 0}
 
 
@@ -209,5 +209,5 @@ def test_the_env_passes_gymnasiums_checker(ts):
     from gymnasium.utils.env_checker import check_env
 
     # (TestSetEnv is not deterministic per seed by design: episode k plays MDP k mod N)
-    check_env(MDPEnv(ts.mdps[1], ts.test.reward, initial_state=-1, horizon=5),
+    check_env(MDPEnv(ts.dense(1), ts.test.reward, initial_state=-1, horizon=5),
               skip_render_check=True)

@@ -146,7 +146,7 @@ def test_the_hardness_table_keeps_the_former_numbers():
                              "unreachable_states"]
     R = np.ascontiguousarray(ts.test.reward)
     for i in range(ts.n_mdps):
-        P = np.ascontiguousarray(ts.mdps[i])
+        P = np.ascontiguousarray(ts.dense(i))
         supp, nsupp = support_of(P)
         V = np.zeros(25)
         guez_policy_iteration(P, R, supp, nsupp, 0.95, 1e-9, V, np.zeros(25, np.int64),
@@ -357,7 +357,7 @@ def test_hardness_table_and_summary():
     assert t.columns == ["test", "mdp_index", "optimal_value", "diameter",
                          "unreachable_states", "value_norm", "suboptimality_gaps"]
     assert t.height == 5 and (t["test"] == "GC").all()
-    m = H.measures(ts.mdps[3], ts.test.reward, 0.95, 0)
+    m = H.measures(ts.dense(3), ts.test.reward, 0.95, 0)
     row = t.row(3, named=True)
     assert row["diameter"] == m.diameter and row["value_norm"] == m.value_norm
     assert (t["value_norm"] > 0).all() and (t["suboptimality_gaps"] > 0).all()
@@ -368,3 +368,24 @@ def test_hardness_table_and_summary():
     assert d["n_mdps"] == 5 and d["n_infinite"] == 0
     assert d["median"] == pytest.approx(float(t["diameter"].median()))
     assert d["min"] <= d["q05"] <= d["median"] <= d["q95"] <= d["max"]
+
+
+def test_nearly_deterministic_mdps_take_the_reduced_policy_iteration():
+    """Taxi-like: deterministic moves and a few stochastic 'respawn' rows. The auto
+    method solves every target by policy iteration on the reduced system (no sweeps)
+    and agrees with dense policy iteration and with value iteration."""
+    rng = np.random.default_rng(3)
+    n, nU = 30, 2
+    P = np.zeros((n, nU, n))
+    for x in range(n):
+        P[x, 0, (x + 1) % n] = 1.0          # a ring
+        P[x, 1, x] = 1.0                    # stay
+    for x in (4, 17):                       # two respawn rows
+        P[x, 1] = 0.0
+        P[x, 1, rng.choice(n, 5, replace=False)] = rng.dirichlet(np.ones(5))
+    auto = H.diameter(P, 0, method="auto")
+    assert auto.policy_iterations == n and auto.sweeps == 0
+    for method in ("pi", "vi"):
+        other = H.diameter(P, 0, method=method)
+        assert other.value == pytest.approx(auto.value, rel=1e-9)
+    assert auto.relative_error <= 1e-9

@@ -19,7 +19,7 @@ from bbrlcore.agents import formulas as F
 from bbrlcore.agents import get
 from bbrlcore.agents import opps_ds as O
 from bbrlcore.agents.base import Episode, TrainContext
-from bbrlcore.agents.formula_agent import feature_counts, initial_q
+from bbrlcore.agents.formula_agent import initial_q, prior_features
 from bbrlcore.errors import BBRLError
 from bbrlcore.mdp import distributions as D
 from bbrlcore.mdp.solvers import solve_q
@@ -90,18 +90,41 @@ def test_ucb1_index_ties_are_random():
 
 def test_feature_models_match_their_definitions():
     prior = D.builtin("GC")
-    counts = feature_counts(prior.theta)
     nX = prior.n_states
     self_loop = np.zeros_like(prior.theta)
     for x in range(nX):
         self_loop[x, :, x] = 1.0
-    Q = initial_q(counts, prior.reward, np.ones(3, dtype=np.bool_), 0.95, 250)
+    st, fe = prior_features(prior, 0.95, 250)
+    Q = initial_q(st.succ, st.nsucc, *fe.args(), np.ones(3, dtype=np.bool_), 0.95, 250)
     for k, c in enumerate([prior.theta, self_loop, np.ones_like(prior.theta)]):
         P = c / c.sum(axis=2, keepdims=True)
         # the Q-iteration's answer (solved exactly: bbrlcore.mdp.solvers.q_solve), within the
         # literal iteration's 0.01 tolerance of it
         literal = solve_q(P, prior.reward, 0.95, 250)
         assert np.abs(Q[k] - literal).max() <= 0.01 * 0.95 / 0.05 + 1e-9
+
+
+def test_decomposed_uniform_feature_matches_the_dense_model(monkeypatch):
+    """Above UNIFORM_DENSE_MAX, QUniform is solved by the decomposed Q-iteration (sums
+    in another order, no policy iteration): within the Q-iteration's tolerance of the
+    dense model's answer, and a trajectory still plays."""
+    from bbrlcore.agents import formula_agent as FA
+
+    prior = D.builtin("Grid")
+    used = np.array([False, False, True])
+    st, fe = prior_features(prior, 0.95, 250)
+    assert fe.dense
+    dense = initial_q(st.succ, st.nsucc, *fe.args(), used, 0.95, 250)[2]
+    monkeypatch.setattr(FA, "UNIFORM_DENSE_MAX", 0)
+    st, fe = prior_features(prior, 0.95, 250)
+    assert not fe.dense
+    dec = initial_q(st.succ, st.nsucc, *fe.args(), used, 0.95, 250)[2]
+    assert np.abs(dec - dense).max() <= 0.01 * 0.95 / 0.05 + 1e-9
+    P = prior.draw_mdp(np.random.default_rng(3))
+    play = A.make_player(prior, {}, type("T", (), {"info": {"rpn": "X2"}})(),
+                         _episode(prior, horizon=50))
+    ret, counters = play(P, 5)
+    assert np.isfinite(ret) and counters.tolist() == [0]
 
 
 def test_failing_formula_counts_failures_and_plays_uniformly():

@@ -289,7 +289,7 @@ def test_gymnasium_env_and_agent_adapter(tmp_path):
     assert seen == [0, 1, 2, 3, 0]
     from gymnasium.utils.env_checker import check_env
 
-    check_env(MDPEnv(ts.mdps[0], ts.test.reward, horizon=10), skip_render_check=True)
+    check_env(MDPEnv(ts.dense(0), ts.test.reward, horizon=10), skip_render_check=True)
 
     class Counter:
         def __init__(self, observation_space, action_space, **kw):
@@ -324,7 +324,7 @@ def test_riverswim_is_built_from_arrays_and_saved_both_ways(tmp_path):
     D.write_dat(d, tmp_path / "r.dat")
     assert D.load(tmp_path / "r.parquet").same_as(d) and D.load(tmp_path / "r.dat").same_as(d)
     ts = E.new_test_set(D.load(tmp_path / "r.dat"), 5, 0.95, 50, 0)
-    assert ts.mdps.shape == (5, 6, 2, 6)
+    assert ts.mdps.shape == (5, 6, 2, ts.layout.width) and ts.dense(0).shape == (6, 2, 6)
     with pytest.raises(BBRLError, match="concentration must be > 0"):
         D.FDMDistribution.centred_on("x", "X", mod["riverswim_model"]()[0], d.reward, -1.0)
     with pytest.raises(BBRLError, match="rows of probabilities summing to one"):
@@ -783,8 +783,8 @@ def test_without_a_writable_cache_the_plugin_still_runs(tmp_path, monkeypatch):
     monkeypatch.setattr(k._cache, "save_overload", full)
     ts = E.new_test_set(D.builtin("GC"), 1, 0.95, 10, seed=0)
     ep = ts.episode()
-    args = ((np.zeros(1),), ts.mdps[0], ep.R, ep.Rstd, ep.gaussian, ep.initial_state,
-            ep.gamma, ep.horizon, 0, np.zeros(3, dtype=np.int64))
+    args = ((np.zeros(1),), ts.mdps[0], ep.succ, ep.nsucc, ep.R, ep.Rstd, ep.gaussian,
+            ep.initial_state, ep.gamma, ep.horizon, 0, np.zeros(3, dtype=np.int64))
     compile_locked(k, args, str(tmp_path / "lock"))
     assert k(*args)[0] > 0
 

@@ -342,8 +342,9 @@ def test_a_kernel_of_trajectory_kernel_records_when_given_an_array():
     params = cls.parse_params({})
     setup = PSRL(params, D.builtin("GC"), None, ep.gamma, ep.horizon).setup()
     k = agents.trajectory_kernel(PSRL.reset, PSRL.act, PSRL.observe)
-    args = (setup, np.ascontiguousarray(ts.mdps[0]), ep.R, ep.Rstd, ep.gaussian,
-            ep.initial_state, ep.gamma, ep.horizon, 3, np.zeros(3, dtype=np.int64))
+    args = (setup, np.ascontiguousarray(ts.mdps[0]), ep.succ, ep.nsucc, ep.R, ep.Rstd,
+            ep.gaussian, ep.initial_state, ep.gamma, ep.horizon, 3,
+            np.zeros(3, dtype=np.int64))
     buf = np.full(30, np.nan)
     with_rewards, _ = k(*args, buf)
     without, _ = k(*args)  # (as before: no array, nothing recorded)

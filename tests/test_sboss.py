@@ -87,9 +87,21 @@ def test_huge_merged_model_refused():
 # Sample counts and deviation
 
 
+def _counts(alpha, eps):
+    """K of a dense posterior (the full layout)."""
+    nX, nU, _ = alpha.shape
+    return sboss.sample_counts(alpha, np.full((nX, nU), nX, dtype=np.int64), eps)
+
+
+def _rows_counts(d, eps):
+    """K of a prior on its sparse rows."""
+    return sboss.sample_counts(np.array(d.theta_rows), d.support_layout.nsucc, eps)
+
+
 @pytest.mark.parametrize("eps, k", [(1.0, 1), (0.1, 1), (0.01, 9), (1e-6, 83334)])
 def test_sample_count_two_entry_rows(eps, k):
-    K = sboss.sample_counts(builtin("GC").theta, eps)
+    K = _counts(builtin("GC").theta, eps)
+    assert (_rows_counts(builtin("GC"), eps) == K).all()
     assert (K == k).all()
     assert k == math.ceil(1 / (12 * eps))
 
@@ -99,12 +111,13 @@ def test_sample_count_two_entry_rows(eps, k):
 )
 @pytest.mark.parametrize("eps", [1.0, 0.01, 1e-4])
 def test_sample_count_uniform_priors(prior, var, eps):
-    K = sboss.sample_counts(builtin(prior).theta, eps)
+    K = _rows_counts(builtin(prior), eps)
     assert (K == math.ceil(var / eps)).all()
 
 
 def test_sample_count_gdl_vector():
-    K = sboss.sample_counts(builtin("GDL").theta, 0.01)
+    K = _rows_counts(builtin("GDL"), 0.01)
+    assert (K == _counts(builtin("GDL").theta, 0.01)).all()
     expected = [9, 9, 0, 0, 0, 0, 0, 0, 0, 0, 9, 9, 9, 9, 9, 9, 0, 0]
     assert K.reshape(-1).tolist() == expected
 
@@ -112,9 +125,9 @@ def test_sample_count_gdl_vector():
 def test_sample_count_rises_after_observation():
     # UGC at eps = 0.01: 3 samples at the prior, 4 after one observation (spec 01 §5.7)
     alpha = builtin("UGC").theta.copy()
-    assert sboss.sample_counts(alpha, 0.01)[0, 0] == 3
+    assert _counts(alpha, 0.01)[0, 0] == 3
     alpha[0, 0, 0] += 1
-    assert sboss.sample_counts(alpha, 0.01)[0, 0] == 4
+    assert _counts(alpha, 0.01)[0, 0] == 4
 
 
 def test_first_ugc_deviation():
@@ -158,27 +171,22 @@ def test_deviation_compat_inf_only_without_nan():
 # Merged model
 
 
-def _support(alpha):
-    nX, nU, _ = alpha.shape
-    supp = np.zeros((nX, nU, nX), dtype=np.int64)
-    nsupp = (alpha > 0).sum(axis=2).astype(np.int64)
-    for x in range(nX):
-        for u in range(nU):
-            ys = np.flatnonzero(alpha[x, u] > 0)
-            supp[x, u, : len(ys)] = ys
-    return supp, nsupp
+def _rows(d):
+    """A prior's concentrations, rewards and layout on its sparse rows."""
+    lay = d.support_layout
+    return np.array(d.theta_rows), np.array(d.reward_rows), lay.succ, lay.nsucc
 
 
 def test_merged_model_is_sparse_at_tiny_epsilon():
-    theta = builtin("GC").theta
-    K = sboss.sample_counts(theta, 1e-6)
-    supp, nsupp = _support(theta)
-    probs, off, mK, soff, rexp = sboss.build_merged(theta, supp, nsupp, K, builtin("GC").reward,
-                                                    False, rng_new(1))
+    theta, Rr, succ, nsucc = _rows(builtin("GC"))
+    K = sboss.sample_counts(theta, nsucc, 1e-6)
+    probs, off, mK, soff, rexp = sboss.build_merged(theta, succ, nsucc, K, Rr, False,
+                                                    rng_new(1))
     assert (mK == 83334).all()
     assert probs.shape == (15 * 83334 * 2,)  # ~20 MB, not 5 * 3*83334 * 5 doubles
     assert probs.nbytes < 25e6
     assert sboss.merged_size(theta, 1e-6, False) == probs.size
+    assert sboss.merged_size(builtin("GC").theta, 1e-6, False) == probs.size  # dense too
     rows = probs.reshape(-1, 2)
     assert np.allclose(rows.sum(axis=1), 1.0) and (rows > 0).all()
     # Dir(1, 1) marginal: uniform on [0, 1]
@@ -187,10 +195,8 @@ def test_merged_model_is_sparse_at_tiny_epsilon():
 
 
 def test_merged_model_deterministic_rows():
-    theta = builtin("GDL").theta
-    K = sboss.sample_counts(theta, 0.01)
-    supp, nsupp = _support(theta)
-    R = builtin("GDL").reward
+    theta, R, supp, nsupp = _rows(builtin("GDL"))
+    K = sboss.sample_counts(theta, nsupp, 0.01)
     probs, off, mK, soff, rexp = sboss.build_merged(theta, supp, nsupp, K, R, False, rng_new(1))
     assert (mK == np.maximum(K, 1)).all()
     # the deterministic rows' single sample is the known transition
@@ -199,6 +205,38 @@ def test_merged_model_deterministic_rows():
             assert nsupp[x, u] == 1 and probs[off[x, u]] == 1.0
     probs_c, _, mK_c, _, _ = sboss.build_merged(theta, supp, nsupp, K, R, True, rng_new(1))
     assert (mK_c == K).all() and probs_c.size == int((K * nsupp).sum())
+
+
+@pytest.mark.parametrize("prior, eps", [("GDL", 0.01), ("Grid", 0.1), ("GC", 0.01)])
+@pytest.mark.parametrize("compat", [False, True])
+def test_merged_model_on_the_full_layout_draws_the_same(prior, eps, compat):
+    """On the full layout (a dense posterior) the slots of zero concentration get
+    probability 0 and no draw: the same samples as on the prior's sparse rows."""
+    d = builtin(prior)
+    theta, Rr, succ, nsucc = _rows(d)
+    nX, nU = d.n_states, d.n_actions
+    full_s = np.broadcast_to(np.arange(nX), (nX, nU, nX)).copy()
+    full_n = np.full((nX, nU), nX, dtype=np.int64)
+    K = sboss.sample_counts(theta, nsucc, eps)
+    assert (sboss.sample_counts(d.theta, full_n, eps) == K).all()
+    a = sboss.build_merged(theta, succ, nsucc, K, Rr, compat, rng_new(7))
+    b = sboss.build_merged(np.array(d.theta), full_s, full_n, K, np.array(d.reward), compat,
+                           rng_new(7))
+    pa, offa, mK, soffa, ra = a
+    pb, offb, mKb, soffb, rb = b
+    assert (mK == mKb).all() and (ra == rb).all()
+    for x in range(nX):
+        for u in range(nU):
+            ns = nsucc[x, u]
+            for k in range(mK[x, u]):
+                row = np.zeros(nX)
+                row[succ[x, u, :ns]] = pa[offa[x, u] + k * ns: offa[x, u] + (k + 1) * ns]
+                assert (pb[offb[x, u] + k * nX: offb[x, u] + (k + 1) * nX] == row).all()
+    V1, V2 = np.zeros(nX), np.zeros(nX)
+    p1, p2 = np.zeros(nX, dtype=np.int64), np.zeros(nX, dtype=np.int64)
+    sboss.merged_value_iteration(*a, succ, nsucc, 0.95, 1e-4, compat, V1, p1, 50)
+    sboss.merged_value_iteration(*b, full_s, full_n, 0.95, 1e-4, compat, V2, p2, 50)
+    assert np.allclose(V1, V2, rtol=1e-12, atol=1e-9) and (p1 == p2).all()
 
 
 def _dense_merged(probs, off, mK, supp, nsupp, Rm, compat):
@@ -250,10 +288,9 @@ def _dense_guez(Pm, Rmm, gamma, tol):
 @pytest.mark.parametrize("pi_steps", [0, 2, 50])
 def test_merged_vi_matches_dense_reference(prior, eps, compat, pi_steps):
     d = builtin(prior)
-    theta = d.theta.copy()
-    K = sboss.sample_counts(theta, eps)
-    supp, nsupp = _support(theta)
-    probs, off, mK, soff, rexp = sboss.build_merged(theta, supp, nsupp, K, d.reward, compat,
+    theta, Rr, supp, nsupp = _rows(d)
+    K = sboss.sample_counts(theta, nsupp, eps)
+    probs, off, mK, soff, rexp = sboss.build_merged(theta, supp, nsupp, K, Rr, compat,
                                                     rng_new(3))
     # each sample's expected reward is sum_j p_j R(x, u, y_j)
     for x in range(d.n_states):
@@ -350,6 +387,23 @@ def test_tiny_epsilon_on_gc_runs():
     play = _player("GC", "GC", horizon=5, epsilon=1e-6, delta=1e-6)
     ret, counters = play(_mdps("GC", 1)[0], 0)
     assert math.isfinite(ret) and counters[0] >= 1
+
+
+@pytest.mark.parametrize("prior", ["GC", "Grid", "UGC"])
+@pytest.mark.parametrize("compat", [False, True])
+def test_sparse_rows_and_dense_episode_agree(prior, compat):
+    """A player on the test set's sparse rows and one on dense arrays (the full layout,
+    slots of zero concentration included) play the same trajectories."""
+    from bbrlcore import protocol as E
+
+    test = "GC" if prior == "UGC" else prior
+    ts = E.new_test_set(builtin(test), 3, 0.95, 100, seed=0)
+    p = ALG.parse_params({"epsilon": "0.1", "delta": "1", "compat": str(compat).lower()})
+    sp = ALG.make_player(builtin(prior), p, None, ts.episode())
+    dp = ALG.make_player(builtin(prior), p, None, ts.episode(dense=True))
+    for i in range(3):
+        a, b = sp(ts.mdps[i], i), dp(ts.dense(i), i)
+        assert a[0] == b[0] and a[1].tolist() == b[1].tolist()
 
 
 def test_out_of_support_transition():

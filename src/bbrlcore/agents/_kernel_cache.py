@@ -58,14 +58,15 @@ SOURCE = '''\
 # Key {key} (their code, bbrlcore's sources, numba, Python). Safe to delete.
 from numba import njit
 
-from bbrlcore.agents.api import trajectory_loop
+from bbrlcore.agents.api import trajectory_loop_rows
 
 
 @njit(cache=True, error_model="numpy")
-def trajectory(setup, P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, status,
-               rewards=None):
-    return trajectory_loop(_reset, _act, _observe, _counters, setup, P, R, Rstd,  # noqa
-                           gaussian, initial_state, gamma, horizon, seed, status, rewards)
+def trajectory(setup, P, succ, nsucc, R, Rstd, gaussian, initial_state, gamma, horizon, seed,
+               status, rewards=None):
+    return trajectory_loop_rows(_reset, _act, _observe, _counters, setup, P,  # noqa
+                                succ, nsucc, R, Rstd, gaussian, initial_state, gamma,
+                                horizon, seed, status, rewards)
 '''
 
 #: The four globals of the generated module, in the order of :func:`kernel_module`'s

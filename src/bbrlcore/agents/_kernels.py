@@ -4,7 +4,7 @@ Environment (a drawn test MDP), the counting model of the posterior mean,
 tie-breaking rules and Dirichlet sampling. Randomness comes from numba's internal
 generator, seeded once per trajectory by the kernel (``np.random.seed(seed)``), except in
 kernels that carry their own :mod:`._rng` state (SBOSS): they call the environment
-through :func:`env_transition`, which takes the uniform draw as an argument.
+through :func:`env_transition_rows`, which takes the uniform draw as an argument.
 """
 
 from __future__ import annotations
@@ -26,39 +26,79 @@ def env_reset(initial_state, nX):
     return initial_state
 
 
-@njit(cache=True, error_model="numpy")
-def env_transition(P, x, u, s):
-    """Next state for the uniform draw ``s`` in [0, 1): the smallest y with
-    s < sum_{k<=y} P(x,u,k).
+# ---------------------------------------------------------------------------------------
+# The environment on sparse rows (bbrlcore.mdp.rows): P[x, u, k] is the probability of
+# the transition to succ[x, u, k]; the functions return the slot k of the transition
+# drawn (the next state is succ[x, u, k])
 
-    Rounding may leave a row summing to slightly less than 1; the draw then falls back to
-    the last state of the row's support (not to state 0 as the reference does).
-    """
+
+@njit(cache=True, error_model="numpy")
+def env_transition_rows(P, nsucc, x, u, s):
+    """Slot of the next state for the uniform draw ``s`` in [0, 1): the first slot k
+    with s < sum_{j<=k} P(x,u,j), the successors in increasing order (on a dense row,
+    the smallest y with s < sum_{z<=y} P(x,u,z)). Rounding may leave a row summing to
+    slightly less than 1: the draw then falls back to its last slot of positive
+    probability (not to state 0 as the reference does)."""
     acc = 0.0
-    nX = P.shape[2]
     last = 0
-    for y in range(nX):
-        p = P[x, u, y]
+    for k in range(nsucc[x, u]):
+        p = P[x, u, k]
         if p > 0.0:
             acc += p
-            last = y
+            last = k
             if s < acc:
-                return y
+                return k
     return last
 
 
 @njit(cache=True, error_model="numpy")
-def env_step(P, x, u):
-    """Draw the next state with numba's generator (see :func:`env_transition`)."""
-    return env_transition(P, x, u, np.random.random())
+def env_step_rows(P, nsucc, x, u):
+    """Draw the slot of the next state with numba's generator."""
+    return env_transition_rows(P, nsucc, x, u, np.random.random())
 
 
 @njit(cache=True, error_model="numpy")
-def env_reward(R, Rstd, gaussian, x, u, y):
-    """Reward of the transition: the mean, plus Gaussian noise for Gaussian rewards."""
+def env_reward_rows(R, Rstd, gaussian, x, u, k):
+    """Reward of the transition in slot ``k`` of row (x, u): the mean, plus Gaussian
+    noise for Gaussian rewards."""
     if gaussian:
-        return R[x, u, y] + Rstd[x, u, y] * np.random.standard_normal()
-    return R[x, u, y]
+        return R[x, u, k] + Rstd[x, u, k] * np.random.standard_normal()
+    return R[x, u, k]
+
+
+# ---------------------------------------------------------------------------------------
+# The counting model on sparse rows
+
+
+@njit(cache=True, error_model="numpy")
+def rows_model_init(counts, nsucc):
+    """Counting model from initial pseudo-counts on sparse rows: ``(N, Np, P)`` with
+    ``P = N / Np`` row by row (slots of zero count have probability 0 until observed)."""
+    nX, nU, K = counts.shape
+    N = counts.copy()
+    Np = np.zeros((nX, nU))
+    P = np.zeros((nX, nU, K))
+    for x in range(nX):
+        for u in range(nU):
+            s = 0.0
+            for k in range(nsucc[x, u]):
+                s += N[x, u, k]
+            Np[x, u] = s
+            for k in range(nsucc[x, u]):
+                if N[x, u, k] > 0.0:
+                    P[x, u, k] = N[x, u, k] / s
+    return N, Np, P
+
+
+@njit(cache=True, error_model="numpy")
+def rows_model_update(N, Np, P, nsucc, x, u, k):
+    """Observe the transition in slot ``k`` of row (x, u): N += 1, Np += 1, row
+    recomputed."""
+    N[x, u, k] += 1.0
+    Np[x, u] += 1.0
+    inv = 1.0 / Np[x, u]
+    for j in range(nsucc[x, u]):
+        P[x, u, j] = N[x, u, j] * inv
 
 
 # ---------------------------------------------------------------------------------------

@@ -2,20 +2,26 @@ r"""numba building blocks of the posterior-sampling agents (PSRL, BOSS).
 
 The posterior of every transition row is a Dirichlet, :math:`\alpha(x,u,\cdot) =
 \theta(x,u,\cdot) + c(x,u,\cdot)` (prior concentrations plus observed counts). These
-agents draw whole models from it and plan in them:
+agents draw whole models from it and plan in them. The built-ins keep it on the agent's
+**sparse rows** (:mod:`bbrlcore.mdp.rows`: slot k of row (x, u) is the transition to
+``succ[x, u, k]``, successors increasing; the layout holds the prior's support and every
+transition of the test MDPs, so an observation always has its slot):
 
-* :func:`posterior_init` / :func:`posterior_update`: the concentrations ``alpha``, the
-  observed visits of each pair (``visits``, without the prior's pseudo-counts: the
-  resampling rules count real transitions) and the sorted support of each row (the
-  successors with a positive concentration; an observation outside the prior's support
-  joins it).
+* :func:`posterior_init_rows` / :func:`posterior_update_rows`: the concentrations
+  ``alpha`` on the rows and the observed visits of each pair (``visits``, without the
+  prior's pseudo-counts: the resampling rules count real transitions); an observation
+  finds its slot by :func:`bbrlcore.mdp.rows.slot_of` (a binary search in the row). The
+  support of a row is its slots of positive concentration (a test transition outside
+  the prior's support has a slot of concentration 0 until it is observed).
 * :func:`sample_and_solve` (PSRL, and BOSS with K = 1): draw one MDP, every row
-  independently from :math:`\mathrm{Dir}(\alpha(x,u,\cdot))` (:func:`sample_model`:
-  normalised Gamma variates over the row's support, from the kernel's own xoshiro256**
-  generator, :mod:`._rng`), and solve it with BEB's solver
-  (:func:`~bbrlcore.mdp.solvers.guez_policy_iteration`: the Guez value iteration's answer,
-  Euclidean tolerance 1e-4, lowest action index on ties, warm-started from the previous
-  solve's values and policy).
+  independently from :math:`\mathrm{Dir}(\alpha(x,u,\cdot))` (:func:`sample_model_rows`:
+  normalised Gamma variates over the row's slots of positive concentration in increasing
+  order, from the kernel's own xoshiro256** generator, :mod:`._rng` — the draws a dense
+  row's support would take, in the same order), and solve it with BEB's solver
+  (:func:`~bbrlcore.mdp.solvers.guez_policy_iteration_rows`: the Guez value iteration's
+  answer, Euclidean tolerance 1e-4, lowest action index on ties, warm-started from the
+  previous solve's values and policy; by sweeps alone on models too large for dense LU
+  evaluations, :func:`~bbrlcore.mdp.solvers.lu_affordable`).
 * :func:`sample_and_solve_merged` (BOSS with K > 1): draw ``K[x, u]`` rows per pair and
   merge them into one MDP whose merged action :math:`m = u + k\,n_U` is "sample k of
   action u", solved by the Guez value iteration (lowest merged index on ties, warm-started
@@ -26,6 +32,10 @@ agents draw whole models from it and plan in them:
 
 Samples live only during the solve: between two resamplings the agents keep the greedy
 action of every state, the values (the next solve's warm start) and the posterior.
+
+The dense :func:`posterior_init`, :func:`posterior_update` and :func:`sample_model`
+(``(nX, nU, nX)`` arrays with support lists) are the public helpers of
+:mod:`bbrlcore.agents.bayes`; the built-in agents use the ``_rows`` ones.
 """
 
 from __future__ import annotations
@@ -33,16 +43,25 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from bbrlcore.agents._kernels import model_init, support_insert
+from bbrlcore.agents._kernels import rows_model_init, support_insert
 from bbrlcore.agents._rng import gamma_s, rng_new, uniform_s
 from bbrlcore.agents.sboss import build_merged, merged_value_iteration
-from bbrlcore.mdp.solvers import GUEZ_TOLERANCE, guez_policy_iteration, support_of
+from bbrlcore.mdp.rows import slot_of
+from bbrlcore.mdp.solvers import (
+    GUEZ_TOLERANCE,
+    guez_policy_iteration_rows,
+    lu_affordable,
+    n_transitions,
+    support_of,
+)
 
 
 @njit(cache=True, error_model="numpy")
 def posterior_init(theta):
-    """``(alpha, visits, supp, nsupp)`` at the prior: concentrations, observed visits of
-    each pair (zeros), and the sorted support ``supp[x, u, :nsupp[x, u]]`` of each row."""
+    """``(alpha, visits, supp, nsupp)`` at the prior of dense concentrations ``theta``
+    (nX, nU, nX): concentrations, observed visits of each pair (zeros), and the sorted
+    support ``supp[x, u, :nsupp[x, u]]`` of each row (the public dense helper;
+    :func:`posterior_init_rows` on sparse rows)."""
     nX, nU, _ = theta.shape
     alpha = theta.copy()
     visits = np.zeros((nX, nU), dtype=np.int64)
@@ -65,7 +84,8 @@ def sample_model(alpha, supp, nsupp, Ps, rs):
     the others must be zero): row (x, u) is :math:`\mathrm{Dir}(\alpha(x,u,\cdot))`,
     normalised Gamma variates over the support in increasing order. A single-entry row is
     that transition (no draw); a row whose variates sum below 1e-300 puts all its mass on
-    one uniformly chosen support entry (as SBOSS's :func:`~.sboss.build_merged`)."""
+    one uniformly chosen support entry (as SBOSS's :func:`~.sboss.build_merged`). Dense
+    arrays (the public helper; :func:`sample_model_rows` on sparse rows)."""
     nX, nU, _ = alpha.shape
     s0, s1, s2, s3 = rs[0], rs[1], rs[2], rs[3]  # generator state in registers (see _rng)
     for x in range(nX):
@@ -92,24 +112,118 @@ def sample_model(alpha, supp, nsupp, Ps, rs):
     rs[0], rs[1], rs[2], rs[3] = s0, s1, s2, s3
 
 
-@njit(cache=True, error_model="numpy")
-def sample_and_solve(alpha, supp, nsupp, Rm, gamma, tol, Ps, V, pi, A, b, rs):
-    """PSRL's step: draw one posterior MDP into ``Ps`` and solve it to the Guez
-    tolerance ``tol`` by :func:`~bbrlcore.mdp.solvers.guez_policy_iteration` (BEB's solver),
-    warm-started from ``V`` and ``pi`` (updated in place; ``pi`` is the greedy action of
-    every state, lowest index on ties). Returns the number of sweeps."""
-    sample_model(alpha, supp, nsupp, Ps, rs)
-    return guez_policy_iteration(Ps, Rm, supp, nsupp, gamma, tol, V, pi, A, b)
+# ---------------------------------------------------------------------------------------
+# On sparse rows (bbrlcore.mdp.rows): alpha[x, u, k] is the concentration of the
+# transition to succ[x, u, k], k < nsucc[x, u]
 
 
 @njit(cache=True, error_model="numpy")
-def sample_and_solve_merged(alpha, supp, nsupp, K, Rm, gamma, tol, pi_steps, V, pi, act, rs):
+def posterior_init_rows(theta):
+    """``(alpha, visits)`` at the prior: the concentrations ``theta`` on the agent's rows
+    (copied) and the observed visits of each pair (zeros)."""
+    nX, nU, _ = theta.shape
+    return theta.copy(), np.zeros((nX, nU), dtype=np.int64)
+
+
+@njit(cache=True, error_model="numpy")
+def posterior_update_rows(alpha, visits, succ, nsucc, x, u, y):
+    """Observe (x, u, y): one more count in y's slot of row (x, u) (found by binary
+    search; the agent's layout holds every test transition). Returns the slot."""
+    k = slot_of(succ, nsucc, x, u, y)
+    if k < 0:
+        raise ValueError("observed a transition outside the agent's layout")
+    alpha[x, u, k] += 1.0
+    visits[x, u] += 1
+    return k
+
+
+@njit(cache=True, error_model="numpy")
+def sample_model_rows(alpha, nsucc, Ps, rs):
+    r"""Draw one MDP from the posterior into ``Ps`` (the agent's rows, every slot written):
+    row (x, u) is :math:`\mathrm{Dir}(\alpha(x,u,\cdot))`, normalised Gamma variates over
+    the slots of positive concentration in increasing order (a slot of concentration 0
+    gets probability 0 and no draw) — the draws and arithmetic of :func:`sample_model` on
+    the dense row. A row with a single positive slot is that transition (no draw); a row
+    whose variates sum below 1e-300 puts all its mass on one uniformly chosen positive
+    slot (as SBOSS's :func:`~.sboss.build_merged`)."""
+    nX, nU, _ = alpha.shape
+    s0, s1, s2, s3 = rs[0], rs[1], rs[2], rs[3]  # generator state in registers (see _rng)
+    for x in range(nX):
+        for u in range(nU):
+            n = nsucc[x, u]
+            ns = 0
+            for k in range(n):
+                if alpha[x, u, k] > 0.0:
+                    ns += 1
+            if ns == 1:
+                for k in range(n):
+                    Ps[x, u, k] = 1.0 if alpha[x, u, k] > 0.0 else 0.0
+                continue
+            s = 0.0
+            for k in range(n):
+                a = alpha[x, u, k]
+                if a > 0.0:
+                    g, s0, s1, s2, s3 = gamma_s(a, s0, s1, s2, s3)
+                    Ps[x, u, k] = g
+                    s += g
+                else:
+                    Ps[x, u, k] = 0.0
+            if s < 1e-300:
+                v, s0, s1, s2, s3 = uniform_s(s0, s1, s2, s3)
+                pick = min(np.int64(v * ns), ns - 1)
+                j = 0
+                for k in range(n):
+                    if alpha[x, u, k] > 0.0:
+                        Ps[x, u, k] = 1.0 if j == pick else 0.0
+                        j += 1
+            else:
+                inv = 1.0 / s
+                for k in range(n):
+                    if alpha[x, u, k] > 0.0:
+                        Ps[x, u, k] *= inv
+    rs[0], rs[1], rs[2], rs[3] = s0, s1, s2, s3
+
+
+@njit(cache=True, error_model="numpy")
+def sample_and_solve(alpha, succ, nsucc, Rm, gamma, tol, Ps, V, pi, A, b, rs):
+    """PSRL's step on sparse rows: draw one posterior MDP into ``Ps``
+    (:func:`sample_model_rows`) and solve it to the Guez tolerance ``tol`` by
+    :func:`~bbrlcore.mdp.solvers.guez_policy_iteration_rows` (BEB's solver), warm-started
+    from ``V`` and ``pi`` (updated in place; ``pi`` is the greedy action of every state,
+    lowest index on ties). ``A`` is the (nX, nX) buffer of the LU evaluations (any 2-d
+    array when :func:`~bbrlcore.mdp.solvers.lu_affordable` refuses them). Returns the
+    number of sweeps."""
+    sample_model_rows(alpha, nsucc, Ps, rs)
+    return guez_policy_iteration_rows(Ps, Rm, succ, nsucc, gamma, tol, V, pi, A, b)
+
+
+@njit(cache=True, error_model="numpy")
+def lu_buffer(nsucc):
+    """The (nX, nX) work buffer of the LU policy evaluations when the model is solved
+    with them (:func:`~bbrlcore.mdp.solvers.lu_affordable`), else a (1, 1) stand-in."""
+    nX = nsucc.shape[0]
+    if lu_affordable(nX, n_transitions(nsucc)):
+        return np.empty((nX, nX))
+    return np.empty((1, 1))
+
+
+@njit(cache=True, error_model="numpy")
+def sample_and_solve_merged(alpha, succ, nsucc, K, Rm, gamma, tol, pi_steps, V, pi, act, rs):
     """BOSS's step: draw ``K[x, u]`` posterior rows per pair, solve the merged model from
     ``V`` (in place) and put the real action of each state's best merged action in ``act``.
-    Returns the number of Jacobi sweeps of the solve."""
+
+    Sparse rows: ``succ`` (nX, nU, W) and ``nsucc`` (nX, nU) are the agent's layout,
+    ``alpha`` (the posterior concentrations) and ``Rm`` (the known rewards) values on it,
+    shape (nX, nU, W); ``K`` (nX, nU) int64 sample counts (at least 1 is drawn per pair);
+    ``V``, ``pi``, ``act`` (nX); ``rs`` the :mod:`._rng` state. A row is drawn over its
+    slots of positive concentration (:func:`~bbrlcore.agents.sboss.build_merged`); the
+    policy-iteration warm start (``pi_steps``) applies only where
+    :func:`~bbrlcore.mdp.solvers.lu_affordable` admits the layout
+    (:func:`~bbrlcore.agents.sboss.merged_value_iteration`). Returns the number of Jacobi
+    sweeps of the solve."""
     nU = K.shape[1]
-    probs, off, mK, soff, rexp = build_merged(alpha, supp, nsupp, K, Rm, False, rs)
-    sweeps = merged_value_iteration(probs, off, mK, soff, rexp, supp, nsupp, gamma, tol,
+    probs, off, mK, soff, rexp = build_merged(alpha, succ, nsucc, K, Rm, False, rs)
+    sweeps = merged_value_iteration(probs, off, mK, soff, rexp, succ, nsucc, gamma, tol,
                                     False, V, pi, pi_steps)
     for z in range(act.shape[0]):
         act[z] = pi[z] % nU
@@ -117,28 +231,33 @@ def sample_and_solve_merged(alpha, supp, nsupp, K, Rm, gamma, tol, pi_steps, V, 
 
 
 @njit(cache=True, error_model="numpy")
-def mean_values(theta, Rm, gamma, tol):
-    """Values and greedy policy of the prior's mean model (Guez tolerance ``tol``): the
-    warm start of every trajectory's first solve (fewer iterations, same stopping test;
-    they depend only on the agent, so each trajectory remains a function of its seed)."""
-    nX, nU, _ = theta.shape
-    _N, _Np, Pm, supp, nsupp = model_init(theta)
+def mean_values(succ, nsucc, theta, Rm, gamma, tol):
+    """Values and greedy policy of the prior's mean model (Guez tolerance ``tol``;
+    ``theta`` and ``Rm`` on the rows ``succ``, ``nsucc``): the warm start of every
+    trajectory's first solve (fewer iterations, same stopping test; they depend only on
+    the agent, so each trajectory remains a function of its seed)."""
+    nX = theta.shape[0]
+    _N, _Np, Pm = rows_model_init(theta, nsucc)
     V = np.zeros(nX)
     pi = np.zeros(nX, dtype=np.int64)
-    guez_policy_iteration(Pm, Rm, supp, nsupp, gamma, tol, V, pi, np.empty((nX, nX)),
-                          np.empty(nX))
+    guez_policy_iteration_rows(Pm, Rm, succ, nsucc, gamma, tol, V, pi, lu_buffer(nsucc),
+                               np.empty(nX))
     return V, pi
 
 
-def sampling_setup(prior, gamma: float, ipar: np.ndarray) -> tuple:
-    """The ``setup`` of PSRL and BOSS: ``(theta, reward, V0, pi0, [gamma, tol], ipar)``,
-    the prior's arrays, the values and greedy policy of its mean model (the first solve's
-    warm start, :func:`mean_values`), the Guez tolerance and the agent's integer
-    parameters ``ipar``."""
-    theta = np.ascontiguousarray(prior.theta, dtype=np.float64)
-    Rm = np.ascontiguousarray(prior.reward, dtype=np.float64)
-    V0, pi0 = mean_values(theta, Rm, float(gamma), GUEZ_TOLERANCE)
-    return theta, Rm, V0, pi0, np.array([float(gamma), GUEZ_TOLERANCE]), ipar
+def sampling_setup(agent, ipar: np.ndarray) -> tuple:
+    """The ``setup`` of PSRL and BOSS: ``(succ, nsucc, theta, Rm, V0, pi0, [gamma, tol],
+    ipar)``: the agent's rows (``agent.layout``), the prior's concentrations and rewards
+    on them (``agent.theta_rows``, ``agent.reward_rows``), the values and greedy policy of
+    the prior's mean model (the first solve's warm start, :func:`mean_values`), the Guez
+    tolerance and the agent's integer parameters ``ipar``."""
+    succ = np.ascontiguousarray(agent.layout.succ, dtype=np.int64)
+    nsucc = np.ascontiguousarray(agent.layout.nsucc, dtype=np.int64)
+    theta = np.ascontiguousarray(agent.theta_rows, dtype=np.float64)
+    Rm = np.ascontiguousarray(agent.reward_rows, dtype=np.float64)
+    gamma = float(agent.gamma)
+    V0, pi0 = mean_values(succ, nsucc, theta, Rm, gamma, GUEZ_TOLERANCE)
+    return succ, nsucc, theta, Rm, V0, pi0, np.array([gamma, GUEZ_TOLERANCE]), ipar
 
 
 @njit(cache=True, error_model="numpy")

@@ -1,8 +1,21 @@
-"""The Python side the tree-search agents (BAMCP, BFS3) share: their trajectory kernels
-take the same leading arguments (the episode's rewards, initial state, γ and T, then the
-prior's concentrations and rewards), then the search's parameters, the seed and the
+"""What the tree-search agents (BAMCP, BFS3) share: the Python side of their trajectory
+kernels and the support lists of their counting models on sparse rows.
+
+The kernels take the same leading arguments (the test rewards on the agent's layout,
+initial state, γ and T, the layout ``succ, nsucc``, then the prior's concentrations and
+rewards on it: :func:`episode_args`), then the search's parameters, the seed and the
 array of per-step rewards they fill, and return ``(discounted return, largest number of
-nodes a search used, the pool's capacity)``."""
+nodes a search used, the pool's capacity)``. A player moves each test MDP onto the
+agent's layout (:meth:`bbrlcore.agents._layout.Setting.env`, the identity in the usual
+case) before calling the kernel.
+
+Both agents walk only the transitions of positive count (their posterior's support), in
+increasing successor order: :func:`support_init` lists them per row as **slots** of the
+agent's layout (slot ``k`` of row (x, u) is the transition to ``succ[x, u, k]``; the
+slots of a row are in increasing successor order, so the sums keep the order they had
+on dense rows), and :func:`support_observe` adds a real transition (inserting its slot
+the first time a transition outside the prior's support is seen).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +23,9 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from numba import njit
 
+from bbrlcore.agents._layout import Setting, setting
 from bbrlcore.agents.base import FLOAT64, Episode, Player, reward_buffer
 from bbrlcore.errors import BBRLError
 
@@ -38,24 +53,34 @@ def depth(params: dict[str, Any], episode: Episode, name: str) -> int:
     return D
 
 
-def episode_args(prior: Any, episode: Episode) -> tuple:
-    """The kernels' leading arguments: ``(R, Rstd, gaussian, initial_state, gamma, T,
-    theta, reward)`` (the episode's, then the prior's)."""
-    return (
-        np.ascontiguousarray(episode.R, dtype=np.float64),
-        np.ascontiguousarray(episode.Rstd, dtype=np.float64),
+def episode_args(prior: Any, episode: Episode) -> tuple[Setting, tuple]:
+    """The agent's :class:`~bbrlcore.agents._layout.Setting` and the kernels' leading
+    arguments on its layout: ``(R, Rstd, gaussian, initial_state, gamma, T, succ, nsucc,
+    theta, reward)`` (the episode's, the layout, then the prior's)."""
+    st = setting(prior, episode)
+    return st, (
+        _writable(st.R),
+        _writable(st.Rstd),
         bool(episode.gaussian),
         int(episode.initial_state),
         float(episode.gamma),
         int(episode.horizon),
-        np.ascontiguousarray(prior.theta, dtype=np.float64),
-        np.ascontiguousarray(prior.reward, dtype=np.float64),
+        st.succ,
+        st.nsucc,
+        st.theta,
+        st.Rm,
     )
 
 
-def search_player(kernel: Callable[..., tuple], args: tuple) -> Player:
-    """A player calling ``kernel(P, *args, seed, rewards)`` once per trajectory (no
-    counters)."""
+def _writable(a: np.ndarray) -> np.ndarray:
+    """``a``, copied if read-only (a test distribution's frozen rows): the kernels then
+    see one array type whatever the layouts, and numba compiles them once."""
+    return a if a.flags.writeable else a.copy()
+
+
+def search_player(kernel: Callable[..., tuple], st: Setting, args: tuple) -> Player:
+    """A player calling ``kernel(st.env(P), *args, seed, rewards)`` once per trajectory
+    (no counters)."""
     empty = np.zeros(0, dtype=np.int64)
     horizon = int(args[5])
     shape = (horizon,)
@@ -65,16 +90,62 @@ def search_player(kernel: Callable[..., tuple], args: tuple) -> Player:
         if not (type(rewards) is np.ndarray and rewards.shape == shape
                 and rewards.dtype is FLOAT64):  # (the runner's rows: no call)
             rewards = reward_buffer(rewards, horizon)
-        ret, _used, _cap = kernel(np.ascontiguousarray(P, dtype=np.float64), *args, int(seed),
-                                  rewards)
+        ret, _used, _cap = kernel(_env(st, P), *args, int(seed), rewards)
         return float(ret), empty
 
     return play
 
 
-def with_stats(kernel: Callable[..., tuple], args: tuple, P: np.ndarray,
+def with_stats(kernel: Callable[..., tuple], st: Setting, args: tuple, P: np.ndarray,
                seed: int) -> tuple[float, int, int]:
     """One trajectory: ``(return, most nodes used by a search, capacity)``."""
-    ret, used, cap = kernel(np.ascontiguousarray(P, dtype=np.float64), *args, int(seed),
-                            np.empty(int(args[5])))
+    ret, used, cap = kernel(_env(st, P), *args, int(seed), np.empty(int(args[5])))
     return float(ret), int(used), int(cap)
+
+
+def _env(st: Setting, P: np.ndarray) -> np.ndarray:
+    return st.env(np.ascontiguousarray(P, dtype=np.float64))
+
+
+# ---------------------------------------------------------------------------------------
+# The support of a counting model on sparse rows
+
+
+@njit(cache=True, error_model="numpy")
+def support_init(counts, nsucc):
+    """``(N, Np, supp, nsupp)``: the counts (a copy of ``counts``, values on sparse
+    rows), their row sums, and per row the slots of positive count in increasing order
+    in ``supp[x, u, :nsupp[x, u]]``."""
+    nX, nU, K = counts.shape
+    N = counts.copy()
+    Np = np.zeros((nX, nU))
+    supp = np.zeros((nX, nU, K), dtype=np.int64)
+    nsupp = np.zeros((nX, nU), dtype=np.int64)
+    for x in range(nX):
+        for u in range(nU):
+            s = 0.0
+            n = 0
+            for k in range(nsucc[x, u]):
+                c = N[x, u, k]
+                s += c
+                if c > 0.0:
+                    supp[x, u, n] = k
+                    n += 1
+            Np[x, u] = s
+            nsupp[x, u] = n
+    return N, Np, supp, nsupp
+
+
+@njit(cache=True, error_model="numpy")
+def support_observe(N, Np, supp, nsupp, x, u, k):
+    """Observe the transition in slot ``k`` of row (x, u): ``N += 1``, ``Np += 1``, and
+    the slot joins the row's support if its count was 0."""
+    if N[x, u, k] == 0.0:
+        i = nsupp[x, u]
+        while i > 0 and supp[x, u, i - 1] > k:
+            supp[x, u, i] = supp[x, u, i - 1]
+            i -= 1
+        supp[x, u, i] = k
+        nsupp[x, u] += 1
+    N[x, u, k] += 1.0
+    Np[x, u] += 1.0

@@ -45,7 +45,9 @@ The agent sees ``self.p`` (its parsed parameters), ``self.prior`` (the
 ``theta`` and the known rewards ``reward``), ``self.n_states``, ``self.n_actions``,
 ``self.gamma``, ``self.horizon``, ``self.learned`` (what ``train`` returned) and
 ``self.rng``, a :class:`numpy.random.Generator` made from the trajectory's seed (set
-before each ``reset``). A state and an action are integers. To try it by hand, make its
+before each ``reset``); on large problems, its sparse rows too (``self.layout``,
+``self.theta_rows``, ``self.reward_rows``: "Large problems" below). A state and an
+action are integers. To try it by hand, make its
 :class:`~bbrlcore.agents.base.Algorithm` and play one trajectory (``bbrl train`` and
 ``bbrl run`` do the same with a reference ``path/to/file.py:Greedy``):
 
@@ -125,7 +127,75 @@ The algorithms beyond the paper (:mod:`~bbrlcore.agents.psrl`,
 of the API at full speed.
 
 **A whole trajectory kernel**: an :class:`~bbrlcore.agents.base.Algorithm` with its own
-``make_player``, as the built-ins do.
+``make_player``, as the built-ins do. Its players get the test MDPs on sparse rows (below)
+when it says ``sparse=True``; an ``Algorithm`` written before them (``sparse`` False) gets
+dense ``(nX, nU, nX)`` arrays, as it always did, up to 50 million entries per MDP
+(:data:`bbrlcore.protocol.runner.MAX_DENSE_ENTRIES`; beyond, one line refusing it).
+
+**Large problems: sparse rows.** The examples above work on dense ``(nX, nU, nX)``
+arrays: right for the paper's problems, wasteful on a DeepSea of 902 states, where each
+such array has 1.6 million entries of which 3,600 can be non-zero and every Q-iteration
+sweep pays for all of them. The package stores test MDPs, and runs every built-in agent,
+on **sparse rows** (:mod:`bbrlcore.mdp.rows`: the successors of each state-action pair,
+padded to the widest row), and gives a plugin the same form besides the dense prior:
+
+* ``self.layout`` — a :class:`~bbrlcore.mdp.rows.Layout`: ``succ`` (nX, nU, K), the
+  successors of each pair in increasing order, and ``nsucc`` (nX, nU), how many. It is
+  the prior's support joined with the test MDPs' transitions, so every transition the
+  agent can observe has a slot (a slot the prior rules out has concentration 0);
+* ``self.theta_rows`` and ``self.reward_rows`` — the prior's concentrations and the
+  known rewards on those slots, arrays (nX, nU, K);
+* :func:`bbrlcore.agents.bayes.slot` ``(self.layout, x, u, y)`` — the slot ``k`` of a
+  transition (``-1``: none);
+* :func:`~bbrlcore.agents.bayes.q_values` and :func:`~bbrlcore.agents.bayes.state_values`
+  with ``layout=self.layout`` — the same solvers on rows, in time proportional to the
+  transitions.
+
+``self.prior.theta`` and ``self.prior.reward`` stay there (an FDM prior holds dense
+arrays up to 50 million entries), so an agent may keep working on dense arrays where
+they are small. The e-Greedy above on rows: counts on the slots, and the same
+trajectories as the dense one:
+
+>>> class GreedyRows(Greedy):
+...     "e-Greedy on the posterior mean, on sparse rows."
+...     name = "my-egreedy-rows"
+...
+...     def reset(self):
+...         self.counts = self.theta_rows.copy()          # (nX, nU, K)
+...         self.q = self.solve()
+...
+...     def solve(self, q=None):
+...         P = self.counts / self.counts.sum(axis=2, keepdims=True)
+...         return bayes.q_values(P, self.reward_rows, self.gamma, self.horizon, q,
+...                               layout=self.layout)
+...
+...     def observe(self, state, action, next_state, reward):
+...         k = bayes.slot(self.layout, state, action, next_state)
+...         self.counts[state, action, k] += 1
+...         self.q = self.solve(self.q)
+>>> rows_alg = registry.as_algorithm(GreedyRows, "example")
+>>> eps = rows_alg.parse_params({"epsilon": "0.1"})
+>>> play_rows = rows_alg.make_player(D.builtin("GC"), eps, None, ts.episode())
+>>> play_dense = registry.as_algorithm(Greedy, "example").make_player(
+...     D.builtin("GC"), eps, None, ts.episode())
+>>> play_rows(ts.mdps[1], 7)[0] == play_dense(ts.mdps[1], 7)[0]
+True
+>>> from bbrlcore.mdp import families
+>>> deep = families.make("deepsea", size=30)             # 902 states, 2 actions
+>>> big = protocol.new_test_set(deep.test, 1, 0.95, 50, seed=0)
+>>> big.mdps.shape                    # each test MDP on its rows: (nX, nU, K), K = 2
+(1, 902, 2, 2)
+>>> play_big = rows_alg.make_player(deep.prior("accurate"), eps, None, big.episode())
+>>> ret, _ = play_big(big.mdps[0], 7)                     # a fraction of a second
+>>> bool(np.isfinite(ret))
+True
+
+A compiled agent does the same in its ``setup`` (return ``self.layout.succ``,
+``self.layout.nsucc``, ``self.theta_rows``, ``self.reward_rows``) with the numba helpers
+on rows listed in :mod:`bbrlcore.agents.bayes` (the posterior mean, the posterior and its
+draws, the solvers); its ``observe`` still receives the successor state ``y``, whose slot
+:func:`~bbrlcore.mdp.rows.slot_of` finds. The built-in e-Greedy, BEB, PSRL and BOLT are
+written so.
 
 Errors of the user's code (an exception in any of its methods, ``SystemExit`` included;
 an action that is not an integer in ``[0, nU)``; functions that do not compile) stop the
@@ -146,7 +216,7 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
-from bbrlcore.agents._kernels import env_reset, env_reward, env_step
+from bbrlcore.agents._kernels import env_reset, env_reward_rows, env_step_rows
 from bbrlcore.agents.base import (
     FLOAT64,
     Algorithm,
@@ -237,6 +307,11 @@ class _AgentBase:
         self.n_states = int(prior.n_states)
         self.n_actions = int(prior.n_actions)
         self.rng = np.random.default_rng(0)
+        # sparse rows (bbrlcore.mdp.rows): the prior's support until the agent is placed
+        # on a test set (then joined with the test MDPs' transitions, _place)
+        self.layout = prior.support_layout
+        self.theta_rows = prior.theta_rows
+        self.reward_rows = prior.reward_rows
 
     def train(self, prior: Any, ctx: TrainContext) -> Any:
         """Offline learning from ``prior`` (optional). Return anything JSON-able (numbers,
@@ -307,6 +382,9 @@ def algorithm_of(cls: type, what: str) -> Algorithm:
         raise BBRLError(f"{what}: {cls.__name__}.params must be a tuple of Param")
     counters = tuple(getattr(cls, "counters", ()) or ())
     compiled = isinstance(cls, type) and issubclass(cls, CompiledAgent)
+    # the package's loops play on sparse rows; a compiled agent's own dense kernel not
+    own = getattr(cls, "trajectory", None) if compiled else None
+    sparse = not (own is not None and hasattr(own, "py_func"))
     prepare = None
     if compiled:
         missing = [m for m in ("reset", "act", "observe")
@@ -338,6 +416,7 @@ def algorithm_of(cls: type, what: str) -> Algorithm:
                                        "offline_cost_features"),
         display_name=display,
         prepare=prepare,
+        sparse=sparse,
     )
 
 
@@ -359,6 +438,19 @@ def _instance(cls: type, params: dict, prior: Any, learned: Any, gamma: float,
 def _new_agent(cls: type, name: str, params: dict, prior: Any, learned: Any, gamma: float,
                horizon: int) -> Any:
     return user_call(name, "__init__", _instance, cls, params, prior, learned, gamma, horizon)
+
+
+def _place(agent: Any, prior: Any, ep: Episode) -> None:
+    """Give the agent its sparse rows (:class:`~bbrlcore.agents._layout.Setting`): the
+    layout of its prior's support joined with the test MDPs' (``agent.layout``), the
+    prior's concentrations and rewards on it (``agent.theta_rows``,
+    ``agent.reward_rows``)."""
+    from bbrlcore.agents._layout import setting
+
+    st = setting(prior, ep)
+    agent.layout = st.layout
+    agent.theta_rows = st.theta
+    agent.reward_rows = st.Rm
 
 
 def _trainer(cls: type, name: str) -> Callable[..., Trained]:
@@ -406,7 +498,10 @@ def _python_player(cls: type, name: str, counters: tuple[str, ...]):
     def make_player(prior: Any, params: dict, trained: Trained | None, ep: Episode):
         learned = (trained.info or {}).get("learned") if trained is not None else None
         agent = _new_agent(cls, name, params, prior, learned, ep.gamma, ep.horizon)
+        _place(agent, prior, ep)
         R, Rstd = np.asarray(ep.R), np.asarray(ep.Rstd)
+        lay = ep.layout()
+        succ, nsucc = lay.succ, lay.nsucc
         nC = len(counters)
 
         def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
@@ -416,7 +511,7 @@ def _python_player(cls: type, name: str, counters: tuple[str, ...]):
             env_ss, agent_ss = np.random.SeedSequence(int(seed)).spawn(2)
             env = np.random.Generator(np.random.PCG64(env_ss))
             agent.rng = np.random.Generator(np.random.PCG64(agent_ss))
-            cdf = np.cumsum(P, axis=2)
+            cdf = np.cumsum(P, axis=2)  # (the test MDP on its sparse rows)
             step = -1
             ret, disc = 0.0, 1.0
             # (run_agent sends the user's prints to stderr around the whole run)
@@ -426,12 +521,14 @@ def _python_player(cls: type, name: str, counters: tuple[str, ...]):
                 for step in range(ep.horizon):
                     a = _action(agent.act(x), nU, name, step)
                     row = cdf[x, a]
-                    y = min(int(np.searchsorted(row, env.random(), side="right")), nX - 1)
-                    while P[x, a, y] == 0.0 and y > 0:  # rounding at the row's end
-                        y -= 1
-                    r = float(R[x, a, y])
+                    k = min(int(np.searchsorted(row, env.random(), side="right")),
+                            int(nsucc[x, a]) - 1)
+                    while P[x, a, k] == 0.0 and k > 0:  # rounding at the row's end
+                        k -= 1
+                    y = int(succ[x, a, k])
+                    r = float(R[x, a, k])
                     if ep.gaussian:
-                        r += float(Rstd[x, a, y]) * float(env.standard_normal())
+                        r += float(Rstd[x, a, k]) * float(env.standard_normal())
                     rewards[step] = r
                     ret += disc * r
                     disc *= ep.gamma
@@ -508,7 +605,29 @@ def trajectory_loop(reset, act, observe, counter_values, setup, P, R, Rstd, gaus
     Inlined into its caller at compile time (``inline="always"``), so a kernel that calls
     it with module-level ``@njit`` functions is an ordinary function of arrays and numbers:
     :func:`trajectory_kernel` writes such a kernel for each agent, cached on disk.
+    (On a dense MDP ``P`` of shape (nX, nU, nX): :func:`trajectory_loop_rows` on the
+    full layout, the same trajectory.)
     """
+    nX, nU, _ = P.shape
+    succ = np.empty((nX, nU, nX), dtype=np.int64)
+    for x in range(nX):
+        for u in range(nU):
+            for y in range(nX):
+                succ[x, u, y] = y
+    nsucc = np.full((nX, nU), nX, dtype=np.int64)
+    return trajectory_loop_rows(reset, act, observe, counter_values, setup, P, succ, nsucc,
+                                R, Rstd, gaussian, initial_state, gamma, horizon, seed,
+                                status, rewards)
+
+
+@njit(error_model="numpy", inline="always")
+def trajectory_loop_rows(reset, act, observe, counter_values, setup, P, succ, nsucc, R,
+                         Rstd, gaussian, initial_state, gamma, horizon, seed, status,
+                         rewards=None):
+    """:func:`trajectory_loop` on a test MDP stored on sparse rows (``P[x, u, k]`` the
+    probability of the transition to ``succ[x, u, k]``, ``R`` and ``Rstd`` on the same
+    slots, :mod:`bbrlcore.mdp.rows`): the agent's functions see states, actions and
+    rewards only, as with a dense MDP, and the same draws give the same trajectory."""
     np.random.seed(seed)
     nX, nU, _ = P.shape
     status[2] = 0
@@ -523,11 +642,12 @@ def trajectory_loop(reset, act, observe, counter_values, setup, P, R, Rstd, gaus
             status[1] = u
             status[2] = 1
             return ret, counter_values(state)
-        y = env_step(P, x, u)
-        r = env_reward(R, Rstd, gaussian, x, u, y)
+        k = env_step_rows(P, nsucc, x, u)
+        r = env_reward_rows(R, Rstd, gaussian, x, u, k)
         record_reward(rewards, t, r)
         ret += disc * r
         disc *= gamma
+        y = succ[x, u, k]
         observe(state, x, u, y, r)
         x = y
     return ret, counter_values(state)
@@ -552,10 +672,11 @@ _KERNELS: dict[tuple[Any, ...], tuple[Any, str | None]] = {}
 
 def _closure_kernel(reset: Any, act: Any, observe: Any, count: Any) -> Any:
     @njit(error_model="numpy")
-    def kernel(setup, P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, status,
-               rewards=None):
-        return trajectory_loop(reset, act, observe, count, setup, P, R, Rstd, gaussian,
-                               initial_state, gamma, horizon, seed, status, rewards)
+    def kernel(setup, P, succ, nsucc, R, Rstd, gaussian, initial_state, gamma, horizon, seed,
+               status, rewards=None):
+        return trajectory_loop_rows(reset, act, observe, count, setup, P, succ, nsucc, R,
+                                    Rstd, gaussian, initial_state, gamma, horizon, seed,
+                                    status, rewards)
 
     return kernel
 
@@ -584,11 +705,12 @@ def _kernel_and_lock(reset: Any, act: Any, observe: Any, counter_values: Any,
 
 def trajectory_kernel(reset: Any, act: Any, observe: Any, counter_values: Any = None, *,
                       cache: bool = True) -> Any:
-    """The trajectory loop (:func:`trajectory_loop`) specialised to one agent's ``@njit``
-    functions: ``kernel(setup, P, R, Rstd, gaussian, initial_state, gamma, horizon, seed,
-    status, rewards=None) -> (discounted return, counters)``, where ``counters`` is
-    ``counter_values(state)`` (an empty int64 array without it) and ``rewards`` (a float64
-    array of length ``horizon``) receives the reward of each step.
+    """The trajectory loop on sparse rows (:func:`trajectory_loop_rows`) specialised to
+    one agent's ``@njit`` functions: ``kernel(setup, P, succ, nsucc, R, Rstd, gaussian,
+    initial_state, gamma, horizon, seed, status, rewards=None) -> (discounted return,
+    counters)``, where ``counters`` is ``counter_values(state)`` (an empty int64 array
+    without it) and ``rewards`` (a float64 array of length ``horizon``) receives the
+    reward of each step.
 
     The functions are compile-time constants of the kernel, so a call only passes arrays
     and numbers (no per-call typing of function arguments, the agent's state never boxed
@@ -650,6 +772,7 @@ def _compiled_player(cls: type, name: str, counters: tuple[str, ...]):
             if err:
                 raise BBRLError(f"{name}: {err}")
         agent = _new_agent(cls, name, params, prior, learned, ep.gamma, ep.horizon)
+        _place(agent, prior, ep)
         setup = user_call(name, "setup", agent.setup)
         if not isinstance(setup, tuple):
             raise BBRLError(f"{name}: setup must return a tuple (the inputs of reset)")
@@ -659,33 +782,50 @@ def _compiled_player(cls: type, name: str, counters: tuple[str, ...]):
         status = np.zeros(3, dtype=np.int64)
         own = getattr(cls, "trajectory", None)
         fns = (cls.reset, cls.act, cls.observe, final_state if in_python else count_fn)
+        gaussian, initial_state = bool(ep.gaussian), int(ep.initial_state)
+        gamma, horizon = float(ep.gamma), int(ep.horizon)
+        dense_of = None
         if own is not None and hasattr(own, "py_func"):
-            kernel, lock = own, None  # the class's own kernel of the same loop
+            # the class's own kernel of the dense loop (written before sparse rows: its
+            # Algorithm is not sparse, so the runner gives it dense MDPs; given an
+            # Episode on rows all the same, it gets its MDPs made dense)
+            kernel, lock = own, None
             records = _takes_rewards(own)
+            lead: tuple = ()
+            if ep.succ is not None:
+                from bbrlcore.mdp import rows
+
+                dense_of = ep.layout()
+                R = _readonly(np.ascontiguousarray(rows.scatter(ep.R, dense_of)))
+                Rstd = _readonly(np.ascontiguousarray(rows.scatter(ep.Rstd, dense_of)))
         else:
             kernel, lock = _kernel_and_lock(*fns, True)
             records = True
-        gaussian, initial_state = bool(ep.gaussian), int(ep.initial_state)
-        gamma, horizon = float(ep.gamma), int(ep.horizon)
+            lay = ep.layout()
+            lead = (lay.succ, lay.nsucc)
         # compiled now (or loaded from the cache), outside any timing; R stands for P
-        args = (setup, R, R, Rstd, gaussian, initial_state, gamma, horizon, 0, status)
+        args = (setup, R, *lead, R, Rstd, gaussian, initial_state, gamma, horizon, 0, status)
         shape = (horizon,)
         _compile(kernel, (*args, np.empty(horizon)) if records else args, lock, name, fns)
 
         def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
                  ) -> tuple[float, np.ndarray]:
             status[:] = 0
+            if dense_of is not None:
+                from bbrlcore.mdp import rows
+
+                P = rows.scatter(np.asarray(P, dtype=np.float64), dense_of)
             P = _readonly(np.ascontiguousarray(P, dtype=np.float64))
             if records and not (type(rewards) is np.ndarray and rewards.shape == shape
                                 and rewards.dtype is FLOAT64):  # (the runner's rows)
                 rewards = reward_buffer(rewards, horizon)
             try:  # (run_agent sends the user's prints to stderr around the whole run)
                 if records:
-                    ret, out = kernel(setup, P, R, Rstd, gaussian, initial_state, gamma,
-                                      horizon, int(seed), status, rewards)
+                    ret, out = kernel(setup, P, *lead, R, Rstd, gaussian, initial_state,
+                                      gamma, horizon, int(seed), status, rewards)
                 else:
-                    ret, out = kernel(setup, P, R, Rstd, gaussian, initial_state, gamma,
-                                      horizon, int(seed), status)
+                    ret, out = kernel(setup, P, *lead, R, Rstd, gaussian, initial_state,
+                                      gamma, horizon, int(seed), status)
             except KeyboardInterrupt:
                 raise
             except BaseException as exc:  # noqa: BLE001 - the user's code (or its typing)

@@ -55,9 +55,14 @@ root, so the pool holds ``K + 1`` V-nodes. Each V-node stores its visit count an
 the head of its child list (16 bytes): children are kept **sparsely** as linked lists
 (a Q-node has at most as many children as its posterior row has support), not as a dense
 ``nU·nX`` table. So the tree takes :math:`(K+1)(20 + 16\,n_U)` bytes, about 2.1 MB for
-Grid (nU = 4) at K = 25 000; the posterior, the per-simulation urn counts and the
-stamps add :math:`O(n_X^2 n_U)`. The pool cannot overflow (one
-node per simulation), and the kernel still checks it and raises if it would.
+Grid (nU = 4) at K = 25 000. The posterior and the per-simulation urn counts live on
+the agent's **sparse rows** (:mod:`bbrlcore.mdp.rows`: the successors of each pair that
+the prior or the test MDPs allow), :math:`n_X n_U W` entries each with ``W`` the widest
+row (``n_X`` only for a prior whose rows are full, as UGrid's); the stamps, the rollout
+policy's Q-learner and greedy sets take :math:`O(n_X n_U)`. So setting up a trajectory
+costs the number of transitions, and a simulated transition the width of its row, not
+``n_X``. The pool cannot overflow (one node per simulation), and the kernel still checks
+it and raises if it would.
 
 References
 ----------
@@ -78,10 +83,8 @@ from numba import njit
 from bbrlcore.agents._kernels import (
     argmax_random_tie,
     env_reset,
-    env_reward,
-    env_step,
-    model_init,
-    model_update,
+    env_reward_rows,
+    env_step_rows,
 )
 from bbrlcore.agents._rng import rng_fill_uniform, rng_new
 from bbrlcore.agents._tree_search import (
@@ -91,6 +94,8 @@ from bbrlcore.agents._tree_search import (
     episode_args,
     resolve_depth,
     search_player,
+    support_init,
+    support_observe,
     with_stats,
 )
 from bbrlcore.agents.base import (
@@ -100,7 +105,6 @@ from bbrlcore.agents.base import (
     Param,
     Trained,
     at_least_one,
-    support_sizes,
 )
 
 #: UCT exploration constant.
@@ -115,7 +119,7 @@ INF = 1e10
 
 @njit(cache=True, error_model="numpy")
 def _search(
-    x, nX, nU, K, D, gamma, rsup, acum, supp, nsupp, urn, stamp, sim0, gset, gcount,
+    x, W, nU, K, D, gamma, rsup, acum, supp, nsupp, urn, stamp, sim0, gset, gcount,
     vN, vstate, vsib, qN, qW, qhead, path_node, path_a, path_r, scores, tie, rbuf, rstate, rs,
     clog, isq, inv,
 ):  # fmt: skip
@@ -125,8 +129,11 @@ def _search(
     Everything is written out in this one function (UCB1, the urn draws of root
     sampling, the rollout) because numba does not make calls to small helpers free.
     ``rstate`` = [buffer position] is carried across decisions. The arrays come flat
-    (pair p = s nU + a; a pair's support entries at p nX + i; a node's actions at
-    node nU + a): one multiply-add per index instead of a stride per dimension.
+    (pair p = s nU + a; a pair's support entries at p W + i, ``W`` the width of the
+    agent's sparse rows, its widest row; a node's actions at node nU + a): one
+    multiply-add per index instead of a stride per dimension. ``supp`` holds the
+    support's next states, ``acum``/``rsup`` its cumulative counts and rewards (see
+    :func:`_support_order`).
     """
     cap = vN.shape[0]
     RB = rbuf.shape[0]
@@ -218,7 +225,7 @@ def _search(
             # with target < sum_i) and the update adds 1 from the drawn state on, without
             # a branch on the data
             pa = s * nU + a
-            base = pa * nX
+            base = pa * W
             ks = nsupp[U(pa)]
             if stamp[U(pa)] != sim:
                 stamp[U(pa)] = sim
@@ -278,14 +285,16 @@ def _search(
 
 
 @njit(cache=True, error_model="numpy")
-def _support_order(alpha, R, supp, nsupp, acum, rsup, s, a):
-    """Row (s, a) in support order: the cumulative sums of the posterior counts, and the
-    rewards."""
+def _support_order(alpha, R, succ, supp, nsupp, acum, rsup, sst, s, a):
+    """Row (s, a) in support order (``supp`` lists the slots of positive count): the
+    cumulative sums of the posterior counts, the rewards and the next states."""
     acc = 0.0
     for i in range(nsupp[s, a]):
-        acc += alpha[s, a, supp[s, a, i]]
+        k = supp[s, a, i]
+        acc += alpha[s, a, k]
         acum[s, a, i] = acc
-        rsup[s, a, i] = R[s, a, supp[s, a, i]]
+        rsup[s, a, i] = R[s, a, k]
+        sst[s, a, i] = succ[s, a, k]
 
 
 @njit(cache=True, error_model="numpy")
@@ -319,24 +328,26 @@ def _ql_update(Qrl, gset, gcount, x, u, y, r, gamma):
 
 
 @njit(cache=True, error_model="numpy")
-def bamcp_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R, K, D, seed,
-                     rewards):
+def bamcp_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, succ, nsucc, theta, R,
+                     K, D, seed, rewards):
     """One whole BAMCP trajectory on test MDP ``P``; the reward of step ``t`` goes to
-    ``rewards[t]``.
+    ``rewards[t]``. ``P``, ``Renv``, ``Rstd`` (the test MDP), ``theta`` and ``R`` (the
+    prior) are values on the agent's sparse rows ``succ, nsucc``.
 
     Returns ``(discounted_return, max_nodes, capacity)``: the largest number of V-nodes
     any decision used, and the pool size (``K + 1``).
     """
     np.random.seed(seed)
     rs = rng_new(seed)
-    nX, nU, _ = theta.shape
-    alpha, Np, _Pm, supp, nsupp = model_init(theta)
-    urn = np.empty((nX, nU, nX))
-    acum = np.empty((nX, nU, nX))  # cumulative alpha and R in support order
-    rsup = np.empty((nX, nU, nX))
+    nX, nU, W = theta.shape
+    alpha, Np, supp, nsupp = support_init(theta, nsucc)
+    urn = np.empty((nX, nU, W))
+    acum = np.empty((nX, nU, W))  # support order: cumulative alpha, R, next states
+    rsup = np.empty((nX, nU, W))
+    sst = np.empty((nX, nU, W), dtype=np.int64)
     for s in range(nX):
         for b in range(nU):
-            _support_order(alpha, R, supp, nsupp, acum, rsup, s, b)
+            _support_order(alpha, R, succ, supp, nsupp, acum, rsup, sst, s, b)
     stamp = np.full((nX, nU), -1, dtype=np.int64)
     Qrl = np.zeros((nX, nU))
     gset = np.empty((nX, nU), dtype=np.int64)
@@ -369,7 +380,7 @@ def bamcp_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R,
     rstate = np.zeros(1, dtype=np.int64)
 
     # flat views for the search (same memory; the 2-D/3-D forms serve the updates)
-    rsup_f, acum_f, supp_f = rsup.ravel(), acum.ravel(), supp.ravel()
+    rsup_f, acum_f, supp_f = rsup.ravel(), acum.ravel(), sst.ravel()
     nsupp_f, urn_f, stamp_f = nsupp.ravel(), urn.ravel(), stamp.ravel()
     gset_f, qN_f, qW_f, qhead_f = gset.ravel(), qN.ravel(), qW.ravel(), qhead.ravel()
 
@@ -380,7 +391,7 @@ def bamcp_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R,
     max_used = 0
     for t in range(T):
         used = _search(
-            x, nX, nU, K, D, gamma, rsup_f, acum_f, supp_f, nsupp_f, urn_f,
+            x, W, nU, K, D, gamma, rsup_f, acum_f, supp_f, nsupp_f, urn_f,
             stamp_f, sim0, gset_f, gcount, vN, vstate, vsib, qN_f, qW_f, qhead_f, path_node,
             path_a, path_r, scores, tie, rbuf, rstate, rs, clog, isq, inv,
         )  # fmt: skip
@@ -388,13 +399,14 @@ def bamcp_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R,
         if used > max_used:
             max_used = used
         u = _greedy_root(qN, qW, nU, scores)
-        y = env_step(P, x, u)
-        r = env_reward(Renv, Rstd, gaussian, x, u, y)
+        k = env_step_rows(P, nsucc, x, u)
+        r = env_reward_rows(Renv, Rstd, gaussian, x, u, k)
+        y = succ[x, u, k]
         rewards[t] = r
         ret += disc * r
         disc *= gamma
-        model_update(alpha, Np, _Pm, supp, nsupp, x, u, y)
-        _support_order(alpha, R, supp, nsupp, acum, rsup, x, u)
+        support_observe(alpha, Np, supp, nsupp, x, u, k)
+        _support_order(alpha, R, succ, supp, nsupp, acum, rsup, sst, x, u)
         _ql_update(Qrl, gset, gcount, x, u, y, r, gamma)
         x = y
     return ret, max_used, cap
@@ -405,12 +417,14 @@ def bamcp_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R,
 
 
 def _args(prior: Any, params: dict[str, Any], episode: Episode) -> tuple:
-    return (*episode_args(prior, episode), int(params["K"]), depth(params, episode, "bamcp"))
+    st, args = episode_args(prior, episode)
+    return st, (*args, int(params["K"]), depth(params, episode, "bamcp"))
 
 
 def make_player(prior: Any, params: dict[str, Any], trained: Trained | None, episode: Episode):
-    """A player running one BAMCP trajectory per call (see the module docstring)."""
-    return search_player(bamcp_trajectory, _args(prior, params, episode))
+    """A player running one BAMCP trajectory per call (see the module docstring) on the
+    agent's sparse rows (:func:`bbrlcore.agents._layout.setting`)."""
+    return search_player(bamcp_trajectory, *_args(prior, params, episode))
 
 
 def play_with_stats(
@@ -418,7 +432,7 @@ def play_with_stats(
 ) -> tuple[float, int, int]:
     """One trajectory, returning ``(return, max V-nodes used by a decision, capacity)``
     (for tests and memory checks)."""
-    return with_stats(bamcp_trajectory, _args(prior, params, episode), P, seed)
+    return with_stats(bamcp_trajectory, *_args(prior, params, episode), P, seed)
 
 
 def pool_bytes(K: int, n_actions: int) -> int:
@@ -442,7 +456,7 @@ def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict
     K = float(params["K"])
     D = float(resolve_depth(params, horizon))
     T = float(horizon)
-    S = float(support_sizes(prior.theta).mean())
+    S = float(prior.support_layout.nsucc.mean())
     return {"trajectory": 1.0, "decisions": T, "simulations": T * K,
             "sim_steps": T * K * D, "sim_steps_support": T * K * D * S}
 
@@ -464,4 +478,5 @@ ALGORITHM = Algorithm(
     doc="BAMCP (Guez, Silver, Dayan 2012): Monte-Carlo tree search with root sampling",
     setting_check=_setting_check,
     cost_features=cost_features,
+    sparse=True,
 )

@@ -55,7 +55,17 @@ class Param:
 @dataclass(frozen=True)
 class Episode:
     """What a trajectory needs besides the test MDP: the test distribution's rewards,
-    initial state, the discount factor and the horizon."""
+    initial state, the discount factor, the horizon, and the layout of the test MDPs.
+
+    The test MDPs a player is given are on **sparse rows** (:mod:`bbrlcore.mdp.rows`):
+    ``succ`` (nX, nU, K) and ``nsucc`` (nX, nU) list the successors of each state-action
+    pair (the test distribution's support), ``P[x, u, k]`` is the probability of the
+    transition to ``succ[x, u, k]``, and ``R``, ``Rstd`` are the rewards' means and
+    standard deviations on the same slots. Without a layout (``succ is None``: an
+    Episode built before sparse rows, or for a player of an :class:`Algorithm` with
+    ``sparse=False``) ``P``, ``R`` and ``Rstd`` are dense (nX, nU, nX) arrays, which is
+    the layout whose rows are full (:func:`bbrlcore.mdp.rows.full`).
+    """
 
     R: np.ndarray
     Rstd: np.ndarray
@@ -63,6 +73,18 @@ class Episode:
     initial_state: int
     gamma: float
     horizon: int
+    succ: np.ndarray | None = None
+    nsucc: np.ndarray | None = None
+
+    def layout(self) -> Any:
+        """The layout of the test MDPs (:class:`bbrlcore.mdp.rows.Layout`; the full one
+        for a dense Episode)."""
+        from bbrlcore.mdp import rows
+
+        nX, nU = int(self.R.shape[0]), int(self.R.shape[1])
+        if self.succ is None or self.nsucc is None:
+            return rows.full(nX, nU)
+        return rows.Layout(self.succ, self.nsucc, nX)
 
 
 @dataclass
@@ -210,6 +232,13 @@ class Algorithm:
     #: not compile and the run jobs find it compiled). None: nothing. Built-ins are
     #: compiled by the workflow's warm-up instead.
     prepare: Callable[[Any, dict[str, Any], Trained, Episode], None] | None = None
+    #: Whether ``make_player`` takes an :class:`Episode` on sparse rows and its players
+    #: the test MDPs' values on them (``play(P, seed, rewards)`` with ``P`` of shape
+    #: (nX, nU, K)): every built-in, :class:`~bbrlcore.agents.api.PythonAgent` and
+    #: :class:`~bbrlcore.agents.api.CompiledAgent`. False (an :class:`Algorithm` written
+    #: before sparse rows): the runner gives it dense arrays (nX, nU, nX), which a large
+    #: problem may not afford.
+    sparse: bool = False
 
     # -----------------------------------------------------------------------------------
     def parse_params(

@@ -29,7 +29,14 @@ import math
 import numpy as np
 from numba import njit
 
-from bbrlcore.agents._kernels import env_reset, env_reward, env_step, model_init, model_update
+from bbrlcore.agents._kernels import (
+    env_reset,
+    env_reward_rows,
+    env_step_rows,
+    rows_model_init,
+    rows_model_update,
+)
+from bbrlcore.agents._layout import setting
 from bbrlcore.agents.base import (
     COMPAT,
     FLOAT64,
@@ -39,10 +46,14 @@ from bbrlcore.agents.base import (
     Trained,
     non_negative,
     reward_buffer,
-    support_sizes,
 )
 from bbrlcore.errors import BBRLError
-from bbrlcore.mdp.solvers import GUEZ_TOLERANCE, guez_policy_iteration
+from bbrlcore.mdp.solvers import (
+    GUEZ_TOLERANCE,
+    guez_policy_iteration_rows,
+    lu_affordable,
+    n_transitions,
+)
 
 _NO_COUNTERS = np.zeros(0, dtype=np.int64)
 
@@ -50,46 +61,45 @@ _NO_COUNTERS = np.zeros(0, dtype=np.int64)
 @njit(cache=True, error_model="numpy")
 def _set_bonus(Rb, Rm, Np, b, x, u):
     bonus = b / (1.0 + Np[x, u])
-    for y in range(Rm.shape[2]):
-        Rb[x, u, y] = Rm[x, u, y] + bonus
+    for k in range(Rm.shape[2]):
+        Rb[x, u, k] = Rm[x, u, k] + bonus
 
 
 @njit(cache=True, error_model="numpy")
-def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, theta, Rm, b, tol,
-                rewards):
+def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, succ, nsucc, theta,
+                Rm, b, tol, rewards):
     np.random.seed(seed)
     nX, nU, _ = P.shape
     x = env_reset(initial_state, nX)
-    N, Np, Pm, supp, nsupp = model_init(theta)
+    N, Np, Pm = rows_model_init(theta, nsucc)
     Rb = np.empty_like(Rm)
     for s in range(nX):
         for a in range(nU):
             _set_bonus(Rb, Rm, Np, b, s, a)
     V = np.zeros(nX)
     pi = np.zeros(nX, dtype=np.int64)
-    A = np.empty((nX, nX))
+    A = np.empty((nX, nX)) if lu_affordable(nX, n_transitions(nsucc)) else np.empty((1, 1))
     work = np.empty(nX)
     ret = 0.0
     disc = 1.0
     for t in range(horizon):
-        guez_policy_iteration(Pm, Rb, supp, nsupp, gamma, tol, V, pi, A, work)
+        guez_policy_iteration_rows(Pm, Rb, succ, nsucc, gamma, tol, V, pi, A, work)
         u = pi[x]
-        y = env_step(P, x, u)
-        r = env_reward(R, Rstd, gaussian, x, u, y)
+        k = env_step_rows(P, nsucc, x, u)
+        r = env_reward_rows(R, Rstd, gaussian, x, u, k)
         rewards[t] = r
         ret += disc * r
         disc *= gamma
-        model_update(N, Np, Pm, supp, nsupp, x, u, y)
+        rows_model_update(N, Np, Pm, nsucc, x, u, k)
         _set_bonus(Rb, Rm, Np, b, x, u)
-        x = y
+        x = succ[x, u, k]
     return ret
 
 
 def make_player(prior, params: dict, trained: Trained, ep: Episode):
     if not ep.gamma < 1.0:
         raise BBRLError(f"beb needs a discount factor < 1 (the test set has {ep.gamma})")
-    theta = np.ascontiguousarray(prior.theta)
-    Rm = np.ascontiguousarray(prior.reward)
+    st = setting(prior, ep)
     beta = float(params["beta"])
     b = float(math.floor(beta)) if params["compat"] else beta
 
@@ -101,8 +111,8 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
                 and rewards.dtype is FLOAT64):  # (the runner's rows: no call)
             rewards = reward_buffer(rewards, ep.horizon)
         r = _trajectory(
-            P, ep.R, ep.Rstd, ep.gaussian, ep.initial_state, ep.gamma, ep.horizon, seed,
-            theta, Rm, b, GUEZ_TOLERANCE, rewards,
+            st.env(P), st.R, st.Rstd, ep.gaussian, ep.initial_state, ep.gamma, ep.horizon,
+            seed, st.succ, st.nsucc, st.theta, st.Rm, b, GUEZ_TOLERANCE, rewards,
         )
         return r, _NO_COUNTERS
 
@@ -118,10 +128,10 @@ def _setting_check(params: dict, prior, gamma: float, horizon: int) -> str | Non
 def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict[str, float]:
     """A Guez policy iteration of the bonus model at every step: sweeps over the model's
     support and an nX x nX linear solve per policy-evaluation step."""
-    B = float(support_sizes(prior.theta).sum())
+    B = float(prior.support_layout.nnz)
     nX = prior.n_states
     return {"trajectory": 1.0, "steps": float(horizon), "backups": horizon * B,
-            "solves": horizon * float(nX) ** 3}
+            "solves": horizon * float(nX) ** 3 if lu_affordable(nX, int(B)) else 0.0}
 
 
 ALGORITHM = Algorithm(
@@ -135,4 +145,5 @@ ALGORITHM = Algorithm(
     doc=__doc__ or "",
     setting_check=_setting_check,
     cost_features=cost_features,
+    sparse=True,
 )

@@ -72,13 +72,19 @@ Nodes live in a pool preallocated once per trajectory and emptied (a counter res
 before every FSSS tree: a rollout creates at most one node per depth ``0 .. D-1``, so a
 tree holds at most ``N·D`` V-nodes. A V-node stores its state and two bounds (24 bytes)
 and, per action, two bounds and a successor count (20 bytes) and up to ``C`` recorded
-successors, each a state, a multiplicity and a child index (12 bytes):
+successors, each a slot of the pair's row (its next state), a multiplicity and a child
+index (12 bytes):
 :math:`N D\,(24 + n_U (20 + 12 C))` bytes, about 27 MB for Grid (nU = 4) at K = 10 000,
 C = 15, D = 50. The kernel checks the bound on every allocation and raises if it would
 be exceeded. Besides the pool: the urn's stacks, one 4-byte entry per count,
-:math:`n_X n_U (T + D + 1)` of them (120 KB for Grid at T = 250, D = 50), the prior's
-alias tables (:math:`O(n_X^2 n_U)`) and the hash table of binomial distribution functions
-(1,024 slots of ``C`` doubles and four 8-byte fields: about 150 KB at C = 15).
+:math:`n_X n_U (T + D + 1)` of them (120 KB for Grid at T = 250, D = 50), allocated
+but only written where counts are pushed; the counts and the prior's alias tables, on
+the agent's **sparse rows** (:mod:`bbrlcore.mdp.rows`: the successors of each pair that
+the prior or the test MDPs allow), :math:`n_X n_U W` entries each with ``W`` the widest
+row (``n_X`` only for a prior whose rows are full, as UGrid's), so that setting up a
+trajectory costs the number of transitions; and the hash table of binomial
+distribution functions (1,024 slots of ``C`` doubles and four 8-byte fields: about
+150 KB at C = 15).
 
 References
 ----------
@@ -101,11 +107,10 @@ from bbrlcore.agents._kernels import (
     argmax_random_tie,
     ctz64,
     env_reset,
-    env_reward,
-    env_step,
-    model_init,
-    model_update,
+    env_reward_rows,
+    env_step_rows,
 )
+from bbrlcore.agents._layout import setting
 from bbrlcore.agents._rng import rng_fill_uniform, rng_new
 from bbrlcore.agents._tree_search import (
     RBUF,
@@ -114,6 +119,8 @@ from bbrlcore.agents._tree_search import (
     episode_args,
     resolve_depth,
     search_player,
+    support_init,
+    support_observe,
     with_stats,
 )
 from bbrlcore.agents.base import (
@@ -123,8 +130,8 @@ from bbrlcore.agents.base import (
     Param,
     Trained,
     at_least_one,
-    support_sizes,
 )
+from bbrlcore.mdp import rows
 
 #: Slots of the kernel's hash table of binomial distribution functions (a power of 2).
 HSLOTS = 1024
@@ -132,7 +139,8 @@ HSLOTS = 1024
 
 @njit(cache=True, error_model="numpy")
 def _draw(pc, pcsum, supp, nsupp, s, b, r):
-    """Next state for the uniform ``r`` from the predictive pc(s, b, .) / pcsum(s, b)."""
+    """Slot of the next state for the uniform ``r`` from the predictive pc(s, b, .) /
+    pcsum(s, b) (``supp`` lists the slots of positive count, in increasing order)."""
     r *= pcsum[s, b]
     k = nsupp[s, b]
     acc = 0.0
@@ -145,33 +153,34 @@ def _draw(pc, pcsum, supp, nsupp, s, b, r):
 
 
 @njit(cache=True, error_model="numpy")
-def _prior_alias(theta):
-    """Walker alias tables of the prior's rows (Vose's construction).
+def _prior_alias(theta, nsucc):
+    """Walker alias tables of the prior's rows (Vose's construction), on the agent's
+    sparse rows (``theta`` the prior's concentrations on them, ``nsucc`` their lengths).
 
     Returns ``(th_tot, al_k, al_scale, al_uni, al_y, al_prob, al_alias)``: for row (s, b),
     ``th_tot`` = sum of theta(s, b, .), ``al_k`` = the number of its positive entries,
-    ``al_scale = al_k / th_tot``; slot ``i < al_k`` holds state ``al_y[s, b, i]``, kept
-    with probability ``al_prob[s, b, i]``, else replaced by ``al_alias[s, b, i]``. A
-    uniform ``v`` in [0, al_k) then gives state y with probability theta(s, b, y) /
-    th_tot: slot ``int(v)``, kept when ``v - int(v) < al_prob``. ``al_uni`` marks rows
-    whose slots are all kept (uniform rows: no alias needed).
+    ``al_scale = al_k / th_tot``; entry ``i < al_k`` holds the row's slot ``al_y[s, b,
+    i]``, kept with probability ``al_prob[s, b, i]``, else replaced by ``al_alias[s, b,
+    i]``. A uniform ``v`` in [0, al_k) then gives slot k with probability theta(s, b, k) /
+    th_tot: entry ``int(v)``, kept when ``v - int(v) < al_prob``. ``al_uni`` marks rows
+    whose entries are all kept (uniform rows: no alias needed).
     """
-    nX, nU, _ = theta.shape
+    nX, nU, W = theta.shape
     th_tot = np.zeros((nX, nU))
     al_uni = np.zeros((nX, nU), dtype=np.bool_)
     al_k = np.zeros((nX, nU), dtype=np.int64)
     al_scale = np.zeros((nX, nU))
-    al_y = np.zeros((nX, nU, nX), dtype=np.int32)
-    al_prob = np.ones((nX, nU, nX))
-    al_alias = np.zeros((nX, nU, nX), dtype=np.int32)
-    w = np.empty(nX)
-    small = np.empty(nX, dtype=np.int64)
-    large = np.empty(nX, dtype=np.int64)
+    al_y = np.zeros((nX, nU, W), dtype=np.int32)
+    al_prob = np.ones((nX, nU, W))
+    al_alias = np.zeros((nX, nU, W), dtype=np.int32)
+    w = np.empty(W)
+    small = np.empty(W, dtype=np.int64)
+    large = np.empty(W, dtype=np.int64)
     for s in range(nX):
         for b in range(nU):
             tot = 0.0
             k = 0
-            for y in range(nX):
+            for y in range(nsucc[s, b]):
                 if theta[s, b, y] > 0.0:
                     al_y[s, b, k] = y
                     tot += theta[s, b, y]
@@ -218,20 +227,23 @@ def _prior_alias(theta):
 
 @njit(cache=True, error_model="numpy")
 def _fsss(
-    x, a, s1, N, C, D, nX, nU, gamma, R, vmin, vmax, pc, pcsum, supp, nsupp,
-    vstate, vU, vL, qU, qL, nsucc, sstate, smult, schild,
+    x, a, k1, s1, N, C, D, KW, nU, gamma, R, vmin, vmax, pc, pcsum, supp, nsupp, succ,
+    vstate, vU, vL, qU, qL, nrec, sslot, smult, schild,
     path_node, path_b, path_s, path_y, path_old, tie, rbuf, rstate, rs,
     th_tot, al_k, al_scale, al_uni, al_y, al_prob, al_alias, stk, scap, slen, cnt, bstep,
     hmask, hw, hW, hn, hflip, hcdf, kseq, cbern,
 ):  # fmt: skip
-    """N rollouts in a fresh FSSS tree rooted at ``s1`` (reached by x, a -> s1); returns
-    ``(root upper bound, nodes used)``.
+    """N rollouts in a fresh FSSS tree rooted at state ``s1`` (reached by x, a -> s1);
+    returns ``(root upper bound, nodes used)``.
 
     Everything is written out in this one function (the expansion and its draws, the
     bounds, the tie-breaks) because numba does not make calls to small helpers free, on
-    flat arrays (one multiply-add per index): pair ``p = s nU + b``; a pair's row of
-    states at ``p nX``, its count stack at ``p scap``; a node's action at
-    ``nb = node nU + b``, its recorded successors at ``nb C``. ``pc``/``pcsum`` (the
+    flat arrays (one multiply-add per index): pair ``p = s nU + b``; a pair's row (the
+    slots of the agent's sparse rows, ``KW`` wide: slot ``k`` is the transition to
+    ``succ[p KW + k]``) at ``p KW``, its count stack at ``p scap``; a node's action at
+    ``nb = node nU + b``, its recorded successors (slots of the row, with their
+    multiplicities) at ``nb C``. The root ``s1`` is slot ``k1`` of row (x, a);
+    ``supp``/``nsupp`` list each row's slots of positive count. ``pc``/``pcsum`` (the
     predictive's weights) and ``stk``/``slen`` (its urn of counts) hold the real counts
     on entry and on exit: the path's pseudo-counts are added and restored exactly.
     ``rstate`` = [buffer position]; ``rs`` = the generator that refills the buffer.
@@ -242,7 +254,7 @@ def _fsss(
     gvmax = gamma * vmax
     gvmin = gamma * vmin
     inv = 1.0 / C
-    usemask = nX <= 64
+    usemask = KW <= 64
     one = np.uint64(1)
     zero = np.uint64(0)
     used = 0
@@ -250,11 +262,11 @@ def _fsss(
     pa = x * nU + a
     for _ in range(N):
         # planning counts = real counts + the root's pseudo-count
-        old_root = pc[U(pa * nX + s1)]
+        old_root = pc[U(pa * KW + k1)]
         old_root_sum = pcsum[U(pa)]
-        pc[U(pa * nX + s1)] += 1.0
+        pc[U(pa * KW + k1)] += 1.0
         pcsum[U(pa)] += 1.0
-        stk[U(pa * scap + slen[U(pa)])] = s1
+        stk[U(pa * scap + slen[U(pa)])] = k1
         slen[U(pa)] += 1
         node = root
         parent = -1
@@ -274,7 +286,7 @@ def _fsss(
                 best_l = vmin
                 for b in range(nU):
                     p = s * nU + b
-                    row = p * nX
+                    row = p * KW
                     nb = node * nU + b
                     sb = nb * C
                     k = nsupp[U(p)]
@@ -283,7 +295,7 @@ def _fsss(
                     n = 0
                     if k == 1:
                         y = supp[U(row)]
-                        sstate[U(sb)] = y
+                        sslot[U(sb)] = y
                         smult[U(sb)] = C
                         schild[U(sb)] = -1
                         r = R[U(row + y)]
@@ -304,7 +316,7 @@ def _fsss(
                             m += rbuf[U(rp + c)] * W < w
                         rp += C
                         if m > 0:
-                            sstate[U(sb)] = y
+                            sslot[U(sb)] = y
                             smult[U(sb)] = m
                             schild[U(sb)] = -1
                             r = R[U(row + y)]
@@ -314,7 +326,7 @@ def _fsss(
                         if m < C:
                             y = supp[U(row + 1)]
                             m = C - m
-                            sstate[U(sb + n)] = y
+                            sslot[U(sb + n)] = y
                             smult[U(sb + n)] = m
                             schild[U(sb + n)] = -1
                             r = R[U(row + y)]
@@ -377,7 +389,7 @@ def _fsss(
                                         m = rest_n - m
                                 rest_p -= w
                             if m > 0:
-                                sstate[U(sb + n)] = y
+                                sslot[U(sb + n)] = y
                                 smult[U(sb + n)] = m
                                 schild[U(sb + n)] = -1
                                 r = R[U(row + y)]
@@ -399,7 +411,7 @@ def _fsss(
                         uni = al_uni[U(p)]
                         Lm = L - 1
                         sk = p * scap
-                        cb = b * nX  # (one counter row per action: independent chains)
+                        cb = b * KW  # (one counter row per action: independent chains)
                         if rp + C > RB:
                             rng_fill_uniform(rs, rbuf)
                             rp = 0
@@ -431,7 +443,7 @@ def _fsss(
                                 mask &= mask - one
                                 m = cnt[U(cb + y)]
                                 cnt[U(cb + y)] = 0
-                                sstate[U(sb + n)] = y
+                                sslot[U(sb + n)] = y
                                 smult[U(sb + n)] = m
                                 schild[U(sb + n)] = -1
                                 r = R[U(row + y)]
@@ -445,7 +457,7 @@ def _fsss(
                                 m = cnt[U(cb + y)]
                                 if m > 0:
                                     cnt[U(cb + y)] = 0
-                                    sstate[U(sb + n)] = y
+                                    sslot[U(sb + n)] = y
                                     smult[U(sb + n)] = m
                                     schild[U(sb + n)] = -1
                                     r = R[U(row + y)]
@@ -455,7 +467,7 @@ def _fsss(
                                     rest -= m
                                     if rest == 0:
                                         break
-                    nsucc[U(nb)] = n
+                    nrec[U(nb)] = n
                     # the node's backup (every successor unexpanded), same sums and order
                     # as _backup_action
                     qu = su * inv
@@ -498,7 +510,7 @@ def _fsss(
             # successor with the largest gap x multiplicity (best starts at 0), ties
             # uniformly
             sb = (nb0 + b) * C
-            ns = nsucc[U(nb0 + b)]
+            ns = nrec[U(nb0 + b)]
             bestg = 0.0
             nt = 0
             for j in range(ns):
@@ -521,23 +533,23 @@ def _fsss(
                 i = int(rbuf[U(rp)] * nt)
                 j = tie[U(i if i < nt else nt - 1)]
                 rp += 1
-            y = sstate[U(sb + j)]
+            y = sslot[U(sb + j)]
             p = s * nU + b
             path_node[U(plen)] = node
             path_b[U(plen)] = b
             path_s[U(plen)] = p
             path_y[U(plen)] = y
-            path_old[U(2 * plen)] = pc[U(p * nX + y)]
+            path_old[U(2 * plen)] = pc[U(p * KW + y)]
             path_old[U(2 * plen + 1)] = pcsum[U(p)]
             plen += 1
-            pc[U(p * nX + y)] += 1.0
+            pc[U(p * KW + y)] += 1.0
             pcsum[U(p)] += 1.0
             stk[U(p * scap + slen[U(p)])] = y
             slen[U(p)] += 1
             parent = node
             pj = sb + j
             node = schild[U(sb + j)]
-            s = y
+            s = succ[U(p * KW + y)]
             depth += 1
         # back up the path (deepest first) and restore the counts. Only the action the
         # rollout took can have changed at each node (the other actions' subtrees were
@@ -547,13 +559,13 @@ def _fsss(
             node = path_node[U(i)]
             b = path_b[U(i)]
             p = path_s[U(i)]
-            row = p * nX
+            row = p * KW
             nb0 = node * nU
             sb = (nb0 + b) * C
             su = 0.0
             sl = 0.0
-            for j in range(nsucc[U(nb0 + b)]):
-                y = sstate[U(sb + j)]
+            for j in range(nrec[U(nb0 + b)]):
+                y = sslot[U(sb + j)]
                 m = smult[U(sb + j)]
                 c = schild[U(sb + j)]
                 r = R[U(row + y)]
@@ -577,7 +589,7 @@ def _fsss(
             pc[U(row + path_y[U(i)])] = path_old[U(2 * i)]
             pcsum[U(p)] = path_old[U(2 * i + 1)]
             slen[U(p)] -= 1
-        pc[U(pa * nX + s1)] = old_root
+        pc[U(pa * KW + k1)] = old_root
         pcsum[U(pa)] = old_root_sum
         slen[U(pa)] -= 1
     rstate[0] = rp
@@ -585,14 +597,16 @@ def _fsss(
 
 
 @njit(cache=True, error_model="numpy")
-def _workspace(theta, R, T, N, C, D):
+def _workspace(succ, nsucc, theta, R, T, N, C, D):
     """Every array of the search, for trajectories of at most ``T`` real steps and FSSS
-    trees of ``N`` rollouts of depth ``D`` (see :func:`_fsss`): the counting model (3-D,
-    for the updates, and flat views of it and of ``R`` for the search) and the search's
-    arrays, in tuples."""
-    nX, nU, _ = theta.shape
-    pc, pcsum, Pm, supp, nsupp = model_init(theta)
-    flat = (R.ravel(), pc.ravel(), pcsum.ravel(), supp.ravel(), nsupp.ravel())
+    trees of ``N`` rollouts of depth ``D`` (see :func:`_fsss`), on the agent's sparse
+    rows ``succ, nsucc`` (``theta``, ``R``: the prior's values on them): the counting
+    model (3-D, for the updates, and flat views of it, of ``R`` and of ``succ`` for the
+    search) and the search's arrays, in tuples. Everything but the node pool and the
+    binomials' table is O(transitions) or O(nX nU T)."""
+    nX, nU, W = theta.shape
+    pc, pcsum, supp, nsupp = support_init(theta, nsucc)
+    flat = (R.ravel(), pc.ravel(), pcsum.ravel(), supp.ravel(), nsupp.ravel(), succ.ravel(), W)
     cap = N * D
     nodes = (
         np.empty(cap, dtype=np.int64),  # vstate
@@ -600,8 +614,8 @@ def _workspace(theta, R, T, N, C, D):
         np.empty(cap),  # vL
         np.empty(cap * nU),  # qU
         np.empty(cap * nU),  # qL
-        np.empty(cap * nU, dtype=np.int32),  # nsucc
-        np.empty(cap * nU * C, dtype=np.int32),  # sstate
+        np.empty(cap * nU, dtype=np.int32),  # nrec
+        np.empty(cap * nU * C, dtype=np.int32),  # sslot
         np.empty(cap * nU * C, dtype=np.int32),  # smult
         np.empty(cap * nU * C, dtype=np.int32),  # schild
     )
@@ -615,7 +629,7 @@ def _workspace(theta, R, T, N, C, D):
     )
     # the predictive's urn: alias tables of the prior's part, stacks of the counts (at
     # most T real transitions and D + 1 pseudo-counts per pair)
-    th_tot, al_k, al_scale, al_uni, al_y, al_prob, al_alias = _prior_alias(theta)
+    th_tot, al_k, al_scale, al_uni, al_y, al_prob, al_alias = _prior_alias(theta, nsucc)
     scap = T + D + 1
     urn = (
         th_tot.ravel(), al_k.ravel(), al_scale.ravel(), al_uni.ravel(), al_y.ravel(),
@@ -623,7 +637,7 @@ def _workspace(theta, R, T, N, C, D):
         np.empty(nX * nU * scap, dtype=np.int32),  # stk
         scap,
         np.zeros(nX * nU, dtype=np.int64),  # slen
-        np.zeros(nU * nX, dtype=np.int64),  # cnt
+        np.zeros(nU * W, dtype=np.int64),  # cnt
     )
     # steps of the binomial inversion: pmf(m + 1) = pmf(m) (p / (1 - p)) (n - m) / (m + 1)
     bstep = np.zeros((C + 1) * (C + 1))
@@ -648,32 +662,33 @@ def _workspace(theta, R, T, N, C, D):
         # the cached binomial is as fast, 2026-11-23)
         4,  # cbern
     )
-    return (pc, pcsum, Pm, supp, nsupp), flat, nodes, path, urn, binom
+    return (pc, pcsum, supp, nsupp), flat, nodes, path, urn, binom
 
 
 @njit(cache=True, error_model="numpy")
-def _observe(model, urn, x, u, y):
-    """A real transition: the counting model and the urn's stack of counts."""
-    pc, pcsum, Pm, supp, nsupp = model
-    model_update(pc, pcsum, Pm, supp, nsupp, x, u, y)
+def _observe(model, urn, x, u, k):
+    """A real transition (slot ``k`` of row (x, u)): the counting model and the urn's
+    stack of counts."""
+    pc, pcsum, supp, nsupp = model
+    support_observe(pc, pcsum, supp, nsupp, x, u, k)
     stk, scap, slen = urn[7], urn[8], urn[9]
     p = x * pc.shape[1] + u
-    stk[p * scap + slen[p]] = y
+    stk[p * scap + slen[p]] = k
     slen[p] += 1
 
 
 @njit(cache=True, error_model="numpy")
-def _tree(x, a, s1, N, C, D, nX, nU, gamma, vmin, vmax, flat, nodes, path, urn, binom, rbuf,
+def _tree(x, a, k1, s1, N, C, D, nU, gamma, vmin, vmax, flat, nodes, path, urn, binom, rbuf,
           rstate, rs):  # fmt: skip
     """:func:`_fsss` on the workspace's arrays."""
-    R_f, pc_f, pcsum_f, supp_f, nsupp_f = flat
-    vstate, vU, vL, qU, qL, nsucc, sstate, smult, schild = nodes
+    R_f, pc_f, pcsum_f, supp_f, nsupp_f, succ_f, KW = flat
+    vstate, vU, vL, qU, qL, nrec, sslot, smult, schild = nodes
     path_node, path_b, path_s, path_y, path_old, tie = path
     th_f, alk_f, als_f, alu_f, aly_f, alp_f, ala_f, stk, scap, slen, cnt = urn
     bstep, hmask, hw, hW, hn, hflip, hcdf, kseq, cbern = binom
     return _fsss(
-        x, a, s1, N, C, D, nX, nU, gamma, R_f, vmin, vmax, pc_f, pcsum_f, supp_f, nsupp_f,
-        vstate, vU, vL, qU, qL, nsucc, sstate, smult, schild,
+        x, a, k1, s1, N, C, D, KW, nU, gamma, R_f, vmin, vmax, pc_f, pcsum_f, supp_f, nsupp_f,
+        succ_f, vstate, vU, vL, qU, qL, nrec, sslot, smult, schild,
         path_node, path_b, path_s, path_y, path_old, tie, rbuf, rstate, rs,
         th_f, alk_f, als_f, alu_f, aly_f, alp_f, ala_f, stk, scap, slen, cnt, bstep,
         hmask, hw, hW, hn, hflip, hcdf, kseq, cbern,
@@ -682,10 +697,13 @@ def _tree(x, a, s1, N, C, D, nX, nU, gamma, vmin, vmax, flat, nodes, path, urn, 
 
 @njit(cache=True, error_model="numpy")
 def bfs3_trajectory(
-    P, Renv, Rstd, gaussian, initial_state, gamma, T, theta, R, K, C, D, seed, rewards
+    P, Renv, Rstd, gaussian, initial_state, gamma, T, succ, nsucc, theta, R, rlo, rhi, K, C,
+    D, seed, rewards
 ):
     """One whole BFS3 trajectory on test MDP ``P``; the reward of step ``t`` goes to
-    ``rewards[t]``.
+    ``rewards[t]``. ``P``, ``Renv``, ``Rstd`` (the test MDP), ``theta`` and ``R`` (the
+    prior) are values on the agent's sparse rows ``succ, nsucc``; ``rlo``, ``rhi`` the
+    prior's smallest and largest mean rewards (of its whole table: :func:`reward_range`).
 
     Returns ``(discounted_return, max_nodes, capacity)``: the largest number of V-nodes
     one FSSS tree used, and the pool size (``N·D``).
@@ -694,10 +712,10 @@ def bfs3_trajectory(
     rs = rng_new(seed)
     nX, nU, _ = theta.shape
     N = max(1, K // C)
-    vmax = R.max() / (1.0 - gamma)
-    vmin = min(0.0, R.min()) / (1.0 - gamma)
-    model, flat, nodes, path, urn, binom = _workspace(theta, R, T, N, C, D)
-    pc, pcsum, _Pm, supp, nsupp = model
+    vmax = rhi / (1.0 - gamma)
+    vmin = min(0.0, rlo) / (1.0 - gamma)
+    model, flat, nodes, path, urn, binom = _workspace(succ, nsucc, theta, R, T, N, C, D)
+    pc, pcsum, supp, nsupp = model
     rbuf = np.empty(max(RBUF, C))
     rng_fill_uniform(rs, rbuf)
     rstate = np.zeros(1, dtype=np.int64)
@@ -711,66 +729,94 @@ def bfs3_trajectory(
         for a in range(nU):
             q[a] = 0.0
             for _c in range(C):
-                s1 = _draw(pc, pcsum, supp, nsupp, x, a, np.random.random())
-                U, used = _tree(x, a, s1, N, C, D, nX, nU, gamma, vmin, vmax, flat, nodes,
-                                path, urn, binom, rbuf, rstate, rs)  # fmt: skip
+                k1 = _draw(pc, pcsum, supp, nsupp, x, a, np.random.random())
+                U, used = _tree(x, a, k1, succ[x, a, k1], N, C, D, nU, gamma, vmin, vmax,
+                                flat, nodes, path, urn, binom, rbuf, rstate, rs)  # fmt: skip
                 if used > max_used:
                     max_used = used
-                q[a] += (R[x, a, s1] + gamma * U) / C
+                q[a] += (R[x, a, k1] + gamma * U) / C
         u = argmax_random_tie(q)
-        y = env_step(P, x, u)
-        r = env_reward(Renv, Rstd, gaussian, x, u, y)
+        k = env_step_rows(P, nsucc, x, u)
+        r = env_reward_rows(Renv, Rstd, gaussian, x, u, k)
         rewards[t] = r
         ret += disc * r
         disc *= gamma
-        _observe(model, urn, x, u, y)
-        x = y
+        _observe(model, urn, x, u, k)
+        x = succ[x, u, k]
     return ret, max_used, N * D
 
 
 @njit(cache=True, error_model="numpy")
-def expansion_multiplicities(theta, R, obs, x, a, s1, C, reps, seed):
-    """The successors an expansion records, for tests: ``out[r, b, y]`` = multiplicity of
-    ``y`` among the ``C`` draws of action ``b`` in the ``r``-th of ``reps`` fresh FSSS
-    trees rooted at ``s1`` (reached by ``x, a -> s1``: one pseudo-count), after the real
-    transitions ``obs`` (rows ``x, u, y``). Each tree is one rollout of depth 1, whose
-    expansion of the root draws from the predictive rows ``(s1, b)``."""
+def _expansions(succ, nsucc, theta, R, obs, x, a, k1, C, reps, seed):
+    """:func:`expansion_multiplicities` on sparse rows (``obs``: rows ``x, u, k``, ``k``
+    a slot; the root is slot ``k1`` of row (x, a))."""
     nX, nU, _ = theta.shape
-    model, flat, nodes, path, urn, binom = _workspace(theta, R, obs.shape[0], 1, C, 1)
+    model, flat, nodes, path, urn, binom = _workspace(succ, nsucc, theta, R, obs.shape[0], 1,
+                                                      C, 1)
     for i in range(obs.shape[0]):
         _observe(model, urn, obs[i, 0], obs[i, 1], obs[i, 2])
     rs = rng_new(seed)
     rbuf = np.empty(max(RBUF, C))
     rng_fill_uniform(rs, rbuf)
     rstate = np.zeros(1, dtype=np.int64)
-    nsucc, sstate, smult = nodes[5], nodes[6], nodes[7]
+    nrec, sslot, smult = nodes[5], nodes[6], nodes[7]
+    s1 = succ[x, a, k1]
     out = np.zeros((reps, nU, nX), dtype=np.int64)
     for r in range(reps):
-        _tree(x, a, s1, 1, C, 1, nX, nU, 0.95, 0.0, 1.0, flat, nodes, path, urn, binom,
+        _tree(x, a, k1, s1, 1, C, 1, nU, 0.95, 0.0, 1.0, flat, nodes, path, urn, binom,
               rbuf, rstate, rs)  # fmt: skip
         for b in range(nU):
-            for j in range(nsucc[b]):
-                out[r, b, sstate[b * C + j]] = smult[b * C + j]
+            for j in range(nrec[b]):
+                out[r, b, succ[s1, b, sslot[b * C + j]]] = smult[b * C + j]
     return out
 
 
+def expansion_multiplicities(theta: np.ndarray, R: np.ndarray, obs: np.ndarray, x: int,
+                             a: int, s1: int, C: int, reps: int, seed: int) -> np.ndarray:
+    """The successors an expansion records, for tests: ``out[r, b, y]`` = multiplicity of
+    ``y`` among the ``C`` draws of action ``b`` in the ``r``-th of ``reps`` fresh FSSS
+    trees rooted at ``s1`` (reached by ``x, a -> s1``: one pseudo-count), after the real
+    transitions ``obs`` (rows ``x, u, y``). Each tree is one rollout of depth 1, whose
+    expansion of the root draws from the predictive rows ``(s1, b)``. ``theta`` and
+    ``R`` are dense (a small test prior); the search runs on the sparse rows of the
+    prior's support joined with the transitions of ``obs`` and the root's, as an agent's
+    does."""
+    theta = np.asarray(theta, dtype=np.float64)
+    obs = np.asarray(obs, dtype=np.int64).reshape(-1, 3)
+    mask = theta > 0
+    mask[obs[:, 0], obs[:, 1], obs[:, 2]] = True
+    mask[x, a, s1] = True
+    lay = rows.layout_of(mask)
+    slots = np.array([rows.slot_of(lay.succ, lay.nsucc, int(o[0]), int(o[1]), int(o[2]))
+                      for o in obs], dtype=np.int64)
+    obs_k = np.column_stack([obs[:, :2], slots]).astype(np.int64).reshape(-1, 3)
+    k1 = int(rows.slot_of(lay.succ, lay.nsucc, int(x), int(a), int(s1)))
+    return _expansions(lay.succ, lay.nsucc, rows.gather(theta, lay),
+                       rows.gather(np.asarray(R, dtype=np.float64), lay),
+                       np.ascontiguousarray(obs_k), int(x), int(a), k1, int(C), int(reps),
+                       int(seed))
+
+
 @njit(cache=True, error_model="numpy")
-def probe_tree_nodes(Pbar, initial_state, gamma, T, theta, R, K, C, D, seed, points, trees):
+def probe_tree_nodes(Pbar, initial_state, gamma, T, succ, nsucc, theta, R, rlo, rhi, K, C, D,
+                     seed, points, trees):
     """Mean number of V-nodes an FSSS tree of :func:`_fsss` creates (its expansions), for
     the cost model: a trajectory of ``T`` random actions on the mean test MDP ``Pbar``
     updates the agent's counting model like the real steps do, and at ``points`` times
     spread over it (the first step included) ``trees`` trees of ``N = max(1, K // C)``
     rollouts are searched from the current state, for random root actions and successors
     drawn like the agent's. The expansions, not the rollouts, are what grows
-    sub-linearly in ``N`` (a wide predictive at large ``C`` saturates the tree)."""
+    sub-linearly in ``N`` (a wide predictive at large ``C`` saturates the tree).
+    ``Pbar``, ``theta`` and ``R`` are values on the agent's sparse rows ``succ, nsucc``
+    (as :func:`bfs3_trajectory`'s)."""
     np.random.seed(seed)
     rs = rng_new(seed)
     nX, nU, _ = theta.shape
     N = max(1, K // C)
-    vmax = R.max() / (1.0 - gamma)
-    vmin = min(0.0, R.min()) / (1.0 - gamma)
-    model, flat, nodes, path, urn, binom = _workspace(theta, R, T, N, C, D)
-    pc, pcsum, _Pm, supp, nsupp = model
+    vmax = rhi / (1.0 - gamma)
+    vmin = min(0.0, rlo) / (1.0 - gamma)
+    model, flat, nodes, path, urn, binom = _workspace(succ, nsucc, theta, R, T, N, C, D)
+    pc, pcsum, supp, nsupp = model
     rbuf = np.empty(max(RBUF, C))
     rng_fill_uniform(rs, rbuf)
     rstate = np.zeros(1, dtype=np.int64)
@@ -783,17 +829,18 @@ def probe_tree_nodes(Pbar, initial_state, gamma, T, theta, R, K, C, D, seed, poi
         if t == nxt and k < points:
             for _j in range(trees):
                 a = np.random.randint(0, nU)
-                s1 = _draw(pc, pcsum, supp, nsupp, x, a, np.random.random())
-                _U, used = _tree(x, a, s1, N, C, D, nX, nU, gamma, vmin, vmax, flat, nodes,
-                                 path, urn, binom, rbuf, rstate, rs)  # fmt: skip
+                k1 = _draw(pc, pcsum, supp, nsupp, x, a, np.random.random())
+                _U, used = _tree(x, a, k1, succ[x, a, k1], N, C, D, nU, gamma, vmin, vmax,
+                                 flat, nodes, path, urn, binom, rbuf, rstate,
+                                 rs)  # fmt: skip
                 total += used
                 count += 1
             k += 1
             nxt = (k * T) // points
         u = np.random.randint(0, nU)
-        y = env_step(Pbar, x, u)
-        _observe(model, urn, x, u, y)
-        x = y
+        ky = env_step_rows(Pbar, nsucc, x, u)
+        _observe(model, urn, x, u, ky)
+        x = succ[x, u, ky]
     return total / max(count, 1)
 
 
@@ -801,14 +848,23 @@ def probe_tree_nodes(Pbar, initial_state, gamma, T, theta, R, K, C, D, seed, poi
 # The algorithm
 
 
+def reward_range(prior: Any) -> tuple[float, float]:
+    """The prior's smallest and largest mean rewards, over its whole reward table (the
+    bounds' ``Rmin`` and ``Rmax``; once per player: the table is the prior's own)."""
+    R = np.asarray(prior.reward)
+    return float(R.min()), float(R.max())
+
+
 def _args(prior: Any, params: dict[str, Any], episode: Episode) -> tuple:
-    return (*episode_args(prior, episode), int(params["K"]), int(params["C"]),
-            depth(params, episode, "bfs3"))
+    st, args = episode_args(prior, episode)
+    return st, (*args, *reward_range(prior), int(params["K"]), int(params["C"]),
+                depth(params, episode, "bfs3"))
 
 
 def make_player(prior: Any, params: dict[str, Any], trained: Trained | None, episode: Episode):
-    """A player running one BFS3 trajectory per call (see the module docstring)."""
-    return search_player(bfs3_trajectory, _args(prior, params, episode))
+    """A player running one BFS3 trajectory per call (see the module docstring) on the
+    agent's sparse rows (:func:`bbrlcore.agents._layout.setting`)."""
+    return search_player(bfs3_trajectory, *_args(prior, params, episode))
 
 
 def play_with_stats(
@@ -816,7 +872,7 @@ def play_with_stats(
 ) -> tuple[float, int, int]:
     """One trajectory, returning ``(return, max V-nodes used by an FSSS tree, capacity)``
     (for tests and memory checks)."""
-    return with_stats(bfs3_trajectory, _args(prior, params, episode), P, seed)
+    return with_stats(bfs3_trajectory, *_args(prior, params, episode), P, seed)
 
 
 def pool_bytes(K: int, C: int, D: int, n_actions: int) -> int:
@@ -843,6 +899,24 @@ COST_PROBE_POINTS = 4
 COST_PROBE_TREES = 3
 
 
+def _mean_test_model(prior: Any, test: Any, gamma: float, horizon: int) -> tuple[Any, np.ndarray]:
+    """The agent's :class:`~bbrlcore.agents._layout.Setting` on ``test``'s MDPs, and the
+    test distribution's mean MDP on its layout: an FDM's Dirichlet mean from its
+    concentrations on its support, a family's (cached) mean model gathered onto it."""
+    lay = test.support_layout
+    th = getattr(test, "theta_rows", None)
+    if th is not None:
+        Pm = th / th.sum(axis=2, keepdims=True)
+    else:
+        Pm = rows.gather(test.mean_model(), lay)
+    ep = Episode(R=np.ascontiguousarray(test.reward_rows),
+                 Rstd=np.ascontiguousarray(test.reward_std_rows),
+                 gaussian=test.reward_type == "gaussian", initial_state=test.initial_state,
+                 gamma=float(gamma), horizon=int(horizon), succ=lay.succ, nsucc=lay.nsucc)
+    st = setting(prior, ep)
+    return st, np.ascontiguousarray(st.env(np.ascontiguousarray(Pm, dtype=np.float64)))
+
+
 def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict[str, float]:
     """Per decision nU·C FSSS trees of N = max(1, K // C) rollouts of D levels. A level
     visits a node (the action and successor choices and the backup on the way back) or
@@ -855,16 +929,14 @@ def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict
     K, C = int(params["K"]), int(params["C"])
     D = resolve_depth(params, horizon)
     T, nU = float(horizon), float(prior.n_actions)
-    S = float(support_sizes(prior.theta).mean())
+    S = float(prior.support_layout.nsucc.mean())
     N = max(1, K // C)
-    theta = np.ascontiguousarray(prior.theta, dtype=np.float64)
     from bbrlcore.agents._memo import pure_probe  # memoised on disk: every job plans these
 
+    st, Pbar = _mean_test_model(prior, test, gamma, horizon)
     E = pure_probe(
-        "bfs3-probes", probe_tree_nodes,
-        np.ascontiguousarray(test.mean_model(), dtype=np.float64),
-        int(test.initial_state), float(gamma), int(horizon), theta,
-        np.ascontiguousarray(prior.reward, dtype=np.float64), K, C, D, 0,
+        "bfs3-probes", probe_tree_nodes, Pbar, int(test.initial_state), float(gamma),
+        int(horizon), st.succ, st.nsucc, st.theta, st.Rm, *reward_range(prior), K, C, D, 0,
         COST_PROBE_POINTS, COST_PROBE_TREES,
     )
     trees = T * nU * C
@@ -894,4 +966,5 @@ ALGORITHM = Algorithm(
     doc="BFS3 (Asmuth & Littman 2011): FSSS in the belief MDP",
     setting_check=_setting_check,
     cost_features=cost_features,
+    sparse=True,
 )

@@ -27,14 +27,30 @@ priors (UGC, UGDL, UGrid) that is every state, the paper's setting. (TabulaRL's 
 relaxes this set to an L1 ball of radius 2η/(n+η) around the mean; this is the paper's
 exact set.)
 
-The optimistic MDP is solved **after every transition** (and at reset), like BEB's, to
-the Guez value iteration's tolerance (Euclidean change of a sweep at most 1e-4, lowest
-action index wins ties, then lowest σ), by warm-started policy iteration as BEB does
-(:func:`bbrlcore.mdp.solvers.guez_policy_iteration`): exact evaluation of the current policy
-(u, σ) by an :math:`n_X \times n_X` linear solve, then one optimistic sweep, until a
-sweep changes the values by at most the tolerance (plain sweeps after 100 evaluations).
-A sweep costs two passes over each row's support (the mean's sum and the max over σ),
-an evaluation the same solve as BEB's. The agent plays the last sweep's greedy action.
+The optimistic MDP is solved **after every transition** (and once per player for the
+prior, every trajectory's start), like BEB's, to the Guez value iteration's tolerance
+(Euclidean change of a sweep at most 1e-4, lowest action index wins ties, then lowest
+σ), by warm-started policy iteration as BEB does
+(:func:`bbrlcore.mdp.solvers.guez_policy_iteration_rows`): exact evaluation of the current
+policy (u, σ) by an :math:`n_X \times n_X` linear solve, then one optimistic sweep, until
+a sweep changes the values by at most the tolerance (plain sweeps after 100
+evaluations). A sweep costs two passes over each row's support (the mean's sum and the
+max over σ), an evaluation the same solve as BEB's. The agent plays the last sweep's
+greedy action.
+
+**Sparse rows.** The counts, the mean model and the rewards live on the agent's padded
+rows (:mod:`bbrlcore.mdp.rows`: the prior's support joined with the test MDPs'
+transitions; slot k of row (x, u) is the transition to ``succ[x, u, k]``): the sums and
+the max over σ run over a row's slots of positive count in increasing successor order
+(the terms, and the order, of the dense row's support), σ is kept as a slot, and an
+observation finds its slot by binary search. A model too large for the dense
+:math:`n_X \times n_X` evaluation (:func:`~bbrlcore.mdp.solvers.lu_affordable`:
+:math:`n_X^3` above 200 times the transitions, never on the paper's problems) is solved
+by optimistic sweeps alone, warm-started from the previous values, until a sweep changes
+them by at most the tolerance: the stopping test of the policy iteration above (whose
+evaluations only move the sweeps' starting point) and of its own plain-sweep tail, so
+the answer meets the same test; a sweep's cost grows with the transitions, not
+:math:`n_X^2`.
 
 With ``η = 0`` the model is the posterior mean and BOLT plays exactly BEB with β = 0
 (greedy in the posterior mean, the same solver and arithmetic). The paper's analysis
@@ -50,17 +66,26 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from bbrlcore.agents._kernels import model_init, model_update
+from bbrlcore.agents._kernels import rows_model_init, rows_model_update
+from bbrlcore.agents._posterior import lu_buffer
 from bbrlcore.agents.api import CompiledAgent
-from bbrlcore.agents.base import Param, non_negative, support_sizes
-from bbrlcore.mdp.solvers import GUEZ_MAX_SWEEPS, GUEZ_TOLERANCE, _lu_solve
+from bbrlcore.agents.base import Param, non_negative
+from bbrlcore.mdp.rows import slot_of
+from bbrlcore.mdp.solvers import (
+    GUEZ_MAX_SWEEPS,
+    GUEZ_TOLERANCE,
+    _lu_solve,
+    lu_affordable,
+    n_transitions,
+)
 
 
 @njit(cache=True, error_model="numpy")
-def bolt_sweep(Pm, C1, C2, R, supp, nsupp, gamma, V, Vnew, pi, sig):
-    """One optimistic Jacobi sweep ``Vnew = max_u Q(x, u | V)`` (see the module
-    docstring; ``C1 = n/(n+η)``, ``C2 = η/(n+η)`` per pair); ``pi[x]`` gets the lowest
-    maximising action, ``sig[x]`` the lowest maximising σ of that action. Returns
+def bolt_sweep(Pm, N, C1, C2, R, succ, nsucc, gamma, V, Vnew, pi, sig):
+    """One optimistic Jacobi sweep ``Vnew = max_u Q(x, u | V)`` on sparse rows (see the
+    module docstring; ``C1 = n/(n+η)``, ``C2 = η/(n+η)`` per pair; the terms are the
+    slots of positive count ``N``); ``pi[x]`` gets the lowest maximising action,
+    ``sig[x]`` the slot of the lowest maximising σ of that action. Returns
     sum_x (Vnew - V)^2."""
     nX, nU, _ = Pm.shape
     diff2 = 0.0
@@ -70,11 +95,11 @@ def bolt_sweep(Pm, C1, C2, R, supp, nsupp, gamma, V, Vnew, pi, sig):
         for u in range(nU):
             acc = 0.0
             top = -np.inf
-            for k in range(nsupp[x, u]):
-                y = supp[x, u, k]
-                t = R[x, u, y] + gamma * V[y]
-                acc += Pm[x, u, y] * t
-                top = max(top, t)
+            for k in range(nsucc[x, u]):
+                if N[x, u, k] > 0.0:
+                    t = R[x, u, k] + gamma * V[succ[x, u, k]]
+                    acc += Pm[x, u, k] * t
+                    top = max(top, t)
             q = acc * C1[x, u] + C2[x, u] * top
             if q > best:
                 best = q
@@ -82,12 +107,12 @@ def bolt_sweep(Pm, C1, C2, R, supp, nsupp, gamma, V, Vnew, pi, sig):
         # the best action's sigma: the lowest successor reaching its max
         top = -np.inf
         bs = 0
-        for k in range(nsupp[x, bu]):
-            y = supp[x, bu, k]
-            t = R[x, bu, y] + gamma * V[y]
-            if t > top:
-                top = t
-                bs = y
+        for k in range(nsucc[x, bu]):
+            if N[x, bu, k] > 0.0:
+                t = R[x, bu, k] + gamma * V[succ[x, bu, k]]
+                if t > top:
+                    top = t
+                    bs = k
         Vnew[x] = best
         pi[x] = bu
         sig[x] = bs
@@ -97,9 +122,11 @@ def bolt_sweep(Pm, C1, C2, R, supp, nsupp, gamma, V, Vnew, pi, sig):
 
 
 @njit(cache=True, error_model="numpy")
-def bolt_evaluate(Pm, C1, C2, R, supp, nsupp, gamma, pi, sig, A, b):
-    """Exact value of the policy (pi, sig) in the optimistic model: solve
-    :math:`(I - \\gamma P_\\pi) V = r_\\pi` (dense); the values are returned in ``b``."""
+def bolt_evaluate(Pm, C1, C2, R, succ, nsucc, gamma, pi, sig, A, b):
+    """Exact value of the policy (pi, sig) in the optimistic model (``sig[x]`` a slot of
+    row (x, pi[x])): solve :math:`(I - \\gamma P_\\pi) V = r_\\pi` (dense ``A``, nX x nX);
+    the values are returned in ``b``. (A slot of zero count has probability 0: a zero
+    term.)"""
     nX = b.shape[0]
     for i in range(nX):
         for j in range(nX):
@@ -110,37 +137,40 @@ def bolt_evaluate(Pm, C1, C2, R, supp, nsupp, gamma, pi, sig, A, b):
         c1 = C1[i, u]
         c2 = C2[i, u]
         acc = 0.0
-        for k in range(nsupp[i, u]):
-            y = supp[i, u, k]
-            p = Pm[i, u, y] * c1
-            A[i, y] -= gamma * p
-            acc += p * R[i, u, y]
-        A[i, s] -= gamma * c2
+        for k in range(nsucc[i, u]):
+            p = Pm[i, u, k] * c1
+            A[i, succ[i, u, k]] -= gamma * p
+            acc += p * R[i, u, k]
+        A[i, succ[i, u, s]] -= gamma * c2
         b[i] = acc + c2 * R[i, u, s]
     _lu_solve(A, b)
 
 
 @njit(cache=True, error_model="numpy")
-def bolt_policy_iteration(Pm, C1, C2, R, supp, nsupp, gamma, tol, V, pi, sig, A, b, Vnew):
+def bolt_policy_iteration(Pm, N, C1, C2, R, succ, nsucc, gamma, tol, V, pi, sig, A, b,
+                          Vnew):
     """The Guez value iteration's answer for the optimistic model, by policy iteration
     from the policy (pi, sig) (all updated in place), as
-    :func:`bbrlcore.mdp.solvers.guez_policy_iteration` does for a plain model. Returns the
-    number of sweeps."""
+    :func:`bbrlcore.mdp.solvers.guez_policy_iteration_rows` does for a plain model; by
+    warm-started sweeps alone (same stopping test) when the model is too large for dense
+    LU evaluations (:func:`~bbrlcore.mdp.solvers.lu_affordable`; ``A`` may then be any
+    2-d array). Returns the number of sweeps."""
     nX = V.shape[0]
     tol2 = tol * tol
     sweeps = 0
-    for _it in range(100):
-        bolt_evaluate(Pm, C1, C2, R, supp, nsupp, gamma, pi, sig, A, b)
-        for i in range(nX):
-            V[i] = b[i]
-        diff2 = bolt_sweep(Pm, C1, C2, R, supp, nsupp, gamma, V, Vnew, pi, sig)
-        for i in range(nX):
-            V[i] = Vnew[i]
-        sweeps += 1
-        if diff2 <= tol2:
-            return sweeps
+    if lu_affordable(nX, n_transitions(nsucc)):
+        for _it in range(100):
+            bolt_evaluate(Pm, C1, C2, R, succ, nsucc, gamma, pi, sig, A, b)
+            for i in range(nX):
+                V[i] = b[i]
+            diff2 = bolt_sweep(Pm, N, C1, C2, R, succ, nsucc, gamma, V, Vnew, pi, sig)
+            for i in range(nX):
+                V[i] = Vnew[i]
+            sweeps += 1
+            if diff2 <= tol2:
+                return sweeps
     while sweeps < GUEZ_MAX_SWEEPS:
-        diff2 = bolt_sweep(Pm, C1, C2, R, supp, nsupp, gamma, V, Vnew, pi, sig)
+        diff2 = bolt_sweep(Pm, N, C1, C2, R, succ, nsucc, gamma, V, Vnew, pi, sig)
         for i in range(nX):
             V[i] = Vnew[i]
         sweeps += 1
@@ -157,26 +187,45 @@ def _weights(C1, C2, Np, eta, x, u):
 
 
 @njit(cache=True, error_model="numpy")
-def _reset(setup):
-    theta, Rm, fpar = setup
-    gamma, eta, tol = fpar[0], fpar[1], fpar[2]
+def _start(succ, nsucc, theta, eta):
+    """The model at the prior: ``(N, Np, Pm, C1, C2)``."""
     nX, nU, _ = theta.shape
-    N, Np, Pm, supp, nsupp = model_init(theta)
+    N, Np, Pm = rows_model_init(theta, nsucc)
     C1 = np.empty((nX, nU))
     C2 = np.empty((nX, nU))
     for x in range(nX):
         for u in range(nU):
             _weights(C1, C2, Np, eta, x, u)
+    return N, Np, Pm, C1, C2
+
+
+@njit(cache=True, error_model="numpy")
+def prior_solution(succ, nsucc, theta, Rm, gamma, eta, tol):
+    """``(V, pi, sig)``: the optimistic model of the prior solved from zero (the policy
+    (0, lowest σ of action 0)); every trajectory starts from it (it depends only on the
+    agent, so it is computed once per player)."""
+    nX = theta.shape[0]
+    N, Np, Pm, C1, C2 = _start(succ, nsucc, theta, eta)
     V = np.zeros(nX)
     pi = np.zeros(nX, dtype=np.int64)
     sig = np.zeros(nX, dtype=np.int64)
-    for x in range(nX):  # a valid sigma for the first evaluation
-        sig[x] = supp[x, 0, 0]
-    A = np.empty((nX, nX))
-    b = np.empty(nX)
-    Vnew = np.empty(nX)
-    bolt_policy_iteration(Pm, C1, C2, Rm, supp, nsupp, gamma, tol, V, pi, sig, A, b, Vnew)
-    return N, Np, Pm, supp, nsupp, Rm, V, pi, sig, A, b, Vnew, C1, C2, fpar
+    for x in range(nX):  # a valid sigma for the first evaluation: action 0's lowest
+        for k in range(nsucc[x, 0]):
+            if N[x, 0, k] > 0.0:
+                sig[x] = k
+                break
+    bolt_policy_iteration(Pm, N, C1, C2, Rm, succ, nsucc, gamma, tol, V, pi, sig,
+                          lu_buffer(nsucc), np.empty(nX), np.empty(nX))
+    return V, pi, sig
+
+
+@njit(cache=True, error_model="numpy")
+def _reset(setup):
+    succ, nsucc, theta, Rm, V0, pi0, sig0, fpar = setup
+    nX = theta.shape[0]
+    N, Np, Pm, C1, C2 = _start(succ, nsucc, theta, fpar[1])
+    return (N, Np, Pm, succ, nsucc, Rm, V0.copy(), pi0.copy(), sig0.copy(), lu_buffer(nsucc),
+            np.empty(nX), np.empty(nX), C1, C2, fpar)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -186,21 +235,26 @@ def _act(state, x):
 
 @njit(cache=True, error_model="numpy", inline="always")
 def _observe(state, x, u, y, r):
-    N, Np, Pm, supp, nsupp, Rm, V, pi, sig, A, b, Vnew, C1, C2, fpar = state
-    model_update(N, Np, Pm, supp, nsupp, x, u, y)
+    N, Np, Pm, succ, nsucc, Rm, V, pi, sig, A, b, Vnew, C1, C2, fpar = state
+    k = slot_of(succ, nsucc, x, u, y)
+    if k < 0:
+        raise ValueError("observed a transition outside the agent's layout")
+    rows_model_update(N, Np, Pm, nsucc, x, u, k)
     _weights(C1, C2, Np, fpar[1], x, u)
-    bolt_policy_iteration(Pm, C1, C2, Rm, supp, nsupp, fpar[0], fpar[2], V, pi, sig, A, b,
+    bolt_policy_iteration(Pm, N, C1, C2, Rm, succ, nsucc, fpar[0], fpar[2], V, pi, sig, A, b,
                           Vnew)
 
 
 def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict[str, float]:
-    """A policy iteration of the optimistic model at reset and after every step: sweeps
-    over the model's support (two passes per row) and an nX x nX linear solve per
-    evaluation, like BEB's."""
-    B = float(support_sizes(prior.theta).sum())
+    """A policy iteration of the optimistic model after every step: sweeps over the
+    model's support (two passes per row) and an nX x nX linear solve per evaluation,
+    like BEB's (sweeps alone where :func:`~bbrlcore.mdp.solvers.lu_affordable`
+    refuses)."""
+    nnz = prior.support_layout.nnz
+    B = float(nnz)
     nX = prior.n_states
     return {"trajectory": 1.0, "steps": float(horizon), "backups": 2.0 * horizon * B,
-            "solves": horizon * float(nX) ** 3}
+            "solves": horizon * float(nX) ** 3 if lu_affordable(nX, nnz) else 0.0}
 
 
 def _setting_check(params: dict, prior, gamma: float, horizon: int) -> str | None:
@@ -222,9 +276,13 @@ class BOLT(CompiledAgent):
     observe = _observe
 
     def setup(self) -> tuple:
-        return (np.ascontiguousarray(self.prior.theta, dtype=np.float64),
-                np.ascontiguousarray(self.prior.reward, dtype=np.float64),
-                np.array([float(self.gamma), float(self.p["eta"]), GUEZ_TOLERANCE]))
+        succ = np.ascontiguousarray(self.layout.succ, dtype=np.int64)
+        nsucc = np.ascontiguousarray(self.layout.nsucc, dtype=np.int64)
+        theta = np.ascontiguousarray(self.theta_rows, dtype=np.float64)
+        Rm = np.ascontiguousarray(self.reward_rows, dtype=np.float64)
+        fpar = np.array([float(self.gamma), float(self.p["eta"]), GUEZ_TOLERANCE])
+        V0, pi0, sig0 = prior_solution(succ, nsucc, theta, Rm, fpar[0], fpar[1], fpar[2])
+        return succ, nsucc, theta, Rm, V0, pi0, sig0, fpar
 
 
 BOLT.__doc__ = __doc__  # what `bbrl agents bolt` shows

@@ -29,15 +29,25 @@ the reward function (the prior's ``reward``), like the paper's agents.
 With ``K = 1`` the merged model is one posterior sample, and BOSS is PSRL (:mod:`.psrl`)
 resampling when a pair becomes known: it then samples and solves exactly like PSRL
 (:func:`~._posterior.sample_and_solve`: BEB's solver,
-:func:`~bbrlcore.mdp.solvers.guez_policy_iteration`), so ``K = 1, B = 0`` plays exactly PSRL
+:func:`~bbrlcore.mdp.solvers.guez_policy_iteration_rows`), so ``K = 1, B = 0`` plays exactly PSRL
 with one sample per trajectory (``schedule=fixed`` with a period of at least the horizon).
 With ``K > 1`` the samples, the sparse merged model (stored over each row's support only)
 and its solver are SBOSS's (:func:`~.sboss.build_merged`,
 :func:`~.sboss.merged_value_iteration`: warm-started from the previous values, improved
-by policy-iteration steps first for models of at most 200 states). Rows are drawn as
+by policy-iteration steps first for models of at most 200 states that
+:func:`~bbrlcore.mdp.solvers.lu_affordable` admits). Rows are drawn as
 normalised Gamma variates from the kernel's own xoshiro256** generator, seeded by numba's
 generator (the package seeds that one with the trajectory's seed). The first solve starts
 from the values of the prior's mean model.
+
+The posterior, the samples and the rewards live on the agent's sparse rows
+(:mod:`bbrlcore.mdp.rows`: the prior's support joined with the test MDPs' transitions,
+``self.layout``): a sampling draws one Gamma variate per sample and transition of
+positive concentration, a sweep costs one term per sampled transition, a step a binary
+search in the observed row. Models too large for dense LU evaluations
+(:func:`~bbrlcore.mdp.solvers.lu_affordable`: :math:`n_X^3` above 200 times the
+transitions; never on the paper's problems) are solved by warm-started sweeps alone, to
+the same stopping test.
 
 **Cost.** A sampling draws :math:`K \sum_{x,u} |S(x,u)|` Gamma variates (S: the row's
 support) and solves a model with :math:`K n_U` actions per state; it happens at most
@@ -56,18 +66,20 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from bbrlcore.agents._kernels import env_transition
+from bbrlcore.agents._kernels import env_transition_rows
 from bbrlcore.agents._posterior import (
     generator_from_numba,
-    posterior_init,
-    posterior_update,
+    lu_buffer,
+    posterior_init_rows,
+    posterior_update_rows,
     sample_and_solve,
     sample_and_solve_merged,
     sampling_setup,
 )
 from bbrlcore.agents.api import CompiledAgent
-from bbrlcore.agents.base import Param, at_least_one, support_sizes
-from bbrlcore.agents.sboss import MAX_SAMPLE_ENTRIES, PI_MAX_STATES, PI_WARM_STEPS
+from bbrlcore.agents.base import Param, at_least_one
+from bbrlcore.agents.sboss import MAX_SAMPLE_ENTRIES, mean_rows, warm_pi_steps
+from bbrlcore.mdp.solvers import lu_affordable
 
 # ctr slots of the per-trajectory state
 _RESAMPLE, _RESAMPLES = 0, 1
@@ -75,27 +87,29 @@ _RESAMPLE, _RESAMPLES = 0, 1
 
 @njit(cache=True, error_model="numpy")
 def _reset(setup):
-    theta, Rm, V0, pi0, fpar, ipar = setup
+    succ, nsucc, theta, Rm, V0, pi0, fpar, ipar = setup
     nX, nU, _ = theta.shape
-    alpha, visits, supp, nsupp = posterior_init(theta)
+    alpha, visits = posterior_init_rows(theta)
     K = np.full((nX, nU), ipar[0], dtype=np.int64)
     ctr = np.zeros(2, dtype=np.int64)
     ctr[_RESAMPLE] = 1
-    Ps = np.zeros_like(theta) if ipar[0] == 1 else np.zeros((1, 1, 1))
-    return (alpha, visits, supp, nsupp, K, Rm, Ps, V0.copy(), pi0.copy(),
-            np.zeros(nX, dtype=np.int64), np.empty((nX, nX)), np.empty(nX),
+    one = ipar[0] == 1  # PSRL's sampler and solver: a sampled model and the LU buffer
+    Ps = np.zeros_like(theta) if one else np.zeros((1, 1, 1))
+    A = lu_buffer(nsucc) if one else np.empty((1, 1))
+    return (alpha, visits, succ, nsucc, K, Rm, Ps, V0.copy(), pi0.copy(),
+            np.zeros(nX, dtype=np.int64), A, np.empty(nX),
             generator_from_numba(), ctr, fpar, ipar)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def _act(state, x):
-    alpha, visits, supp, nsupp, K, Rm, Ps, V, pi, act, A, b, rs, ctr, fpar, ipar = state
+    alpha, visits, succ, nsucc, K, Rm, Ps, V, pi, act, A, b, rs, ctr, fpar, ipar = state
     if ctr[_RESAMPLE]:
         if ipar[0] == 1:  # one sample: PSRL's sampler and solver
-            sample_and_solve(alpha, supp, nsupp, Rm, fpar[0], fpar[1], Ps, V, pi, A, b, rs)
+            sample_and_solve(alpha, succ, nsucc, Rm, fpar[0], fpar[1], Ps, V, pi, A, b, rs)
             act[:] = pi
         else:
-            sample_and_solve_merged(alpha, supp, nsupp, K, Rm, fpar[0], fpar[1], ipar[2], V,
+            sample_and_solve_merged(alpha, succ, nsucc, K, Rm, fpar[0], fpar[1], ipar[2], V,
                                     pi, act, rs)
         ctr[_RESAMPLE] = 0
         ctr[_RESAMPLES] += 1
@@ -104,9 +118,9 @@ def _act(state, x):
 
 @njit(cache=True, error_model="numpy", inline="always")
 def _observe(state, x, u, y, r):
-    alpha, visits, supp, nsupp = state[0], state[1], state[2], state[3]
+    alpha, visits, succ, nsucc = state[0], state[1], state[2], state[3]
     ctr, ipar = state[13], state[15]
-    posterior_update(alpha, visits, supp, nsupp, x, u, y)
+    posterior_update_rows(alpha, visits, succ, nsucc, x, u, y)
     if visits[x, u] == ipar[1]:  # the pair has just become known
         ctr[_RESAMPLE] = 1
 
@@ -123,9 +137,10 @@ def _counters(state):
 
 
 @njit(cache=True, error_model="numpy")
-def simulate_resamples(Pbar, initial_state, B, horizon, seed, fixed_policy=True):
+def simulate_resamples(Pbar, succ, nsucc, initial_state, B, horizon, seed, fixed_policy=True):
     """Samplings in one trajectory, for the cost model: the rule of :func:`_act` and
-    :func:`_observe` on the mean test MDP ``Pbar``, the merged model's greedy actions
+    :func:`_observe` on the mean test MDP ``Pbar`` (on its sparse rows ``succ``,
+    ``nsucc``), the merged model's greedy actions
     replaced by a policy drawn at random at each sampling and kept until the next (like
     the agent's), or (``fixed_policy=False``) by a random action at each step."""
     np.random.seed(seed)
@@ -142,7 +157,7 @@ def simulate_resamples(Pbar, initial_state, B, horizon, seed, fixed_policy=True)
             for s in range(nX):
                 policy[s] = np.random.randint(0, nU)
         u = policy[x] if fixed_policy else np.random.randint(0, nU)
-        y = env_transition(Pbar, x, u, np.random.random())
+        y = succ[x, u, env_transition_rows(Pbar, nsucc, x, u, np.random.random())]
         visits[x, u] += 1
         if visits[x, u] == B:
             resample = True
@@ -159,22 +174,27 @@ def expected_resamples(params: dict, test, horizon: int) -> float:
     MDP, averaged over a few seeds, for two stand-ins of the agent's policy (a policy kept
     between samplings, random actions): the one that samples more (measured, the agent
     lies between the two)."""
-    Pbar = np.ascontiguousarray(test.mean_model(), dtype=np.float64)
+    Pbar, lay = mean_rows(test)
+    succ, nsucc = lay.succ, lay.nsucc
     return max(
-        sum(simulate_resamples(Pbar, int(test.initial_state), int(params["B"]), int(horizon),
-                               k, fixed) for k in range(COST_SIMULATIONS)) / COST_SIMULATIONS
+        sum(simulate_resamples(Pbar, succ, nsucc, int(test.initial_state), int(params["B"]),
+                               int(horizon), k, fixed)
+            for k in range(COST_SIMULATIONS)) / COST_SIMULATIONS
         for fixed in (True, False))
 
 
 def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict[str, float]:
     """Every sampling draws ``K·sum|S(x,u)|`` Gamma variates and solves the merged model
     (warm-started sweeps over the same entries, policy-iteration steps with an nX x nX
-    solve); between samplings a step is a transition and a count."""
+    solve where :func:`~bbrlcore.mdp.solvers.lu_affordable`); between samplings a step
+    is a transition and a count."""
     n = expected_resamples(params, test, horizon)
     K = int(params["K"])
-    B = float(support_sizes(prior.theta).sum())
+    nnz = prior.support_layout.nnz
+    B = float(nnz)
     nX = prior.n_states
-    lu = float(nX) ** 3 if (K == 1 or nX <= PI_MAX_STATES) else 0.0
+    lu_solves = lu_affordable(nX, nnz) if K == 1 else warm_pi_steps(nX, nnz) > 0
+    lu = float(nX) ** 3 if lu_solves else 0.0
     return {"trajectory": 1.0, "steps": float(horizon), "rebuilds": n,
             "entries": n * K * B, "rebuild_states": n * nX * prior.n_actions * K,
             "solves": n * lu}
@@ -184,15 +204,16 @@ def _non_negative_int(v: int) -> str | None:
     return None if v >= 0 else "must be an integer >= 0"
 
 
-def merged_size(theta: np.ndarray, K: int) -> int:
-    """Probabilities stored by a merged model of K samples at the prior."""
-    return int(K) * int(support_sizes(theta).sum())
+def merged_size(prior, K: int) -> int:
+    """Probabilities stored by a merged model of K samples at the prior (K per
+    transition of the prior's support)."""
+    return int(K) * int(prior.support_layout.nnz)
 
 
 def _setting_check(params: dict, prior, gamma: float, horizon: int) -> str | None:
     if not gamma < 1.0:
         return "needs a discount factor < 1 (the Guez value iteration would not converge)"
-    size = merged_size(prior.theta, int(params["K"]))
+    size = merged_size(prior, int(params["K"]))
     if size > MAX_SAMPLE_ENTRIES:
         return (f"the merged model would hold {size:,} sampled probabilities (limit "
                 f"{MAX_SAMPLE_ENTRIES:,}, 8 bytes each): choose a smaller K")
@@ -218,9 +239,11 @@ class BOSS(CompiledAgent):
     counter_values = _counters
 
     def setup(self) -> tuple:
-        pi_steps = PI_WARM_STEPS if self.n_states <= PI_MAX_STATES else 0
+        # the merged solver's policy-iteration warm start (LU evaluations): only on models
+        # small enough, and dense enough, for them (SBOSS's rule)
+        pi_steps = warm_pi_steps(self.n_states, self.layout.nnz)
         ipar = np.array([int(self.p["K"]), int(self.p["B"]), pi_steps], dtype=np.int64)
-        return sampling_setup(self.prior, self.gamma, ipar)
+        return sampling_setup(self, ipar)
 
 
 BOSS.__doc__ = __doc__  # what `bbrl agents boss` shows

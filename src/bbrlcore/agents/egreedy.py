@@ -20,11 +20,12 @@ from numba import njit
 from bbrlcore.agents._kernels import (
     argmax_random_tie,
     env_reset,
-    env_reward,
-    env_step,
-    model_init,
-    model_update,
+    env_reward_rows,
+    env_step_rows,
+    rows_model_init,
+    rows_model_update,
 )
+from bbrlcore.agents._layout import setting
 from bbrlcore.agents.base import (
     FLOAT64,
     Algorithm,
@@ -33,22 +34,21 @@ from bbrlcore.agents.base import (
     Trained,
     in_unit_interval,
     reward_buffer,
-    support_sizes,
 )
-from bbrlcore.mdp.solvers import q_solve
+from bbrlcore.mdp.solvers import q_solve_rows
 
 _NO_COUNTERS = np.zeros(0, dtype=np.int64)
 
 
 @njit(cache=True, error_model="numpy")
-def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, theta, Rm, epsilon,
-                rewards):
+def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, succ, nsucc,
+                theta, Rm, epsilon, rewards):
     np.random.seed(seed)
     nX, nU, _ = P.shape
     x = env_reset(initial_state, nX)
-    N, Np, Pm, supp, nsupp = model_init(theta)
+    N, Np, Pm = rows_model_init(theta, nsucc)
     Q = np.zeros((nX, nU))
-    q_solve(Pm, Rm, supp, nsupp, gamma, horizon, Q)
+    q_solve_rows(Pm, Rm, succ, nsucc, gamma, horizon, Q)
     ret = 0.0
     disc = 1.0
     for t in range(horizon):
@@ -57,20 +57,19 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, theta
             u = np.random.randint(0, nU)
         else:
             u = argmax_random_tie(Q[x])
-        y = env_step(P, x, u)
-        r = env_reward(R, Rstd, gaussian, x, u, y)
+        k = env_step_rows(P, nsucc, x, u)
+        r = env_reward_rows(R, Rstd, gaussian, x, u, k)
         rewards[t] = r
         ret += disc * r
         disc *= gamma
-        model_update(N, Np, Pm, supp, nsupp, x, u, y)
-        q_solve(Pm, Rm, supp, nsupp, gamma, horizon, Q)
-        x = y
+        rows_model_update(N, Np, Pm, nsucc, x, u, k)
+        q_solve_rows(Pm, Rm, succ, nsucc, gamma, horizon, Q)
+        x = succ[x, u, k]
     return ret
 
 
 def make_player(prior, params: dict, trained: Trained, ep: Episode):
-    theta = np.ascontiguousarray(prior.theta)
-    Rm = np.ascontiguousarray(prior.reward)
+    st = setting(prior, ep)
     eps = float(params["epsilon"])
 
     shape = (ep.horizon,)
@@ -81,8 +80,8 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
                 and rewards.dtype is FLOAT64):  # (the runner's rows: no call)
             rewards = reward_buffer(rewards, ep.horizon)
         r = _trajectory(
-            P, ep.R, ep.Rstd, ep.gaussian, ep.initial_state, ep.gamma, ep.horizon, seed,
-            theta, Rm, eps, rewards,
+            st.env(P), st.R, st.Rstd, ep.gaussian, ep.initial_state, ep.gamma, ep.horizon,
+            seed, st.succ, st.nsucc, st.theta, st.Rm, eps, rewards,
         )
         return r, _NO_COUNTERS
 
@@ -92,7 +91,7 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
 def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict[str, float]:
     """A warm-started Q-iteration of the posterior-mean model after every step: its
     sweeps cost one backup term per support entry of the model."""
-    B = float(support_sizes(prior.theta).sum())
+    B = float(prior.support_layout.nnz)
     return {"trajectory": 1.0, "steps": float(horizon), "backups": horizon * B}
 
 
@@ -105,4 +104,5 @@ ALGORITHM = Algorithm(
     make_player=make_player,
     doc=__doc__ or "",
     cost_features=cost_features,
+    sparse=True,
 )

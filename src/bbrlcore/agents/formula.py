@@ -39,19 +39,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from bbrlcore.agents import formulas as F
-from bbrlcore.agents.base import (
-    FLOAT64,
-    Algorithm,
-    Episode,
-    Param,
-    Trained,
-    reward_buffer,
-    support_sizes,
-)
-from bbrlcore.agents.formula_agent import feature_counts, play_formula
+from bbrlcore.agents.base import Algorithm, Episode, Param, Trained
+from bbrlcore.agents.formula_agent import formula_player, model_sizes
+from bbrlcore.mdp.solvers import lu_affordable
 
 
 def _normalise(value: str, where: str) -> str:
@@ -67,38 +58,22 @@ PARAMS = (
 
 def make_player(prior: Any, params: dict[str, Any], trained: Trained | None, ep: Episode):
     """The formula agent as a ``play(P, seed, rewards=None)`` trajectory function (the kernel of the
-    agent OPPS-DS learns, :func:`bbrlcore.agents.opps_ds.make_player`)."""
-    codes = F.parse_formula(params["formula"], "formula")
-    used = F.variables_used(codes)
-    theta = np.ascontiguousarray(prior.theta, dtype=np.float64)
-    counts = feature_counts(theta)
-    Rm = np.ascontiguousarray(prior.reward, dtype=np.float64)
-    R = np.ascontiguousarray(ep.R, dtype=np.float64)
-    Rstd = np.ascontiguousarray(ep.Rstd, dtype=np.float64)
-
-    shape = (ep.horizon,)
-
-    def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
-             ) -> tuple[float, np.ndarray]:
-        if not (type(rewards) is np.ndarray and rewards.shape == shape
-                and rewards.dtype is FLOAT64):  # (the runner's rows: no call)
-            rewards = reward_buffer(rewards, ep.horizon)
-        ret, fails = play_formula(
-            P, R, Rstd, bool(ep.gaussian), int(ep.initial_state), float(ep.gamma),
-            int(ep.horizon), int(seed), codes, used, counts, Rm,
-            rewards,
-        )  # fmt: skip
-        return float(ret), np.array([fails], dtype=np.int64)
-
-    return play
+    agent OPPS-DS learns, :func:`bbrlcore.agents.opps_ds.make_player`), on the test MDPs'
+    sparse rows."""
+    return formula_player(prior, F.parse_formula(params["formula"], "formula"), ep)
 
 
 def cost_features(params: dict[str, Any], prior: Any, test: Any, gamma: float,
                   horizon: int) -> dict[str, float]:
-    """The features the formula reads, each solved after every step: one backup term per
-    support entry of its model (θ, self-loops, ones), the dense linear solves of the
-    solver's policy iteration (|X|³ each, :func:`bbrlcore.mdp.solvers.q_solve`), and a part
-    per formula evaluation.
+    """The features the formula reads, each solved after every step: the terms of one
+    sweep of each one's model (:func:`bbrlcore.agents.formula_agent.model_sizes`: QMean
+    one per slot of the prior's support, QSelf one per slot of the test distribution's
+    support joined with the self-loops; QUniform nX·nU·nX while it is solved densely,
+    else one per state-action pair),
+    the dense linear solves of the solver's policy iteration (|X|³ each,
+    :func:`bbrlcore.mdp.solvers.q_solve_rows`; only where the model affords them:
+    :func:`~bbrlcore.mdp.solvers.lu_affordable`, and never for the decomposed QUniform),
+    and a part per formula evaluation.
 
     Examples
     --------
@@ -109,12 +84,14 @@ def cost_features(params: dict[str, Any], prior: Any, test: Any, gamma: float,
     """
     codes = F.parse_formula(params["formula"], "formula")
     used = F.variables_used(codes)
-    counts = feature_counts(np.asarray(prior.theta, dtype=np.float64))
-    backups = sum(float(support_sizes(counts[k]).sum()) for k in range(3) if used[k])
-    n_states, n_actions = (float(n) for n in np.asarray(prior.theta).shape[:2])
+    nX, nU = prior.n_states, prior.n_actions
+    b_mean, b_self, b_uniform, dense = model_sizes(prior, test)
+    backups = sum(b for b, k in zip((b_mean, b_self, b_uniform), used, strict=True) if k)
+    n_lu = (float(used[0] and lu_affordable(nX, int(b_mean)))
+            + float(used[1] and lu_affordable(nX, int(b_self))) + float(used[2] and dense))
     return {"trajectory": 1.0, "steps": float(horizon), "backups": horizon * backups,
-            "dense": horizon * float(used.sum()) * n_states**3,
-            "evaluations": horizon * n_actions * len(codes)}
+            "dense": horizon * n_lu * float(nX) ** 3,
+            "evaluations": horizon * float(nU) * len(codes)}
 
 
 ALGORITHM = Algorithm(
@@ -124,4 +101,5 @@ ALGORITHM = Algorithm(
     counters=("formula_failures",),
     doc=__doc__ or "",
     cost_features=cost_features,
+    sparse=True,
 )

@@ -15,6 +15,30 @@ All use the prior's known mean reward table. The Q-iteration (tolerance 0.01, at
 sweeps) is warm-started from the previous step's Q, which reaches the same stopping test
 in a few sweeps; only the features the formula reads are computed.
 
+**Sparse rows.** QMean lives on the agent's layout
+(:func:`bbrlcore.agents._layout.setting`: the prior's support joined with the test MDPs'
+transitions), where an observation's slot is the environment's; QSelf on the test MDPs'
+transitions joined with every self-loop (:func:`self_loops`; an observation's slot there
+is looked up in a table made once per player), so a sweep of either costs the
+transitions of its layout. QUniform's model is dense by
+definition (a count on every successor). While it is small (:func:`uniform_dense`:
+nX·nU·nX at most :data:`UNIFORM_DENSE_MAX`, every problem of the paper) it is solved as a
+dense array, in the reference's arithmetic order. Above, its mean model
+:math:`P(y) = (1 + n(y)) / (n_X + n(x,u))` is solved by
+:func:`uniform_q_iteration`, whose backup
+
+.. math:: \Bigl[\sum_y R(x,u,y) + \gamma \sum_y V(y)
+          + \sum_{y\ \mathrm{observed}} n(y)\,\bigl(R(x,u,y) + \gamma V(y)\bigr)\Bigr]
+          \big/ \bigl(n_X + n(x,u)\bigr)
+
+costs one term per state-action pair plus one per slot of the rows observed so far
+(:math:`\sum_y V(y)` once per sweep, :math:`\sum_y R(x,u,y)` once per player). It is
+the same model with its sums in another order (equal up to rounding), solved by the
+plain capped Q-iteration — the reference's algorithm — and never by the policy
+iteration of :func:`~bbrlcore.mdp.solvers.q_solve_rows`, whose dense evaluations of an
+nX-state model would cost nX³: its values meet the Q-iteration's stopping test instead
+of being the model's exact fixed point (within 0.01·γ/(1−γ) of it).
+
 **Formula failures**: an action whose formula value is undefined (NaN,
 log or square root of a negative, division by zero) scores −∞; if every action fails the
 choice is uniform. The kernel counts failed evaluations (one per action and decision)
@@ -28,70 +52,229 @@ strategies for single trajectory reinforcement learning", EWRL 2012; Castronovo 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 from numba import njit
 
+from bbrlcore.agents import formulas as F
 from bbrlcore.agents._kernels import (
     argmax_random_tie,
     env_reset,
-    env_reward,
-    env_step,
-    model_init,
-    model_update,
+    env_reward_rows,
+    env_step_rows,
+    rows_model_init,
+    rows_model_update,
 )
+from bbrlcore.agents._layout import Setting, setting
+from bbrlcore.agents.base import FLOAT64, Episode, reward_buffer
 from bbrlcore.agents.formulas import eval_rpn
-from bbrlcore.mdp.solvers import q_solve
+from bbrlcore.mdp import rows
+from bbrlcore.mdp.rows import Layout
+from bbrlcore.mdp.solvers import Q_ACCURACY, q_iteration_rows, q_solve_rows
+
+#: QUniform's model is solved as a dense array (the reference's arithmetic, bit for bit)
+#: while it has at most this many entries nX·nU·nX — every problem of the paper (Grid:
+#: 25·4·25 = 2,500) and the small families of ``benchmarks/ab_identical.py`` but Taxi;
+#: above, by :func:`uniform_q_iteration`. A function of the problem's size only, so a run
+#: is reproducible.
+UNIFORM_DENSE_MAX = 4096
 
 
-def feature_counts(theta: np.ndarray) -> np.ndarray:
-    """Initial counts of the three features, shape (3, nX, nU, nX): θ, self-loop, ones."""
-    nX, nU, _ = theta.shape
-    c = np.zeros((3, nX, nU, nX))
-    c[0] = theta
-    for x in range(nX):
-        c[1, x, :, x] = 1.0
-    c[2] = 1.0
-    return c
+def uniform_dense(n_states: int, n_actions: int) -> bool:
+    """Whether QUniform's model is solved as a dense array (:data:`UNIFORM_DENSE_MAX`)."""
+    return n_states * n_states * n_actions <= UNIFORM_DENSE_MAX
+
+
+def self_loops(n_states: int, n_actions: int) -> Layout:
+    """The layout holding the self-loops (x, u, x) only (QSelf's initial counts)."""
+    succ = np.broadcast_to(np.arange(n_states, dtype=np.int64)[:, None, None],
+                           (n_states, n_actions, 1)).copy()
+    return Layout(succ, np.ones((n_states, n_actions), dtype=np.int64), int(n_states))
+
+
+@dataclass(frozen=True, eq=False)
+class Features:
+    """The three feature models' initial counts and rewards (module docstring);
+    :meth:`args` in the kernels' order. QMean and the decomposed QUniform are on the
+    agent's layout (the :class:`Setting`'s), QSelf on its own (``succ1``, ``nsucc1``)."""
+
+    #: QMean's initial counts (θ) and the prior's mean rewards on the agent's layout
+    theta: np.ndarray
+    Rm: np.ndarray
+    #: QSelf's layout (the test transitions and the self-loops), its initial counts
+    #: (1 on the self-loop), the prior's mean rewards on it, and for each slot of the
+    #: agent's layout its slot there (-1: absent, never observed)
+    succ1: np.ndarray
+    nsucc1: np.ndarray
+    self_loop: np.ndarray
+    Rm1: np.ndarray
+    to1: np.ndarray
+    #: QUniform solved densely: the full layout and the dense rewards (else (1, 1, 1))
+    dense: bool
+    usucc: np.ndarray
+    unsucc: np.ndarray
+    Rfull: np.ndarray
+    #: QUniform decomposed: sum_y R(x, u, y) of the prior's dense rewards (else zeros)
+    Rsum: np.ndarray
+
+    def args(self) -> tuple:
+        return (self.theta, self.Rm, self.succ1, self.nsucc1, self.self_loop, self.Rm1,
+                self.to1, self.dense, self.usucc, self.unsucc, self.Rfull, self.Rsum)
+
+
+def self_layout(test: Layout) -> Layout:
+    """QSelf's layout: the transitions of ``test`` and every self-loop."""
+    return rows.union(test, self_loops(test.n_states, test.n_actions))
+
+
+def features(prior: Any, st: Setting, test: Layout) -> Features:
+    """The :class:`Features` of ``prior`` for an agent of :class:`Setting` ``st``
+    (``setting(prior, ep)``) on test MDPs of layout ``test`` (``ep.layout()``)."""
+    nX, nU = prior.n_states, prior.n_actions
+    lay1 = self_layout(test)
+    same = lay1.same_as(st.layout)
+    to1 = (np.broadcast_to(np.arange(st.layout.width, dtype=np.int64), st.succ.shape).copy()
+           if same else rows.slots_in(lay1, st.layout))
+    Rm1 = np.array(st.Rm) if same else rows.gather(prior.reward, lay1)
+    selfc = ((lay1.succ == np.arange(nX)[:, None, None]) & lay1.mask).astype(np.float64)
+    dense = uniform_dense(nX, nU)
+    if dense:
+        full = rows.full(nX, nU)
+        usucc, unsucc = full.succ, full.nsucc
+        Rfull = np.ascontiguousarray(prior.reward, dtype=np.float64)
+        Rsum = np.zeros((nX, nU))
+    else:
+        usucc = np.zeros((1, 1, 1), dtype=np.int64)
+        unsucc = np.zeros((1, 1), dtype=np.int64)
+        Rfull = np.zeros((1, 1, 1))
+        Rsum = np.ascontiguousarray(np.asarray(prior.reward, dtype=np.float64).sum(axis=2))
+    c = np.ascontiguousarray
+    return Features(st.theta, st.Rm, lay1.succ, lay1.nsucc, c(selfc), c(Rm1), c(to1), dense,
+                    usucc, unsucc, Rfull, Rsum)
+
+
+def prior_episode(prior: Any, gamma: float, horizon: int) -> Episode:
+    """An :class:`Episode` whose environment is an MDP drawn from ``prior`` (its rewards
+    on the prior's support): OPPS-DS's training trajectories."""
+    lay = prior.support_layout
+    return Episode(np.asarray(prior.reward_rows), np.asarray(prior.reward_std_rows),
+                   prior.reward_type == "gaussian", int(prior.initial_state), float(gamma),
+                   int(horizon), succ=lay.succ, nsucc=lay.nsucc)
 
 
 @njit(cache=True, error_model="numpy")
-def initial_q(counts, Rm, used, gamma, horizon):
-    """Q of each used feature's initial model, solved from zero; shape (3, nX, nU)."""
-    _, nX, nU, _ = counts.shape
+def uniform_q_iteration(n, Np, Rm, Rsum, succ, nsucc, gamma, horizon, Q):
+    r"""BBRL Q-iteration of QUniform's mean model, decomposed (module docstring):
+    ``n`` the observed counts on the layout, ``Np`` = nX + their row sums, ``Rm`` the
+    rewards on the layout, ``Rsum`` the dense rewards' row sums. Warm-started from ``Q``
+    and updated in place; stops after the first sweep whose largest change is at most
+    0.01 or after ``horizon + 1`` sweeps. Returns the number of sweeps. A sweep costs
+    one term per state-action pair and one per slot of the rows observed so far (a row
+    never observed has ``Np = nX`` and no count)."""
+    nX, nU = Q.shape
+    fX = float(nX)
+    V = np.empty(nX)
+    sweeps = 0
+    while True:
+        sv = 0.0
+        for y in range(nX):
+            m = Q[y, 0]
+            for v in range(1, nU):
+                if Q[y, v] > m:
+                    m = Q[y, v]
+            V[y] = m
+            sv += m
+        base = gamma * sv
+        delta = 0.0
+        for x in range(nX):
+            for u in range(nU):
+                acc = Rsum[x, u] + base
+                if Np[x, u] > fX:  # a row observed: its counts' terms
+                    for k in range(nsucc[x, u]):
+                        c = n[x, u, k]
+                        if c > 0.0:
+                            acc += c * (Rm[x, u, k] + gamma * V[succ[x, u, k]])
+                acc /= Np[x, u]
+                d = abs(acc - Q[x, u])
+                if d > delta:
+                    delta = d
+                Q[x, u] = acc
+        sweeps += 1
+        if delta <= Q_ACCURACY or sweeps >= horizon + 1:
+            return sweeps
+
+
+@njit(cache=True, error_model="numpy")
+def _uniform_init(dense, nX, nU, K, unsucc):
+    """QUniform's model ``(N, Np, P)``: dense ones (``P`` on the full layout) or, when
+    decomposed, the observed counts on the layout (zeros), ``Np = nX`` and ``P`` unused."""
+    if dense:
+        return rows_model_init(np.ones((nX, nU, nX)), unsucc)
+    return np.zeros((nX, nU, K)), np.full((nX, nU), float(nX)), np.zeros((1, 1, 1))
+
+
+@njit(cache=True, error_model="numpy")
+def _uniform_solve(dense, N, Np, P, Rm, Rfull, Rsum, succ, nsucc, usucc, unsucc, gamma,
+                   horizon, Q):
+    if dense:
+        return q_solve_rows(P, Rfull, usucc, unsucc, gamma, horizon, Q)
+    return uniform_q_iteration(N, Np, Rm, Rsum, succ, nsucc, gamma, horizon, Q)
+
+
+@njit(cache=True, error_model="numpy")
+def initial_q(succ, nsucc, theta, Rm, succ1, nsucc1, self_loop, Rm1, to1, dense, usucc,
+              unsucc, Rfull, Rsum, used, gamma, horizon):
+    """Q of each used feature's initial model, solved from zero; shape (3, nX, nU).
+    ``succ``, ``nsucc``: the agent's layout; from ``theta`` to ``Rsum``:
+    :meth:`Features.args`."""
+    nX, nU, K = theta.shape
     Q = np.zeros((3, nX, nU))
-    for k in range(3):
-        if used[k]:
-            N, Np, Pm, supp, nsupp = model_init(counts[k])
-            q_solve(Pm, Rm, supp, nsupp, gamma, horizon, Q[k])
+    if used[0]:
+        N, Np, Pm = rows_model_init(theta, nsucc)
+        q_solve_rows(Pm, Rm, succ, nsucc, gamma, horizon, Q[0])
+    if used[1]:
+        N, Np, Pm = rows_model_init(self_loop, nsucc1)
+        q_solve_rows(Pm, Rm1, succ1, nsucc1, gamma, horizon, Q[1])
+    if used[2]:
+        N, Np, Pm = _uniform_init(dense, nX, nU, K, unsucc)
+        _uniform_solve(dense, N, Np, Pm, Rm, Rfull, Rsum, succ, nsucc, usucc, unsucc,
+                       gamma, horizon, Q[2])
     return Q
 
 
 @njit(cache=True, error_model="numpy")
 def formula_trajectory(
-    P, R, Rstd, gaussian, initial_state, gamma, horizon,
-    codes, n_codes, used, counts, Rm, Qinit, solve_reset, stop_on_failure, rewards,
+    P, R, Rstd, gaussian, initial_state, gamma, horizon, codes, n_codes, used,
+    succ, nsucc, theta, Rm, succ1, nsucc1, self_loop, Rm1, to1, dense, usucc, unsucc,
+    Rfull, Rsum, Qinit, solve_reset, stop_on_failure, rewards,
 ):  # fmt: skip
     """One trajectory of the formula agent on MDP ``P`` (numba RNG already seeded),
     writing the reward of step ``t`` into ``rewards[t]``.
 
-    ``Qinit`` holds the features' Q at reset when ``solve_reset`` is False (OPPS-DS
-    training reuses the prior's solution, identical for every pull); otherwise the reset
-    solves each used feature from zero. Returns ``(discounted_return, n_failures)``.
+    ``P``, ``R``, ``Rstd`` are the environment's values on the agent's layout
+    (``succ``, ``nsucc``); the arguments from ``theta`` to ``Rsum`` are
+    :meth:`Features.args`'s. ``Qinit`` holds the features' Q at reset when
+    ``solve_reset`` is False (OPPS-DS training reuses the prior's solution, identical for
+    every pull); otherwise the reset solves each used feature from zero. Returns
+    ``(discounted_return, n_failures)``.
     """
-    nX, nU, _ = P.shape
+    nX, nU, K = P.shape
     x = env_reset(initial_state, nX)
     Q = np.zeros((3, nX, nU))
     # counting models of the used features (unused ones keep zero Q and are never solved)
-    N0, Np0, P0, s0, ns0 = model_init(counts[0])
-    N1, Np1, P1, s1, ns1 = model_init(counts[1])
-    N2, Np2, P2, s2, ns2 = model_init(counts[2])
+    N0, Np0, P0 = rows_model_init(theta, nsucc)
+    N1, Np1, P1 = rows_model_init(self_loop, nsucc1)
+    N2, Np2, P2 = _uniform_init(dense, nX, nU, K, unsucc)
     if solve_reset:
         if used[0]:
-            q_solve(P0, Rm, s0, ns0, gamma, horizon, Q[0])
+            q_solve_rows(P0, Rm, succ, nsucc, gamma, horizon, Q[0])
         if used[1]:
-            q_solve(P1, Rm, s1, ns1, gamma, horizon, Q[1])
+            q_solve_rows(P1, Rm1, succ1, nsucc1, gamma, horizon, Q[1])
         if used[2]:
-            q_solve(P2, Rm, s2, ns2, gamma, horizon, Q[2])
+            _uniform_solve(dense, N2, Np2, P2, Rm, Rfull, Rsum, succ, nsucc, usucc, unsucc,
+                           gamma, horizon, Q[2])
     else:
         Q[:] = Qinit
     stack = np.empty(max(n_codes, 1))
@@ -110,34 +293,117 @@ def formula_trajectory(
         if fails > 0 and stop_on_failure:
             return ret, fails
         u = argmax_random_tie(scores)
-        y = env_step(P, x, u)
-        r = env_reward(R, Rstd, gaussian, x, u, y)
+        k = env_step_rows(P, nsucc, x, u)
+        r = env_reward_rows(R, Rstd, gaussian, x, u, k)
+        y = succ[x, u, k]
         rewards[t] = r
         ret += disc * r
         disc *= gamma
         if used[0]:
-            model_update(N0, Np0, P0, s0, ns0, x, u, y)
-            q_solve(P0, Rm, s0, ns0, gamma, horizon, Q[0])
+            rows_model_update(N0, Np0, P0, nsucc, x, u, k)
+            q_solve_rows(P0, Rm, succ, nsucc, gamma, horizon, Q[0])
         if used[1]:
-            model_update(N1, Np1, P1, s1, ns1, x, u, y)
-            q_solve(P1, Rm, s1, ns1, gamma, horizon, Q[1])
+            rows_model_update(N1, Np1, P1, nsucc1, x, u, to1[x, u, k])
+            q_solve_rows(P1, Rm1, succ1, nsucc1, gamma, horizon, Q[1])
         if used[2]:
-            model_update(N2, Np2, P2, s2, ns2, x, u, y)
-            q_solve(P2, Rm, s2, ns2, gamma, horizon, Q[2])
+            if dense:
+                rows_model_update(N2, Np2, P2, unsucc, x, u, y)
+            else:
+                N2[x, u, k] += 1.0
+                Np2[x, u] += 1.0
+            _uniform_solve(dense, N2, Np2, P2, Rm, Rfull, Rsum, succ, nsucc, usucc, unsucc,
+                           gamma, horizon, Q[2])
         x = y
     return ret, fails
 
 
 @njit(cache=True, error_model="numpy")
 def play_formula(
-    P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, codes, used, counts, Rm,
-    rewards,
+    P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, codes, used,
+    succ, nsucc, theta, Rm, succ1, nsucc1, self_loop, Rm1, to1, dense, usucc, unsucc,
+    Rfull, Rsum, rewards,
 ):  # fmt: skip
     """One test trajectory (reset solve included), seeded with ``seed``; the reward of
-    step ``t`` goes to ``rewards[t]``."""
+    step ``t`` goes to ``rewards[t]``. Arguments as :func:`formula_trajectory`'s."""
     np.random.seed(seed)
     Qdummy = np.zeros((3, P.shape[0], P.shape[1]))
     return formula_trajectory(
-        P, R, Rstd, gaussian, initial_state, gamma, horizon,
-        codes, codes.shape[0], used, counts, Rm, Qdummy, True, False, rewards,
+        P, R, Rstd, gaussian, initial_state, gamma, horizon, codes, codes.shape[0], used,
+        succ, nsucc, theta, Rm, succ1, nsucc1, self_loop, Rm1, to1, dense, usucc, unsucc,
+        Rfull, Rsum, Qdummy, True, False, rewards,
     )  # fmt: skip
+
+
+def formula_player(prior: Any, codes: np.ndarray, ep: Episode):
+    """The formula agent of RPN ``codes`` as a ``play(P, seed, rewards=None)``
+    trajectory function on the test MDPs of ``ep`` (their values on its layout, or dense
+    arrays for a dense Episode): what :mod:`bbrlcore.agents.formula` and OPPS-DS's
+    learned agent play."""
+    used = F.variables_used(codes)
+    st = setting(prior, ep)
+    fargs = features(prior, st, ep.layout()).args()
+    gaussian, x0 = bool(ep.gaussian), int(ep.initial_state)
+    gamma, horizon = float(ep.gamma), int(ep.horizon)
+    shape = (horizon,)
+
+    def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
+             ) -> tuple[float, np.ndarray]:
+        if not (type(rewards) is np.ndarray and rewards.shape == shape
+                and rewards.dtype is FLOAT64):  # (the runner's rows: no call)
+            rewards = reward_buffer(rewards, horizon)
+        ret, fails = play_formula(
+            st.env(P), st.R, st.Rstd, gaussian, x0, gamma, horizon, int(seed), codes, used,
+            st.succ, st.nsucc, *fargs, rewards,
+        )  # fmt: skip
+        return float(ret), np.array([fails], dtype=np.int64)
+
+    return play
+
+
+def model_sizes(prior: Any, test: Any = None) -> tuple[float, float, float, bool]:
+    """Terms of one sweep of each feature's model — QMean, QSelf, QUniform — and whether
+    QUniform is solved densely. A sweep visits every slot of its model's layout (zero
+    counts included): QMean the prior's support (joined with the test distribution's,
+    when ``test`` is given), QSelf the test distribution's support (the prior's without
+    ``test``) joined with the self-loops; QUniform costs nX·nU·nX when dense, else one
+    term per state-action pair (plus the slots of the rows observed, at most one row
+    per step, left out)."""
+    nX, nU = prior.n_states, prior.n_actions
+    lay = prior.support_layout
+    tl = getattr(test, "support_layout", None)
+    if tl is not None and (tl.n_states, tl.n_actions) == (nX, nU):
+        lay = rows.union(lay, tl)
+    else:
+        tl = prior.support_layout
+    B = float(lay.nnz)
+    B1 = float(self_layout(tl).nnz)
+    dense = uniform_dense(nX, nU)
+    return B, B1, float(nX) * nU * (nX if dense else 1), dense
+
+
+@njit(cache=True, error_model="numpy")
+def cold_sweeps(succ, nsucc, theta, Rm, succ1, nsucc1, self_loop, Rm1, to1, dense, usucc,
+                unsucc, Rfull, Rsum, gamma, horizon):
+    """Sweeps of the plain BBRL Q-iteration (tolerance 0.01, at most T + 1) of each
+    feature's initial model from zero (QMean, QSelf, QUniform): how slowly values
+    propagate in it. Arguments as :func:`initial_q`'s."""
+    nX, nU, K = theta.shape
+    out = np.zeros(3)
+    N, Np, Pm = rows_model_init(theta, nsucc)
+    out[0] = q_iteration_rows(Pm, Rm, succ, nsucc, gamma, horizon, np.zeros((nX, nU)))
+    N, Np, Pm = rows_model_init(self_loop, nsucc1)
+    out[1] = q_iteration_rows(Pm, Rm1, succ1, nsucc1, gamma, horizon, np.zeros((nX, nU)))
+    N, Np, Pm = _uniform_init(dense, nX, nU, K, unsucc)
+    if dense:
+        out[2] = q_iteration_rows(Pm, Rfull, usucc, unsucc, gamma, horizon, np.zeros((nX, nU)))
+    else:
+        out[2] = uniform_q_iteration(N, Np, Rm, Rsum, succ, nsucc, gamma, horizon,
+                                     np.zeros((nX, nU)))
+    return out
+
+
+def prior_features(prior: Any, gamma: float, horizon: int) -> tuple[Setting, Features]:
+    """The :class:`Setting` and :class:`Features` of formula agents playing MDPs drawn
+    from ``prior`` (OPPS-DS's training; :func:`prior_episode`)."""
+    st = setting(prior, prior_episode(prior, gamma, horizon))
+    return st, features(prior, st, prior.support_layout)

@@ -17,14 +17,26 @@ gives it the largest possible value, :math:`Q(x,u) = R_{max}/(1-\gamma)` (its
 initialisation; R-max's optimism), where :math:`R_{max}` is the largest reward of the
 prior's reward table on the prior's support. It is computed exactly as R-max does: an
 unknown pair moves to a fictitious absorbing state that pays :math:`R_{max}` forever, so
-the model has :math:`n_X + 1` states. The model is solved at reset and after every
-transition, like BEB's, to the Guez value iteration's tolerance (Euclidean change of a
-sweep at most 1e-4, lowest action index wins ties) by warm-started policy iteration
-(:func:`bbrlcore.mdp.solvers.guez_policy_iteration`, BEB's solver, on the
-:math:`(n_X+1)`-state model), and the agent plays the last sweep's greedy action. Only the
-observed pair's row and bonus change after a transition. The counts are not capped (the
-paper's analysis stops updating a pair after m visits to bound the sample complexity;
-with m at least the horizon, the usual practical reading, the cap never binds).
+the model has :math:`n_X + 1` states. The model is solved after every transition (and
+once per player for the start, where nothing is tried), like BEB's, to the Guez value
+iteration's tolerance (Euclidean change of a sweep at most 1e-4, lowest action index
+wins ties) by warm-started policy iteration
+(:func:`bbrlcore.mdp.solvers.guez_policy_iteration_rows`, BEB's solver, on the
+:math:`(n_X+1)`-state model; by warm-started sweeps alone, same stopping test, on models
+too large for dense LU evaluations, :func:`~bbrlcore.mdp.solvers.lu_affordable`), and
+the agent plays the last sweep's greedy action. Only the observed pair's row and bonus
+change after a transition.
+
+**Sparse rows.** The counts, the empirical model and the rewards live on the agent's
+padded rows (:mod:`bbrlcore.mdp.rows`: the prior's support joined with the test MDPs'
+transitions, every transition the agent can observe) plus one slot per row for the
+fictitious state (the last successor, :math:`n_X`): a sweep costs one term per
+transition, not :math:`n_X^2`; an unobserved slot has probability 0 (a zero term, as the
+dense zero it stands for), and an observation finds its slot by binary search.
+
+The counts are not capped (the paper's analysis stops updating a pair after m visits to
+bound the sample complexity; with m at least the horizon, the usual practical reading,
+the cap never binds).
 
 With ``β = 0`` the agent is greedy in the empirical model (untried pairs optimistic).
 Parameter: ``beta`` (float ≥ 0, required). γ < 1.
@@ -40,84 +52,148 @@ import math
 import numpy as np
 from numba import njit
 
-from bbrlcore.agents._kernels import model_update
+from bbrlcore.agents._posterior import lu_buffer
 from bbrlcore.agents.api import CompiledAgent
-from bbrlcore.agents.base import Param, non_negative, support_sizes
-from bbrlcore.mdp.solvers import GUEZ_TOLERANCE, guez_policy_iteration
+from bbrlcore.agents.base import Param, non_negative
+from bbrlcore.mdp.rows import slot_of
+from bbrlcore.mdp.solvers import GUEZ_TOLERANCE, guez_policy_iteration_rows, lu_affordable
 
 
 @njit(cache=True, error_model="numpy")
-def _set_bonus(Rb, R, N, Np, supp, nsupp, beta, x, u):
+def _model(succ, nsucc, R):
+    """The model before any observation, on **compact rows**: row (x, u) lists only the
+    successors the agent has seen (``cs[x, u, :cn[x, u]]``, increasing), with their counts
+    ``cN``, probabilities ``cP`` and rewards ``cR`` (those of the layout ``succ``,
+    ``nsucc``: the prior's support and a last slot to the fictitious state); an untried
+    row holds the fictitious state alone (probability 1, its reward R_max), whose own rows
+    loop on it. The sums of a sweep then run over what was seen, as the dense model's
+    support did, not over the prior's whole support."""
+    nS, nU, W = succ.shape
+    cs = np.zeros((nS, nU, W), dtype=np.int64)
+    cn = np.ones((nS, nU), dtype=np.int64)
+    cN = np.zeros((nS, nU, W))
+    cP = np.zeros((nS, nU, W))
+    cR = np.zeros((nS, nU, W))
+    for x in range(nS):
+        for u in range(nU):
+            last = nsucc[x, u] - 1
+            cs[x, u, 0] = succ[x, u, last]
+            cP[x, u, 0] = 1.0
+            cR[x, u, 0] = R[x, u, last]
+    return cs, cn, cN, cP, cR
+
+
+@njit(cache=True, error_model="numpy")
+def _observe_compact(succ, nsucc, R, cs, cn, cN, Np, cP, cR, x, u, y):
+    """One more observation of (x, u, y) on the compact rows (``y`` inserted in order at
+    its first sighting, the fictitious state dropped at the row's first visit)."""
+    if Np[x, u] == 0.0:  # first visit: leave the fictitious state
+        cn[x, u] = 0
+    n = cn[x, u]
+    j = 0
+    while j < n and cs[x, u, j] < y:
+        j += 1
+    if j == n or cs[x, u, j] != y:
+        k = slot_of(succ, nsucc, x, u, y)
+        if k < 0:
+            raise ValueError("observed a transition outside the agent's layout")
+        for i in range(n, j, -1):
+            cs[x, u, i] = cs[x, u, i - 1]
+            cN[x, u, i] = cN[x, u, i - 1]
+            cR[x, u, i] = cR[x, u, i - 1]
+        cs[x, u, j] = y
+        cN[x, u, j] = 0.0
+        cR[x, u, j] = R[x, u, k]
+        cn[x, u] = n + 1
+    cN[x, u, j] += 1.0
+    Np[x, u] += 1.0
+    inv = 1.0 / Np[x, u]
+    for i in range(cn[x, u]):
+        cP[x, u, i] = cN[x, u, i] * inv
+
+
+@njit(cache=True, error_model="numpy")
+def _set_bonus(Rb, cR, cn, Np, beta, x, u):
+    """The bonus β/√n(x,u) on the rewards of the seen successors of row (x, u)."""
     bonus = beta / math.sqrt(Np[x, u])
-    for k in range(nsupp[x, u]):
-        y = supp[x, u, k]
-        Rb[x, u, y] = R[x, u, y] + bonus
+    for i in range(cn[x, u]):
+        Rb[x, u, i] = cR[x, u, i] + bonus
+
+
+@njit(cache=True, error_model="numpy")
+def start_values(succ, nsucc, R, gamma, tol):
+    """``(V, pi)`` of the model where nothing is tried (every state worth
+    R_max / (1 - γ)), solved from zero: every trajectory's start (computed once per
+    player)."""
+    nS = succ.shape[0]
+    cs, cn, _cN, cP, cR = _model(succ, nsucc, R)
+    V = np.zeros(nS)
+    pi = np.zeros(nS, dtype=np.int64)
+    guez_policy_iteration_rows(cP, cR, cs, cn, gamma, tol, V, pi, lu_buffer(nsucc),
+                               np.empty(nS))
+    return V, pi
 
 
 @njit(cache=True, error_model="numpy")
 def _reset(setup):
-    R, fpar = setup  # R: (nX+1, nU, nX+1), the last state the fictitious one
-    gamma, tol = fpar[0], fpar[2]
-    nS, nU, _ = R.shape
-    z = nS - 1
-    N = np.zeros((nS, nU, nS))
-    Np = np.zeros((nS, nU))
-    P = np.zeros((nS, nU, nS))
-    supp = np.zeros((nS, nU, nS), dtype=np.int64)
-    nsupp = np.ones((nS, nU), dtype=np.int64)
-    for x in range(nS):
-        for u in range(nU):
-            P[x, u, z] = 1.0  # untried: to the fictitious state (which loops)
-            supp[x, u, 0] = z
-    Rb = R.copy()
-    V = np.zeros(nS)
-    pi = np.zeros(nS, dtype=np.int64)
-    A = np.empty((nS, nS))
-    b = np.empty(nS)
-    guez_policy_iteration(P, Rb, supp, nsupp, gamma, tol, V, pi, A, b)
-    return N, Np, P, supp, nsupp, R, Rb, V, pi, A, b, fpar
+    succ, nsucc, R, V0, pi0, fpar = setup  # (nX+1) states, the last the fictitious one
+    nS, nU, _ = succ.shape
+    cs, cn, cN, cP, cR = _model(succ, nsucc, R)
+    return (succ, nsucc, R, cs, cn, cN, np.zeros((nS, nU)), cP, cR, cR.copy(), V0.copy(),
+            pi0.copy(), lu_buffer(nsucc), np.empty(nS), fpar)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def _act(state, x):
-    return state[8][x]
+    return state[11][x]
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def _observe(state, x, u, y, r):
-    N, Np, P, supp, nsupp, R, Rb, V, pi, A, b, fpar = state
-    if Np[x, u] == 0.0:  # first visit: leave the fictitious state
-        P[x, u, R.shape[0] - 1] = 0.0
-        nsupp[x, u] = 0
-    model_update(N, Np, P, supp, nsupp, x, u, y)
-    _set_bonus(Rb, R, N, Np, supp, nsupp, fpar[1], x, u)
-    guez_policy_iteration(P, Rb, supp, nsupp, fpar[0], fpar[2], V, pi, A, b)
+    succ, nsucc, R, cs, cn, cN, Np, cP, cR, Rb, V, pi, A, b, fpar = state
+    _observe_compact(succ, nsucc, R, cs, cn, cN, Np, cP, cR, x, u, y)
+    _set_bonus(Rb, cR, cn, Np, fpar[1], x, u)
+    guez_policy_iteration_rows(cP, Rb, cs, cn, fpar[0], fpar[2], V, pi, A, b)
 
 
 def r_max(prior) -> float:
     """The largest reward of the prior's reward table on the prior's support."""
-    theta = np.asarray(prior.theta)
-    return float(np.asarray(prior.reward)[theta > 0].max())
+    return float(np.asarray(prior.reward_rows)[prior.support_layout.mask].max())
 
 
-def augmented_rewards(prior) -> np.ndarray:
-    """The reward table of the (nX+1)-state model: the prior's, plus R_max on every
-    transition to the fictitious state."""
-    nX, nU = prior.n_states, prior.n_actions
-    R = np.zeros((nX + 1, nU, nX + 1))
-    R[:nX, :, :nX] = np.asarray(prior.reward, dtype=np.float64)
-    R[:, :, nX] = r_max(prior)
-    return R
+def augmented(layout, reward_rows: np.ndarray, rmax: float
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(succ, nsucc, R)`` of the (nX+1)-state model on sparse rows: each row of
+    ``layout`` (with the prior's rewards ``reward_rows`` on it) plus a last slot to the
+    fictitious state nX paying ``rmax``; the fictitious state's rows loop on it."""
+    nX, nU = layout.n_states, layout.n_actions
+    W = layout.width + 1
+    succ = np.zeros((nX + 1, nU, W), dtype=np.int64)
+    R = np.zeros((nX + 1, nU, W))
+    succ[:nX, :, :W - 1] = layout.succ
+    R[:nX, :, :W - 1] = np.where(layout.mask, reward_rows, 0.0)
+    nsucc = np.ones((nX + 1, nU), dtype=np.int64)
+    nsucc[:nX] = layout.nsucc + 1
+    x, u = np.divmod(np.arange(nX * nU), nU)
+    last = layout.nsucc.ravel()
+    succ[x, u, last] = nX
+    R[x, u, last] = rmax
+    succ[nX, :, 0] = nX
+    R[nX, :, 0] = rmax
+    return succ, nsucc, R
 
 
 def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict[str, float]:
-    """A policy iteration of the (nX+1)-state model at reset and after every step: sweeps
-    over the empirical model's support (at most the prior's) and an (nX+1)^2 linear
-    solve per evaluation, like BEB's."""
-    B = float(support_sizes(prior.theta).sum())
+    """A policy iteration of the (nX+1)-state model after every step: sweeps over the
+    empirical model's rows (the prior's support and a fictitious slot per row) and an
+    (nX+1)^2 linear solve per evaluation, like BEB's (sweeps alone where
+    :func:`~bbrlcore.mdp.solvers.lu_affordable` refuses)."""
+    nnz = prior.support_layout.nnz
+    B = float(nnz)
     nS = prior.n_states + 1
+    lu = lu_affordable(nS, nnz + nS * prior.n_actions)
     return {"trajectory": 1.0, "steps": float(horizon), "backups": horizon * B,
-            "solves": horizon * float(nS) ** 3}
+            "solves": horizon * float(nS) ** 3 if lu else 0.0}
 
 
 def _setting_check(params: dict, prior, gamma: float, horizon: int) -> str | None:
@@ -140,8 +216,11 @@ class MBIEEB(CompiledAgent):
     observe = _observe
 
     def setup(self) -> tuple:
-        return (augmented_rewards(self.prior),
-                np.array([float(self.gamma), float(self.p["beta"]), GUEZ_TOLERANCE]))
+        succ, nsucc, R = augmented(self.layout, np.asarray(self.reward_rows),
+                                   r_max(self.prior))
+        fpar = np.array([float(self.gamma), float(self.p["beta"]), GUEZ_TOLERANCE])
+        V0, pi0 = start_values(succ, nsucc, R, fpar[0], fpar[2])
+        return succ, nsucc, R, V0, pi0, fpar
 
 
 MBIEEB.__doc__ = __doc__  # what `bbrl agents mbie-eb` shows

@@ -53,7 +53,6 @@ from numba import njit
 from bbrlcore.agents import formulas as F
 from bbrlcore.agents._kernels import dirichlet_row
 from bbrlcore.agents.base import (
-    FLOAT64,
     Algorithm,
     Episode,
     Param,
@@ -61,14 +60,14 @@ from bbrlcore.agents.base import (
     Trained,
     int_between,
     positive,
-    reward_buffer,
-    support_sizes,
 )
 from bbrlcore.agents.formula_agent import (
-    feature_counts,
+    cold_sweeps,
+    formula_player,
     formula_trajectory,
     initial_q,
-    play_formula,
+    model_sizes,
+    prior_features,
 )
 from bbrlcore.errors import BBRLError
 from bbrlcore.formats.artefacts import atomic_path
@@ -166,12 +165,19 @@ def bandit_batch(mu, npull, disc, st, c, base, max_attempts, means, sds):
 @njit(cache=True, error_model="numpy")
 def opps_batch(
     mu, npull, disc, st, c, base, max_attempts,
-    codes, lengths, used, theta, counts, Rm, Rstd, gaussian, initial_state,
-    gamma, horizon, Qinit,
+    codes, lengths, used, R, Rstd, gaussian, initial_state, gamma, horizon, Qinit,
+    succ, nsucc, theta, Rm, succ1, nsucc1, self_loop, Rm1, to1, dense, usucc, unsucc,
+    Rfull, Rsum,
 ):  # fmt: skip
-    """Run up to ``max_attempts`` UCB1 pulls of OPPS-DS; returns the number run."""
-    nX, nU, _ = theta.shape
-    P = np.zeros((nX, nU, nX))
+    """Run up to ``max_attempts`` UCB1 pulls of OPPS-DS; returns the number run.
+
+    A pull draws an MDP from the prior on its support's rows (``succ``, ``nsucc``: a
+    Dirichlet row per state-action pair, over the slots of positive ``theta`` in
+    increasing order, the draws of a dense row's) and plays the arm's formula agent on
+    it (``R``, ``Rstd``: the prior's rewards on those rows; the arguments from ``theta``
+    on: :meth:`bbrlcore.agents.formula_agent.Features.args`)."""
+    nX, nU, K = theta.shape
+    P = np.zeros((nX, nU, K))
     rewards = np.empty(horizon)  # (a pull's rewards: not kept)
     done = 0
     while done < max_attempts:
@@ -181,11 +187,13 @@ def opps_batch(
             return done
         for x in range(nX):
             for u in range(nU):
-                dirichlet_row(theta[x, u], P[x, u])
+                n = nsucc[x, u]
+                dirichlet_row(theta[x, u, :n], P[x, u, :n])
         ret, fails = formula_trajectory(
-            P, Rm, Rstd, gaussian, initial_state, gamma, horizon,
-            codes[arm], lengths[arm], used[arm], counts, Rm, Qinit[arm], False, True,
-            rewards,
+            P, R, Rstd, gaussian, initial_state, gamma, horizon,
+            codes[arm], lengths[arm], used[arm],
+            succ, nsucc, theta, Rm, succ1, nsucc1, self_loop, Rm1, to1, dense, usucc,
+            unsucc, Rfull, Rsum, Qinit[arm], False, True, rewards,
         )  # fmt: skip
         ucb1_record(mu, npull, disc, st, arm, ret, fails == 0)
         done += 1
@@ -328,12 +336,6 @@ PARAMS = (
 )
 
 
-def _env_of_prior(prior) -> tuple[np.ndarray, np.ndarray, bool, int]:
-    Rm = np.ascontiguousarray(prior.reward, dtype=np.float64)
-    Rstd = np.ascontiguousarray(prior.reward_std, dtype=np.float64)
-    return Rm, Rstd, prior.reward_type == "gaussian", int(prior.initial_state)
-
-
 def train(prior, params: dict[str, Any], ctx: TrainContext) -> Trained:
     """OPPS-DS offline learning (UCB1 over the formula set); see the module docstring."""
     fs = F.load(params["formula_set"])
@@ -343,12 +345,14 @@ def train(prior, params: dict[str, Any], ctx: TrainContext) -> Trained:
     K = len(fs)
     if K == 0:
         raise BBRLError(f"formula_set={params['formula_set']}: empty formula set")
-    theta = np.ascontiguousarray(prior.theta, dtype=np.float64)
-    Rm, Rstd, gaussian, x0 = _env_of_prior(prior)
-    counts = feature_counts(theta)
+    # the agents' layout: the prior's support (every MDP drawn from it lives there)
+    st, fe = prior_features(prior, float(ctx.gamma), int(ctx.horizon))
+    fargs = fe.args()
+    gaussian, x0 = prior.reward_type == "gaussian", int(prior.initial_state)
     used = np.array([F.variables_used(fs.codes[i, : fs.lengths[i]]) for i in range(K)])
     # the features' Q at reset depend only on the prior: solved once for all pulls
-    q3 = initial_q(counts, Rm, np.ones(3, dtype=np.bool_), float(ctx.gamma), int(ctx.horizon))
+    q3 = initial_q(st.succ, st.nsucc, *fargs, np.ones(3, dtype=np.bool_), float(ctx.gamma),
+                   int(ctx.horizon))
     Qinit = np.ascontiguousarray(np.where(used[:, :, None, None], q3[None], 0.0))
     base = _base_seed(ctx.seed, agent_id)
     fingerprint = _fingerprint(prior, agent_id, fs, ctx)
@@ -362,8 +366,8 @@ def train(prior, params: dict[str, Any], ctx: TrainContext) -> Trained:
     def batch(s: UCB1State, m: int) -> int:
         return int(opps_batch(
             s.mu, s.npull, s.disc, s.st, c, np.uint64(base), m,
-            fs.codes, fs.lengths, used, theta, counts, Rm, Rstd, gaussian, x0,
-            float(ctx.gamma), int(ctx.horizon), Qinit,
+            fs.codes, fs.lengths, used, st.R, st.Rstd, gaussian, x0,
+            float(ctx.gamma), int(ctx.horizon), Qinit, st.succ, st.nsucc, *fargs,
         ))  # fmt: skip
 
     batch(UCB1State(K, 0), 0)  # compile (no pull): offline time excludes compilation
@@ -408,44 +412,22 @@ def train(prior, params: dict[str, Any], ctx: TrainContext) -> Trained:
 
 def make_player(prior, params: dict[str, Any], trained: Trained, ep: Episode):
     """The learned formula agent as a ``play(P, seed, rewards=None)`` trajectory
-    function."""
+    function (:func:`bbrlcore.agents.formula_agent.formula_player`)."""
     rpn = trained.info.get("rpn") if trained and trained.info else None
     if not rpn:
         raise BBRLError("opps-ds agent: no chosen formula in the agent artefact (info.rpn)")
-    codes = F.parse(rpn, "opps-ds agent formula")
-    used = F.variables_used(codes)
-    theta = np.ascontiguousarray(prior.theta, dtype=np.float64)
-    counts = feature_counts(theta)
-    Rm = np.ascontiguousarray(prior.reward, dtype=np.float64)
-    R = np.ascontiguousarray(ep.R, dtype=np.float64)
-    Rstd = np.ascontiguousarray(ep.Rstd, dtype=np.float64)
-
-    shape = (ep.horizon,)
-
-    def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
-             ) -> tuple[float, np.ndarray]:
-        if not (type(rewards) is np.ndarray and rewards.shape == shape
-                and rewards.dtype is FLOAT64):  # (the runner's rows: no call)
-            rewards = reward_buffer(rewards, ep.horizon)
-        ret, fails = play_formula(
-            P, R, Rstd, bool(ep.gaussian), int(ep.initial_state), float(ep.gamma),
-            int(ep.horizon), int(seed), codes, used, counts, Rm,
-            rewards,
-        )  # fmt: skip
-        return float(ret), np.array([fails], dtype=np.int64)
-
-    return play
+    return formula_player(prior, F.parse(rpn, "opps-ds agent formula"), ep)
 
 
 #: Formulas in the named sets (F5 and F6 vary slightly with the seed).
 SET_SIZES = {"F2": 12, "F3": 43, "F4": 226, "F5": 1210, "F6": 7330}
 
 
-def _mean_backups(theta: np.ndarray) -> float:
-    """Backup terms of the three features' models (θ, self-loops, ones), averaged: the
-    formula learned offline decides which are solved, unknown before training."""
-    counts = feature_counts(theta)
-    return float(np.mean([support_sizes(counts[k]).sum() for k in range(3)]))
+def _mean_backups(prior) -> float:
+    """Terms of a sweep of the three features' models (θ, self-loops, ones), averaged:
+    the formula learned offline decides which are solved, unknown before training
+    (:func:`bbrlcore.agents.formula_agent.model_sizes`)."""
+    return float(np.mean(model_sizes(prior)[:3]))
 
 
 def cost_features(params: dict, prior, test, gamma: float, horizon: int,
@@ -463,31 +445,24 @@ def cost_features(params: dict, prior, test, gamma: float, horizon: int,
                 break
             except BBRLError:
                 codes = None
-    counts = feature_counts(prior.theta)
     used = [True, True, True] if codes is None else list(F.variables_used(codes))
     share = 1.0 / 3.0 if codes is None else 1.0  # unknown formula: the average model
+    sizes = model_sizes(prior, test)[:3]
+    sweeps = _cold_sweeps(prior, gamma, horizon)
     out = {"trajectory": 1.0, "steps": float(horizon)}
     for k, name in enumerate(("theta", "self", "ones")):
         if used[k]:
             # warm-started solves after each step: their sweeps scale like a cold solve's
-            B = float(support_sizes(counts[k]).sum())
-            out[f"backups_{name}"] = share * horizon * B * _cold_sweeps(
-                counts[k], prior.reward, gamma, horizon)
+            out[f"backups_{name}"] = share * horizon * sizes[k] * float(sweeps[k])
     return out
 
 
-def _cold_sweeps(counts: np.ndarray, R: np.ndarray, gamma: float, horizon: int) -> float:
-    """Sweeps of the BBRL Q-iteration (tolerance 0.01, at most T + 1) of the mean model of
-    ``counts`` from zero: how slowly values propagate in it."""
-    P = counts / counts.sum(axis=2, keepdims=True)
-    r = (P * R).sum(axis=2)
-    q = np.zeros(r.shape)
-    for k in range(1, horizon + 2):
-        new = r + gamma * P @ q.max(axis=1)
-        if np.abs(new - q).max() <= 0.01:
-            return float(k)
-        q = new
-    return float(horizon + 1)
+def _cold_sweeps(prior, gamma: float, horizon: int) -> np.ndarray:
+    """Sweeps of the BBRL Q-iteration (tolerance 0.01, at most T + 1) of the three
+    features' initial models from zero, on sparse rows (QUniform decomposed where it is
+    not solved densely): how slowly values propagate in them."""
+    st, fe = prior_features(prior, gamma, horizon)
+    return cold_sweeps(st.succ, st.nsucc, *fe.args(), float(gamma), int(horizon))
 
 
 def offline_cost_features(params: dict, prior, gamma: float, horizon: int) -> dict[str, float]:
@@ -503,7 +478,7 @@ def offline_cost_features(params: dict, prior, gamma: float, horizon: int) -> di
             arms = 1000.0
     n = float(params["n_draws"])
     T = float(horizon)
-    return {"job": 1.0, "pull_steps": n * T, "pull_backups": n * T * _mean_backups(prior.theta),
+    return {"job": 1.0, "pull_steps": n * T, "pull_backups": n * T * _mean_backups(prior),
             "arms": arms}
 
 
@@ -516,4 +491,5 @@ ALGORITHM = Algorithm(
     doc=__doc__ or "",
     cost_features=cost_features,
     offline_cost_features=offline_cost_features,
+    sparse=True,
 )

@@ -13,37 +13,39 @@ import math
 import numpy as np
 from numba import njit
 
-from bbrlcore.agents._kernels import argmax_random_tie, env_reset, env_reward, env_step
-from bbrlcore.agents.base import FLOAT64, Algorithm, Episode, Trained, reward_buffer, support_sizes
-from bbrlcore.mdp.solvers import q_iteration, support_of
+from bbrlcore.agents._kernels import argmax_random_tie, env_reset, env_reward_rows, env_step_rows
+from bbrlcore.agents.base import FLOAT64, Algorithm, Episode, Trained, reward_buffer
+from bbrlcore.mdp.solvers import q_iteration_rows
 
 _NO_COUNTERS = np.zeros(0, dtype=np.int64)
 
 
 @njit(cache=True, error_model="numpy")
-def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, rewards):
+def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, succ, nsucc,
+                rewards):
     np.random.seed(seed)
     nX, nU, _ = P.shape
     x = env_reset(initial_state, nX)
-    supp, nsupp = support_of(P)
     Q = np.zeros((nX, nU))
     g = gamma if gamma < 1.0 else 0.95  # the reference's uGamma for undiscounted tasks
-    q_iteration(P, R, supp, nsupp, g, horizon, Q)
+    q_iteration_rows(P, R, succ, nsucc, g, horizon, Q)
     ret = 0.0
     disc = 1.0
     for t in range(horizon):
         u = argmax_random_tie(Q[x])
-        y = env_step(P, x, u)
-        r = env_reward(R, Rstd, gaussian, x, u, y)
+        k = env_step_rows(P, nsucc, x, u)
+        r = env_reward_rows(R, Rstd, gaussian, x, u, k)
         rewards[t] = r
         ret += disc * r
         disc *= gamma
-        x = y
+        x = succ[x, u, k]
     return ret
 
 
 def make_player(prior, params: dict, trained: Trained, ep: Episode):
     R = np.ascontiguousarray(ep.R)
+    lay = ep.layout()
+    succ, nsucc = lay.succ, lay.nsucc
 
     shape = (ep.horizon,)
 
@@ -53,7 +55,7 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
                 and rewards.dtype is FLOAT64):  # (the runner's rows: no call)
             rewards = reward_buffer(rewards, ep.horizon)
         r = _trajectory(P, R, ep.Rstd, ep.gaussian, ep.initial_state, ep.gamma, ep.horizon,
-                        seed, rewards)
+                        seed, succ, nsucc, rewards)
         return r, _NO_COUNTERS
 
     return play
@@ -65,9 +67,9 @@ def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict
     g = gamma if gamma < 1.0 else 0.95
     r_max = max(float(test.r_max), 1e-12)
     sweeps = min(horizon + 1, max(1.0, math.log(0.01 * (1 - g) / r_max) / math.log(g)))
-    B = float(support_sizes(test.theta).sum())
+    B = float(test.support_layout.nnz)
     return {"trajectory": 1.0, "steps": float(horizon), "backups": sweeps * B}
 
 
 ALGORITHM = Algorithm(name="optimal", params=(), make_player=make_player, doc=__doc__ or "",
-                      cost_features=cost_features)
+                      cost_features=cost_features, sparse=True)

@@ -27,12 +27,21 @@ A new episode's sample is drawn before its first decision; the first is drawn at
 trajectory's first decision. Each sample is solved like BEB's model: the **Guez value
 iteration**'s answer (Jacobi sweeps until the Euclidean norm of a sweep's change is at
 most 1e-4, lowest action index wins ties), reached by warm-started policy iteration
-(:func:`bbrlcore.mdp.solvers.guez_policy_iteration`, from the previous sample's values and
+(:func:`bbrlcore.mdp.solvers.guez_policy_iteration_rows`, from the previous sample's values and
 policy; the first from those of the prior's mean model), so its planning is BEB's, done
 once per episode instead of at every step. Rows are drawn over their support only
 (zero concentrations stay impossible), as normalised Gamma variates from the kernel's own
 xoshiro256** generator, seeded by numba's generator (the package seeds that one with the
 trajectory's seed). The counter ``resamples`` records the number of samples drawn.
+
+The posterior, the samples and the rewards live on the agent's sparse rows
+(:mod:`bbrlcore.mdp.rows`: the prior's support joined with the test MDPs' transitions,
+``self.layout``): a draw costs one Gamma variate per transition of positive
+concentration and a sweep one term per transition, a step a binary search in the
+observed row. Models too large for dense LU evaluations
+(:func:`~bbrlcore.mdp.solvers.lu_affordable`: :math:`n_X^3` above 200 times the
+transitions; never on the paper's problems) are solved by the warm-started sweeps alone,
+to the same stopping test.
 
 This is BOSS (:mod:`.boss`) with one sample per model, so both share their sampler and
 solver (:mod:`._posterior`): BOSS with K = 1 and B = 0 plays exactly PSRL with one sample
@@ -55,16 +64,19 @@ import math
 import numpy as np
 from numba import njit
 
-from bbrlcore.agents._kernels import env_transition
+from bbrlcore.agents._kernels import env_transition_rows
 from bbrlcore.agents._posterior import (
     generator_from_numba,
-    posterior_init,
-    posterior_update,
+    lu_buffer,
+    posterior_init_rows,
+    posterior_update_rows,
     sample_and_solve,
     sampling_setup,
 )
 from bbrlcore.agents.api import CompiledAgent
-from bbrlcore.agents.base import Param, at_least_one, support_sizes
+from bbrlcore.agents.base import Param, at_least_one
+from bbrlcore.agents.sboss import mean_rows
+from bbrlcore.mdp.solvers import lu_affordable
 
 #: The values of ``schedule``.
 SCHEDULES = ("doubling", "fixed")
@@ -76,22 +88,22 @@ _RESAMPLE, _ELAPSED, _PREV_LEN, _SAMPLES = 0, 1, 2, 3
 
 @njit(cache=True, error_model="numpy")
 def _reset(setup):
-    theta, Rm, V0, pi0, fpar, ipar = setup
+    succ, nsucc, theta, Rm, V0, pi0, fpar, ipar = setup
     nX = theta.shape[0]
-    alpha, visits, supp, nsupp = posterior_init(theta)
+    alpha, visits = posterior_init_rows(theta)
     ctr = np.zeros(4, dtype=np.int64)
     ctr[_RESAMPLE] = 1
     ctr[_PREV_LEN] = 1  # T_0 = 1 (Ouyang et al.)
-    return (alpha, visits, supp, nsupp, Rm, np.zeros_like(theta), V0.copy(), pi0.copy(),
-            np.empty((nX, nX)), np.empty(nX), generator_from_numba(), ctr,
+    return (alpha, visits, succ, nsucc, Rm, np.zeros_like(theta), V0.copy(), pi0.copy(),
+            lu_buffer(nsucc), np.empty(nX), generator_from_numba(), ctr,
             np.zeros_like(visits), fpar, ipar)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def _act(state, x):
-    alpha, visits, supp, nsupp, Rm, Ps, V, pi, A, b, rs, ctr, visits_at, fpar, ipar = state
+    alpha, visits, succ, nsucc, Rm, Ps, V, pi, A, b, rs, ctr, visits_at, fpar, ipar = state
     if ctr[_RESAMPLE]:
-        sample_and_solve(alpha, supp, nsupp, Rm, fpar[0], fpar[1], Ps, V, pi, A, b, rs)
+        sample_and_solve(alpha, succ, nsucc, Rm, fpar[0], fpar[1], Ps, V, pi, A, b, rs)
         visits_at[:] = visits
         if ctr[_SAMPLES] > 0:
             ctr[_PREV_LEN] = ctr[_ELAPSED]
@@ -103,9 +115,9 @@ def _act(state, x):
 
 @njit(cache=True, error_model="numpy", inline="always")
 def _observe(state, x, u, y, r):
-    alpha, visits, supp, nsupp = state[0], state[1], state[2], state[3]
+    alpha, visits, succ, nsucc = state[0], state[1], state[2], state[3]
     ctr, visits_at, ipar = state[11], state[12], state[14]
-    posterior_update(alpha, visits, supp, nsupp, x, u, y)
+    posterior_update_rows(alpha, visits, succ, nsucc, x, u, y)
     ctr[_ELAPSED] += 1
     if ipar[0] == _FIXED:
         if ctr[_ELAPSED] >= ipar[1]:
@@ -126,10 +138,11 @@ def _counters(state):
 
 
 @njit(cache=True, error_model="numpy")
-def simulate_samples(Pbar, initial_state, mode, period, horizon, seed):
+def simulate_samples(Pbar, succ, nsucc, initial_state, mode, period, horizon, seed):
     """Samples drawn in one trajectory under the schedule, for the cost model: the
-    schedule of :func:`_act`/:func:`_observe` on the mean test MDP ``Pbar`` with uniformly
-    random actions instead of the sampled models' greedy ones."""
+    schedule of :func:`_act`/:func:`_observe` on the mean test MDP ``Pbar`` (on its sparse
+    rows ``succ``, ``nsucc``) with uniformly random actions instead of the sampled
+    models' greedy ones."""
     np.random.seed(seed)
     nX, nU, _ = Pbar.shape
     visits = np.zeros((nX, nU), dtype=np.int64)
@@ -148,7 +161,7 @@ def simulate_samples(Pbar, initial_state, mode, period, horizon, seed):
             resample = False
             samples += 1
         u = np.random.randint(0, nU)
-        y = env_transition(Pbar, x, u, np.random.random())
+        y = succ[x, u, env_transition_rows(Pbar, nsucc, x, u, np.random.random())]
         visits[x, u] += 1
         elapsed += 1
         if mode == _FIXED:
@@ -168,20 +181,25 @@ def expected_samples(params: dict, test, horizon: int) -> float:
     doubling rule replayed with random actions on the mean test MDP otherwise."""
     if params["schedule"] == "fixed":
         return float(math.ceil(horizon / int(params["period"])))
-    Pbar = np.ascontiguousarray(test.mean_model(), dtype=np.float64)
-    return sum(simulate_samples(Pbar, int(test.initial_state), _DOUBLING, 1, int(horizon), k)
+    Pbar, lay = mean_rows(test)
+    succ, nsucc = lay.succ, lay.nsucc
+    return sum(simulate_samples(Pbar, succ, nsucc, int(test.initial_state), _DOUBLING, 1,
+                                int(horizon), k)
                for k in range(COST_SIMULATIONS)) / COST_SIMULATIONS
 
 
 def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict[str, float]:
     """Every sample draws one Gamma variate per support entry of the posterior and solves
     the sampled model (BEB's warm-started policy iteration: sweeps over the same entries
-    and nX x nX linear solves); between samples a step is a transition and a count."""
+    and nX x nX linear solves where :func:`~bbrlcore.mdp.solvers.lu_affordable`); between
+    samples a step is a transition and a count."""
     n = expected_samples(params, test, horizon)
-    B = float(support_sizes(prior.theta).sum())
+    nnz = prior.support_layout.nnz
+    B = float(nnz)
     nX = prior.n_states
+    lu = float(nX) ** 3 if lu_affordable(nX, nnz) else 0.0
     return {"trajectory": 1.0, "steps": float(horizon), "rebuilds": n, "entries": n * B,
-            "rebuild_states": n * nX * prior.n_actions, "solves": n * float(nX) ** 3}
+            "rebuild_states": n * nX * prior.n_actions, "solves": n * lu}
 
 
 def _check_schedule(v: str) -> str | None:
@@ -220,7 +238,7 @@ class PSRL(CompiledAgent):
         fixed = self.p["schedule"] == "fixed"
         ipar = np.array([_FIXED if fixed else _DOUBLING,
                          int(self.p["period"]) if fixed else 0], dtype=np.int64)
-        return sampling_setup(self.prior, self.gamma, ipar)
+        return sampling_setup(self, ipar)
 
 
 PSRL.__doc__ = __doc__  # what `bbrl agents psrl` shows

@@ -9,14 +9,15 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from bbrlcore.agents._kernels import env_reset, env_reward, env_step
+from bbrlcore.agents._kernels import env_reset, env_reward_rows, env_step_rows
 from bbrlcore.agents.base import FLOAT64, Algorithm, Episode, Trained, reward_buffer
 
 _NO_COUNTERS = np.zeros(0, dtype=np.int64)
 
 
 @njit(cache=True, error_model="numpy")
-def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, rewards):
+def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, succ, nsucc,
+                rewards):
     np.random.seed(seed)
     nX, nU, _ = P.shape
     x = env_reset(initial_state, nX)
@@ -24,16 +25,18 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, rewar
     disc = 1.0
     for t in range(horizon):
         u = np.random.randint(0, nU)
-        y = env_step(P, x, u)
-        r = env_reward(R, Rstd, gaussian, x, u, y)
+        k = env_step_rows(P, nsucc, x, u)
+        r = env_reward_rows(R, Rstd, gaussian, x, u, k)
         rewards[t] = r
         ret += disc * r
         disc *= gamma
-        x = y
+        x = succ[x, u, k]
     return ret
 
 
 def make_player(prior, params: dict, trained: Trained, ep: Episode):
+    lay = ep.layout()
+    succ, nsucc = lay.succ, lay.nsucc
     shape = (ep.horizon,)
 
     def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
@@ -42,7 +45,7 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
                 and rewards.dtype is FLOAT64):  # (the runner's rows: no call)
             rewards = reward_buffer(rewards, ep.horizon)
         r = _trajectory(P, ep.R, ep.Rstd, ep.gaussian, ep.initial_state, ep.gamma, ep.horizon,
-                        seed, rewards)
+                        seed, succ, nsucc, rewards)
         return r, _NO_COUNTERS
 
     return play
@@ -53,4 +56,4 @@ def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict
 
 
 ALGORITHM = Algorithm(name="random", params=(), make_player=make_player, doc=__doc__ or "",
-                      cost_features=cost_features)
+                      cost_features=cost_features, sparse=True)

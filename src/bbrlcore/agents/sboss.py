@@ -19,7 +19,8 @@ greedily in a **merged MDP** built from posterior samples:
   value iteration (Jacobi sweeps, Euclidean tolerance 1e-4, lowest merged index wins ties).
   The sweeps are warm-started: from the previous solve's values, first improved by a few
   policy-iteration steps (greedy merged policy, its exact value by an n_X x n_X linear
-  solve; up to 50 steps, for models of at most 200 states) so that typically a single
+  solve; up to 50 steps, for models of at most 200 states that
+  :func:`~bbrlcore.mdp.solvers.lu_affordable` admits) so that typically a single
   sweep meets the stopping test instead of ~100-300 from zero; the stopping test and
   tie rule are unchanged (smarter solvers are allowed when they reach the same
   tolerance). The agent plays the real action
@@ -54,28 +55,45 @@ Two modes:
   pair has K = 0, one filler slot per action is kept so the merged MDP has actions.) The
   reference's half-copied snapshot is undefined behaviour; both modes copy it in full.
 
+**Sparse rows.** The posterior, its snapshot and the rewards live on the agent's padded
+rows (:mod:`bbrlcore.mdp.rows`, :func:`bbrlcore.agents._layout.setting`): slot k of row
+(x, u) is the transition to ``succ[x, u, k]``, for every transition of the prior's support
+and of the test MDPs; every loop over a row runs over its slots in increasing successor
+order (the dense loops' order, so the sums are the same), and a step, a deviation test or
+a sample count costs the row's length, not :math:`n_X`. A slot whose concentration is 0
+(a test transition outside the prior's support, not observed yet) is a zero term, as the
+dense zero it stands for; the states outside a row are never observed, which compat's
+NaN rule reads as a 0/0 term (a row shorter than :math:`n_X` never resamples in compat).
+
 **Sparse merged model.** The merged MDP is never stored as a dense array over its
 :math:`n_U K_{\max}` actions. For each pair (x, u) its :math:`K'(x,u)` sampled rows
-(:math:`K' = \max(K,1)` by default, :math:`K` in compat) are stored over the row's support
-:math:`S(x,u) = \{y : \alpha(x,u,y) > 0\}` only, in one flat array with a per-pair offset
-(CSR-like). Memory is :math:`8 \sum_{x,u} K'(x,u)\,|S(x,u)|` bytes plus
-:math:`O(n_X^2 n_U)` for the posterior and its snapshot; fillers take no memory (their
-value and lowest merged index are computed on the fly). At ε = 1e-6 on GC this is
-15 · 83,334 · 2 doubles, about 20 MB; on UGrid, 100 · 1,477 · 25 doubles, about 30 MB.
+(:math:`K' = \max(K,1)` by default, :math:`K` in compat) are stored over the row's slots
+only, in one flat array with a per-pair offset (CSR-like); a slot of zero concentration
+holds probability 0 (where the agent's rows are the prior's support, as in every
+experiment of the paper and every family, there is none). Memory is
+:math:`8 \sum_{x,u} K'(x,u)\,|S(x,u)|` bytes plus :math:`O(\text{transitions})` for the
+posterior and its snapshot; fillers take no memory (their value and lowest merged index
+are computed on the fly). At ε = 1e-6 on GC this is 15 · 83,334 · 2 doubles, about
+20 MB; on UGrid, 100 · 1,477 · 25 doubles, about 30 MB.
 
 **Cost.** A rebuild draws :math:`\sum K'|S|` Gamma variates and runs value iteration
 sweeps of the same size. In default mode small δ resamples at nearly every step on every
 prior (the paper's algorithm, not an implementation choice), so small ε with small δ is
 expensive: the cost is :math:`O(\text{resamples} \times \sum K'|S| \times \text{sweeps})`.
 The ``resamples`` counter (first build included) records the rate. Dirichlet rows are
-drawn over the support only, as normalised Gamma variates from the kernel's own
-xoshiro256** generator (:mod:`._rng`, seeded from the trajectory seed); integer shapes up
-to 8 (the posterior counts of the integer priors) use the exact identity
-:math:`\Gamma(k,1) = -\log \prod_{i\le k} U_i`. Each sample also stores its expected
-reward :math:`\bar r = \sum_j p_j R(x,u,y_j)` (rewards are known), so a sweep computes
-:math:`Q = \bar r + \gamma \sum_j p_j V(y_j)`. Between two rebuilds a step costs a
-transition draw, the count update and the deviation test; K(x, u) of the pairs observed
-since the last rebuild is recomputed at the next one (the only place K is read).
+drawn over the support only (the slots of positive concentration), as normalised Gamma
+variates from the kernel's own xoshiro256** generator (:mod:`._rng`, seeded from the
+trajectory seed); integer shapes up to 8 (the posterior counts of the integer priors) use
+the exact identity :math:`\Gamma(k,1) = -\log \prod_{i\le k} U_i`. Each sample also
+stores its expected reward :math:`\bar r = \sum_j p_j R(x,u,y_j)` (rewards are known), so
+a sweep computes :math:`Q = \bar r + \gamma \sum_j p_j V(y_j)`. Between two rebuilds a
+step costs a transition draw, the count update and the deviation test; K(x, u) of the
+pairs observed since the last rebuild is recomputed at the next one (the only place K is
+read). The policy-iteration warm start (an :math:`n_X \times n_X` LU per step) is used
+only where :func:`~bbrlcore.mdp.solvers.lu_affordable` admits it (:math:`n_X^3` at most
+200 times the transitions: every problem of the paper, RiverSwim up to 25 states); larger
+or sparser models are solved by warm-started sweeps alone, whose cost grows with the
+transitions.
 
 Paper: P. S. Castro and D. Precup, "Smarter sampling in model-based Bayesian
 reinforcement learning", ECML PKDD 2010 (LNCS 6321); BOSS: J. Asmuth,
@@ -90,7 +108,8 @@ import math
 import numpy as np
 from numba import njit
 
-from bbrlcore.agents._kernels import env_transition, support_insert
+from bbrlcore.agents._kernels import env_transition_rows
+from bbrlcore.agents._layout import setting
 from bbrlcore.agents._rng import gamma_s, normal_s, rng_new, rng_randint, uniform_s
 from bbrlcore.agents.base import (
     COMPAT,
@@ -103,7 +122,14 @@ from bbrlcore.agents.base import (
     reward_buffer,
 )
 from bbrlcore.errors import BBRLError
-from bbrlcore.mdp.solvers import GUEZ_MAX_SWEEPS, GUEZ_TOLERANCE, _lu_solve, support_of
+from bbrlcore.mdp import rows
+from bbrlcore.mdp.solvers import (
+    GUEZ_MAX_SWEEPS,
+    GUEZ_TOLERANCE,
+    _lu_solve,
+    lu_affordable,
+    n_transitions,
+)
 
 #: Reward of the reference's filler actions (compat): C's INT_MIN.
 INT_MIN = -2147483648.0
@@ -112,22 +138,35 @@ MAX_SAMPLE_ENTRIES = 500_000_000
 #: Policy-iteration steps that improve the value iteration's warm start (0: none).
 PI_WARM_STEPS = 50
 #: Largest number of states for which the warm start uses policy iteration (an
-#: O(nX^3) linear solve per step); larger models use plain warm-started sweeps.
+#: O(nX^3) linear solve per step); larger models use plain warm-started sweeps, and so do
+#: models that :func:`~bbrlcore.mdp.solvers.lu_affordable` refuses (too sparse for a dense
+#: nX x nX LU).
 PI_MAX_STATES = 200
 
 
+def warm_pi_steps(n_states: int, n_transitions: int) -> int:
+    """The policy-iteration steps of the warm start of a model of ``n_states`` states and
+    ``n_transitions`` transitions: :data:`PI_WARM_STEPS` where an nX x nX LU is worth it
+    (at most :data:`PI_MAX_STATES` states and :func:`~bbrlcore.mdp.solvers.lu_affordable`),
+    else 0 (warm-started sweeps alone). A function of the problem's size only."""
+    if n_states <= PI_MAX_STATES and lu_affordable(n_states, n_transitions):
+        return PI_WARM_STEPS
+    return 0
+
+
 # ---------------------------------------------------------------------------------------
-# Sample counts and posterior deviation
+# Sample counts and posterior deviation (on sparse rows: the row of (x, u) is its slots
+# k < nsucc[x, u], successor succ[x, u, k])
 
 
 @njit(cache=True, error_model="numpy")
-def row_sample_count(alpha, n, x, u, epsilon):
-    """K(x,u) = max_y ceil(Var_y / epsilon) with the Dirichlet marginal variances."""
-    nX = alpha.shape[2]
+def row_sample_count(alpha, n, nsucc, x, u, epsilon):
+    """K(x,u) = max_y ceil(Var_y / epsilon) with the Dirichlet marginal variances
+    (``alpha`` on sparse rows, ``n`` its row sums)."""
     nn = n[x, u]
     best = 0.0
-    for y in range(nX):
-        a = alpha[x, u, y]
+    for k in range(nsucc[x, u]):
+        a = alpha[x, u, k]
         if a > 0.0:
             v = a * (nn - a)
             if v > best:
@@ -136,53 +175,58 @@ def row_sample_count(alpha, n, x, u, epsilon):
 
 
 @njit(cache=True, error_model="numpy")
-def sample_counts(alpha, epsilon):
-    """K for every pair of the posterior ``alpha`` (shape (nX, nU))."""
+def sample_counts(alpha, nsucc, epsilon):
+    """K for every pair of the posterior ``alpha`` on sparse rows (shape (nX, nU)); a
+    dense ``alpha`` (nX, nU, nX) with ``nsucc`` all nX (the full layout) works too."""
     nX, nU, _ = alpha.shape
     n = np.zeros((nX, nU))
     for x in range(nX):
         for u in range(nU):
             s = 0.0
-            for y in range(nX):
-                s += alpha[x, u, y]
+            for k in range(nsucc[x, u]):
+                s += alpha[x, u, k]
             n[x, u] = s
     K = np.zeros((nX, nU), dtype=np.int64)
     for x in range(nX):
         for u in range(nU):
-            K[x, u] = row_sample_count(alpha, n, x, u, epsilon)
+            K[x, u] = row_sample_count(alpha, n, nsucc, x, u, epsilon)
     return K
 
 
 @njit(cache=True, error_model="numpy")
-def pair_deviation(snap_alpha, snap_n, alpha, n, x, u, compat):
+def pair_deviation(snap_alpha, snap_n, alpha, n, nsucc, n_states, x, u, compat):
     """Posterior deviation sum_y |a~_y/n~ - a_y/n| / sigma~_y of pair (x, u).
 
     ``snap_alpha``/``snap_n`` is the snapshot of the posterior taken at the last
-    resampling, ``alpha``/``n`` the current one. A term with sigma~ = 0 (a~_y = 0, or
-    a~_y = n~: a single-entry snapshot row) is +inf if the probability changed; if it did
-    not, it is 0 (default) or NaN (compat: the whole deviation is then NaN, whatever the
-    other terms are). "Changed" is tested exactly (a_y > 0, resp. a_y != n), not by
-    comparing rounded quotients.
+    resampling, ``alpha``/``n`` the current one, both on sparse rows (``nsucc`` slots per
+    row, out of ``n_states`` states). A term with sigma~ = 0 (a~_y = 0, or a~_y = n~: a
+    single-entry snapshot row) is +inf if the probability changed; if it did not, it is
+    0 (default) or NaN (compat: the whole deviation is then NaN, whatever the other terms
+    are). "Changed" is tested exactly (a_y > 0, resp. a_y != n), not by comparing rounded
+    quotients. A state outside the row (never observed: a~_y = a_y = 0) is such an
+    unchanged 0/0 term: nothing by default, NaN in compat.
     """
-    nX = alpha.shape[2]
     sn = snap_n[x, u]
     nn = n[x, u]
+    ns = nsucc[x, u]
     if compat:  # any 0/0 term makes the sum NaN: look for one first (no division)
-        for y in range(nX):
-            sa = snap_alpha[x, u, y]
+        if ns < n_states:
+            return np.nan
+        for k in range(ns):
+            sa = snap_alpha[x, u, k]
             if sa == 0.0:
-                if alpha[x, u, y] == 0.0:
+                if alpha[x, u, k] == 0.0:
                     return np.nan
             elif sa == sn:
-                if alpha[x, u, y] == nn:
+                if alpha[x, u, k] == nn:
                     return np.nan
     isn = 1.0 / sn
     inn = 1.0 / nn
     ivar = 1.0 / (sn * sn * (sn + 1.0))
     dev = 0.0
-    for y in range(nX):
-        sa = snap_alpha[x, u, y]
-        a = alpha[x, u, y]
+    for k in range(ns):
+        sa = snap_alpha[x, u, k]
+        a = alpha[x, u, k]
         if sa == 0.0:
             if a != 0.0:
                 return np.inf
@@ -196,7 +240,7 @@ def pair_deviation(snap_alpha, snap_n, alpha, n, x, u, compat):
 
 @njit(cache=True, error_model="numpy")
 def deviation(snap_row, snap_n, row, n, compat):
-    """:func:`pair_deviation` of one row given as 1-D arrays (snapshot, current)."""
+    """:func:`pair_deviation` of one dense row given as 1-D arrays (snapshot, current)."""
     m = row.shape[0]
     sa = np.empty((1, 1, m))
     a = np.empty((1, 1, m))
@@ -204,7 +248,8 @@ def deviation(snap_row, snap_n, row, n, compat):
     a[0, 0, :] = row
     sn = np.full((1, 1), snap_n)
     nn = np.full((1, 1), n)
-    return pair_deviation(sa, sn, a, nn, 0, 0, compat)
+    ns = np.full((1, 1), m, dtype=np.int64)
+    return pair_deviation(sa, sn, a, nn, ns, m, 0, 0, compat)
 
 
 # ---------------------------------------------------------------------------------------
@@ -212,14 +257,23 @@ def deviation(snap_row, snap_n, row, n, compat):
 
 
 @njit(cache=True, error_model="numpy")
-def build_merged(alpha, supp, nsupp, K, Rm, compat, rs):
+def build_merged(alpha, succ, nsucc, K, Rm, compat, rs):
     """Draw the merged model's samples; return ``(probs, off, mK, soff, rexp)``.
 
+    Sparse rows: ``succ`` (nX, nU, W) and ``nsucc`` (nX, nU) are the agent's layout (row
+    (x, u) holds the successors ``succ[x, u, :nsucc[x, u]]``, increasing), ``alpha`` (the
+    Dirichlet concentrations) and ``Rm`` (the known rewards) are values on it, shape
+    (nX, nU, W), and ``K`` (nX, nU) the sample counts. A dense ``alpha``/``Rm`` of shape
+    (nX, nU, nX) goes with the full layout (``succ[x, u, k] = k``, ``nsucc = nX``).
+
     ``mK[x, u]`` samples of pair (x, u) (``max(K, 1)`` by default, ``K`` in compat), each a
-    Dirichlet draw over the support ``supp[x, u, :nsupp[x, u]]``; sample k's probabilities
-    are ``probs[off[x, u] + k * nsupp[x, u] + j]``, j over the support, and its expected
-    reward :math:`\\sum_j p_j R(x, u, y_j)` is ``rexp[soff[x, u] + k]``. Random draws come
-    from the generator state ``rs`` (:mod:`._rng`).
+    Dirichlet draw over the row's slots of positive concentration (in slot order; a slot of
+    zero concentration gets probability 0 and consumes no random draw); sample k's
+    probabilities are ``probs[off[x, u] + k * nsucc[x, u] + j]``, j over the row's slots,
+    and its expected reward :math:`\\sum_j p_j R(x, u, j)` is ``rexp[soff[x, u] + k]``. A
+    row with a single positive slot is that transition (no draw); a draw whose variates
+    sum below 1e-300 puts all its mass on one uniformly chosen positive slot. Random draws
+    come from the generator state ``rs`` (:mod:`._rng`).
     """
     nX, nU = K.shape
     mK = np.empty((nX, nU), dtype=np.int64)
@@ -235,7 +289,7 @@ def build_merged(alpha, supp, nsupp, K, Rm, compat, rs):
             mK[x, u] = k
             off[x, u] = total
             soff[x, u] = nsamp
-            total += k * nsupp[x, u]
+            total += k * nsucc[x, u]
             nsamp += k
     probs = np.empty(total)
     rexp = np.empty(nsamp)
@@ -244,13 +298,23 @@ def build_merged(alpha, supp, nsupp, K, Rm, compat, rs):
     # updates, more than these short loops
     for x in range(nX):
         for u in range(nU):
-            ns = nsupp[x, u]
+            ns = nsucc[x, u]
             base = off[x, u]
             sb = soff[x, u]
-            if ns == 1:  # a single-entry row: Dir is a point mass, the known transition
-                r1 = Rm[x, u, supp[x, u, 0]]
+            npos = 0  # the support: slots of positive concentration
+            first = 0
+            for j in range(ns):
+                if alpha[x, u, j] > 0.0:
+                    if npos == 0:
+                        first = j
+                    npos += 1
+            if npos == 1:  # a single-entry support: Dir is a point mass, the known transition
+                r1 = Rm[x, u, first]
                 for k in range(mK[x, u]):
-                    probs[base + k] = 1.0
+                    start = base + k * ns
+                    for j in range(ns):
+                        probs[start + j] = 0.0
+                    probs[start + first] = 1.0
                     rexp[sb + k] = r1
                 continue
             for k in range(mK[x, u]):
@@ -258,17 +322,27 @@ def build_merged(alpha, supp, nsupp, K, Rm, compat, rs):
                 s = 0.0
                 r = 0.0
                 for j in range(ns):
-                    y = supp[x, u, j]
-                    g, s0, s1, s2, s3 = gamma_s(alpha[x, u, y], s0, s1, s2, s3)
-                    probs[start + j] = g
-                    s += g
-                    r += g * Rm[x, u, y]
+                    a = alpha[x, u, j]
+                    if a > 0.0:
+                        g, s0, s1, s2, s3 = gamma_s(a, s0, s1, s2, s3)
+                        probs[start + j] = g
+                        s += g
+                        r += g * Rm[x, u, j]
+                    else:
+                        probs[start + j] = 0.0
                 if s < 1e-300:  # all mass on one uniformly chosen support entry
                     v, s0, s1, s2, s3 = uniform_s(s0, s1, s2, s3)
-                    pick = min(np.int64(v * ns), ns - 1)
+                    pick = min(np.int64(v * npos), npos - 1)
+                    rexp[sb + k] = 0.0
+                    c = 0
                     for j in range(ns):
-                        probs[start + j] = 1.0 if j == pick else 0.0
-                    rexp[sb + k] = Rm[x, u, supp[x, u, pick]]
+                        hit = False
+                        if alpha[x, u, j] > 0.0:
+                            hit = c == pick
+                            c += 1
+                        probs[start + j] = 1.0 if hit else 0.0
+                        if hit:
+                            rexp[sb + k] = Rm[x, u, j]
                 else:
                     inv = 1.0 / s
                     for j in range(ns):
@@ -299,14 +373,14 @@ def _fillers(mK, compat, filler):
 
 
 @njit(cache=True, error_model="numpy", fastmath={"reassoc", "contract"})
-def _sweep(probs, off, mK, soff, rexp, supp, nsupp, gamma, filler, V, Vnew, pi, w):
+def _sweep(probs, off, mK, soff, rexp, succ, nsucc, gamma, filler, V, Vnew, pi, w):
     """One Jacobi sweep ``Vnew = max_m Q(x, m | V)``; returns sum_x (Vnew - V)^2.
 
-    :math:`Q(x, m) = \\bar r_m + \\gamma \\sum_j p_{m,j} V(y_j)` with the sample's
-    expected reward :math:`\\bar r_m` (the rewards are known, so
+    :math:`Q(x, m) = \\bar r_m + \\gamma \\sum_j p_{m,j} V(y_j)` over the row's slots, with
+    the sample's expected reward :math:`\\bar r_m` (the rewards are known, so
     :math:`\\sum_j p_j (R_j + \\gamma V_j)` splits). ``pi[x]`` gets the lowest merged
     index m = u + k nU reaching the maximum (the reference's strict ">" scan in
-    increasing m).
+    increasing m). ``w`` is a work buffer of the layout's width.
     """
     nX, nU = mK.shape
     diff2 = 0.0
@@ -317,9 +391,9 @@ def _sweep(probs, off, mK, soff, rexp, supp, nsupp, gamma, filler, V, Vnew, pi, 
             kk = mK[x, u]
             if kk == 0:
                 continue
-            ns = nsupp[x, u]
+            ns = nsucc[x, u]
             for j in range(ns):
-                w[j] = V[supp[x, u, j]]
+                w[j] = V[succ[x, u, j]]
             base = off[x, u]
             sb = soff[x, u]
             for k in range(kk):
@@ -354,8 +428,9 @@ def _sweep(probs, off, mK, soff, rexp, supp, nsupp, gamma, filler, V, Vnew, pi, 
 
 
 @njit(cache=True, error_model="numpy")
-def _evaluate(probs, off, mK, soff, rexp, supp, nsupp, gamma, pi, V, A, b):
-    """V = value of the merged policy ``pi`` (exact linear solve of (I - gamma P) V = r)."""
+def _evaluate(probs, off, mK, soff, rexp, succ, nsucc, gamma, pi, V, A, b):
+    """V = value of the merged policy ``pi`` (exact linear solve of (I - gamma P) V = r;
+    ``A`` an (nX, nX) work buffer)."""
     nX, nU = mK.shape
     for i in range(nX):
         for j in range(nX):
@@ -369,20 +444,23 @@ def _evaluate(probs, off, mK, soff, rexp, supp, nsupp, gamma, pi, V, A, b):
             A[x, x] -= gamma
             b[x] = INT_MIN
             continue
-        ns = nsupp[x, u]
+        ns = nsucc[x, u]
         start = off[x, u] + k * ns
         for j in range(ns):
-            A[x, supp[x, u, j]] -= gamma * probs[start + j]
+            A[x, succ[x, u, j]] -= gamma * probs[start + j]
         b[x] = rexp[soff[x, u] + k]
     _lu_solve(A, b)
     V[:] = b
 
 
 @njit(cache=True, error_model="numpy")
-def merged_value_iteration(probs, off, mK, soff, rexp, supp, nsupp, gamma, tol, compat, V,
+def merged_value_iteration(probs, off, mK, soff, rexp, succ, nsucc, gamma, tol, compat, V,
                            pi, pi_steps):
     """Guez value iteration on the sparse merged model; ``V``, ``pi`` updated in place.
 
+    The model is :func:`build_merged`'s ``(probs, off, mK, soff, rexp)`` on the layout
+    ``succ``, ``nsucc`` it was built on (sparse rows: slot j of row (x, u) is the
+    successor ``succ[x, u, j]``, j < ``nsucc[x, u]``); ``V`` (nX) and ``pi`` (nX, int64).
     Jacobi sweeps from the given ``V`` until the Euclidean norm of a sweep's change is at
     most ``tol``; ``pi[x]`` is the merged action m = u + k nU of the last sweep, ties to
     the lowest m. In compat mode the filler slots (K(x,u) <= k < K_max) are self-loops
@@ -390,15 +468,20 @@ def merged_value_iteration(probs, off, mK, soff, rexp, supp, nsupp, gamma, tol, 
 
     Warm start: with ``pi_steps > 0`` the starting ``V`` is first improved by up to
     ``pi_steps`` policy-iteration steps (greedy policy of the current V, then its exact
-    value by a linear solve; stop when the policy repeats). This only moves the starting
-    point closer to the fixed point: the sweeps, stopping test and tie rule that produce
-    the result are the Guez value iteration's. Returns the number of Jacobi sweeps.
+    value by an nX x nX linear solve; stop when the policy repeats). This only moves the
+    starting point closer to the fixed point: the sweeps, stopping test and tie rule that
+    produce the result are the Guez value iteration's. A layout too large or too sparse
+    for dense LU (:func:`~bbrlcore.mdp.solvers.lu_affordable` of nX and the layout's
+    transitions) gets no policy-iteration steps whatever ``pi_steps`` says, and no
+    (nX, nX) buffer. Returns the number of Jacobi sweeps.
     """
     nX = V.shape[0]
+    if pi_steps > 0 and not lu_affordable(nX, n_transitions(nsucc)):
+        pi_steps = 0
     filler = np.empty(nX, dtype=np.int64)
     _fillers(mK, compat, filler)
     Vnew = np.empty(nX)
-    w = np.empty(nX)
+    w = np.empty(max(succ.shape[2], 1))
     tol2 = tol * tol
     sweeps = 0
     if pi_steps > 0:
@@ -406,7 +489,7 @@ def merged_value_iteration(probs, off, mK, soff, rexp, supp, nsupp, gamma, tol, 
         A = np.empty((nX, nX))
         b = np.empty(nX)
         for _i in range(pi_steps):
-            diff2 = _sweep(probs, off, mK, soff, rexp, supp, nsupp, gamma, filler, V, Vnew,
+            diff2 = _sweep(probs, off, mK, soff, rexp, succ, nsucc, gamma, filler, V, Vnew,
                            pi, w)
             same = True
             for x in range(nX):
@@ -420,9 +503,9 @@ def merged_value_iteration(probs, off, mK, soff, rexp, supp, nsupp, gamma, tol, 
                 if diff2 <= tol2:
                     return sweeps
                 break
-            _evaluate(probs, off, mK, soff, rexp, supp, nsupp, gamma, pi, V, A, b)
+            _evaluate(probs, off, mK, soff, rexp, succ, nsucc, gamma, pi, V, A, b)
     while True:
-        diff2 = _sweep(probs, off, mK, soff, rexp, supp, nsupp, gamma, filler, V, Vnew, pi, w)
+        diff2 = _sweep(probs, off, mK, soff, rexp, succ, nsucc, gamma, filler, V, Vnew, pi, w)
         V[:] = Vnew
         sweeps += 1
         if diff2 <= tol2 or sweeps >= GUEZ_MAX_SWEEPS:
@@ -430,20 +513,20 @@ def merged_value_iteration(probs, off, mK, soff, rexp, supp, nsupp, gamma, tol, 
 
 
 @njit(cache=True, error_model="numpy")
-def prior_values(theta, Rm, gamma, epsilon, compat, tol, pi_steps):
-    """Values of one merged model drawn at the prior (generator seed 0), solved from zero.
+def prior_values(theta, succ, nsucc, Rm, gamma, epsilon, compat, tol, pi_steps):
+    """Values of one merged model drawn at the prior (generator seed 0), solved from zero
+    (``theta`` and ``Rm`` on the sparse rows ``succ``, ``nsucc``).
 
     Every trajectory's first solve starts from these values instead of zero: fewer
     policy-iteration steps, same stopping test. They depend only on the agent (prior,
     parameters, gamma), so each trajectory remains a function of its own seed.
     """
     nX = theta.shape[0]
-    supp, nsupp = support_of(theta)
-    K = sample_counts(theta, epsilon)
-    probs, off, mK, soff, rexp = build_merged(theta, supp, nsupp, K, Rm, compat, rng_new(0))
+    K = sample_counts(theta, nsucc, epsilon)
+    probs, off, mK, soff, rexp = build_merged(theta, succ, nsucc, K, Rm, compat, rng_new(0))
     V = np.zeros(nX)
     pi = np.zeros(nX, dtype=np.int64)
-    merged_value_iteration(probs, off, mK, soff, rexp, supp, nsupp, gamma, tol, compat, V, pi,
+    merged_value_iteration(probs, off, mK, soff, rexp, succ, nsucc, gamma, tol, compat, V, pi,
                            pi_steps)
     return V
 
@@ -454,7 +537,7 @@ def prior_values(theta, Rm, gamma, epsilon, compat, tol, pi_steps):
 
 @njit(cache=True, error_model="numpy")
 def _trajectory(
-    P, R, Rstd, gaussian, initial_state, gamma, horizon, seed,
+    P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, succ, nsucc,
     theta, Rm, epsilon, delta, compat, tol, pi_steps, V_init, rewards,
 ):
     rs = rng_new(seed)
@@ -463,23 +546,16 @@ def _trajectory(
     # reset: posterior = prior
     alpha = theta.copy()
     n = np.zeros((nX, nU))
-    supp = np.zeros((nX, nU, nX), dtype=np.int64)
-    nsupp = np.zeros((nX, nU), dtype=np.int64)
     for s in range(nX):
         for a in range(nU):
             tot = 0.0
-            c = 0
-            for z in range(nX):
-                tot += alpha[s, a, z]
-                if alpha[s, a, z] > 0.0:
-                    supp[s, a, c] = z
-                    c += 1
+            for j in range(nsucc[s, a]):
+                tot += alpha[s, a, j]
             n[s, a] = tot
-            nsupp[s, a] = c
     K = np.zeros((nX, nU), dtype=np.int64)
     for s in range(nX):
         for a in range(nU):
-            K[s, a] = row_sample_count(alpha, n, s, a, epsilon)
+            K[s, a] = row_sample_count(alpha, n, nsucc, s, a, epsilon)
     # pairs observed since the last rebuild: their K is recomputed at the next rebuild
     # (K is only read there, so this equals recomputing it after every update)
     dirty = np.zeros(nX * nU, dtype=np.int64)
@@ -492,8 +568,9 @@ def _trajectory(
     act = np.zeros(nX, dtype=np.int64)
     # the generator state lives in registers during the steps (see _rng)
     s0, s1, s2, s3 = rs[0], rs[1], rs[2], rs[3]
-    # compat: per pair, a y with a~_y = a_y = 0 since the last rebuild (-1: none known); while
-    # it stays unobserved the deviation is NaN, so the full test is skipped
+    # compat: per pair, a slot with a~_y = a_y = 0 since the last rebuild (-1: none known);
+    # while it stays unobserved the deviation is NaN, so the full test is skipped. A row
+    # shorter than nX has such a term for good (a state outside it): never tested.
     nan_witness = np.full((nX, nU), -1, dtype=np.int64)
     resample = True
     n_resamples = 0
@@ -504,13 +581,13 @@ def _trajectory(
             for i in range(n_dirty):
                 s = dirty[i] // nU
                 a = dirty[i] % nU
-                K[s, a] = row_sample_count(alpha, n, s, a, epsilon)
+                K[s, a] = row_sample_count(alpha, n, nsucc, s, a, epsilon)
                 is_dirty[s, a] = False
             n_dirty = 0
             rs[0], rs[1], rs[2], rs[3] = s0, s1, s2, s3
-            probs, off, mK, soff, rexp = build_merged(alpha, supp, nsupp, K, Rm, compat, rs)
+            probs, off, mK, soff, rexp = build_merged(alpha, succ, nsucc, K, Rm, compat, rs)
             s0, s1, s2, s3 = rs[0], rs[1], rs[2], rs[3]
-            merged_value_iteration(probs, off, mK, soff, rexp, supp, nsupp, gamma, tol,
+            merged_value_iteration(probs, off, mK, soff, rexp, succ, nsucc, gamma, tol,
                                    compat, V, pi, pi_steps)
             for z in range(nX):
                 act[z] = pi[z] % nU  # the real action of the best merged action
@@ -521,37 +598,37 @@ def _trajectory(
             n_resamples += 1
         u = act[x]
         v, s0, s1, s2, s3 = uniform_s(s0, s1, s2, s3)
-        y = env_transition(P, x, u, v)
-        r = R[x, u, y]
+        k = env_transition_rows(P, nsucc, x, u, v)
+        r = R[x, u, k]
         if gaussian:
             v, s0, s1, s2, s3 = normal_s(s0, s1, s2, s3)
-            r += Rstd[x, u, y] * v
+            r += Rstd[x, u, k] * v
         rewards[t] = r
         ret += disc * r
         disc *= gamma
-        # posterior update
-        if alpha[x, u, y] == 0.0:  # a transition outside the prior's support
-            support_insert(supp, nsupp, x, u, y)
-        alpha[x, u, y] += 1.0
+        # posterior update (a slot of zero concentration joins the support)
+        alpha[x, u, k] += 1.0
         n[x, u] += 1.0
         if not is_dirty[x, u]:
             is_dirty[x, u] = True
             dirty[n_dirty] = x * nU + u
             n_dirty += 1
         if compat:
-            w = nan_witness[x, u]
-            if w < 0 or alpha[x, u, w] != 0.0:
-                w = -1
-                for z in range(nX):
-                    if snap_alpha[x, u, z] == 0.0 and alpha[x, u, z] == 0.0:
-                        w = z
-                        break
-                nan_witness[x, u] = w
-            if w < 0 and pair_deviation(snap_alpha, snap_n, alpha, n, x, u, compat) > delta:
-                resample = True
-        elif pair_deviation(snap_alpha, snap_n, alpha, n, x, u, compat) > delta:
+            if nsucc[x, u] == nX:  # a full row: slot j is state j
+                w = nan_witness[x, u]
+                if w < 0 or alpha[x, u, w] != 0.0:
+                    w = -1
+                    for j in range(nX):
+                        if snap_alpha[x, u, j] == 0.0 and alpha[x, u, j] == 0.0:
+                            w = j
+                            break
+                    nan_witness[x, u] = w
+                if w < 0 and pair_deviation(snap_alpha, snap_n, alpha, n, nsucc, nX, x, u,
+                                            compat) > delta:
+                    resample = True
+        elif pair_deviation(snap_alpha, snap_n, alpha, n, nsucc, nX, x, u, compat) > delta:
             resample = True
-        x = y
+        x = succ[x, u, k]
     counters = np.zeros(1, dtype=np.int64)
     counters[0] = n_resamples
     return ret, counters
@@ -562,15 +639,16 @@ def _trajectory(
 
 
 @njit(cache=True, error_model="numpy")
-def simulate_rebuilds(theta, Pbar, initial_state, epsilon, delta, compat, horizon, seed,
-                      fixed_policy=True):
+def simulate_rebuilds(theta, succ, nsucc, Pbar, initial_state, epsilon, delta, compat,
+                      horizon, seed, fixed_policy=True):
     """Rebuilds of the merged model and sampled probabilities in one trajectory, for the
     cost model: the trajectory loop of :func:`_trajectory` with its counting, sample
     counts ``K`` and deviation test, on the mean test MDP ``Pbar``, without drawing a
-    sample or solving a model. The actions stand in for the merged model's greedy ones:
-    with ``fixed_policy`` a policy drawn at random at each rebuild and kept until the next
-    (like the agent's), else a random action at each step. Returns ``(rebuilds, sampled
-    entries summed over the rebuilds)``."""
+    sample or solving a model (``theta`` and ``Pbar`` on the sparse rows ``succ``,
+    ``nsucc``; dense arrays with the full layout work too). The actions stand in for the
+    merged model's greedy ones: with ``fixed_policy`` a policy drawn at random at each
+    rebuild and kept until the next (like the agent's), else a random action at each
+    step. Returns ``(rebuilds, sampled entries summed over the rebuilds)``."""
     np.random.seed(seed)
     nX, nU, _ = theta.shape
     alpha = theta.copy()
@@ -578,9 +656,9 @@ def simulate_rebuilds(theta, Pbar, initial_state, epsilon, delta, compat, horizo
     nsupp = np.zeros((nX, nU), dtype=np.int64)
     for s in range(nX):
         for a in range(nU):
-            for z in range(nX):
-                n[s, a] += alpha[s, a, z]
-                if alpha[s, a, z] > 0.0:
+            for j in range(nsucc[s, a]):
+                n[s, a] += alpha[s, a, j]
+                if alpha[s, a, j] > 0.0:
                     nsupp[s, a] += 1
     snap_alpha = alpha.copy()
     snap_n = n.copy()
@@ -594,7 +672,7 @@ def simulate_rebuilds(theta, Pbar, initial_state, epsilon, delta, compat, horizo
             for s in range(nX):
                 policy[s] = np.random.randint(0, nU)
                 for a in range(nU):
-                    k = row_sample_count(alpha, n, s, a, epsilon)
+                    k = row_sample_count(alpha, n, nsucc, s, a, epsilon)
                     if not compat and k < 1:
                         k = 1
                     entries += k * nsupp[s, a]
@@ -603,14 +681,14 @@ def simulate_rebuilds(theta, Pbar, initial_state, epsilon, delta, compat, horizo
             rebuilds += 1
             resample = False
         u = policy[x] if fixed_policy else np.random.randint(0, nU)
-        y = env_transition(Pbar, x, u, np.random.random())
-        if alpha[x, u, y] == 0.0:
+        j = env_transition_rows(Pbar, nsucc, x, u, np.random.random())
+        if alpha[x, u, j] == 0.0:
             nsupp[x, u] += 1
-        alpha[x, u, y] += 1.0
+        alpha[x, u, j] += 1.0
         n[x, u] += 1.0
-        if pair_deviation(snap_alpha, snap_n, alpha, n, x, u, compat) > delta:
+        if pair_deviation(snap_alpha, snap_n, alpha, n, nsucc, nX, x, u, compat) > delta:
             resample = True
-        x = y
+        x = succ[x, u, j]
     return rebuilds, entries
 
 
@@ -618,15 +696,16 @@ def simulate_rebuilds(theta, Pbar, initial_state, epsilon, delta, compat, horizo
 COST_SIMULATIONS = 4
 
 
-def _simulated_rebuilds(theta, Pbar, initial_state, epsilon, delta, compat, horizon):
+def _simulated_rebuilds(theta, succ, nsucc, Pbar, initial_state, epsilon, delta, compat,
+                        horizon):
     """``(rebuilds, entries)`` of :func:`cost_features`: :func:`simulate_rebuilds`
     averaged over :data:`COST_SIMULATIONS` seeds, for the stand-in that rebuilds more."""
     R = W = 0.0
     for fixed in (True, False):
         r_sum = w_sum = 0.0
         for k in range(COST_SIMULATIONS):
-            r, w = simulate_rebuilds(theta, Pbar, initial_state, epsilon, delta, compat,
-                                     horizon, k, fixed)
+            r, w = simulate_rebuilds(theta, succ, nsucc, Pbar, initial_state, epsilon, delta,
+                                     compat, horizon, k, fixed)
             r_sum += r / COST_SIMULATIONS
             w_sum += w / COST_SIMULATIONS
         if r_sum > R:
@@ -634,24 +713,38 @@ def _simulated_rebuilds(theta, Pbar, initial_state, epsilon, delta, compat, hori
     return R, W
 
 
+def mean_rows(test) -> tuple[np.ndarray, rows.Layout]:
+    """The test distribution's mean MDP as values on its ``support_layout`` (the layout
+    returned too), without a dense array when it has Dirichlet concentrations."""
+    lay = test.support_layout
+    if hasattr(test, "theta_rows"):
+        th = np.asarray(test.theta_rows, dtype=np.float64)
+        s = th.sum(axis=2, keepdims=True)
+        return np.divide(th, s, out=np.zeros_like(th), where=s > 0), lay
+    return rows.gather(test.mean_model(), lay), lay
+
+
 def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict[str, float]:
     """The work of a trajectory: every rebuild samples ``sum K'(x,u)·|S(x,u)|`` Gamma
     variates and sweeps the merged model (a few warm-started sweeps over the same entries,
-    plus policy-iteration steps with an nX x nX solve); between rebuilds a step is a
-    transition, a count update and the deviation test. Rebuilds and entries come from
-    :func:`simulate_rebuilds` (the kernel's resampling rule), averaged over a few seeds,
-    for two stand-ins of the agent's policy (a policy kept between rebuilds, random
-    actions): the one that rebuilds more (a job must not outlast its estimate; measured,
-    the agent lies between the two)."""
+    plus, where :func:`warm_pi_steps` allows them, policy-iteration steps with an nX x nX
+    solve); between rebuilds a step is a transition, a count update and the deviation
+    test. Rebuilds and entries come from :func:`simulate_rebuilds` (the kernel's
+    resampling rule, on sparse rows), averaged over a few seeds, for two stand-ins of the
+    agent's policy (a policy kept between rebuilds, random actions): the one that rebuilds
+    more (a job must not outlast its estimate; measured, the agent lies between the
+    two)."""
     from bbrlcore.agents._memo import pure_probe  # memoised on disk: every job plans these
 
-    theta = np.ascontiguousarray(prior.theta, dtype=np.float64)
-    Pbar = np.ascontiguousarray(test.mean_model(), dtype=np.float64)
-    R, W = pure_probe("sboss-rebuilds", _simulated_rebuilds, theta, Pbar,
-                      int(test.initial_state), float(params["epsilon"]),
+    Pt, tlay = mean_rows(test)
+    lay = rows.union(prior.support_layout, tlay)
+    theta = np.ascontiguousarray(rows.move(prior.theta_rows, prior.support_layout, lay))
+    Pbar = np.ascontiguousarray(rows.move(Pt, tlay, lay))
+    R, W = pure_probe("sboss-rebuilds", _simulated_rebuilds, theta, lay.succ, lay.nsucc,
+                      Pbar, int(test.initial_state), float(params["epsilon"]),
                       float(params["delta"]), bool(params["compat"]), int(horizon))
     nX = prior.n_states
-    lu = float(nX) ** 3 if nX <= PI_MAX_STATES else 0.0
+    lu = float(nX) ** 3 if warm_pi_steps(nX, lay.nnz) > 0 else 0.0
     return {"trajectory": 1.0, "steps": float(horizon), "rebuilds": R,
             "rebuild_states": R * nX * prior.n_actions, "entries": W, "solves": R * lu}
 
@@ -661,7 +754,9 @@ def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict
 
 
 def merged_size(theta: np.ndarray, epsilon: float, compat: bool) -> int:
-    """Number of stored probabilities of the merged model built at the prior."""
+    """Number of sampled probabilities of the merged model built at the prior: ``theta``
+    the prior's concentrations on sparse rows (``prior.theta_rows``) or dense (the
+    padding and the zeros count for nothing)."""
     theta = np.asarray(theta, dtype=np.float64)
     n = theta.sum(axis=2)
     var = np.where(theta > 0, theta * (n[..., None] - theta), 0.0) / (n * n * (n + 1))[..., None]
@@ -674,8 +769,7 @@ def merged_size(theta: np.ndarray, epsilon: float, compat: bool) -> int:
 def _setting_check(params: dict, prior, gamma: float, horizon: int) -> str | None:
     if not gamma < 1.0:
         return "needs a discount factor < 1 (the Guez value iteration would not converge)"
-    theta = np.ascontiguousarray(prior.theta, dtype=np.float64)
-    size = merged_size(theta, float(params["epsilon"]), bool(params["compat"]))
+    size = merged_size(prior.theta_rows, float(params["epsilon"]), bool(params["compat"]))
     if size > MAX_SAMPLE_ENTRIES:
         return (f"the merged model would hold {size:,} sampled probabilities at the prior "
                 f"(limit {MAX_SAMPLE_ENTRIES:,}, 8 bytes each): choose a larger epsilon")
@@ -684,18 +778,18 @@ def _setting_check(params: dict, prior, gamma: float, horizon: int) -> str | Non
 
 def make_player(prior, params: dict, trained: Trained, ep: Episode):
     """A ``play(P, seed, rewards=None)`` running one SBOSS trajectory (see the module
-    docstring)."""
+    docstring); ``P`` the test MDP's values on ``ep``'s layout."""
     err = _setting_check(params, prior, ep.gamma, ep.horizon)
     if err:
         raise BBRLError(f"sboss: {err}")
     epsilon = float(params["epsilon"])
     delta = float(params["delta"])
     compat = bool(params["compat"])
-    theta = np.ascontiguousarray(prior.theta, dtype=np.float64)
-    Rm = np.ascontiguousarray(prior.reward, dtype=np.float64)
+    st = setting(prior, ep)
 
-    pi_steps = PI_WARM_STEPS if prior.n_states <= PI_MAX_STATES else 0
-    V_init = prior_values(theta, Rm, ep.gamma, epsilon, compat, GUEZ_TOLERANCE, pi_steps)
+    pi_steps = warm_pi_steps(prior.n_states, st.layout.nnz)
+    V_init = prior_values(st.theta, st.succ, st.nsucc, st.Rm, ep.gamma, epsilon, compat,
+                          GUEZ_TOLERANCE, pi_steps)
 
     shape = (ep.horizon,)
 
@@ -705,9 +799,9 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
                 and rewards.dtype is FLOAT64):  # (the runner's rows: no call)
             rewards = reward_buffer(rewards, ep.horizon)
         ret, counters = _trajectory(
-            P, ep.R, ep.Rstd, ep.gaussian, ep.initial_state, ep.gamma, ep.horizon, seed,
-            theta, Rm, epsilon, delta, compat, GUEZ_TOLERANCE, pi_steps, V_init,
-            rewards,
+            st.env(P), st.R, st.Rstd, ep.gaussian, ep.initial_state, ep.gamma, ep.horizon,
+            seed, st.succ, st.nsucc, st.theta, st.Rm, epsilon, delta, compat,
+            GUEZ_TOLERANCE, pi_steps, V_init, rewards,
         )
         return float(ret), counters
 
@@ -730,4 +824,5 @@ ALGORITHM = Algorithm(
     doc=__doc__ or "",
     setting_check=_setting_check,
     cost_features=cost_features,
+    sparse=True,
 )

@@ -25,7 +25,14 @@ import math
 import numpy as np
 from numba import njit
 
-from bbrlcore.agents._kernels import env_reset, env_reward, env_step, model_init, model_update
+from bbrlcore.agents._kernels import (
+    env_reset,
+    env_reward_rows,
+    env_step_rows,
+    rows_model_init,
+    rows_model_update,
+)
+from bbrlcore.agents._layout import setting
 from bbrlcore.agents.base import (
     COMPAT,
     FLOAT64,
@@ -37,7 +44,7 @@ from bbrlcore.agents.base import (
     reward_buffer,
 )
 from bbrlcore.agents.egreedy import cost_features as egreedy_cost_features
-from bbrlcore.mdp.solvers import q_solve
+from bbrlcore.mdp.solvers import q_solve_rows
 
 _NO_COUNTERS = np.zeros(0, dtype=np.int64)
 
@@ -78,14 +85,14 @@ def compat_action(q, tau):
 
 
 @njit(cache=True, error_model="numpy")
-def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, theta, Rm, tau, compat,
-                rewards):
+def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, succ, nsucc, theta,
+                Rm, tau, compat, rewards):
     np.random.seed(seed)
     nX, nU, _ = P.shape
     x = env_reset(initial_state, nX)
-    N, Np, Pm, supp, nsupp = model_init(theta)
+    N, Np, Pm = rows_model_init(theta, nsucc)
     Q = np.zeros((nX, nU))
-    q_solve(Pm, Rm, supp, nsupp, gamma, horizon, Q)
+    q_solve_rows(Pm, Rm, succ, nsucc, gamma, horizon, Q)
     ret = 0.0
     disc = 1.0
     for t in range(horizon):
@@ -93,20 +100,19 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, theta
             u = compat_action(Q[x], tau)
         else:
             u = boltzmann_action(Q[x], tau)
-        y = env_step(P, x, u)
-        r = env_reward(R, Rstd, gaussian, x, u, y)
+        k = env_step_rows(P, nsucc, x, u)
+        r = env_reward_rows(R, Rstd, gaussian, x, u, k)
         rewards[t] = r
         ret += disc * r
         disc *= gamma
-        model_update(N, Np, Pm, supp, nsupp, x, u, y)
-        q_solve(Pm, Rm, supp, nsupp, gamma, horizon, Q)
-        x = y
+        rows_model_update(N, Np, Pm, nsucc, x, u, k)
+        q_solve_rows(Pm, Rm, succ, nsucc, gamma, horizon, Q)
+        x = succ[x, u, k]
     return ret
 
 
 def make_player(prior, params: dict, trained: Trained, ep: Episode):
-    theta = np.ascontiguousarray(prior.theta)
-    Rm = np.ascontiguousarray(prior.reward)
+    st = setting(prior, ep)
     tau = float(params["tau"])
     compat = bool(params["compat"])
 
@@ -118,8 +124,8 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
                 and rewards.dtype is FLOAT64):  # (the runner's rows: no call)
             rewards = reward_buffer(rewards, ep.horizon)
         r = _trajectory(
-            P, ep.R, ep.Rstd, ep.gaussian, ep.initial_state, ep.gamma, ep.horizon, seed,
-            theta, Rm, tau, compat, rewards,
+            st.env(P), st.R, st.Rstd, ep.gaussian, ep.initial_state, ep.gamma, ep.horizon,
+            seed, st.succ, st.nsucc, st.theta, st.Rm, tau, compat, rewards,
         )
         return r, _NO_COUNTERS
 
@@ -136,4 +142,5 @@ ALGORITHM = Algorithm(
     has_compat=True,
     doc=__doc__ or "",
     cost_features=egreedy_cost_features,  # the same model solved after every step
+    sparse=True,
 )

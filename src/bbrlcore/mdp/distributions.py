@@ -30,6 +30,7 @@ import math
 import numbers
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,8 @@ import polars as pl
 
 from bbrlcore.errors import BBRLError
 from bbrlcore.formats import artefacts, dat
+from bbrlcore.mdp import rows
+from bbrlcore.mdp.rows import Layout
 
 REWARD_TYPES = ("constant", "gaussian")
 
@@ -132,6 +135,35 @@ class FDMDistribution:
             s = g.sum(axis=2, keepdims=True)
         return g / s
 
+    # ----------------------------------------------------------------------------------
+    # Sparse rows (bbrlcore.mdp.rows): what the test sets and the agents' kernels use
+
+    @cached_property
+    def support_layout(self) -> Layout:
+        """The Dirichlet's support as padded rows: the transitions with ``theta > 0``
+        (every transition a drawn MDP can have), increasing in each row."""
+        return rows.layout_of(self.theta > 0)
+
+    @cached_property
+    def theta_rows(self) -> np.ndarray:
+        """``theta`` on :attr:`support_layout` (read-only)."""
+        return _frozen(rows.gather(self.theta, self.support_layout))
+
+    @cached_property
+    def reward_rows(self) -> np.ndarray:
+        """The mean rewards on :attr:`support_layout` (read-only)."""
+        return _frozen(rows.gather(self.reward, self.support_layout))
+
+    @cached_property
+    def reward_std_rows(self) -> np.ndarray:
+        """The rewards' standard deviations on :attr:`support_layout` (read-only)."""
+        return _frozen(rows.gather(self.reward_std, self.support_layout))
+
+    def draw_rows(self, rng: np.random.Generator) -> np.ndarray:
+        """:meth:`draw_mdp`'s MDP (the same draws of ``rng``) as its values on
+        :attr:`support_layout`, shape (nX, nU, K)."""
+        return rows.gather(self.draw_mdp(rng), self.support_layout)
+
     @classmethod
     def centred_on(
         cls, name: str, short_name: str, P: np.ndarray, reward: np.ndarray,
@@ -193,8 +225,21 @@ class FDMDistribution:
     # ----------------------------------------------------------------------------------
     # Serialisation
 
+    @cached_property
+    def entries(self) -> Layout:
+        """The transitions the distribution stores: every one with a non-zero
+        concentration, mean reward or reward variance (its support, plus the rewards the
+        original files give to impossible transitions); what :meth:`to_dict` and
+        :meth:`to_table` write."""
+        keep = (self.theta > 0) | (self.reward != 0)
+        if self.reward_variance is not None:
+            keep |= self.reward_variance != 0
+        return rows.layout_of(keep)
+
     def to_dict(self) -> dict[str, Any]:
-        """JSON-able form (embedded in test-set and agent artefacts)."""
+        """JSON-able form (embedded in test-set and agent artefacts): the names, sizes and
+        the values of the stored transitions (:attr:`entries`, in (x, u, y) order)."""
+        lay = self.entries
         d: dict[str, Any] = {
             "name": self.name,
             "short_name": self.short_name,
@@ -202,11 +247,12 @@ class FDMDistribution:
             "n_actions": self.n_actions,
             "initial_state": self.initial_state,
             "reward_type": self.reward_type,
-            "theta": self.theta.ravel().tolist(),
-            "reward": self.reward.ravel().tolist(),
+            "entries": rows.encode(lay),
+            "theta": rows.gather(self.theta, lay)[lay.mask].tolist(),
+            "reward": rows.gather(self.reward, lay)[lay.mask].tolist(),
         }
         if self.reward_variance is not None:
-            d["reward_variance"] = self.reward_variance.ravel().tolist()
+            d["reward_variance"] = rows.gather(self.reward_variance, lay)[lay.mask].tolist()
         return d
 
     @classmethod
@@ -227,14 +273,21 @@ class FDMDistribution:
                 raise ValueError(f"bad size {nX} states x {nU} actions")
             shape = (nX, nU, nX)
             var = d.get("reward_variance")
+            lay = (rows.decode(d["entries"], nX, nU, f"{source}: entries")
+                   if "entries" in d else None)  # (before sparse rows: dense lists)
+            n = nX * nU * nX if lay is None else lay.nnz
 
             def arr(v: Any, what: str) -> np.ndarray:
                 if not isinstance(v, list):
                     raise ValueError(f"{what} must be a list of numbers")
                 a = np.asarray(v, dtype=np.float64)
-                if a.size != nX * nU * nX:
-                    raise ValueError(f"{what} holds {a.size} values, expected {nX * nU * nX}")
-                return a.reshape(shape)
+                if a.shape != (n,):
+                    raise ValueError(f"{what} holds {a.size} values, expected {n}")
+                if lay is None:
+                    return a.reshape(shape)
+                vals = np.zeros(lay.succ.shape)
+                vals[lay.mask] = a
+                return rows.scatter(vals, lay)
 
             return cls(
                 name=d["name"],
@@ -267,19 +320,26 @@ class FDMDistribution:
         return "\n".join(lines) + "\n"
 
     def to_table(self) -> pl.DataFrame:
-        """Long form: one row per transition (x, u, y)."""
-        nX, nU = self.n_states, self.n_actions
-        x, u, y = np.meshgrid(np.arange(nX), np.arange(nU), np.arange(nX), indexing="ij")
+        """Long form: one row per stored transition (x, u, y) (:attr:`entries`; a
+        transition left out has a zero concentration, reward and variance)."""
+        lay = self.entries
+        x, u, k = np.nonzero(lay.mask)
+        y = lay.succ[x, u, k]
         cols = {
-            "x": x.ravel(),
-            "u": u.ravel(),
-            "y": y.ravel(),
-            "theta": self.theta.ravel(),
-            "reward": self.reward.ravel(),
+            "x": x.astype(np.int64),
+            "u": u.astype(np.int64),
+            "y": y.astype(np.int64),
+            "theta": self.theta[x, u, y],
+            "reward": self.reward[x, u, y],
         }
         if self.reward_variance is not None:
-            cols["reward_variance"] = self.reward_variance.ravel()
+            cols["reward_variance"] = self.reward_variance[x, u, y]
         return pl.DataFrame(cols)
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a.setflags(write=False)
+    return a
 
 
 def _show(v: Any) -> str:
@@ -487,7 +547,8 @@ def write_parquet(d: Any, path: str | Path) -> None:
     if not isinstance(d, FDMDistribution):
         family = d.to_dict()
         d = d.accurate_prior()
-    meta = {k: v for k, v in d.to_dict().items() if k not in ("theta", "reward", "reward_variance")}
+    meta = {k: v for k, v in d.to_dict().items()
+            if k not in ("theta", "reward", "reward_variance", "entries")}
     if family is not None:
         meta["family"] = family
     artefacts.write_artefact(path, d.to_table(), "distribution", meta)
@@ -512,25 +573,36 @@ def read_parquet(path: str | Path) -> FDMDistribution:
     nU = m.int("n_actions", lo=1, hi=MAX_ENTRIES)
     if nX * nU * nX > MAX_ENTRIES:
         raise m.fail("n_states", f"too large ({nX} states x {nU} actions)")
-    if len(table) != nX * nU * nX:
-        raise BBRLError(f"{path}: {len(table)} transition rows, expected {nX * nU * nX} "
-                        f"({nX} states x {nU} actions); {artefacts.REGENERATE['distribution']}")
+    if len(table) > nX * nU * nX:
+        raise BBRLError(f"{path}: {len(table)} transition rows, more than the "
+                        f"{nX * nU * nX} of {nX} states x {nU} actions; "
+                        f"{artefacts.REGENERATE['distribution']}")
     try:
         t = table.sort(["x", "u", "y"])
         shape = (nX, nU, nX)
-        flat = (t["x"].to_numpy().astype(np.int64) * nU + t["u"].to_numpy()) * nX + t["y"]
-        if not np.array_equal(np.asarray(flat), np.arange(nX * nU * nX)):
-            raise BBRLError(f"{path}: the (x, u, y) columns do not list every transition "
-                            f"of {nX} states x {nU} actions exactly once")
-        var = t["reward_variance"].to_numpy() if "reward_variance" in t.columns else None
+        xs, us, ys = (t[c].to_numpy().astype(np.int64) for c in ("x", "u", "y"))
+        if len(t) and (xs.min() < 0 or ys.min() < 0 or us.min() < 0 or xs.max() >= nX
+                       or ys.max() >= nX or us.max() >= nU):
+            raise BBRLError(f"{path}: an (x, u, y) row outside {nX} states x {nU} actions")
+        flat = (xs * nU + us) * nX + ys
+        if (np.diff(flat) <= 0).any():
+            raise BBRLError(f"{path}: the (x, u, y) columns list a transition of {nX} states "
+                            f"x {nU} actions more than once")
+
+        def dense(col: str) -> np.ndarray:
+            a = np.zeros(nX * nU * nX)
+            a[flat] = t[col].to_numpy().astype(np.float64)
+            return a.reshape(shape)
+
+        var = dense("reward_variance") if "reward_variance" in t.columns else None
         return FDMDistribution(
             name=m.str("name"),
             short_name=m.str("short_name"),
-            theta=t["theta"].to_numpy().astype(np.float64).reshape(shape),
-            reward=t["reward"].to_numpy().astype(np.float64).reshape(shape),
+            theta=dense("theta"),
+            reward=dense("reward"),
             initial_state=m.int("initial_state", lo=-1, hi=nX - 1),
             reward_type=m.str("reward_type", default="constant"),
-            reward_variance=None if var is None else var.astype(np.float64).reshape(shape),
+            reward_variance=var,
         )
     except (KeyError, ValueError, TypeError, pl.exceptions.PolarsError) as exc:
         raise BBRLError(f"{path}: malformed distribution artefact ({exc})") from None

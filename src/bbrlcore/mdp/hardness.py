@@ -105,6 +105,14 @@ Then, for each target e:
    (:func:`bbrlcore.mdp.solvers._lu_solve`), warm-started from the greedy policy when it is
    proper (else the BFS policy), then the same certificate.
 
+5. A **nearly deterministic** MDP (at most :data:`REDUCED_MAX_STATES` states with a
+   stochastic row, such as Taxi, whose random respawns of the passenger make sweeps
+   crawl: hundreds per target) skips the sweeps: policy iteration whose evaluation
+   follows each deterministic row to the first state with a stochastic row (a state's
+   cost is its path's length plus that state's) and solves the small dense system of
+   those states (:func:`_reduced_policy_iteration`), exact, then the same certificate.
+   Taxi-13's 2,704 targets: seconds instead of minutes.
+
 Cost: O(m · nnz · k) for m reachable states and k sweeps per target (k = 1 or 2 on
 deterministic MDPs: DeepSea-50's 1,275 reachable states in about 30 ms), against
 O(m⁴) for m dense policy iterations (one per target, O(m³) each) as the report did;
@@ -191,6 +199,39 @@ def sparse_rows(P):
                     probs[k] = p
                     k += 1
     return indptr, indices, probs
+
+
+@njit(cache=True)
+def csr_of_rows(succ, nsucc, P, R):
+    """A model on padded rows (:mod:`bbrlcore.mdp.rows`: ``P[x, u, k]``, ``R[x, u, k]``
+    for the successor ``succ[x, u, k]``) as :func:`sparse_rows` gives it from the dense
+    array, ``(indptr, indices, probs)``, and its expected rewards (as
+    :func:`expected_rewards`): the entries of positive probability, in the same order."""
+    nX, nU, _ = P.shape
+    indptr = np.zeros(nX * nU + 1, dtype=np.int64)
+    nnz = 0
+    for x in range(nX):
+        for u in range(nU):
+            for k in range(nsucc[x, u]):
+                if P[x, u, k] > 0.0:
+                    nnz += 1
+            indptr[x * nU + u + 1] = nnz
+    indices = np.empty(nnz, dtype=np.int64)
+    probs = np.empty(nnz)
+    rbar = np.zeros((nX, nU))
+    j = 0
+    for x in range(nX):
+        for u in range(nU):
+            acc = 0.0
+            for k in range(nsucc[x, u]):
+                p = P[x, u, k]
+                if p > 0.0:
+                    indices[j] = succ[x, u, k]
+                    probs[j] = p
+                    acc += p * R[x, u, k]
+                    j += 1
+            rbar[x, u] = acc
+    return indptr, indices, probs, rbar
 
 
 @njit(cache=True)
@@ -590,6 +631,128 @@ def _policy_iteration(ptr, ind, pr, nU, target, m, dist, h, rptr, rrows):
             break
 
 
+#: Largest number of states with a stochastic row for which the diameter's targets are
+#: solved by policy iteration on the reduced system (:func:`_reduced_policy_iteration`).
+REDUCED_MAX_STATES = 256
+
+
+@njit(cache=True)
+def _evaluate_reduced(ptr, ind, pr, nU, target, m, pi, h, status, c, z, path, slot):
+    """Exact SSP costs to ``target`` of the proper policy ``pi`` into ``h``, by reduction:
+    a state whose row under ``pi`` is deterministic costs 1 plus its successor's cost, so
+    following those rows expresses every state as ``c[s] + h[z[s]]``, ``z[s]`` the
+    first state with a stochastic row on its path (-1: the target); the costs of those
+    few states solve a small dense linear system. Returns False when ``pi`` is improper
+    (a deterministic cycle, a singular or non-positive system)."""
+    status[:] = 0  # 0 unresolved, 1 on the current path, 2 resolved
+    status[target] = 2
+    c[target] = 0.0
+    z[target] = -1
+    n_s = 0
+    for s in range(m):
+        r = s * nU + pi[s]
+        if s != target and ptr[r + 1] - ptr[r] != 1:
+            status[s] = 2
+            c[s] = 0.0
+            z[s] = s
+            slot[s] = n_s
+            n_s += 1
+        else:
+            slot[s] = -1
+    for s0 in range(m):
+        if status[s0] == 2:
+            continue
+        top = 0
+        cur = s0
+        while status[cur] == 0:
+            status[cur] = 1
+            path[top] = cur
+            top += 1
+            cur = ind[ptr[cur * nU + pi[cur]]]
+        if status[cur] == 1:
+            return False  # a deterministic cycle that never reaches the target
+        base_c = c[cur]
+        base_z = z[cur]
+        while top > 0:
+            top -= 1
+            q = path[top]
+            base_c += 1.0
+            c[q] = base_c
+            z[q] = base_z
+            status[q] = 2
+    if n_s > 0:
+        A = np.zeros((n_s, n_s))
+        b = np.empty(n_s)
+        for s in range(m):
+            i = slot[s]
+            if i < 0:
+                continue
+            A[i, i] += 1.0
+            acc = 1.0
+            r = s * nU + pi[s]
+            for j in range(ptr[r], ptr[r + 1]):
+                y = ind[j]
+                acc += pr[j] * c[y]
+                if z[y] >= 0:
+                    A[i, slot[z[y]]] -= pr[j]
+            b[i] = acc
+        _lu_solve(A, b)
+        for i in range(n_s):
+            if not (b[i] > 0.0 and b[i] < np.inf):
+                return False
+        for s in range(m):
+            h[s] = c[s] + (b[slot[z[s]]] if z[s] >= 0 else 0.0)
+    else:
+        for s in range(m):
+            h[s] = c[s]
+    return True
+
+
+@njit(cache=True)
+def _reduced_policy_iteration(ptr, ind, pr, nU, target, m, dist, h):
+    """Exact SSP costs to ``target`` (in ``h``) by policy iteration whose evaluations
+    are :func:`_evaluate_reduced`: from the policy that moves strictly closer (in graph
+    distance ``dist``) with the largest probability, which is proper; improvements keep
+    it proper. Returns False when an evaluation fails (the caller falls back)."""
+    pi = np.zeros(m, dtype=np.int64)
+    for s in range(m):
+        if s == target:
+            continue
+        best = -1.0
+        for u in range(nU):
+            r = s * nU + u
+            p = 0.0
+            for j in range(ptr[r], ptr[r + 1]):
+                if dist[ind[j]] < dist[s]:
+                    p += pr[j]
+            if p > best:
+                best = p
+                pi[s] = u
+    status = np.empty(m, dtype=np.int8)
+    c = np.empty(m)
+    z = np.empty(m, dtype=np.int64)
+    path = np.empty(m, dtype=np.int64)
+    slot = np.empty(m, dtype=np.int64)
+    for _it in range(500):
+        if not _evaluate_reduced(ptr, ind, pr, nU, target, m, pi, h, status, c, z, path,
+                                 slot):
+            return False
+        changed = False
+        for s in range(m):
+            if s == target:
+                continue
+            cur = _q_cost(ptr, ind, pr, s * nU + pi[s], h)
+            for u in range(nU):
+                q = _q_cost(ptr, ind, pr, s * nU + u, h)
+                if q < cur * (1.0 - 1e-12):
+                    cur = q
+                    pi[s] = u
+                    changed = True
+        if not changed:
+            return True
+    return True
+
+
 @njit(cache=True)
 def diameter_kernel(indptr, indices, probs, nU, start, rtol, method, max_sweeps):
     """The diameter over the states reachable from ``start`` (all when ``start < 0``).
@@ -623,9 +786,30 @@ def diameter_kernel(indptr, indices, probs, nU, start, rtol, method, max_sweeps)
     err = 0.0
     sweeps = 0
     n_pi = 0
+    # few states with a stochastic row (a nearly deterministic MDP such as Taxi, whose
+    # random respawns make sweeps crawl): exact policy iteration on the reduced system
+    reduced = False
+    if method == 0:
+        n_stoch = 0
+        for s in range(m):
+            for r in range(s * nU, s * nU + nU):
+                if ptr[r + 1] - ptr[r] > 1:
+                    n_stoch += 1
+                    break
+        reduced = 0 < n_stoch <= REDUCED_MAX_STATES
     for t in range(m):
         if _bfs_to(t, rptr, rrows, nU, dist, order) < m:
             return np.inf, n_unreach, 0.0, sweeps, n_pi
+        if reduced and _reduced_policy_iteration(ptr, ind, pr, nU, t, m, dist, h):
+            n_pi += 1
+            bound = _certificate(ptr, ind, pr, nU, t, m, h)
+            if bound <= max(rtol, 16.0 * _EPS * max(1.0, h.max())):
+                if bound > err:
+                    err = bound
+                for s in range(m):
+                    if h[s] > diam:
+                        diam = h[s]
+                continue
         for s in range(m):
             h[s] = dist[s]
         k, bound = _gauss_seidel(ptr, ind, pr, nU, t, m, order, h, rtol, budget)
@@ -857,7 +1041,26 @@ def measures(
     0.0
     """
     P, rows, V, Q = _solve(P, R, gamma)
-    nX, nU, _ = P.shape
+    return _measures(rows, V, Q, initial_state)
+
+
+def measures_rows(succ: np.ndarray, nsucc: np.ndarray, P: np.ndarray, R: np.ndarray,
+                  gamma: float, initial_state: int = 0) -> Hardness:
+    """:func:`measures` of a model on padded rows (:mod:`bbrlcore.mdp.rows`: ``P`` and
+    ``R`` on the slots of ``succ``, ``nsucc``), without its dense array: what
+    :func:`hardness_table` uses, in time and memory proportional to the transitions."""
+    indptr, indices, probs, rbar = csr_of_rows(succ, nsucc, np.ascontiguousarray(P),
+                                               np.ascontiguousarray(R))
+    rows = (indptr, indices, probs)
+    gamma = _check_gamma(gamma)
+    V = np.zeros(P.shape[0])
+    optimal_state_values(*rows, rbar, gamma, float(VALUE_RTOL), MAX_SWEEPS, V)
+    Q = action_values(*rows, rbar, gamma, V)
+    return _measures(rows, Q.max(axis=1), Q, initial_state)
+
+
+def _measures(rows: tuple, V: np.ndarray, Q: np.ndarray, initial_state: int) -> Hardness:
+    nX, nU = Q.shape
     if not -1 <= initial_state < nX:
         raise ValueError(f"initial_state {initial_state} outside -1..{nX - 1}")
     everywhere = np.ones(nX, dtype=np.bool_)
@@ -899,11 +1102,12 @@ def hardness_table(ts, gamma: float | None = None) -> pl.DataFrame:
     """
     if gamma is None:
         gamma = ts.gamma if ts.gamma < 1 else FALLBACK_GAMMA
-    R = np.ascontiguousarray(ts.test.reward, dtype=np.float64)
+    R = np.ascontiguousarray(ts.test.reward_rows, dtype=np.float64)
     x0 = int(ts.test.initial_state)
+    lay = ts.layout
     rows = []
     for i in range(ts.n_mdps):
-        m = measures(ts.mdps[i], R, gamma, x0)
+        m = measures_rows(lay.succ, lay.nsucc, ts.mdps[i], R, gamma, x0)
         rows.append({"test": ts.test.short_name, "mdp_index": i, **m._asdict()})
     return pl.DataFrame(rows, schema=_TABLE_SCHEMA)
 

@@ -60,9 +60,47 @@ def support_of(P):
     return supp, nsupp
 
 
+#: A model is solved by policy iteration with a dense LU evaluation (n³/3 operations
+#: and an (n, n) matrix for n states) straight away only while n³ is at most this many
+#: times its number of transitions (:func:`lu_affordable`): every problem of the paper
+#: (Grid: 25³ = 87 × its 180 transitions), whose solvers are exactly the reference's
+#: answer reached by policy iteration. A larger or sparser model first runs warm-started
+#: sweeps, as many as one LU evaluation costs, and is evaluated by LU only if they have
+#: not converged (and it has at most :data:`LU_MAX_STATES` states): a solve then costs
+#: about the least of the two, and the cost grows with the transitions that exist.
+#: Functions of the model's size only, so a run is reproducible.
+LU_WORK_PER_TRANSITION = 200
+#: The largest model ever evaluated by a dense LU ((n, n) float64: 32 MB).
+LU_MAX_STATES = 2048
+
+
 @njit(cache=True, error_model="numpy")
-def q_iteration(P, R, supp, nsupp, gamma, horizon, Q):
-    """BBRL Q-iteration, warm-started from ``Q`` and updated in place.
+def lu_affordable(nX, nnz):
+    """Whether a model of ``nX`` states and ``nnz`` transitions is solved with dense LU
+    evaluations (:data:`LU_WORK_PER_TRANSITION`)."""
+    return nX * nX * nX <= LU_WORK_PER_TRANSITION * nnz
+
+
+@njit(cache=True, error_model="numpy")
+def n_transitions(nsucc):
+    """The number of transitions of a layout: the sum of ``nsucc``."""
+    n = 0
+    for x in range(nsucc.shape[0]):
+        for u in range(nsucc.shape[1]):
+            n += nsucc[x, u]
+    return n
+
+
+# ---------------------------------------------------------------------------------------
+# Kernels on sparse rows (bbrlcore.mdp.rows): P[x, u, k] and R[x, u, k] are the
+# probability and reward of the transition to succ[x, u, k], k < nsucc[x, u]. A slot of
+# probability 0 adds 0 to a sum (the result is that of the sum over the positive
+# entries, bit for bit); the dense wrappers further down call these.
+
+
+@njit(cache=True, error_model="numpy")
+def q_iteration_rows(P, R, succ, nsucc, gamma, horizon, Q):
+    """BBRL Q-iteration on sparse rows, warm-started from ``Q`` and updated in place.
 
     Returns the number of sweeps run (at most ``horizon + 1``).
     """
@@ -80,9 +118,8 @@ def q_iteration(P, R, supp, nsupp, gamma, horizon, Q):
         for x in range(nX):
             for u in range(nU):
                 acc = 0.0
-                for k in range(nsupp[x, u]):
-                    y = supp[x, u, k]
-                    acc += P[x, u, y] * (R[x, u, y] + gamma * V[y])
+                for k in range(nsucc[x, u]):
+                    acc += P[x, u, k] * (R[x, u, k] + gamma * V[succ[x, u, k]])
                 d = abs(acc - Q[x, u])
                 if d > delta:
                     delta = d
@@ -93,9 +130,10 @@ def q_iteration(P, R, supp, nsupp, gamma, horizon, Q):
 
 
 @njit(cache=True, error_model="numpy")
-def guez_sweep(P, R, supp, nsupp, gamma, V, Vnew, pi):
-    """One Guez sweep (Jacobi): ``Vnew[x] = max_u sum_y P(x,u,y) (R(x,u,y) + gamma V(y))``
-    and ``pi[x]`` its lowest maximising action; returns ``sum_x (Vnew[x] - V[x])**2``."""
+def guez_sweep_rows(P, R, succ, nsucc, gamma, V, Vnew, pi):
+    """One Guez sweep (Jacobi) on sparse rows: ``Vnew[x] = max_u sum_k P(x,u,k) (R(x,u,k)
+    + gamma V(succ(x,u,k)))`` and ``pi[x]`` its lowest maximising action; returns
+    ``sum_x (Vnew[x] - V[x])**2``."""
     nX, nU, _ = P.shape
     diff2 = 0.0
     for x in range(nX):
@@ -103,9 +141,8 @@ def guez_sweep(P, R, supp, nsupp, gamma, V, Vnew, pi):
         bu = 0
         for u in range(nU):
             acc = 0.0
-            for k in range(nsupp[x, u]):
-                y = supp[x, u, k]
-                acc += P[x, u, y] * (R[x, u, y] + gamma * V[y])
+            for k in range(nsucc[x, u]):
+                acc += P[x, u, k] * (R[x, u, k] + gamma * V[succ[x, u, k]])
             if acc > best:
                 best = acc
                 bu = u
@@ -117,16 +154,15 @@ def guez_sweep(P, R, supp, nsupp, gamma, V, Vnew, pi):
 
 
 @njit(cache=True, error_model="numpy")
-def guez_value_iteration(P, R, supp, nsupp, gamma, tol, V, pi):
-    """Guez value iteration, warm-started from ``V``; ``V`` and ``pi`` updated in place.
-
-    Returns the number of sweeps. The policy keeps the lowest-index maximising action.
-    """
+def guez_value_iteration_rows(P, R, succ, nsucc, gamma, tol, V, pi):
+    """Guez value iteration on sparse rows, warm-started from ``V``; ``V`` and ``pi``
+    updated in place. Returns the number of sweeps. The policy keeps the lowest-index
+    maximising action."""
     Vnew = np.empty(P.shape[0])
     tol2 = tol * tol
     sweeps = 0
     while True:
-        diff2 = guez_sweep(P, R, supp, nsupp, gamma, V, Vnew, pi)
+        diff2 = guez_sweep_rows(P, R, succ, nsucc, gamma, V, Vnew, pi)
         V[:] = Vnew
         sweeps += 1
         if diff2 <= tol2 or sweeps >= GUEZ_MAX_SWEEPS:
@@ -184,9 +220,9 @@ def _lu_solve(A, b):
 
 
 @njit(cache=True, error_model="numpy")
-def _evaluate_policy(P, R, supp, nsupp, gamma, pi, A, b):
-    """Exact value of the deterministic policy ``pi``: solve
-    :math:`(I-\\gamma P_\\pi)V = r_\\pi` (dense); the values are returned in ``b``."""
+def _evaluate_policy_rows(P, R, succ, nsucc, gamma, pi, A, b):
+    r"""Exact value of the deterministic policy ``pi``: solve
+    :math:`(I-\gamma P_\pi)V = r_\pi` (dense); the values are returned in ``b``."""
     nX = b.shape[0]
     for i in range(nX):
         for j in range(nX):
@@ -194,46 +230,98 @@ def _evaluate_policy(P, R, supp, nsupp, gamma, pi, A, b):
         A[i, i] = 1.0
         u = pi[i]
         acc = 0.0
-        for k in range(nsupp[i, u]):
-            y = supp[i, u, k]
-            p = P[i, u, y]
-            A[i, y] -= gamma * p
-            acc += p * R[i, u, y]
+        for k in range(nsucc[i, u]):
+            p = P[i, u, k]
+            A[i, succ[i, u, k]] -= gamma * p
+            acc += p * R[i, u, k]
         b[i] = acc
     _lu_solve(A, b)
 
 
 @njit(cache=True, error_model="numpy")
-def guez_policy_iteration(P, R, supp, nsupp, gamma, tol, V, pi, A, b):
-    r"""The Guez value iteration's answer, reached by policy iteration (in place).
+def _gauss_seidel_pass(P, R, succ, nsucc, gamma, V):
+    """A forward then a backward in-place (Gauss–Seidel) sweep of the optimal values."""
+    nX, nU, _ = P.shape
+    for i in range(2 * nX):
+        x = i if i < nX else 2 * nX - 1 - i
+        best = -np.inf
+        for u in range(nU):
+            acc = 0.0
+            for k in range(nsucc[x, u]):
+                acc += P[x, u, k] * (R[x, u, k] + gamma * V[succ[x, u, k]])
+            if acc > best:
+                best = acc
+        V[x] = best
+
+
+@njit(cache=True, error_model="numpy")
+def guez_policy_iteration_rows(P, R, succ, nsucc, gamma, tol, V, pi, A, b):
+    r"""The Guez value iteration's answer, reached by policy iteration (in place), on
+    sparse rows.
 
     Alternates an exact evaluation of the current policy (a dense linear solve of
-    :math:`(I-\gamma P_\pi)V = r_\pi`) with one Guez sweep (lowest-index ties), and stops
-    after the first sweep whose Euclidean change is at most ``tol`` — the stopping test of
-    :func:`guez_value_iteration`, met here at a (near) exact fixed point, so the values
-    are at least as accurate. ``V`` and ``pi`` hold the last sweep's values and greedy
-    policy, as in the reference. ``A`` (nX, nX) and ``b`` (nX) are work buffers. Returns
-    the number of sweeps; after 100 policy evaluations it finishes by plain sweeps.
+    :math:`(I-\gamma P_\pi)V = r_\pi`) with one Guez sweep (lowest-index ties), and
+    stops after the first sweep whose Euclidean change is at most ``tol`` — the stopping
+    test of :func:`guez_value_iteration_rows`, met here at a (near) exact fixed point, so
+    the values are at least as accurate. ``V`` and ``pi`` hold the last sweep's values
+    and greedy policy, as in the reference. ``A`` (nX, nX) and ``b`` (nX) are work
+    buffers. Returns the number of sweeps; after 100 policy evaluations it finishes by
+    plain sweeps.
+
+    A model for which dense LU evaluations are not plainly affordable
+    (:func:`lu_affordable`; ``A`` may then be a (1, 1) array) first runs, warm-started
+    from ``V``, passes of a symmetric Gauss–Seidel sweep (in place: values travel along
+    the whole state order in one pass) followed by one Guez sweep, whose Euclidean
+    change is the stopping test and which sets ``V`` and ``pi`` as the reference's last
+    sweep does — up to as many sweeps as one evaluation costs (``3 + n³ / (12 × its
+    transitions)``, as :func:`q_solve_rows` does); otherwise policy iteration continues
+    from their policy (above :data:`LU_MAX_STATES` states, the passes go on to the
+    stopping test). Same fixed point, same test: a smarter solver, as the policy
+    iteration is.
     """
     nX = P.shape[0]
+    nnz = n_transitions(nsucc)
     tol2 = tol * tol
     sweeps = 0
+    if not lu_affordable(nX, nnz):
+        budget = GUEZ_MAX_SWEEPS
+        if nX <= LU_MAX_STATES:
+            budget = 3 + (nX * nX * nX) // (12 * max(nnz, 1))
+        Vnew = np.empty(nX)
+        while sweeps < budget:
+            # a symmetric Gauss–Seidel pass carries values along the whole state order
+            # (a chain's far reward in one pass, not in as many Jacobi sweeps as it is
+            # long); the reference's Jacobi sweep then tests and sets V and pi
+            _gauss_seidel_pass(P, R, succ, nsucc, gamma, V)
+            diff2 = guez_sweep_rows(P, R, succ, nsucc, gamma, V, Vnew, pi)
+            for i in range(nX):
+                V[i] = Vnew[i]
+            sweeps += 3
+            if diff2 <= tol2:
+                return sweeps
+        if nX > LU_MAX_STATES:
+            return sweeps
+        if A.shape[0] < nX or A.shape[1] < nX:
+            A = np.empty((nX, nX))
+        if b.shape[0] < nX:
+            b = np.empty(nX)
     for _it in range(100):
-        _evaluate_policy(P, R, supp, nsupp, gamma, pi, A, b)  # V of pi, exactly
+        _evaluate_policy_rows(P, R, succ, nsucc, gamma, pi, A, b)  # V of pi, exactly
         for i in range(nX):
             V[i] = b[i]
-        diff2 = guez_sweep(P, R, supp, nsupp, gamma, V, b, pi)  # from the evaluated values
+        diff2 = guez_sweep_rows(P, R, succ, nsucc, gamma, V, b, pi)  # from the evaluated V
         for i in range(nX):
             V[i] = b[i]
         sweeps += 1
         if diff2 <= tol2:
             return sweeps
-    return sweeps + guez_value_iteration(P, R, supp, nsupp, gamma, tol, V, pi)
+    return sweeps + guez_value_iteration_rows(P, R, succ, nsucc, gamma, tol, V, pi)
 
 
 @njit(cache=True, error_model="numpy")
-def q_solve(P, R, supp, nsupp, gamma, horizon, Q):
-    r"""The BBRL Q-iteration's answer, warm-started from ``Q`` (updated in place).
+def q_solve_rows(P, R, succ, nsucc, gamma, horizon, Q):
+    r"""The BBRL Q-iteration's answer on sparse rows, warm-started from ``Q`` (updated in
+    place).
 
     When the sweep cap cannot bind — from zero, ``horizon + 1`` sweeps bring the error
     below the 0.01 tolerance whatever the model, i.e.
@@ -243,27 +331,28 @@ def q_solve(P, R, supp, nsupp, gamma, horizon, Q):
     greedy policy is stable): the result passes the Q-iteration's stopping test (its next
     sweep changes nothing) and is at least as accurate. It first tries as many
     warm-started sweeps as one policy evaluation costs (often one suffices). Otherwise
-    (small horizons, γ close to 1, where the cap truncates the lookahead) it runs
-    :func:`q_iteration`.
-    Returns the number of sweeps.
+    (small horizons, γ close to 1, where the cap truncates the lookahead, and models of
+    more than :data:`LU_MAX_STATES` states) it runs :func:`q_iteration_rows`. Returns
+    the number of sweeps. (The largest reward and the number of transitions are those of
+    the entries of positive probability.)
     """
     nX, nU, _ = P.shape
     rmax = 0.0
-    for x in range(nX):
-        for u in range(nU):
-            for k in range(nsupp[x, u]):
-                r = abs(R[x, u, supp[x, u, k]])
-                if r > rmax:
-                    rmax = r
-    if gamma >= 1.0 or rmax * gamma ** (horizon + 1) / (1.0 - gamma) > Q_ACCURACY:
-        return q_iteration(P, R, supp, nsupp, gamma, horizon, Q)
-    # a few warm-started sweeps first: as many as one policy evaluation costs
     nnz = 0
     for x in range(nX):
         for u in range(nU):
-            nnz += nsupp[x, u]
+            for k in range(nsucc[x, u]):
+                if P[x, u, k] > 0.0:
+                    nnz += 1
+                    r = abs(R[x, u, k])
+                    if r > rmax:
+                        rmax = r
+    if (gamma >= 1.0 or rmax * gamma ** (horizon + 1) / (1.0 - gamma) > Q_ACCURACY
+            or nX > LU_MAX_STATES):
+        return q_iteration_rows(P, R, succ, nsucc, gamma, horizon, Q)
+    # a few warm-started sweeps first: as many as one policy evaluation costs
     budget = 3 + (nX * nX * nX) // (12 * max(nnz, 1))
-    sweeps = q_iteration(P, R, supp, nsupp, gamma, budget - 1, Q)
+    sweeps = q_iteration_rows(P, R, succ, nsucc, gamma, budget - 1, Q)
     if sweeps < budget:
         return sweeps
     A = np.empty((nX, nX))
@@ -277,14 +366,13 @@ def q_solve(P, R, supp, nsupp, gamma, horizon, Q):
                 best = Q[x, u]
                 pi[x] = u
     for _it in range(200):
-        _evaluate_policy(P, R, supp, nsupp, gamma, pi, A, b)
+        _evaluate_policy_rows(P, R, succ, nsucc, gamma, pi, A, b)
         stable = True
         for x in range(nX):
             for u in range(nU):
                 acc = 0.0
-                for k in range(nsupp[x, u]):
-                    y = supp[x, u, k]
-                    acc += P[x, u, y] * (R[x, u, y] + gamma * b[y])
+                for k in range(nsucc[x, u]):
+                    acc += P[x, u, k] * (R[x, u, k] + gamma * b[succ[x, u, k]])
                 Q[x, u] = acc
             cur = Q[x, pi[x]]
             for u in range(nU):
@@ -295,7 +383,72 @@ def q_solve(P, R, supp, nsupp, gamma, horizon, Q):
         sweeps += 1
         if stable:
             return sweeps
-    return sweeps + q_iteration(P, R, supp, nsupp, gamma, horizon, Q)
+    return sweeps + q_iteration_rows(P, R, succ, nsucc, gamma, horizon, Q)
+
+
+# ---------------------------------------------------------------------------------------
+# Dense models: P[x, u, y] and R[x, u, y], (nX, nU, nX), with the support lists of
+# :func:`support_of` (the kernels of bbrlcore.agents.bayes's public API). Each gathers
+# the support's values into sparse rows and calls the kernel above: the same sums in the
+# same order.
+
+
+@njit(cache=True, error_model="numpy")
+def _on_support(P, R, supp, nsupp):
+    """``(P, R)`` of dense models gathered on the support lists (sparse rows)."""
+    nX, nU, K = supp.shape
+    Pr = np.zeros((nX, nU, K))
+    Rr = np.zeros((nX, nU, K))
+    for x in range(nX):
+        for u in range(nU):
+            for k in range(nsupp[x, u]):
+                y = supp[x, u, k]
+                Pr[x, u, k] = P[x, u, y]
+                Rr[x, u, k] = R[x, u, y]
+    return Pr, Rr
+
+
+@njit(cache=True, error_model="numpy")
+def q_iteration(P, R, supp, nsupp, gamma, horizon, Q):
+    """BBRL Q-iteration of a dense model, warm-started from ``Q`` and updated in place.
+
+    Returns the number of sweeps run (at most ``horizon + 1``).
+    """
+    Pr, Rr = _on_support(P, R, supp, nsupp)
+    return q_iteration_rows(Pr, Rr, supp, nsupp, gamma, horizon, Q)
+
+
+@njit(cache=True, error_model="numpy")
+def guez_sweep(P, R, supp, nsupp, gamma, V, Vnew, pi):
+    """One Guez sweep (Jacobi) of a dense model (:func:`guez_sweep_rows`)."""
+    Pr, Rr = _on_support(P, R, supp, nsupp)
+    return guez_sweep_rows(Pr, Rr, supp, nsupp, gamma, V, Vnew, pi)
+
+
+@njit(cache=True, error_model="numpy")
+def guez_value_iteration(P, R, supp, nsupp, gamma, tol, V, pi):
+    """Guez value iteration of a dense model, warm-started from ``V``; ``V`` and ``pi``
+    updated in place. Returns the number of sweeps. The policy keeps the lowest-index
+    maximising action."""
+    Pr, Rr = _on_support(P, R, supp, nsupp)
+    return guez_value_iteration_rows(Pr, Rr, supp, nsupp, gamma, tol, V, pi)
+
+
+@njit(cache=True, error_model="numpy")
+def guez_policy_iteration(P, R, supp, nsupp, gamma, tol, V, pi, A, b):
+    """The Guez value iteration's answer of a dense model by policy iteration, in place
+    (:func:`guez_policy_iteration_rows`; ``A`` (nX, nX) and ``b`` (nX) are work
+    buffers). Returns the number of sweeps."""
+    Pr, Rr = _on_support(P, R, supp, nsupp)
+    return guez_policy_iteration_rows(Pr, Rr, supp, nsupp, gamma, tol, V, pi, A, b)
+
+
+@njit(cache=True, error_model="numpy")
+def q_solve(P, R, supp, nsupp, gamma, horizon, Q):
+    """The BBRL Q-iteration's answer of a dense model, warm-started from ``Q`` (updated in
+    place; :func:`q_solve_rows`). Returns the number of sweeps."""
+    Pr, Rr = _on_support(P, R, supp, nsupp)
+    return q_solve_rows(Pr, Rr, supp, nsupp, gamma, horizon, Q)
 
 
 def solve_q(P: np.ndarray, R: np.ndarray, gamma: float, horizon: int) -> np.ndarray:

@@ -238,6 +238,14 @@ def load(
             except BBRLError as exc:
                 raise _fail(source, where(a.where), f"{exc} (gamma={cfg['gamma']:g}, "
                             f"horizon={cfg['horizon']})") from None
+    # every test set must fit in memory: refused here, with its size, not by a job
+    from bbrlcore.protocol.test_sets import check_fits
+
+    for test in sorted({ex.test for ex in experiments}):
+        try:
+            check_fits(test_dists.get(test, loaded.get(test)), int(cfg["n_mdps"]))
+        except BBRLError as exc:
+            raise _fail(source, f"n_mdps={cfg['n_mdps']}", str(exc)) from None
     available = {a.algorithm for a in out}
     plan = Plan(cfg, experiments, out, available, calibration_dir)
     plan.from_preset = from_preset

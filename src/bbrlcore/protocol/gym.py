@@ -46,6 +46,7 @@ import numpy as np
 from bbrlcore.agents.api import PythonAgent
 from bbrlcore.agents.base import Param
 from bbrlcore.errors import BBRLError
+from bbrlcore.mdp import rows
 from bbrlcore.mdp.distributions import as_real_array
 from bbrlcore.protocol.test_sets import (
     MAX_HORIZON,
@@ -162,24 +163,38 @@ class MDPEnv(gymnasium.Env):
         self.prior = prior
         self.observation_space = spaces.Discrete(nX)
         self.action_space = spaces.Discrete(nU)
-        self._set_mdp(P, f"{name}: P")
+        check_transitions(P, f"{name}: P")
+        # the environment steps on sparse rows (bbrlcore.mdp.rows): the transitions of P
+        lay = rows.layout_of(P > 0)
+        self._set_rows(lay, rows.gather(P, lay), rows.gather(self.R, lay),
+                       rows.gather(self.Rstd, lay))
         self._x = 0
         self._t = 0
         self._return = 0.0
         self._discount = 1.0
         self._running = False  # between reset() and the end of the episode
 
-    def _set_mdp(self, P: np.ndarray, what: str) -> None:
-        check_transitions(P, what)
-        self.P = P
+    def _set_rows(self, layout: rows.Layout, P: np.ndarray, R: np.ndarray,
+                  Rstd: np.ndarray) -> None:
+        """Step on ``P``, ``R``, ``Rstd`` given on ``layout``."""
+        self.layout = layout
+        self._P = P
+        self._Rr = R
+        self._Rstd_r = Rstd
         self._cdf = np.cumsum(P, axis=2)
+
+    @property
+    def P(self) -> np.ndarray:
+        """The MDP being played as a dense (nX, nU, nX) array (built on use; the
+        environment itself steps on its sparse rows, ``env.layout``)."""
+        return rows.scatter(self._P, self.layout)
 
     def _info(self) -> dict[str, Any]:
         return {"step": self._t}
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
-        nX = self.P.shape[0]
+        nX = self.layout.n_states
         self._x = (self.initial_state if self.initial_state >= 0
                    else int(self.np_random.integers(nX)))
         self._t = 0
@@ -194,15 +209,16 @@ class MDPEnv(gymnasium.Env):
                 "env.reset()" + (" (the episode has ended)" if self._t else ""))
         if not self.action_space.contains(action):
             raise BBRLError(f"{type(self).__name__}.step: action {action!r} outside "
-                            f"[0, {self.P.shape[1]})")
+                            f"[0, {self.layout.n_actions})")
         x, u = self._x, int(action)
-        y = int(np.searchsorted(self._cdf[x, u], self.np_random.random(), side="right"))
-        y = min(y, self.P.shape[0] - 1)
-        while self.P[x, u, y] == 0.0 and y > 0:
-            y -= 1
-        r = float(self.R[x, u, y])
-        if self.Rstd[x, u, y] > 0:
-            r += float(self.Rstd[x, u, y]) * float(self.np_random.standard_normal())
+        k = int(np.searchsorted(self._cdf[x, u], self.np_random.random(), side="right"))
+        k = min(k, int(self.layout.nsucc[x, u]) - 1)
+        while self._P[x, u, k] == 0.0 and k > 0:
+            k -= 1
+        y = int(self.layout.succ[x, u, k])
+        r = float(self._Rr[x, u, k])
+        if self._Rstd_r[x, u, k] > 0:
+            r += float(self._Rstd_r[x, u, k]) * float(self.np_random.standard_normal())
         self._x = y
         self._t += 1
         self._return += self._discount * r
@@ -245,13 +261,23 @@ class TestSetEnv(MDPEnv):
                 "read_test_set) or the path of a test-set file (bbrl experiment new ... -o "
                 f"FILE), got {type(test_set).__name__}")
         ts = test_set
-        for i in range(1, ts.n_mdps):  # MDP 0 is checked by MDPEnv
+        assert ts.layout is not None
+        for i in range(ts.n_mdps):
             check_transitions(_array(ts.mdps[i], "TestSetEnv"), f"TestSetEnv: MDP {i}")
         self.test_set = ts
         self._mdp = 0
-        super().__init__(ts.mdps[0], ts.test.reward, initial_state=ts.test.initial_state,
-                         horizon=ts.horizon, gamma=ts.gamma, reward_std=ts.test.reward_std,
+        # (the checks and spaces of MDPEnv on a one-state stand-in; the test set's MDPs,
+        # on their sparse rows, are what the episodes play)
+        nU = ts.test.n_actions
+        super().__init__(np.ones((1, nU, 1)), np.zeros((1, nU, 1)),
+                         initial_state=min(ts.test.initial_state, 0), horizon=ts.horizon,
+                         gamma=ts.gamma,
                          prior=_accurate_prior(ts.test) if prior is None else prior)
+        self.initial_state = ts.test.initial_state
+        self.observation_space = spaces.Discrete(ts.test.n_states)
+        self.R, self.Rstd = ts.test.reward, ts.test.reward_std
+        self._set_rows(ts.layout, ts.mdps[0], np.asarray(ts.test.reward_rows),
+                       np.asarray(ts.test.reward_std_rows))
         self._episode = 0
 
     def _info(self) -> dict[str, Any]:
@@ -264,8 +290,8 @@ class TestSetEnv(MDPEnv):
                 0 <= i < n):
             raise BBRLError(f"TestSetEnv.reset: mdp_index {i!r} outside [0, {n})")
         self._mdp = int(i)
-        self.P = np.asarray(self.test_set.mdps[self._mdp], dtype=float)
-        self._cdf = np.cumsum(self.P, axis=2)
+        self._set_rows(self.layout, np.asarray(self.test_set.mdps[self._mdp], dtype=float),
+                       self._Rr, self._Rstd_r)
         self._episode += 1
         return super().reset(seed=seed, options=options)
 

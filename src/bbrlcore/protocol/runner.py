@@ -116,18 +116,28 @@ def run_agent(
                       source=f"agent {agent.agent_id}")
     idx = np.arange(ts.n_mdps) if mdps is None else np.asarray(list(mdps), dtype=np.int64)
     trained = _as_trained(agent)
-    play = alg.make_player(agent.prior, agent.params, trained, ts.episode())
+    # a player on sparse rows gets the test MDPs' values on the test layout; one written
+    # before them (Algorithm.sparse False) dense arrays, if the problem affords them
+    sparse = alg.sparse
+    if not sparse:
+        check_dense(ts, f"agent {agent.agent_id}")
+
+    def mdp(i: int) -> np.ndarray:
+        return np.ascontiguousarray(ts.mdps[i] if sparse else ts.dense(i))
+
+    play = alg.make_player(agent.prior, agent.params, trained, ts.episode(dense=not sparse))
     records = records_rewards(play)  # (a third party's play(P, seed) records none)
     tseeds = seeds.trajectory_seeds(ts.seed, agent.agent_id, idx)
     # compile (or load from the numba cache) outside the timed region
     if len(idx):
-        warm = alg.make_player(agent.prior, agent.params, trained, ts.episode(horizon=1))
+        warm = alg.make_player(agent.prior, agent.params, trained,
+                               ts.episode(horizon=1, dense=not sparse))
         try:
             with plugin_output():
                 if records_rewards(warm):
-                    warm(np.ascontiguousarray(ts.mdps[idx[0]]), int(tseeds[0]), np.empty(1))
+                    warm(mdp(idx[0]), int(tseeds[0]), np.empty(1))
                 else:
-                    warm(np.ascontiguousarray(ts.mdps[idx[0]]), int(tseeds[0]))
+                    warm(mdp(idx[0]), int(tseeds[0]))
         except AgentError as exc:
             raise BBRLError(f"agent {agent.agent_id}, test MDP {int(idx[0])}: {exc}") from None
     n = len(idx)
@@ -145,7 +155,7 @@ def run_agent(
     last = t_start
     with plugin_output():  # the agent's prints go to stderr
         for k, i in enumerate(idx):
-            P = np.ascontiguousarray(ts.mdps[i])
+            P = mdp(i)
             row = rewards[k] if records else None  # (the kernel writes into this row)
             t0 = time.perf_counter()
             try:
@@ -206,6 +216,20 @@ def run_agent(
     for j, c in enumerate(alg.counters):
         cols[c] = counters[:, j]
     return pl.DataFrame(cols).cast(RUN_COLUMNS)  # type: ignore[arg-type]
+
+
+#: Largest test MDP given as a dense (nX, nU, nX) array to a player written before
+#: sparse rows (:attr:`bbrlcore.agents.base.Algorithm.sparse` False), in entries.
+MAX_DENSE_ENTRIES = 50_000_000
+
+
+def check_dense(ts: TestSet, who: str) -> None:
+    """Refuse, with the size, dense test MDPs too large for memory."""
+    nX, nU = ts.test.n_states, ts.test.n_actions
+    if nX * nU * nX > MAX_DENSE_ENTRIES:
+        raise BBRLError(f"{who} plays dense (nX, nU, nX) MDPs (its Algorithm is not "
+                        f"sparse): {ts.test.short_name} would need {nX * nU * nX * 8 / 2**20:,.0f}"
+                        " MB per MDP; write it on sparse rows (Algorithm(..., sparse=True))")
 
 
 def undiscounted_returns(rewards: np.ndarray) -> np.ndarray:

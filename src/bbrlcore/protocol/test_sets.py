@@ -27,7 +27,9 @@ from bbrlcore import seeds
 from bbrlcore.agents.base import Episode
 from bbrlcore.errors import BBRLError
 from bbrlcore.formats import artefacts
+from bbrlcore.mdp import rows
 from bbrlcore.mdp.distributions import FDMDistribution
+from bbrlcore.mdp.rows import Layout
 
 if TYPE_CHECKING:
     from bbrlcore.mdp.families import FamilyDistribution
@@ -40,9 +42,16 @@ class TestSet:
     ``test`` is an FDM distribution or a problem family's test distribution with a drawn
     structure (:class:`bbrlcore.mdp.families.FamilyDistribution`).
 
-    ``mdps`` has shape (N, nX, nU, nX); MDP ``i`` is drawn with the generator
-    :func:`bbrlcore.seeds.mdp_rng` ``(seed, i)``, so a smaller test set with the same seed
-    is a prefix of a larger one.
+    The MDPs are stored on **sparse rows** (:mod:`bbrlcore.mdp.rows`): ``layout`` is the
+    test distribution's support (every transition a drawn MDP can have, the same for all
+    of them) and ``mdps`` has shape (N, nX, nU, K), MDP ``i``'s transition probabilities
+    on that layout, so a test set costs memory in proportion to the transitions that
+    exist. :meth:`dense` gives one MDP as a dense (nX, nU, nX) array. MDP ``i`` is drawn
+    with the generator :func:`bbrlcore.seeds.mdp_rng` ``(seed, i)``, so a smaller test set
+    with the same seed is a prefix of a larger one.
+
+    Built with ``layout=None`` (as before sparse rows), ``mdps`` are dense (N, nX, nU, nX)
+    arrays, converted to the test distribution's layout.
     """
 
     test: FDMDistribution | FamilyDistribution
@@ -50,22 +59,50 @@ class TestSet:
     gamma: float
     horizon: int
     seed: int
+    layout: Layout | None = None
 
     __test__ = False  # not a pytest class
+
+    def __post_init__(self) -> None:
+        if self.layout is None:
+            lay = self.test.support_layout
+            dense = np.asarray(self.mdps, dtype=np.float64)
+            nX, nU = self.test.n_states, self.test.n_actions
+            if dense.ndim != 4 or dense.shape[1:] != (nX, nU, nX):
+                raise BBRLError(f"test set {self.test.short_name}: dense MDPs of shape "
+                                f"{dense.shape[1:]}, expected {(nX, nU, nX)}")
+            outside = (dense > 0) & ~lay.dense_mask()[None]
+            if outside.any():
+                i, x, u, y = (int(v) for v in np.argwhere(outside)[0])
+                raise BBRLError(f"test set {self.test.short_name}: MDP {i} has the "
+                                f"transition ({x}, {u}) -> {y}, which the test "
+                                "distribution rules out")
+            object.__setattr__(self, "mdps", rows.gather(dense, lay))
+            object.__setattr__(self, "layout", lay)
 
     @property
     def n_mdps(self) -> int:
         return int(self.mdps.shape[0])
 
-    def episode(self, horizon: int | None = None) -> Episode:
-        return Episode(
-            R=np.ascontiguousarray(self.test.reward),
-            Rstd=np.ascontiguousarray(self.test.reward_std),
-            gaussian=self.test.reward_type == "gaussian",
-            initial_state=self.test.initial_state,
-            gamma=self.gamma,
-            horizon=self.horizon if horizon is None else horizon,
-        )
+    def dense(self, i: int) -> np.ndarray:
+        """MDP ``i`` as a dense (nX, nU, nX) array of transition probabilities."""
+        assert self.layout is not None
+        return rows.scatter(self.mdps[i], self.layout)
+
+    def episode(self, horizon: int | None = None, dense: bool = False) -> Episode:
+        """What a player needs besides the MDP: the test rewards, initial state, γ, T and
+        the layout of the MDPs it is given (``dense=True``: dense arrays, for players
+        written before sparse rows, see :attr:`bbrlcore.agents.base.Algorithm.sparse`)."""
+        assert self.layout is not None
+        T = self.horizon if horizon is None else horizon
+        common = dict(gaussian=self.test.reward_type == "gaussian",
+                      initial_state=self.test.initial_state, gamma=self.gamma, horizon=T)
+        if dense:
+            return Episode(R=np.ascontiguousarray(self.test.reward),
+                           Rstd=np.ascontiguousarray(self.test.reward_std), **common)
+        return Episode(R=np.ascontiguousarray(self.test.reward_rows),
+                       Rstd=np.ascontiguousarray(self.test.reward_std_rows),
+                       succ=self.layout.succ, nsucc=self.layout.nsucc, **common)
 
 
 def new_test_set(
@@ -80,16 +117,44 @@ def new_test_set(
     if not 1 <= horizon <= MAX_HORIZON:
         raise BBRLError(f"--horizon must be in [1, {MAX_HORIZON}], got {horizon}")
     seeds.check_seed(seed, "--seed")
-    mdps = np.stack([test.draw_mdp(seeds.mdp_rng(seed, i)) for i in range(n_mdps)])
-    return TestSet(test, mdps, float(gamma), int(horizon), int(seed))
+    check_fits(test, n_mdps)
+    lay = test.support_layout
+    mdps = np.empty((n_mdps, *lay.succ.shape))
+    for i in range(n_mdps):
+        mdps[i] = test.draw_rows(seeds.mdp_rng(seed, i))
+    return TestSet(test, mdps, float(gamma), int(horizon), int(seed), lay)
+
+
+#: Largest test set held in memory (its MDPs' values, 8 bytes each): a bigger one is
+#: refused up front with its size.
+MAX_TEST_SET_BYTES = 8 * 2**30
+
+
+def test_set_bytes(test: FDMDistribution | FamilyDistribution, n_mdps: int) -> int:
+    """Memory of ``n_mdps`` MDPs of ``test`` on its layout (8 bytes a value)."""
+    return 8 * n_mdps * int(np.prod(test.support_layout.succ.shape))
+
+
+def check_fits(test: FDMDistribution | FamilyDistribution, n_mdps: int) -> None:
+    """Refuse, with the estimated size, a test set that would not fit in memory."""
+    need = test_set_bytes(test, n_mdps)
+    if need > MAX_TEST_SET_BYTES:
+        raise BBRLError(f"test set of {n_mdps} MDPs of {test.short_name}: "
+                        f"{need / 2**30:.1f} GiB on its sparse rows "
+                        f"({test.support_layout.width} successors per row at most), more "
+                        f"than the {MAX_TEST_SET_BYTES / 2**30:.0f} GiB limit; use fewer "
+                        "MDPs or a smaller size")
 
 
 def write_test_set(ts: TestSet, path: str | Path) -> None:
-    nX, nU = ts.test.n_states, ts.test.n_actions
+    """Write a test-set artefact: one row per MDP, its probabilities on the test
+    distribution's layout (``P``, flattened (nX, nU, K); the layout's digest is in the
+    metadata)."""
+    assert ts.layout is not None
     table = pl.DataFrame(
         {
             "mdp_index": np.arange(ts.n_mdps, dtype=np.int64),
-            "P": ts.mdps.reshape(ts.n_mdps, nX * nU * nX),
+            "P": ts.mdps.reshape(ts.n_mdps, -1),
         }
     )
     meta = {
@@ -99,6 +164,8 @@ def write_test_set(ts: TestSet, path: str | Path) -> None:
         "gamma": ts.gamma,
         "horizon": ts.horizon,
         "seed": ts.seed,
+        "layout": "rows",
+        "layout_digest": ts.layout.digest(),
     }
     artefacts.write_artefact(path, table, "test-set", meta)
 
@@ -106,8 +173,10 @@ def write_test_set(ts: TestSet, path: str | Path) -> None:
 def read_test_set(path: str | Path) -> TestSet:
     """Read a test-set artefact, validating its contents: the embedded test distribution,
     γ, T and seed, one row per MDP index ``0..N-1``, and every MDP row a probability
-    distribution (finite, non-negative, summing to one within :data:`ROW_SUM_TOLERANCE`).
-    Any problem is one :class:`BBRLError` naming the file (and the MDP and row)."""
+    distribution (finite, non-negative, summing to one within :data:`ROW_SUM_TOLERANCE`)
+    on the test distribution's support. Any problem is one :class:`BBRLError` naming the
+    file (and the MDP and row). Files written before sparse rows (dense ``P``) still
+    read."""
     table, meta = artefacts.read_artefact(path, "test-set")
     m = artefacts.MetaReader(path, meta, "test-set")
     regen = artefacts.REGENERATE["test-set"]
@@ -117,6 +186,12 @@ def read_test_set(path: str | Path) -> TestSet:
     horizon = m.int("horizon", lo=1, hi=MAX_HORIZON)
     seed = m.int("seed", lo=0, hi=seeds.MAX_SEED)
     nX, nU = test.n_states, test.n_actions
+    sparse = meta.get("layout") == "rows"
+    lay = test.support_layout
+    if sparse and meta.get("layout_digest") != lay.digest():
+        raise BBRLError(f"{path}: its MDPs are stored on another layout than the support of "
+                        f"{test.short_name} (written by another version?); {regen}")
+    width = int(np.prod(lay.succ.shape)) if sparse else nX * nU * nX
     if set(table.columns) < {"mdp_index", "P"}:
         raise BBRLError(f"{path}: test-set table lacks the mdp_index or P column; {regen}")
     if len(table) != n:
@@ -128,14 +203,22 @@ def read_test_set(path: str | Path) -> TestSet:
         if not np.array_equal(idx, np.arange(n)):
             raise BBRLError(f"{path}: mdp_index is not 0..{n - 1} (each once); {regen}")
         P = np.asarray(table["P"].to_numpy(), dtype=np.float64)
-        if P.shape != (n, nX * nU * nX):
+        if P.shape != (n, width):
             raise BBRLError(f"{path}: MDP rows hold {P.shape[1:] or 'ragged'} values, expected "
-                            f"{nX * nU * nX} ({nX} states x {nU} actions); {regen}")
+                            f"{width} ({nX} states x {nU} actions"
+                            + (f" x {lay.width} successors)" if sparse else ")") + f"; {regen}")
     except (ValueError, TypeError, pl.exceptions.PolarsError) as exc:
         raise BBRLError(f"{path}: malformed test-set artefact ({exc}); {regen}") from None
-    mdps = P.reshape(n, nX, nU, nX)
-    check_mdps(mdps, str(path))
-    return TestSet(test, mdps, gamma, horizon, seed)
+    if sparse:
+        mdps = P.reshape(n, *lay.succ.shape)
+        check_mdps(mdps, str(path), lay)
+        return TestSet(test, mdps, gamma, horizon, seed, lay)
+    dense = P.reshape(n, nX, nU, nX)
+    check_mdps(dense, str(path))
+    try:
+        return TestSet(test, dense, gamma, horizon, seed)
+    except BBRLError as exc:
+        raise BBRLError(f"{path}: {exc}; {regen}") from None
 
 
 def _embedded_test_distribution(
@@ -157,18 +240,23 @@ MAX_MDPS = 10_000_000
 MAX_HORIZON = 100_000_000
 
 
-def check_mdps(mdps: np.ndarray, source: str) -> None:
-    """Every row ``P[i, x, u, :]`` finite, non-negative and summing to one; else one
-    :class:`BBRLError` naming ``source``, the MDP and the row."""
+def check_mdps(mdps: np.ndarray, source: str, layout: Layout | None = None) -> None:
+    """Every row ``P[i, x, u, :]`` finite, non-negative and summing to one (and zero on
+    the padding of ``layout``: MDPs on sparse rows); else one :class:`BBRLError` naming
+    ``source``, the MDP and the row."""
     bad_val = ~np.isfinite(mdps) | (mdps < 0)
+    if layout is not None:
+        bad_val |= (mdps != 0) & ~layout.mask[None]
     if bad_val.any():
         i, x, u, y = (int(v) for v in np.argwhere(bad_val)[0])
-        raise BBRLError(f"{source}: MDP {i}, row (x={x}, u={u}): P(y={y}) = {mdps[i, x, u, y]} "
+        if layout is not None:
+            y = int(layout.succ[x, u, y]) if layout.mask[x, u, y] else -1
+        what = f"P(y={y})" if y >= 0 else "a padding value"
+        v = mdps[tuple(int(a) for a in np.argwhere(bad_val)[0])]
+        raise BBRLError(f"{source}: MDP {i}, row (x={x}, u={u}): {what} = {v} "
                         "is not a probability; " + artefacts.REGENERATE["test-set"])
     err = np.abs(mdps.sum(axis=3) - 1.0)
     if (err > ROW_SUM_TOLERANCE).any():
         i, x, u = (int(v) for v in np.argwhere(err > ROW_SUM_TOLERANCE)[0])
         raise BBRLError(f"{source}: MDP {i}, row (x={x}, u={u}) sums to "
                         f"{mdps[i, x, u].sum():.12g}, not 1; " + artefacts.REGENERATE["test-set"])
-
-

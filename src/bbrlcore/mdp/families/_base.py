@@ -91,6 +91,7 @@ import numpy as np
 
 from bbrlcore.errors import BBRLError
 from bbrlcore.mdp.distributions import MAX_ENTRIES, FDMDistribution
+from bbrlcore.mdp.rows import Layout, gather, layout_of
 from bbrlcore.seeds import id_hash64
 
 #: Range of a family's ``concentration``: above, a row's total nears FDM's 1e15 limit;
@@ -471,6 +472,15 @@ def dirichlet_rows(rng: np.random.Generator, key: np.ndarray, val: np.ndarray,
     transitions ``key`` (sorted, as :func:`merged` gives them). A row whose gamma draws
     all underflow puts all its mass on one entry chosen uniformly, as
     :meth:`FDMDistribution.draw_mdp` does."""
+    P = np.zeros(nX * nU * nX)
+    P[key] = dirichlet_values(rng, key, val, concentration, nX, nU)
+    return P.reshape(nX, nU, nX)
+
+
+def dirichlet_values(rng: np.random.Generator, key: np.ndarray, val: np.ndarray,
+                     concentration: float, nX: int, nU: int) -> np.ndarray:
+    """The probabilities of the transitions ``key`` drawn by :func:`dirichlet_rows`
+    (the same draws), without the dense array."""
     g = rng.standard_gamma(concentration * val)
     row = key // nX
     s = np.bincount(row, weights=g, minlength=nX * nU)
@@ -480,9 +490,7 @@ def dirichlet_rows(rng: np.random.Generator, key: np.ndarray, val: np.ndarray,
         g[lo:hi] = 0.0
         g[lo + int(rng.integers(hi - lo))] = 1.0
         s[r] = 1.0
-    P = np.zeros(nX * nU * nX)
-    P[key] = g / s[row]
-    return P.reshape(nX, nU, nX)
+    return g / s[row]
 
 
 class Moments:
@@ -618,6 +626,49 @@ class FamilyDistribution:
         key, val = merged(self.controlled_kernel(s), self.n_states)
         return dirichlet_rows(rng, key, val, self.concentration, self.n_states,
                               self.n_actions)
+
+    def draw_rows(self, rng: np.random.Generator) -> np.ndarray:
+        """:meth:`draw_mdp`'s MDP (the same draws of ``rng``) as its values on
+        :attr:`support_layout`, shape (nX, nU, K), without the dense array."""
+        s = self.draw_structure(rng)
+        key, val = merged(self.controlled_kernel(s), self.n_states)
+        p = dirichlet_values(rng, key, val, self.concentration, self.n_states,
+                             self.n_actions)
+        slots, keys = self._layout_keys
+        pos = np.searchsorted(keys, key)
+        if (pos >= keys.size).any() or (keys[np.minimum(pos, keys.size - 1)] != key).any():
+            raise AssertionError(f"{self.short_name}: a drawn transition outside the support")
+        out = np.zeros(self.support_layout.succ.shape)
+        out.reshape(-1)[slots[pos]] = p
+        return out
+
+    @cached_property
+    def support_layout(self) -> Layout:
+        """:meth:`support` as padded rows (:mod:`bbrlcore.mdp.rows`)."""
+        return layout_of(self.support())
+
+    @cached_property
+    def _layout_keys(self) -> tuple[np.ndarray, np.ndarray]:
+        """The flat slots of the layout's transitions and their dense flat indices
+        ``(x·nU + u)·nX + y`` (both in increasing order)."""
+        lay = self.support_layout
+        slots = np.flatnonzero(lay.mask)
+        x, u, k = np.unravel_index(slots, lay.mask.shape)
+        keys = (x * self.n_actions + u) * self.n_states + lay.succ[x, u, k]
+        return slots, keys
+
+    @cached_property
+    def reward_rows(self) -> np.ndarray:
+        """The rewards on :attr:`support_layout` (read-only)."""
+        r = gather(self.reward, self.support_layout)
+        r.setflags(write=False)
+        return r
+
+    @cached_property
+    def reward_std_rows(self) -> np.ndarray:
+        z = np.zeros(self.support_layout.succ.shape)
+        z.setflags(write=False)
+        return z
 
     @cached_property
     def _moments_cached(self) -> tuple[np.ndarray, np.ndarray]:

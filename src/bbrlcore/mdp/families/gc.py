@@ -15,6 +15,11 @@ the uniform prior UGC puts 1 on every transition. The defaults give exactly the 
 ``GC`` and ``UGC`` (equal to the original library's files). Here ``concentration`` is the
 count of each possible transition (the paper's parametrisation), not a row total.
 
+No ``p_rand`` or ``p_lazy``: Colosseum's controls perturb a *nominal* kernel (a random
+action, or staying put, instead of the chosen move), and GC has none — each drawn
+MDP's rows are themselves Dirichlet draws over the allowed successors, which already
+span what a random action would mix in; ``concentration`` is this family's control.
+
 Sizes: ``size`` from 2 to 4082 (size states, 3 actions): the largest whose dense
 (nX, nU, nX) arrays stay within ``MAX_ENTRIES`` (50,000,000 transitions, 400 MB
 each); a larger size is refused with the memory it would need.

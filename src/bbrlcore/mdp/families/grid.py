@@ -14,6 +14,11 @@ concentration ``concentration`` (1) on each of its possible successors, 0 elsewh
 uniform prior UGrid puts 1 on every transition. The defaults give exactly the built-ins
 ``Grid`` and ``UGrid``. ``concentration`` is the count of each possible transition.
 
+No ``p_rand`` or ``p_lazy``: Colosseum's controls perturb a *nominal* kernel (a random
+action, or staying put, instead of the chosen move), and Grid has none — each drawn
+MDP's rows are themselves Dirichlet draws over the allowed successors, which already
+span what a random action would mix in; ``concentration`` is this family's control.
+
 Sizes: ``size`` from 2 to 59 (size² states, 4 actions): the largest whose dense
 (nX, nU, nX) arrays stay within ``MAX_ENTRIES`` (50,000,000 transitions, 400 MB
 each); a larger size is refused with the memory it would need.
