@@ -70,6 +70,9 @@ def main() -> int:
     ap.add_argument("--n-mdps", type=int, default=3)
     ap.add_argument("--max-seconds", type=float, default=120.0)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "ladder"))
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the rows of the existing results of the algorithms not "
+                         "measured now (re-measure one algorithm)")
     a = ap.parse_args()
     rows = []
     for fam in a.families:
@@ -112,11 +115,18 @@ def main() -> int:
                             "prior": prior.short_name, "horizon": 250, "gamma": 0.95,
                             "n_mdps": ts.n_mdps, "ms_per_trajectory": round(mean * 1e3, 6),
                             "best_s": best})
+                if isinstance(agent.info.get("rpn"), str):  # the formula OPPS-DS learned
+                    row["learned_formula"] = agent.info["rpn"]
                 rows.append(row)
                 print(f"{fam}-{size} ({p.test.n_states} states) {alg}: {mean * 1e3:.2f} ms "
                       f"(best {best * 1e3:.2f})", file=sys.stderr, flush=True)
                 if mean > a.max_seconds:
                     skip.add(alg)
+    if a.merge and Path(a.out + ".json").exists():
+        kept = [r for r in json.loads(Path(a.out + ".json").read_text())["rows"]
+                if not (r["algorithm"] in a.algorithms and r["family"] in a.families)]
+        rows = kept + rows
+        a.families = list(dict.fromkeys([r["family"] for r in rows]))
     growth = []
     for fam in a.families:
         for alg, _ in AGENTS:

@@ -208,6 +208,44 @@ def lu_buffer(nsucc):
 
 
 @njit(cache=True, error_model="numpy")
+def probe_sample_sweeps(theta, succ, nsucc, Rm, gamma, tol, n_samples):
+    """Mean sweeps of :func:`sample_and_solve` over ``n_samples`` MDPs drawn at the prior
+    (generator seed 0), each solve warm-started from the last, as PSRL's resamplings
+    are: a deterministic count, the cost model's feature on models too large for LU
+    evaluations."""
+    nX = theta.shape[0]
+    Ps = np.zeros(theta.shape)
+    V = np.zeros(nX)
+    pi = np.zeros(nX, dtype=np.int64)
+    A = lu_buffer(nsucc)
+    b = np.empty(nX)
+    rs = rng_new(0)
+    total = 0
+    for _i in range(n_samples):
+        total += sample_and_solve(theta, succ, nsucc, Rm, gamma, tol, Ps, V, pi, A, b, rs)
+    return total / max(n_samples, 1)
+
+
+@njit(cache=True, error_model="numpy")
+def probe_merged_sweeps(theta, succ, nsucc, K, Rm, gamma, tol, n_samples):
+    """Mean sweeps of :func:`sample_and_solve_merged` (``K`` rows drawn per pair, no
+    policy-iteration warm start) over ``n_samples`` merged models drawn at the prior
+    (generator seed 0), each solve warm-started from the last, as BOSS's resamplings are:
+    the cost model's feature on models too large for LU evaluations."""
+    nX = theta.shape[0]
+    Kx = np.full(nsucc.shape, K, dtype=np.int64)
+    V = np.zeros(nX)
+    pi = np.zeros(nX, dtype=np.int64)
+    act = np.zeros(nX, dtype=np.int64)
+    rs = rng_new(0)
+    total = 0
+    for _i in range(n_samples):
+        total += sample_and_solve_merged(theta, succ, nsucc, Kx, Rm, gamma, tol, 0, V, pi,
+                                         act, rs)
+    return total / max(n_samples, 1)
+
+
+@njit(cache=True, error_model="numpy")
 def sample_and_solve_merged(alpha, succ, nsucc, K, Rm, gamma, tol, pi_steps, V, pi, act, rs):
     """BOSS's step: draw ``K[x, u]`` posterior rows per pair, solve the merged model from
     ``V`` (in place) and put the real action of each state's best merged action in ``act``.

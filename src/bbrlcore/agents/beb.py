@@ -125,13 +125,61 @@ def _setting_check(params: dict, prior, gamma: float, horizon: int) -> str | Non
     return None
 
 
+@njit(cache=True, error_model="numpy")
+def probe_sweeps(theta, Rm, succ, nsucc, x0, gamma, tol, b, steps):
+    """Mean sweeps of BEB's solves along ``steps`` steps played in the prior's mean model
+    (each step the greedy action and its most likely successor, the counts and the bonus
+    updated, the model re-solved warm, as the trajectory does): the work of a solve on a
+    model too large for LU evaluations, where it is a number of sweeps that the model's
+    size does not give (a deterministic count; the cost model's feature)."""
+    nX, nU, _ = theta.shape
+    N, Np, Pm = rows_model_init(theta, nsucc)
+    Rb = np.empty_like(Rm)
+    for s in range(nX):
+        for a in range(nU):
+            _set_bonus(Rb, Rm, Np, b, s, a)
+    V = np.zeros(nX)
+    pi = np.zeros(nX, dtype=np.int64)
+    A = np.empty((1, 1))
+    work = np.empty(nX)
+    total = 0
+    x = x0 if x0 >= 0 else 0
+    for _t in range(steps):
+        total += guez_policy_iteration_rows(Pm, Rb, succ, nsucc, gamma, tol, V, pi, A, work)
+        u = pi[x]
+        k = 0
+        for j in range(1, nsucc[x, u]):
+            if Pm[x, u, j] > Pm[x, u, k]:
+                k = j
+        rows_model_update(N, Np, Pm, nsucc, x, u, k)
+        _set_bonus(Rb, Rm, Np, b, x, u)
+        x = succ[x, u, k]
+    return total / max(steps, 1)
+
+
+#: Steps of :func:`probe_sweeps` behind the cost model's estimate.
+PROBE_STEPS = 25
+
+
 def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict[str, float]:
     """A Guez policy iteration of the bonus model at every step: sweeps over the model's
-    support and an nX x nX linear solve per policy-evaluation step."""
+    support and an nX x nX linear solve per policy-evaluation step — or, on a model too
+    large for LU evaluations, the sweeps a warm solve takes (:func:`probe_sweeps`,
+    memoised) times the transitions."""
     B = float(prior.support_layout.nnz)
     nX = prior.n_states
-    return {"trajectory": 1.0, "steps": float(horizon), "backups": horizon * B,
-            "solves": horizon * float(nX) ** 3 if lu_affordable(nX, int(B)) else 0.0}
+    if lu_affordable(nX, int(B)):
+        return {"trajectory": 1.0, "steps": float(horizon), "backups": horizon * B,
+                "solves": horizon * float(nX) ** 3}
+    from bbrlcore.agents._memo import pure_probe  # (every job plans the same estimate)
+
+    lay = prior.support_layout
+    beta = float(params["beta"])
+    b = float(math.floor(beta)) if params.get("compat") else beta
+    s = pure_probe("beb-sweeps", probe_sweeps, np.ascontiguousarray(prior.theta_rows),
+                   np.ascontiguousarray(prior.reward_rows), lay.succ, lay.nsucc,
+                   int(prior.initial_state), float(gamma), GUEZ_TOLERANCE, b, PROBE_STEPS)
+    return {"trajectory": 1.0, "steps": float(horizon), "sweep_backups": horizon * B * s}
 
 
 ALGORITHM = Algorithm(

@@ -245,16 +245,59 @@ def _observe(state, x, u, y, r):
                           Vnew)
 
 
+@njit(cache=True, error_model="numpy")
+def probe_sweeps(succ, nsucc, theta, Rm, x0, gamma, eta, tol, steps):
+    """Mean sweeps of BOLT's solves along ``steps`` steps played in the prior's mean model
+    (each step the greedy action and its most likely successor, the counts and weights
+    updated, the optimistic model re-solved warm, as the trajectory does): the work of a
+    solve on a model too large for LU evaluations, a number of sweeps that the model's
+    size does not give (a deterministic count; the cost model's feature)."""
+    nX = theta.shape[0]
+    V, pi, sig = prior_solution(succ, nsucc, theta, Rm, gamma, eta, tol)
+    N, Np, Pm, C1, C2 = _start(succ, nsucc, theta, eta)
+    A = lu_buffer(nsucc)
+    b = np.empty(nX)
+    Vnew = np.empty(nX)
+    total = 0
+    x = x0 if x0 >= 0 else 0
+    for _t in range(steps):
+        u = pi[x]
+        k = 0
+        for j in range(1, nsucc[x, u]):
+            if Pm[x, u, j] > Pm[x, u, k]:
+                k = j
+        rows_model_update(N, Np, Pm, nsucc, x, u, k)
+        _weights(C1, C2, Np, eta, x, u)
+        total += bolt_policy_iteration(Pm, N, C1, C2, Rm, succ, nsucc, gamma, tol, V, pi,
+                                       sig, A, b, Vnew)
+        x = succ[x, u, k]
+    return total / max(steps, 1)
+
+
+#: Steps of :func:`probe_sweeps` behind the cost model's estimate.
+PROBE_STEPS = 25
+
+
 def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict[str, float]:
     """A policy iteration of the optimistic model after every step: sweeps over the
     model's support (two passes per row) and an nX x nX linear solve per evaluation,
-    like BEB's (sweeps alone where :func:`~bbrlcore.mdp.solvers.lu_affordable`
-    refuses)."""
-    nnz = prior.support_layout.nnz
+    like BEB's — or, on a model too large for LU evaluations
+    (:func:`~bbrlcore.mdp.solvers.lu_affordable`), the sweeps a warm solve takes
+    (:func:`probe_sweeps`, memoised) times the transitions."""
+    lay = prior.support_layout
+    nnz = lay.nnz
     B = float(nnz)
     nX = prior.n_states
-    return {"trajectory": 1.0, "steps": float(horizon), "backups": 2.0 * horizon * B,
-            "solves": horizon * float(nX) ** 3 if lu_affordable(nX, nnz) else 0.0}
+    if lu_affordable(nX, nnz):
+        return {"trajectory": 1.0, "steps": float(horizon), "backups": 2.0 * horizon * B,
+                "solves": horizon * float(nX) ** 3}
+    from bbrlcore.agents._memo import pure_probe  # (every job plans the same estimate)
+
+    s = pure_probe("bolt-sweeps", probe_sweeps, lay.succ, lay.nsucc,
+                   np.ascontiguousarray(prior.theta_rows),
+                   np.ascontiguousarray(prior.reward_rows), int(prior.initial_state),
+                   float(gamma), float(params["eta"]), GUEZ_TOLERANCE, PROBE_STEPS)
+    return {"trajectory": 1.0, "steps": float(horizon), "sweep_backups": 2.0 * horizon * B * s}
 
 
 def _setting_check(params: dict, prior, gamma: float, horizon: int) -> str | None:

@@ -72,6 +72,8 @@ from bbrlcore.agents._posterior import (
     lu_buffer,
     posterior_init_rows,
     posterior_update_rows,
+    probe_merged_sweeps,
+    probe_sample_sweeps,
     sample_and_solve,
     sample_and_solve_merged,
     sampling_setup,
@@ -79,7 +81,7 @@ from bbrlcore.agents._posterior import (
 from bbrlcore.agents.api import CompiledAgent
 from bbrlcore.agents.base import Param, at_least_one
 from bbrlcore.agents.sboss import MAX_SAMPLE_ENTRIES, mean_rows, warm_pi_steps
-from bbrlcore.mdp.solvers import lu_affordable
+from bbrlcore.mdp.solvers import GUEZ_TOLERANCE, lu_affordable
 
 # ctr slots of the per-trajectory state
 _RESAMPLE, _RESAMPLES = 0, 1
@@ -165,6 +167,9 @@ def simulate_resamples(Pbar, succ, nsucc, initial_state, B, horizon, seed, fixed
     return n
 
 
+#: Samplings of the probes behind :func:`cost_features` on models too large for LU.
+PROBE_SAMPLES = 8
+
 #: Simulated trajectories averaged by :func:`cost_features`.
 COST_SIMULATIONS = 4
 
@@ -190,14 +195,29 @@ def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict
     is a transition and a count."""
     n = expected_resamples(params, test, horizon)
     K = int(params["K"])
-    nnz = prior.support_layout.nnz
+    lay = prior.support_layout
+    nnz = lay.nnz
     B = float(nnz)
     nX = prior.n_states
+    out = {"trajectory": 1.0, "steps": float(horizon), "rebuilds": n,
+           "entries": n * K * B, "rebuild_states": n * nX * prior.n_actions * K}
     lu_solves = lu_affordable(nX, nnz) if K == 1 else warm_pi_steps(nX, nnz) > 0
-    lu = float(nX) ** 3 if lu_solves else 0.0
-    return {"trajectory": 1.0, "steps": float(horizon), "rebuilds": n,
-            "entries": n * K * B, "rebuild_states": n * nX * prior.n_actions * K,
-            "solves": n * lu}
+    if lu_solves:
+        out["solves"] = n * float(nX) ** 3
+        return out
+    # too large for LU evaluations: the sweeps a warm solve of a sampling takes (memoised)
+    from bbrlcore.agents._memo import pure_probe
+
+    args = (np.ascontiguousarray(prior.theta_rows), lay.succ, lay.nsucc)
+    Rm = np.ascontiguousarray(prior.reward_rows)
+    if K == 1:
+        s = pure_probe("psrl-sweeps", probe_sample_sweeps, *args, Rm, float(gamma),
+                       GUEZ_TOLERANCE, PROBE_SAMPLES)
+    else:
+        s = pure_probe("boss-sweeps", probe_merged_sweeps, *args, K, Rm, float(gamma),
+                       GUEZ_TOLERANCE, PROBE_SAMPLES)
+    out["sweep_backups"] = n * K * B * s
+    return out
 
 
 def _non_negative_int(v: int) -> str | None:

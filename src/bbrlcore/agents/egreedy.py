@@ -35,7 +35,7 @@ from bbrlcore.agents.base import (
     in_unit_interval,
     reward_buffer,
 )
-from bbrlcore.mdp.solvers import q_solve_rows
+from bbrlcore.mdp.solvers import lu_affordable, q_solve_rows
 
 _NO_COUNTERS = np.zeros(0, dtype=np.int64)
 
@@ -88,11 +88,51 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
     return play
 
 
+@njit(cache=True, error_model="numpy")
+def probe_sweeps(theta, Rm, succ, nsucc, x0, gamma, horizon, steps):
+    """Mean sweeps of the Q-iteration's warm solves along ``steps`` steps played in the
+    prior's mean model (the greedy action, its most likely successor, the counts updated
+    and the model re-solved, as the trajectory does): a deterministic count, the cost
+    model's feature on models too large for LU evaluations."""
+    nX, nU, _ = theta.shape
+    N, Np, Pm = rows_model_init(theta, nsucc)
+    Q = np.zeros((nX, nU))
+    total = q_solve_rows(Pm, Rm, succ, nsucc, gamma, horizon, Q)
+    x = x0 if x0 >= 0 else 0
+    for _t in range(steps):
+        u = 0
+        for a in range(1, nU):
+            if Q[x, a] > Q[x, u]:
+                u = a
+        k = 0
+        for j in range(1, nsucc[x, u]):
+            if Pm[x, u, j] > Pm[x, u, k]:
+                k = j
+        rows_model_update(N, Np, Pm, nsucc, x, u, k)
+        total += q_solve_rows(Pm, Rm, succ, nsucc, gamma, horizon, Q)
+        x = succ[x, u, k]
+    return total / (steps + 1)
+
+
+#: Steps of :func:`probe_sweeps` behind the cost model's estimate.
+PROBE_STEPS = 25
+
+
 def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict[str, float]:
     """A warm-started Q-iteration of the posterior-mean model after every step: its
-    sweeps cost one backup term per support entry of the model."""
-    B = float(prior.support_layout.nnz)
-    return {"trajectory": 1.0, "steps": float(horizon), "backups": horizon * B}
+    sweeps cost one backup term per support entry of the model; on a model too large
+    for LU evaluations, as many sweeps as a warm solve takes (:func:`probe_sweeps`,
+    memoised)."""
+    lay = prior.support_layout
+    B = float(lay.nnz)
+    if lu_affordable(prior.n_states, int(B)):
+        return {"trajectory": 1.0, "steps": float(horizon), "backups": horizon * B}
+    from bbrlcore.agents._memo import pure_probe  # (every job plans the same estimate)
+
+    s = pure_probe("q-sweeps", probe_sweeps, np.ascontiguousarray(prior.theta_rows),
+                   np.ascontiguousarray(prior.reward_rows), lay.succ, lay.nsucc,
+                   int(prior.initial_state), float(gamma), int(horizon), PROBE_STEPS)
+    return {"trajectory": 1.0, "steps": float(horizon), "sweep_backups": horizon * B * s}
 
 
 ALGORITHM = Algorithm(

@@ -86,12 +86,24 @@ def cost_features(params: dict[str, Any], prior: Any, test: Any, gamma: float,
     used = F.variables_used(codes)
     nX, nU = prior.n_states, prior.n_actions
     b_mean, b_self, b_uniform, dense = model_sizes(prior, test)
-    backups = sum(b for b, k in zip((b_mean, b_self, b_uniform), used, strict=True) if k)
-    n_lu = (float(used[0] and lu_affordable(nX, int(b_mean)))
-            + float(used[1] and lu_affordable(nX, int(b_self))) + float(used[2] and dense))
-    return {"trajectory": 1.0, "steps": float(horizon), "backups": horizon * backups,
-            "dense": horizon * n_lu * float(nX) ** 3,
-            "evaluations": horizon * float(nU) * len(codes)}
+    sizes = (b_mean, b_self, b_uniform)
+    lu = (lu_affordable(nX, int(b_mean)), lu_affordable(nX, int(b_self)), bool(dense))
+    backups = sum(b for b, k, d in zip(sizes, used, lu, strict=True) if k and d)
+    out = {"trajectory": 1.0, "steps": float(horizon), "backups": horizon * backups,
+           "dense": horizon * float(sum(k and d for k, d in zip(used, lu, strict=True)))
+           * float(nX) ** 3,
+           "evaluations": horizon * float(nU) * len(codes)}
+    if any(k and not d for k, d in zip(used, lu, strict=True)):
+        # models solved by sweeps alone: their warm solves' sweeps scale like a cold
+        # solve's (as OPPS-DS's estimate counts them)
+        from bbrlcore.agents.formula_agent import cold_sweeps, prior_features
+
+        st, fe = prior_features(prior, float(gamma), int(horizon))
+        sw = cold_sweeps(st.succ, st.nsucc, *fe.args(), float(gamma), int(horizon))
+        out["sweep_backups"] = horizon * sum(
+            b * float(n) for b, k, d, n in zip(sizes, used, lu, sw, strict=True)
+            if k and not d)
+    return out
 
 
 ALGORITHM = Algorithm(

@@ -183,17 +183,63 @@ def augmented(layout, reward_rows: np.ndarray, rmax: float
     return succ, nsucc, R
 
 
+@njit(cache=True, error_model="numpy")
+def probe_sweeps(succ, nsucc, R, theta, x0, gamma, tol, beta, steps):
+    """Mean sweeps of MBIE-EB's solves along ``steps`` steps played in the prior's mean
+    model (``theta`` on the rows of ``succ`` but their last, fictitious slot): the greedy
+    action, its most likely successor, the compact row and the bonus updated, the model
+    re-solved warm, as the trajectory does. A deterministic count, the cost model's
+    feature."""
+    nS, nU, _ = succ.shape
+    cs, cn, cN, cP, cR = _model(succ, nsucc, R)
+    Np = np.zeros((nS, nU))
+    Rb = cR.copy()
+    V = np.zeros(nS)
+    pi = np.zeros(nS, dtype=np.int64)
+    A = lu_buffer(nsucc)
+    b = np.empty(nS)
+    total = guez_policy_iteration_rows(cP, Rb, cs, cn, gamma, tol, V, pi, A, b)
+    x = x0 if x0 >= 0 else 0
+    for _t in range(steps):
+        u = pi[x]
+        k = 0
+        for j in range(1, nsucc[x, u] - 1):
+            if theta[x, u, j] > theta[x, u, k]:
+                k = j
+        y = succ[x, u, k]
+        _observe_compact(succ, nsucc, R, cs, cn, cN, Np, cP, cR, x, u, y)
+        _set_bonus(Rb, cR, cn, Np, beta, x, u)
+        total += guez_policy_iteration_rows(cP, Rb, cs, cn, gamma, tol, V, pi, A, b)
+        x = y
+    return total / (steps + 1)
+
+
+#: Steps of :func:`probe_sweeps` behind the cost model's estimate.
+PROBE_STEPS = 25
+
+
 def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict[str, float]:
     """A policy iteration of the (nX+1)-state model after every step: sweeps over the
-    empirical model's rows (the prior's support and a fictitious slot per row) and an
-    (nX+1)^2 linear solve per evaluation, like BEB's (sweeps alone where
-    :func:`~bbrlcore.mdp.solvers.lu_affordable` refuses)."""
+    empirical model's rows (the successors seen, and a fictitious slot per untried row)
+    and an (nX+1)^2 linear solve per evaluation, like BEB's; on a model too large for LU
+    evaluations, the sweeps a warm solve takes (:func:`probe_sweeps`, memoised) times the
+    transitions."""
     nnz = prior.support_layout.nnz
     B = float(nnz)
     nS = prior.n_states + 1
-    lu = lu_affordable(nS, nnz + nS * prior.n_actions)
-    return {"trajectory": 1.0, "steps": float(horizon), "backups": horizon * B,
-            "solves": horizon * float(nS) ** 3 if lu else 0.0}
+    if lu_affordable(nS, nnz + nS * prior.n_actions):
+        return {"trajectory": 1.0, "steps": float(horizon), "backups": horizon * B,
+                "solves": horizon * float(nS) ** 3}
+    from bbrlcore.agents._memo import pure_probe  # (every job plans the same estimate)
+
+    lay = prior.support_layout
+    succ, nsucc, R = augmented(lay, np.asarray(prior.reward_rows), r_max(prior))
+    theta = np.zeros(succ.shape)
+    theta[:-1, :, :lay.width] = np.where(lay.mask, prior.theta_rows, 0.0)
+    s = pure_probe("mbie-sweeps", probe_sweeps, succ, nsucc, R, theta,
+                   int(prior.initial_state), float(gamma), GUEZ_TOLERANCE,
+                   float(params["beta"]), PROBE_STEPS)
+    return {"trajectory": 1.0, "steps": float(horizon), "sweep_backups": horizon * B * s}
 
 
 def _setting_check(params: dict, prior, gamma: float, horizon: int) -> str | None:

@@ -62,7 +62,6 @@ from bbrlcore.agents.base import (
     positive,
 )
 from bbrlcore.agents.formula_agent import (
-    cold_sweeps,
     formula_player,
     formula_trajectory,
     initial_q,
@@ -432,37 +431,24 @@ def _mean_backups(prior) -> float:
 
 def cost_features(params: dict, prior, test, gamma: float, horizon: int,
                   learned: dict | None = None) -> dict[str, float]:
-    """The learned formula agent: the models of the features its formula reads (θ,
-    self-loops, ones) solved after every step. Before training the formula is unknown:
-    the features' average; with ``learned`` (the agent's info: ``rpn`` or ``formula``)
-    exactly those it reads."""
-    codes = None
+    """The learned formula agent: the work of the formula agent it plays
+    (:func:`bbrlcore.agents.formula.cost_features`: the models of the features the formula
+    reads solved after every step). Before training the formula is unknown: the average
+    of the three one-feature formulas' work; with ``learned`` (the agent's info: ``rpn``
+    or ``formula``) exactly its formula's."""
+    from bbrlcore.agents.formula import cost_features as formula_features
+
     for key in ("rpn", "formula", "infix"):
         text = (learned or {}).get(key)
         if isinstance(text, str):
             try:
-                codes = F.parse_formula(text, "cost")
-                break
+                F.parse_formula(text, "cost")
             except BBRLError:
-                codes = None
-    used = [True, True, True] if codes is None else list(F.variables_used(codes))
-    share = 1.0 / 3.0 if codes is None else 1.0  # unknown formula: the average model
-    sizes = model_sizes(prior, test)[:3]
-    sweeps = _cold_sweeps(prior, gamma, horizon)
-    out = {"trajectory": 1.0, "steps": float(horizon)}
-    for k, name in enumerate(("theta", "self", "ones")):
-        if used[k]:
-            # warm-started solves after each step: their sweeps scale like a cold solve's
-            out[f"backups_{name}"] = share * horizon * sizes[k] * float(sweeps[k])
-    return out
-
-
-def _cold_sweeps(prior, gamma: float, horizon: int) -> np.ndarray:
-    """Sweeps of the BBRL Q-iteration (tolerance 0.01, at most T + 1) of the three
-    features' initial models from zero, on sparse rows (QUniform decomposed where it is
-    not solved densely): how slowly values propagate in them."""
-    st, fe = prior_features(prior, gamma, horizon)
-    return cold_sweeps(st.succ, st.nsucc, *fe.args(), float(gamma), int(horizon))
+                continue
+            return formula_features({"formula": text}, prior, test, gamma, horizon)
+    feats = [formula_features({"formula": f}, prior, test, gamma, horizon)
+             for f in ("X0", "X1", "X2")]
+    return {k: float(np.mean([f.get(k, 0.0) for f in feats])) for f in feats for k in f}
 
 
 def offline_cost_features(params: dict, prior, gamma: float, horizon: int) -> dict[str, float]:

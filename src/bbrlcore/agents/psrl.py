@@ -70,13 +70,14 @@ from bbrlcore.agents._posterior import (
     lu_buffer,
     posterior_init_rows,
     posterior_update_rows,
+    probe_sample_sweeps,
     sample_and_solve,
     sampling_setup,
 )
 from bbrlcore.agents.api import CompiledAgent
 from bbrlcore.agents.base import Param, at_least_one
 from bbrlcore.agents.sboss import mean_rows
-from bbrlcore.mdp.solvers import lu_affordable
+from bbrlcore.mdp.solvers import GUEZ_TOLERANCE, lu_affordable
 
 #: The values of ``schedule``.
 SCHEDULES = ("doubling", "fixed")
@@ -194,12 +195,23 @@ def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict
     and nX x nX linear solves where :func:`~bbrlcore.mdp.solvers.lu_affordable`); between
     samples a step is a transition and a count."""
     n = expected_samples(params, test, horizon)
-    nnz = prior.support_layout.nnz
+    lay = prior.support_layout
+    nnz = lay.nnz
     B = float(nnz)
     nX = prior.n_states
-    lu = float(nX) ** 3 if lu_affordable(nX, nnz) else 0.0
-    return {"trajectory": 1.0, "steps": float(horizon), "rebuilds": n, "entries": n * B,
-            "rebuild_states": n * nX * prior.n_actions, "solves": n * lu}
+    out = {"trajectory": 1.0, "steps": float(horizon), "rebuilds": n, "entries": n * B,
+           "rebuild_states": n * nX * prior.n_actions}
+    if lu_affordable(nX, nnz):
+        out["solves"] = n * float(nX) ** 3
+        return out
+    # a model too large for LU evaluations: the sweeps a warm solve of a sample takes
+    from bbrlcore.agents._memo import pure_probe  # (every job plans the same estimate)
+
+    s = pure_probe("psrl-sweeps", probe_sample_sweeps, np.ascontiguousarray(prior.theta_rows),
+                   lay.succ, lay.nsucc, np.ascontiguousarray(prior.reward_rows),
+                   float(gamma), GUEZ_TOLERANCE, 8)
+    out["sweep_backups"] = n * B * s
+    return out
 
 
 def _check_schedule(v: str) -> str | None:

@@ -744,9 +744,22 @@ def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict
                       Pbar, int(test.initial_state), float(params["epsilon"]),
                       float(params["delta"]), bool(params["compat"]), int(horizon))
     nX = prior.n_states
-    lu = float(nX) ** 3 if warm_pi_steps(nX, lay.nnz) > 0 else 0.0
-    return {"trajectory": 1.0, "steps": float(horizon), "rebuilds": R,
-            "rebuild_states": R * nX * prior.n_actions, "entries": W, "solves": R * lu}
+    out = {"trajectory": 1.0, "steps": float(horizon), "rebuilds": R,
+           "rebuild_states": R * nX * prior.n_actions, "entries": W}
+    if warm_pi_steps(nX, lay.nnz) > 0:
+        out["solves"] = R * float(nX) ** 3
+        return out
+    # sweeps alone: how many a warm solve of a merged model takes, probed with BOSS's
+    # sampler at the rebuilds' mean number of samples per pair (memoised)
+    from bbrlcore.agents._posterior import probe_merged_sweeps
+    from bbrlcore.mdp.solvers import GUEZ_TOLERANCE
+
+    k = max(1, int(round(W / max(R * lay.nnz, 1.0))))
+    Rm = np.ascontiguousarray(rows.move(prior.reward_rows, prior.support_layout, lay))
+    sw = pure_probe("boss-sweeps", probe_merged_sweeps, theta, lay.succ, lay.nsucc, k, Rm,
+                    float(gamma), GUEZ_TOLERANCE, 8)
+    out["sweep_backups"] = W * sw
+    return out
 
 
 # ---------------------------------------------------------------------------------------
