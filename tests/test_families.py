@@ -520,6 +520,224 @@ def test_gc_value_by_hand():
     assert np.allclose(Q, Q[:, :1])  # the mean model does not tell the actions apart
 
 
+@pytest.mark.parametrize("L", [1, 2, 4])
+def test_doubleloop_optimal_value_by_hand(L):
+    """p_rand = 0, always b: the left loop pays 2 every L + 1 steps, so
+    V_0 = γ^L (2 + γ V_0) = 2 γ^L / (1 - γ^(L+1)); k states into a loop (right: state k,
+    left: state L + k), V = γ^(L-k) (r + γ V_0), r = 1 on the right, 2 on the left."""
+    g = GAMMA
+    t = F.make("doubleloop", size=L, p_rand=0.0).test
+    V, pi = solve(t.mean_model(), t.reward)
+    V0 = 2 * g**L / (1 - g ** (L + 1))
+    right = [g ** (L - k) * (1 + g * V0) for k in range(1, L + 1)]
+    left = [g ** (L - k) * (2 + g * V0) for k in range(1, L + 1)]
+    assert V == pytest.approx([V0, *right, *left], rel=1e-10)
+    assert pi[0] == 1 and (pi[L + 1: 2 * L] == 1).all()  # b into, and along, the left loop
+    # (in 2L both actions lead to 0 and pay 2: a tie)
+
+
+def test_doubleloop_random_action_value_by_hand():
+    """L = 2, p_rand = r = 0.1, always b: the chosen move with 1 - r/2, a's with r/2:
+    V0 = γ (r/2 V1 + (1 - r/2) V3), V1 = γ V2, V2 = 1 + γ V0,
+    V3 = γ (r/2 V0 + (1 - r/2) V4), V4 = 2 + γ V0 (the loops' ends: both actions alike)."""
+    g, h = GAMMA, 0.1 / 2
+    t = F.make("doubleloop", size=2, p_rand=0.1).test
+    V, pi = solve(t.mean_model(), t.reward)
+    M = np.array([[0, h, 0, 1 - h, 0],
+                  [0, 0, 1, 0, 0],
+                  [1, 0, 0, 0, 0],
+                  [h, 0, 0, 0, 1 - h],
+                  [1, 0, 0, 0, 0]])
+    hand = np.linalg.solve(np.eye(5) - g * M, [0, 0, 1, 0, 2])
+    assert V == pytest.approx(hand, rel=1e-10)
+    assert pi[0] == 1 and pi[3] == 1
+
+
+def test_sixarms_optimal_value_by_hand():
+    """Pull arm 5 in the hub (room 6 with q = 0.01), stay in rooms 5 and 6, leave rooms 1-4
+    (their R/(1 - γ) is below γ V_0): V_6 = 6000/(1 - γ), V_5 = 1660/(1 - γ),
+    V_1..4 = γ V_0, V_0 = γ (q V_6 + (1 - q) V_0)."""
+    g = GAMMA
+    t = F.make("sixarms").test
+    V, pi = solve(t.mean_model(), t.reward)
+    V6, V5 = 6000 / (1 - g), 1660 / (1 - g)
+    V0 = g * 0.01 * V6 / (1 - g * 0.99)
+    rooms = [g * V0] * 4 + [V5, V6]
+    assert V == pytest.approx([V0, *rooms], rel=1e-10)
+    # the hand policy is greedy on its own values: other arms and choices are worse
+    arms = [g * (q * v + (1 - q) * V0)
+            for q, v in zip((1, .15, .1, .05, .03), rooms[:5], strict=True)]
+    assert max(arms) < V0 and 800 / (1 - g) < g * V0 < V5
+    assert pi[0] == 5 and pi[1] == 4 and pi[5] == 4 and pi[6] == 5
+    assert [pi[r] != r - 1 for r in (2, 3, 4)] == [True] * 3  # not the staying action
+
+
+def test_frozenlake_optimal_value_by_hand():
+    """slip = 0, a fixed snake of a lake (5 x 5) whose only frozen path is 16 moves
+    (4 right, 2 down, 4 left, 2 down, 4 right): d moves from the goal,
+    V = γ^(d-1) + γ^(d+1) V_0 (entering the goal pays 1, the goal leads to the start), so
+    V_0 = γ^15 / (1 - γ^17); the goal and the holes (their rows: to the start) γ V_0."""
+    g = GAMMA
+    lake = ["S....", "HHHH.", ".....", ".HHHH", "....G"]
+    holes = np.array([[ch == "H" for ch in row] for row in lake])
+    t = F.make("frozenlake", size=5, slip=0.0).test
+    V, pi = solve(t.nominal(holes), t.reward)
+    V0 = g**15 / (1 - g**17)
+    hand = np.full(25, g * V0)
+    step = {"U": (-1, 0, 0), "R": (0, 1, 1), "D": (1, 0, 2), "L": (0, -1, 3)}
+    r = c = 0
+    for k, move in enumerate("RRRRDDLLLLDDRRRR"):
+        d = 16 - k
+        hand[5 * r + c] = g ** (d - 1) + g ** (d + 1) * V0
+        dr, dc, u = step[move]
+        assert pi[5 * r + c] == u  # along the path, never into a hole
+        r, c = r + dr, c + dc
+    assert (r, c) == (4, 4)
+    assert V == pytest.approx(hand, rel=1e-10)
+
+
+def test_frozenlake_slippery_value_by_hand():
+    """2 x 2 lake without holes, slip s = 0.5. In 0 right (to 1: 1 - s; up, clipped, 0: s/2;
+    down, 2: s/2), in 1 down (goal: 1 - s; left, 0: s/2; right, clipped, 1: s/2), in 2
+    right (goal: 1 - s; up, 0: s/2; down, clipped, 2: s/2); the goal leads to 0:
+    V = r + γ M V with r = (0, 1 - s, 1 - s, 0)."""
+    g, s = GAMMA, 0.5
+    t = F.make("frozenlake", size=2).test
+    V, pi = solve(t.nominal(np.zeros((2, 2), dtype=bool)), t.reward)
+    M = np.array([[s / 2, 1 - s, s / 2, 0],
+                  [s / 2, s / 2, 0, 1 - s],
+                  [s / 2, 0, s / 2, 1 - s],
+                  [1, 0, 0, 0]])
+    hand = np.linalg.solve(np.eye(4) - g * M, [0, 1 - s, 1 - s, 0])
+    assert V == pytest.approx(hand, rel=1e-10)
+    assert pi[0] in (1, 2) and pi[1] == 2 and pi[2] == 1  # straight at the goal
+
+
+@pytest.mark.parametrize(("size", "reward_type", "plus"), [
+    (3, 3, [(0, 0), (2, 2)]),  # XOR: top-left and bottom-right
+    (3, 0, [(0, 2)]),  # AND: top-right
+    (4, 1, [(0, 0), (3, 0), (3, 3)]),  # NAND: all but the top-right
+    (4, 2, [(0, 0), (0, 3), (3, 3)]),  # OR: all but the bottom-left
+])
+def test_simplegrid_optimal_value_by_hand(size, reward_type, plus):
+    """p_rand = 0: walk d steps (0.2 each) to the nearest + corner, then stay (1 a step):
+    V = (0.2 (1 - γ^d) + γ^d) / (1 - γ), d the Manhattan distance to a + corner."""
+    g = GAMMA
+    t = F.make("simplegrid", size=size, reward_type=reward_type, p_rand=0.0).test
+    V, pi = solve(t.mean_model(), t.reward)
+    hand = np.empty(size * size)
+    for r in range(size):
+        for c in range(size):
+            d = min(abs(r - pr) + abs(c - pc) for pr, pc in plus)
+            hand[r * size + c] = (0.2 * (1 - g**d) + g**d) / (1 - g)
+    assert V == pytest.approx(hand, rel=1e-10)
+    for pr, pc in plus:  # next to a + corner: the move into it (up, right, down, left)
+        for u, (dr, dc) in enumerate([(-1, 0), (0, 1), (1, 0), (0, -1)]):
+            r, c = pr - dr, pc - dc
+            if 0 <= r < size and 0 <= c < size:
+                assert pi[r * size + c] == u
+
+
+def test_minigrid_empty_optimal_value_by_hand():
+    """size 3, start on tile 0 facing up, goal tile 8 (bottom-right). k actions from the
+    goal (the k-th, forward onto it, pays 1 and leads home; home leads to the start):
+    V = γ^(k-1) + γ^(k+1) V_s, with k = 6 from the start (turn right, forward twice, turn
+    right, forward twice): V_s = γ^5 / (1 - γ^7); home is k = 7."""
+    g = GAMMA
+    t = F.make("minigrid_empty", size=3).test
+    V, pi = solve(t.nominal((0, 8)), t.reward)
+    Vs = g**5 / (1 - g**7)
+    fwd, right = 0, 1
+    # state 4·tile + heading (0 up, 1 right, 2 down, 3 left): (k, the best action)
+    cases = {4 * 0 + 0: (6, right), 4 * 0 + 1: (5, fwd), 4 * 1 + 1: (4, fwd),
+             4 * 2 + 1: (3, right), 4 * 2 + 2: (2, fwd), 4 * 5 + 2: (1, fwd),
+             4 * 4 + 2: (3, fwd), 4 * 7 + 1: (1, fwd), 4 * 6 + 0: (3, right), 36: (7, None)}
+    for x, (k, u) in cases.items():
+        assert V[x] == pytest.approx(g ** (k - 1) + g ** (k + 1) * Vs, rel=1e-10), x
+        assert u is None or pi[x] == u, x
+    assert V[0] == pytest.approx(Vs, rel=1e-10)
+
+
+def test_taxi_optimal_value_by_hand():
+    """size 4, locations 0..3 on tiles (0,0), (1,2), (2,1), (3,3). Every step pays 0.1 but
+    a delivery 1, so V = 0.1/(1 - γ) + 0.9 Σ_k γ^(t_k) over the delivery times t_k, all
+    earliest driving straight (Manhattan distances D; no inner walls). From location d
+    with a new passenger (p, e) (9 alike) the delivery comes n = D(d,p) + 1 + D(p,e) steps
+    later: W_d = Σ_(p,e) γ^n (1 + γ W_e) / 9, a 4 x 4 linear system W = M 1 + γ M W."""
+    g, s = GAMMA, 4
+    cells = [(0, 0), (1, 2), (2, 1), (3, 3)]
+    t = F.make("taxi", size=s).test
+    at = np.zeros((s * s, 4), dtype=bool)
+    for q, (r, c) in enumerate(cells):
+        at[r * s + c, q] = True
+    V, pi = solve(t.nominal(at), t.reward)
+
+    def dist(a, b):
+        return abs(a[0] - b[0]) + abs(a[1] - b[1])
+
+    M = np.zeros((4, 4))
+    for d in range(4):
+        for p in range(4):
+            for e in range(4):
+                if p != d and e != p:
+                    M[d, e] += g ** (dist(cells[d], cells[p]) + 1 + dist(cells[p], cells[e])) / 9
+    W = np.linalg.solve(np.eye(4) - g * M, M.sum(axis=1))
+    hand = np.empty(16 * s * s)
+    for tile in range(s * s):
+        taxi = divmod(tile, s)
+        for k, (p, e) in enumerate(F.taxi.PAIRS):  # waiting at p for e: drive, pick up, drive
+            n = dist(taxi, cells[p]) + 1 + dist(cells[p], cells[e])
+            hand[16 * tile + k] = 0.9 * g**n * (1 + g * W[e])
+        for e in range(4):  # on board for e: drive
+            hand[16 * tile + 12 + e] = 0.9 * g ** dist(taxi, cells[e]) * (1 + g * W[e])
+    assert V == pytest.approx(0.1 / (1 - g) + hand, rel=1e-10)
+    for k, (p, _) in enumerate(F.taxi.PAIRS):
+        assert pi[16 * (cells[p][0] * s + cells[p][1]) + k] == 4  # pick up
+    for e in range(4):
+        assert pi[16 * (cells[e][0] * s + cells[e][1]) + 12 + e] == 5  # drop off
+
+
+@pytest.mark.parametrize("L", [1, 2, 4])
+def test_gdl_value_by_hand(L):
+    """GDL's mean model (both actions alike): 0 enters either loop with 1/2; the first loop
+    moves on surely, V_i = γ^(L-i) (1 + γ V_0); in the second V_2L = 2 + γ V_0 and
+    V_j = γ (V_0 + V_(j+1)) / 2 (fall back or move on, 1/2 each); V_0 = γ (V_1 + V_(L+1)) / 2.
+    Every V is affine in V_0."""
+    g = GAMMA
+    t = F.make("gdl", size=L).test
+    V, _ = solve(t.mean_model(), t.reward)
+    right = [(g ** (L - i), g ** (L - i + 1)) for i in range(1, L + 1)]  # V_i = a + b V_0
+    left = [(2.0, g)]
+    for _ in range(L - 1):
+        a, b = left[0]
+        left.insert(0, (g * a / 2, g / 2 + g * b / 2))
+    a0, b0 = g * (right[0][0] + left[0][0]) / 2, g * (right[0][1] + left[0][1]) / 2
+    V0 = a0 / (1 - b0)
+    assert V == pytest.approx([V0] + [a + b * V0 for a, b in right + left], rel=1e-10)
+    Q = q_values(t.mean_model(), t.reward, V)
+    assert np.allclose(Q, Q[:, :1])
+
+
+@pytest.mark.parametrize("size", [2, 3, 4])
+def test_grid_value_by_hand(size):
+    """Grid's mean model: a move reaches the neighbour or stays, 1/2 each. Each step
+    towards the goal discounts by β = (γ/2) / (1 - γ/2); the last (into the goal) pays 10
+    at each try with 1/2, worth c = 5 / (1 - γ/2), and lands on the start: d moves from the
+    goal, V_d = β^(d-1) c + β^d V_0, and V_0 = V_D with D = 2 (size - 1)."""
+    g = GAMMA
+    t = F.make("grid", size=size).test
+    V, pi = solve(t.mean_model(), t.reward)
+    beta, c5 = (g / 2) / (1 - g / 2), 5 / (1 - g / 2)
+    D = 2 * (size - 1)
+    V0 = beta ** (D - 1) * c5 / (1 - beta**D)
+    n = size * size
+    dist = [D - r - c for r, c in (divmod(x, size) for x in range(n - 1))]
+    hand = [beta ** (d - 1) * c5 + beta**d * V0 for d in dist]
+    assert V[: n - 1] == pytest.approx(hand, rel=1e-10)  # (the goal cell is never entered)
+    for k in range(size - 1):  # along the last row right (1), the last column down (3)
+        assert pi[(size - 1) * size + k] == 1 and pi[k * size + size - 1] == 3
+
+
 # ---------------------------------------------------------------------------------------
 # Priors
 

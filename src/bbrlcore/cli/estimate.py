@@ -106,7 +106,9 @@ def estimate(plan: P.Plan) -> dict[str, dict[str, Any]]:
         fit = model.quality(name)
         row["calibration"] = "none" if fit is None else ("probed" if name in plan.probed
                                                          else "measured")
-        row["worst_ratio"] = fit.worst_ratio if fit is not None else float("nan")
+        # a ratio "left out" needs another configuration to fit on: one is no check
+        row["worst_ratio"] = (fit.worst_ratio if fit is not None and fit.n_configs > 1
+                              else float("nan"))
         row["measured_configs"] = fit.n_configs if fit is not None else 0
     return out
 

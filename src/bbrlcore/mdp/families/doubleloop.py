@@ -7,9 +7,10 @@ agent starts. Picture a figure eight drawn through state 0: the right loop 1 →
 → 0 and the left loop 5 → 6 → 7 → 8 → 0. In state 0, action **a** (0) enters the right
 loop and **b** (1) the left one. In the right loop every action moves on, and closing it
 (4 → 0) pays 1. In the left loop only **b** moves on; **a** falls back to state 0 with
-nothing; closing it (8 → 0) pays 2. The easy loop pays 1 every 5 steps; the better one
-needs four consecutive b's. Rewards are functions of the transition (1 on 4 → 0, 2 on
-8 → 0), the same in every drawn MDP.
+nothing, except in the loop's last state (8), where both actions close it (8 → 0) and
+pay 2. The easy loop pays 1 every 5 steps; the better one needs four consecutive b's
+(from 0 to 8). Rewards are functions of the transition (1 on 4 → 0, 2 on 8 → 0), the
+same in every drawn MDP.
 
 The published problem is deterministic: with ``p_rand = 0`` every test MDP would be the
 same known MDP, and even the uniform prior (one count on each possible transition) would
