@@ -25,9 +25,17 @@ install: $(VENV)/.installed
 run: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --cores all --config preset=quick
 
+# The real-Slurm tests spend most of their time waiting on the cluster (submission, status
+# checks, a time limit): they run beside the others, their output printed at the end.
 test: install $(VENV)/.examples
 	$(BIN)/ruff check src tests benchmarks examples
-	$(BIN)/python -m pytest -q
+	@tmp=$${TMPDIR:-/tmp}/bbrl-slurm-tests-$$$$; mkdir -p $$tmp; \
+	$(BIN)/python -m pytest -q -m slurm --basetemp=$$tmp/t -p no:cacheprovider \
+	  > $$tmp/log 2>&1 & slurm=$$!; \
+	$(BIN)/python -m pytest -q -m "not slurm"; rest=$$?; \
+	wait $$slurm; s=$$?; \
+	echo "== the real-Slurm tests (run beside the others) =="; cat $$tmp/log; \
+	rm -rf $$tmp; test $$rest -eq 0 && test $$s -eq 0
 
 lint: install
 	$(BIN)/ruff check src tests benchmarks examples
