@@ -30,7 +30,6 @@ import argparse
 import json
 import os
 import platform
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -41,11 +40,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).parent / "results"
 
-#: (label, source file, class, parameters)
+#: (label, source file, class, parameters, whether its own functions keep numba's cache)
 PLUGINS = [
-    ("MyGreedyJit", ROOT / "examples" / "my_agents.py", "MyGreedyJit", ["epsilon=0.1"]),
+    ("MyGreedyJit", ROOT / "examples" / "my_agents.py", "MyGreedyJit", ["epsilon=0.1"], True),
     ("RMaxCompiled", ROOT / "examples" / "bbrl-rmax" / "src" / "bbrl_rmax" / "__init__.py",
-     "RMaxCompiled", ["m=3"]),
+     "RMaxCompiled", ["m=3"], True),
+    # a plugin written without `cache=True` on its @njit functions (the common case): every
+    # process compiles them, and, without bbrl's kernel cache, the trajectory loop too
+    ("MyGreedyJit, no cache=True", ROOT / "examples" / "my_agents.py", "MyGreedyJit",
+     ["epsilon=0.1"], False),
 ]
 
 
@@ -70,14 +73,21 @@ def _online(path: Path) -> float:
 
 
 def measure(label: str, src: Path, cls: str, params: list[str], cache: bool, n_mdps: int,
-            work: Path) -> list[dict]:
+            work: Path, own_cache: bool = True) -> list[dict]:
     env = dict(os.environ)
     env["BBRL_KERNEL_CACHE"] = "1" if cache else "0"
     d = work / uuid.uuid4().hex[:8]
     d.mkdir()
     # a fresh file: its kernel (and numba's cache of its own functions) never compiled
     plugin = d / f"plugin_{uuid.uuid4().hex[:8]}.py"
-    shutil.copy(src, plugin)
+    text = src.read_text()
+    if not own_cache:
+        text = text.replace("cache=True", "cache=False")
+    # its own algorithm name: the example package may be installed under the same one
+    tag = uuid.uuid4().hex[:6]
+    for name in ("rmax-jit", "rmax", "my-greedy-jit"):
+        text = text.replace(f'name = "{name}"', f'name = "{name}-{tag}"')
+    plugin.write_text(text)
     ref = f"{plugin}:{cls}"
     _timed(["experiment", "new", "--test", "GC", "--n-mdps", str(n_mdps), "-o",
             str(d / "ts.parquet")], d, env)
@@ -105,11 +115,12 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(a.repeat):
-            for label, src, cls, params in PLUGINS:
+            for label, src, cls, params, own_cache in PLUGINS:
                 for cache in (False, True):
-                    rows += measure(label, src, cls, params, cache, a.n_mdps, Path(tmp))
+                    rows += measure(label, src, cls, params, cache, a.n_mdps, Path(tmp),
+                                    own_cache)
                     r = rows[-1]
-                    print(f"{label:13s} cache={'on ' if cache else 'off'} "
+                    print(f"{label:27s} cache={'on ' if cache else 'off'} "
                           f"train {rows[-3]['wall_s']:5.1f} s, run 1 {rows[-2]['wall_s']:5.1f} "
                           f"s, run 2 {r['wall_s']:5.1f} s ({r['beyond_trajectories_s']:.2f} s "
                           "beyond its trajectories)", file=sys.stderr, flush=True)
