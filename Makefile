@@ -27,12 +27,14 @@ run: install
 
 # The real-Slurm tests spend most of their time waiting on the cluster (submission, status
 # checks, a time limit): they run beside the others, their output printed at the end.
+# The others are spread over every core, a test file per worker (pytest-xdist): a file's
+# module fixtures (a workflow run, a report) are built once.
 test: install $(VENV)/.examples
 	$(BIN)/ruff check src tests benchmarks examples
 	@tmp=$${TMPDIR:-/tmp}/bbrl-slurm-tests-$$$$; mkdir -p $$tmp; \
 	$(BIN)/python -m pytest -q -m slurm --basetemp=$$tmp/t -p no:cacheprovider \
 	  > $$tmp/log 2>&1 & slurm=$$!; \
-	$(BIN)/python -m pytest -q -m "not slurm"; rest=$$?; \
+	$(BIN)/python -m pytest -q -m "not slurm" -n auto --dist loadfile; rest=$$?; \
 	wait $$slurm; s=$$?; \
 	echo "== the real-Slurm tests (run beside the others) =="; cat $$tmp/log; \
 	rm -rf $$tmp; test $$rest -eq 0 && test $$s -eq 0
