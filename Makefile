@@ -13,6 +13,9 @@ $(BIN)/activate:
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/activate
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@# the package's bytecode, written once: every bbrl process (each workflow job) reads
+	@# it instead of compiling the sources again, even where PYTHONDONTWRITEBYTECODE is set
+	$(BIN)/python -m compileall -q src
 	touch $@
 
 # the example plugin package (examples/bbrl-rmax), which the tests run through the workflow
@@ -34,7 +37,7 @@ test: install $(VENV)/.examples
 	@tmp=$${TMPDIR:-/tmp}/bbrl-slurm-tests-$$$$; mkdir -p $$tmp; \
 	$(BIN)/python -m pytest -q -m slurm --basetemp=$$tmp/t -p no:cacheprovider \
 	  > $$tmp/log 2>&1 & slurm=$$!; \
-	$(BIN)/python -m pytest -q -m "not slurm" -n auto --dist loadfile; rest=$$?; \
+	$(BIN)/python -m pytest -q -m "not slurm" -n auto --dist loadfile --no-loadscope-reorder; rest=$$?; \
 	wait $$slurm; s=$$?; \
 	echo "== the real-Slurm tests (run beside the others) =="; cat $$tmp/log; \
 	rm -rf $$tmp; test $$rest -eq 0 && test $$s -eq 0

@@ -31,3 +31,21 @@ def env_with_cache() -> dict[str, str]:
     import bbrlcore  # noqa: F401  (sets NUMBA_CACHE_DIR)
 
     return dict(os.environ)
+
+
+#: The longest test files, longest first (measured in CI: workflow runs, the README's
+#: commands, kills and resumes). ``make test`` gives each pytest-xdist worker whole files
+#: in collection order (``--dist loadfile --no-loadscope-reorder``): starting with these,
+#: the workers end together instead of one of them finishing the README's commands alone.
+LONGEST_FIRST = (
+    "test_workflow.py", "test_readme.py", "test_reliability.py", "test_bad_input.py",
+    "test_families_integration.py", "test_rewards.py", "test_docs.py", "test_report.py",
+    "test_report_browser.py", "test_cost.py", "test_families.py", "test_fidelity.py",
+    "test_extended_agents.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    rank = {name: k for k, name in enumerate(LONGEST_FIRST)}
+    # a stable sort: the other files after these, in their usual order
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))

@@ -86,3 +86,45 @@ def test_bad_input_is_one_clear_line(workdir, bbrl_cmd, env_with_cache, args, ne
     assert needle in lines[0]
     assert not out.exists()
     assert not list(workdir.glob(".out.parquet.*"))  # no temporary left behind
+
+
+def _commands(parser) -> dict:
+    import argparse
+
+    acts = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(acts[0].choices)
+
+
+def test_each_command_builds_only_its_module_and_parses_the_same():
+    """``bbrl COMMAND`` imports only COMMAND's module (start-up of every workflow job): the
+    table of commands matches the modules' parsers, and a command's own parser reads its
+    line as the whole parser does."""
+    from bbrlcore import cli
+
+    full = _commands(cli.build_parser())
+    assert set(full) == set(cli._COMMANDS)
+    for command in full:
+        alone = _commands(cli.build_parser(command))
+        assert command in alone
+        assert set(alone) == {c for c, m in cli._COMMANDS.items() if m == cli._COMMANDS[command]}
+    line = ["--log", "x.log", "run", "--experiment", "e.parquet", "--agent", "a.parquet",
+            "-o", "r.parquet"]
+    assert cli._command_of(line) == "run"
+    assert vars(cli.build_parser("run").parse_args(line)).keys() \
+        == vars(cli.build_parser().parse_args(line)).keys()
+    assert cli._command_of(["--help"]) is None and cli._command_of(["--log=x", "demo"]) == "demo"
+
+
+def test_run_does_not_import_the_plan_families_or_report_code():
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom bbrlcore import cli\ncli.build_parser(cli._command_of(['run']))\n"
+            "print(' '.join(m for m in sys.modules if m.startswith('bbrlcore.')))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    loaded = set(r.stdout.split())
+    assert "bbrlcore.cli.agents" in loaded
+    for heavy in ("bbrlcore.plan.cost", "bbrlcore.mdp.families", "bbrlcore.report",
+                  "bbrlcore.analysis.aggregate", "bbrlcore.cli.distribution"):
+        assert heavy not in loaded, heavy

@@ -241,6 +241,13 @@ def test_a_run_past_its_estimate_says_so(capsys, monkeypatch):
     assert "times the cost model's estimate" in err
     E.run_agent(ts, agent, progress=False, expected_s=1e3)
     assert "warning" not in capsys.readouterr().err
+    # a function: asked once, when the run has lasted OVERRUN_MIN_S
+    asked = []
+    E.run_agent(ts, agent, progress=False, expected_s=lambda: asked.append(1) or 1e-9)
+    assert asked == [1] and "times the cost model's estimate" in capsys.readouterr().err
+    monkeypatch.setattr(runner, "OVERRUN_MIN_S", 1e9)
+    E.run_agent(ts, agent, progress=False, expected_s=lambda: asked.append(2) or 1e-9)
+    assert asked == [1] and "warning" not in capsys.readouterr().err  # never computed
 
 
 def test_estimate_says_how_far_to_trust_it(capsys):

@@ -116,3 +116,14 @@ def test_paths_into_the_repository_survive_the_moves():
         assert cost.default_results_dir() == root / "benchmarks" / "results"
     assert published.PUBLISHED_FILE.is_file() and published.REFERENCE_FILE.is_file()
     assert (TEMPLATES / "index.html.j2").is_file()
+
+
+def test_the_longest_first_test_files_exist():
+    """``conftest.LONGEST_FIRST`` orders the test files for the parallel workers: a file
+    renamed or removed would silently fall back to the usual order."""
+    from pathlib import Path
+
+    from conftest import LONGEST_FIRST
+
+    here = Path(__file__).parent
+    assert [n for n in LONGEST_FIRST if not (here / n).exists()] == []

@@ -23,7 +23,35 @@ _SUBMODULES = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+#: The module of each command: a command's process imports only its own module (each
+#: module imports its part of the package; ``bbrl run`` needs no plan, families or report
+#: code). ``tests/test_cli.py`` checks this table against the modules' parsers.
+_COMMANDS = {
+    "distribution": "distribution", "families": "families", "experiment": "experiment",
+    "hardness": "hardness", "train": "agents", "run": "agents", "agents": "agents",
+    "formulas": "formulas", "merge": "results", "summary": "results",
+    "aggregate": "aggregate", "curves": "curves", "report": "report",
+    "estimate": "estimate", "init": "init", "compare-published": "published",
+    "demo": "demo",
+}
+
+
+def _command_of(argv: list[str]) -> str | None:
+    """The command named on the line (``bbrl [--log FILE] COMMAND ...``), if any."""
+    args = iter(argv)
+    for arg in args:
+        if arg == "--log":
+            next(args, None)
+        elif not arg.startswith("-"):
+            return arg
+        elif not arg.startswith("--log="):
+            return None  # --help, --version, or a mistake: the whole parser answers
+    return None
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``bbrl`` parser: every command, or only ``command``'s module when it is known
+    (the others are not imported; parsing that command's line is the same)."""
     from bbrlcore import __version__
 
     parser = argparse.ArgumentParser(
@@ -38,7 +66,10 @@ def build_parser() -> argparse.ArgumentParser:
         "stderr too (the workflow's jobs: the reason of a failure is seen even when FILE "
         "cannot be written)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    only = _COMMANDS.get(command) if command else None
     for name in _SUBMODULES:
+        if only is not None and name != only:
+            continue
         try:
             module = importlib.import_module(f"{__name__}.{name}")
         except ModuleNotFoundError as exc:
@@ -142,7 +173,9 @@ def _logged(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    if argv is None:
+        argv = sys.argv[1:]
+    parser = build_parser(_command_of(argv))
     args = parser.parse_args(argv)
     if getattr(args, "log", None):
         return _logged(args)

@@ -87,7 +87,8 @@ def _train(args: argparse.Namespace) -> int:
         checkpoint=args.checkpoint,
         checkpoint_every=args.checkpoint_every,
         progress=not args.quiet,
-        expected_s=_expected_train_seconds(args.agent, raw, prior, args.gamma, args.horizon),
+        expected_s=lambda: _expected_train_seconds(args.agent, raw, prior, args.gamma,
+                                                   args.horizon),
     )
     E.write_agent(agent, args.output)
     print(
@@ -101,8 +102,8 @@ def _run(args: argparse.Namespace) -> int:
     ts = E.read_test_set(args.experiment)
     agent = E.read_agent(args.agent)
     sel = E.parse_slice(args.mdps, ts.n_mdps)
-    expected = _expected_run_seconds(ts, agent, len(sel))
-    table = E.run_agent(ts, agent, sel, progress=not args.quiet, expected_s=expected)
+    table = E.run_agent(ts, agent, sel, progress=not args.quiet,
+                        expected_s=lambda: _expected_run_seconds(ts, agent, len(sel)))
     meta = {
         "agent": agent.agent_id,
         "algorithm": agent.algorithm,

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,16 +51,33 @@ OVERRUN_FACTOR = 3.0
 OVERRUN_MIN_S = 30.0
 
 
+#: The cost model's estimate of a job, in seconds: a number, None (no estimate), or a
+#: function computing it when first needed (the model costs ≈ 0.2 s to load, which a
+#: job of a few seconds need not pay: it is asked only after :data:`OVERRUN_MIN_S`).
+Expected = float | None | Callable[[], float | None]
+
+
 class Overrun:
     """Watches a run or a training against the cost model's estimate (``expected_s``)."""
 
-    def __init__(self, what: str, expected_s: float | None) -> None:
+    def __init__(self, what: str, expected_s: Expected) -> None:
         self.what = what
-        self.expected = expected_s if expected_s and expected_s > 0 else None
+        self._source = expected_s
+        self._expected: float | None = None
+        self._resolved = False
         self.warned = False
 
+    @property
+    def expected(self) -> float | None:
+        """The estimate in seconds (None: none); computed on first use."""
+        if not self._resolved:
+            self._resolved = True
+            e = self._source() if callable(self._source) else self._source
+            self._expected = float(e) if e and e > 0 else None
+        return self._expected
+
     def check(self, elapsed: float, final: bool = False) -> None:
-        if self.expected is None or elapsed < OVERRUN_MIN_S:
+        if elapsed < OVERRUN_MIN_S or self.expected is None:
             return
         ratio = elapsed / self.expected
         if ratio <= OVERRUN_FACTOR or (self.warned and not final):
@@ -83,7 +101,7 @@ def run_agent(
     *,
     progress: bool = True,
     label: str | None = None,
-    expected_s: float | None = None,
+    expected_s: Expected = None,
 ) -> pl.DataFrame:
     """Play one trajectory of ``agent`` on each selected test MDP; one row per MDP, with
     its discounted return, its per-step rewards (``rewards``, float32) and their sum
@@ -91,8 +109,9 @@ def run_agent(
     played; both null for a player that does not record them, see
     :func:`bbrlcore.agents.base.records_rewards`).
 
-    ``expected_s`` (the cost model's estimate for these trajectories) makes a run that
-    lasts more than :data:`OVERRUN_FACTOR` times longer say so on stderr. Anything the
+    ``expected_s`` (the cost model's estimate for these trajectories, or a function
+    computing it when first needed) makes a run that lasts more than
+    :data:`OVERRUN_FACTOR` times longer say so on stderr. Anything the
     agent's code prints goes to stderr; an error of the agent's code is one
     :class:`BBRLError` naming the agent, the test MDP and the step."""
     from bbrlcore.agents.api import AgentError, plugin_output
@@ -148,8 +167,9 @@ def run_agent(
     counters = np.zeros((n, len(alg.counters)), dtype=np.int64)
     name = label or f"{agent.agent_id} {ts.test.short_name}-{agent.prior.short_name}"
     overrun = Overrun(f"run {name}", expected_s)
-    if progress and expected_s and expected_s >= 5.0:  # long runs: say what to expect
-        print(f"[run {name}] {n} trajectories, about {expected_s:.3g} s expected (cost model)",
+    expected = overrun.expected if progress else None
+    if expected and expected >= 5.0:  # long runs: say what to expect
+        print(f"[run {name}] {n} trajectories, about {expected:.3g} s expected (cost model)",
               file=sys.stderr, flush=True)
     t_start = time.perf_counter()
     last = t_start

@@ -18,7 +18,7 @@ from bbrlcore import agents, seeds
 from bbrlcore.errors import BBRLError
 from bbrlcore.formats import artefacts
 from bbrlcore.mdp.distributions import FDMDistribution
-from bbrlcore.protocol.runner import Overrun
+from bbrlcore.protocol.runner import Expected, Overrun
 from bbrlcore.protocol.test_sets import MAX_HORIZON
 
 # ---------------------------------------------------------------------------------------
@@ -66,11 +66,12 @@ def train_agent(
     checkpoint_every: float = 60.0,
     progress: bool = True,
     source: str = "--param",
-    expected_s: float | None = None,
+    expected_s: Expected = None,
 ) -> TrainedAgent:
     """Offline learning of ``algorithm`` on ``prior`` (timed: ``offline_time_s``).
 
-    ``expected_s`` (the cost model's estimate) makes a training that lasts more than
+    ``expected_s`` (the cost model's estimate, or a function computing it when first
+    needed) makes a training that lasts more than
     :data:`OVERRUN_FACTOR` times longer say so on stderr."""
     from bbrlcore.agents.base import Episode, TrainContext, Trained
 
