@@ -284,9 +284,97 @@ def overhead(args) -> dict:
                                                              for r in rows), 4)}
 
 
+def random_overhead(args) -> dict:
+    """Random's player with and without recording, interleaved in one process.
+
+    Random's whole trajectory is ≈ 10 µs, so any fixed cost of recording weighs most on
+    it; and between processes the machine's speed drifts by more than the 5 % to
+    resolve (``overhead``'s control agents, the same code on both sides, spread by
+    ±20 % on 2026-11-26). Here the player as the runner calls it (a row of the run's
+    rewards array) and the same kernel without the ``rewards`` argument and its store
+    (:func:`_random_no_recording`, a copy of ``random_agent._trajectory``) alternate
+    trajectory by trajectory on the same test MDPs and seeds: the best of ``--rounds``
+    passes of N trajectories each. Random ignores its prior: GC, GDL and Grid cover the
+    six experiments."""
+    import numpy as np
+
+    from bbrlcore import protocol as E
+    from bbrlcore.agents import random_agent
+    from bbrlcore.mdp import distributions as D
+
+    kernel = _random_no_recording()
+    rows = []
+    for test in ("GC", "GDL", "Grid"):
+        ts = E.new_test_set(D.builtin(test), args.n_mdps, GAMMA, HORIZON, seed=1)
+        ep = ts.episode()
+        lay = ep.layout()
+        play = random_agent.make_player(D.builtin(test), {}, None, ep)
+        mdps = [np.ascontiguousarray(ts.mdps[i]) for i in range(ts.n_mdps)]
+        rewards = np.full((ts.n_mdps, HORIZON), np.nan)
+
+        def without(P, seed, ep=ep, lay=lay):
+            return kernel(P, ep.R, ep.Rstd, ep.gaussian, ep.initial_state, ep.gamma,
+                          ep.horizon, seed, lay.succ, lay.nsucc), None
+
+        best = {"with": float("inf"), "without": float("inf")}
+        pc = time.perf_counter
+        for r in range(args.rounds + 1):  # (the first: compilation, caches)
+            tot = {"with": 0.0, "without": 0.0}
+            for k, P in enumerate(mdps):
+                row = rewards[k]
+                # in turn first: the second call finds the MDP in the CPU's caches
+                for side in (("with", "without") if (k + r) % 2 else ("without", "with")):
+                    t0 = pc()
+                    if side == "with":
+                        a = play(P, k, row)[0]
+                    else:
+                        b = without(P, k)[0]
+                    tot[side] += pc() - t0
+                if a != b:
+                    raise SystemExit(f"{test}: the copy of Random's kernel drifted "
+                                     f"({a} != {b}); update _random_no_recording")
+            if r:
+                for side in best:
+                    best[side] = min(best[side], tot[side] / len(mdps))
+        rows.append({"test": test, "us_without": round(1e6 * best["without"], 4),
+                     "us_with": round(1e6 * best["with"], 4),
+                     "ratio": round(best["with"] / best["without"], 4)})
+        print(f"random {test:5s} {1e6 * best['without']:7.3f} -> {1e6 * best['with']:7.3f} "
+              f"us per trajectory (x{best['with'] / best['without']:.3f})", file=sys.stderr)
+    return {"rows": rows, "rounds": args.rounds, "n_mdps": args.n_mdps, "horizon": HORIZON,
+            "statistic": "best of rounds; each round alternates the two players trajectory "
+                         "by trajectory", "ratio_max": max(r["ratio"] for r in rows)}
+
+
+def _random_no_recording():
+    """``random_agent._trajectory`` without its ``rewards`` argument and store."""
+    import numpy as np
+    from numba import njit
+
+    from bbrlcore.agents._kernels import env_reset, env_reward_rows, env_step_rows
+
+    @njit(error_model="numpy")
+    def trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, succ, nsucc):
+        np.random.seed(seed)
+        nX, nU, _ = P.shape
+        x = env_reset(initial_state, nX)
+        ret = 0.0
+        disc = 1.0
+        for _t in range(horizon):
+            u = np.random.randint(0, nU)
+            k = env_step_rows(P, nsucc, x, u)
+            r = env_reward_rows(R, Rstd, gaussian, x, u, k)
+            ret += disc * r
+            disc *= gamma
+            x = succ[x, u, k]
+        return ret
+
+    return trajectory
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("what", choices=("size", "overhead", "_time"))
+    ap.add_argument("what", choices=("size", "overhead", "random", "_time"))
     ap.add_argument("--before", help="src/ of a bbrlcore tree before recording (overhead)")
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--n-mdps", type=int, default=None)
@@ -295,7 +383,11 @@ def main() -> int:
     if args.what == "_time":
         print(json.dumps(_time_here(args.n_mdps or 100)))
         return 0
-    if args.what == "overhead":
+    if args.what == "random":
+        args.n_mdps = args.n_mdps or 100
+        args.rounds = max(args.rounds, 40)
+        part = random_overhead(args)
+    elif args.what == "overhead":
         if not args.before:
             ap.error("overhead needs --before SRC (the src/ of a tree before recording)")
         args.n_mdps = args.n_mdps or 100
