@@ -117,16 +117,24 @@ def entry_points() -> dict[str, Entry]:
     eps = list(importlib.metadata.entry_points(group=GROUP))
     order = list(BUILTIN_ENTRY_POINTS)
 
+    meta: dict[int, tuple[str, str]] = {}  # a package's name and version, read once
+
+    def name_version(dist: Any) -> tuple[str, str]:
+        if id(dist) not in meta:  # (each .name parses the package's METADATA file)
+            m = dist.metadata
+            meta[id(dist)] = (m["Name"], m["Version"])
+        return meta[id(dist)]
+
     def rank(ep: Any) -> tuple[int, int, str]:
-        own_ep = ep.dist is not None and _norm(ep.dist.name) == "bbrlcore"
+        own_ep = ep.dist is not None and _norm(name_version(ep.dist)[0]) == "bbrlcore"
         return (0 if own_ep else 1,
                 order.index(ep.name) if own_ep and ep.name in order else len(order), ep.name)
 
     for ep in sorted(eps, key=rank):
         dist = ep.dist
-        builtin = dist is not None and _norm(dist.name) == "bbrlcore"
+        builtin = dist is not None and _norm(name_version(dist)[0]) == "bbrlcore"
         source = "built-in" if builtin else (
-            f"plugin {dist.name} {dist.version}" if dist is not None else "plugin")
+            "plugin {} {}".format(*name_version(dist)) if dist is not None else "plugin")
         if not NAME.fullmatch(ep.name):
             raise BBRLError(f"entry point {ep.name!r} ({source}): an algorithm name is "
                             "lowercase letters, digits and '-'")
