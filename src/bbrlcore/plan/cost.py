@@ -60,10 +60,13 @@ RESULTS_ENV = "BBRL_BENCHMARK_RESULTS"
 #: Environment variable naming extra calibration directories (``os.pathsep``-separated),
 #: e.g. a workflow's probes; the workflow sets it for its jobs.
 EXTRA_ENV = "BBRL_COST_RECORDS"
-#: Fixed seconds per job (process start, imports, loading numba's cache and the fitted
-#: model, I/O): the quick preset's 345 jobs took 8.3 CPU-minutes in all, 1.4 s each
-#: (2026-11-24, their trajectories included).
-JOB_OVERHEAD_S = 1.5
+#: Fixed CPU-seconds per job (process start, imports, loading numba's cached kernels,
+#: the test set and the agent, I/O, and Snakemake's own work for the job): the quick
+#: preset's 345 jobs took 21.5 CPU-minutes on 2026-11-26, 0.4 of them trajectories and
+#: about 1.2 the report, ≈ 3.4 s a job; one ``bbrl run`` process alone takes 2.3–2.9 s
+#: and a ``bbrl train`` of an algorithm without offline learning 1.4 s. (1.5 s on
+#: 2026-11-24, before sparse rows, per-step rewards and the problem families.)
+JOB_OVERHEAD_S = 3.0
 #: Price of work of an algorithm without any measurement (a fixed part and a part per step).
 UNCALIBRATED_S = {"trajectory": 1e-3, "steps": 1e-4, "job": 1.0, "pull_steps": 1e-5}
 
