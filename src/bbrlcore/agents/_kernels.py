@@ -58,6 +58,17 @@ def env_step_rows(P, nsucc, x, u):
 
 
 @njit(cache=True, error_model="numpy")
+def likeliest_slot(W, x, u, n):
+    """The slot of the largest of ``W[x, u, :n]`` (the first on ties): the cost probes'
+    "most likely successor" of a step played in a model."""
+    k = 0
+    for j in range(1, n):
+        if W[x, u, j] > W[x, u, k]:
+            k = j
+    return k
+
+
+@njit(cache=True, error_model="numpy")
 def env_reward_rows(R, Rstd, gaussian, x, u, k):
     """Reward of the transition in slot ``k`` of row (x, u): the mean, plus Gaussian
     noise for Gaussian rewards."""

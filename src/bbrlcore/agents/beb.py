@@ -33,6 +33,7 @@ from bbrlcore.agents._kernels import (
     env_reset,
     env_reward_rows,
     env_step_rows,
+    likeliest_slot,
     rows_model_init,
     rows_model_update,
 )
@@ -147,10 +148,7 @@ def probe_sweeps(theta, Rm, succ, nsucc, x0, gamma, tol, b, steps):
     for _t in range(steps):
         total += guez_policy_iteration_rows(Pm, Rb, succ, nsucc, gamma, tol, V, pi, A, work)
         u = pi[x]
-        k = 0
-        for j in range(1, nsucc[x, u]):
-            if Pm[x, u, j] > Pm[x, u, k]:
-                k = j
+        k = likeliest_slot(Pm, x, u, nsucc[x, u])
         rows_model_update(N, Np, Pm, nsucc, x, u, k)
         _set_bonus(Rb, Rm, Np, b, x, u)
         x = succ[x, u, k]

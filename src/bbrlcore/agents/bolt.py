@@ -66,7 +66,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from bbrlcore.agents._kernels import rows_model_init, rows_model_update
+from bbrlcore.agents._kernels import likeliest_slot, rows_model_init, rows_model_update
 from bbrlcore.agents._posterior import lu_buffer
 from bbrlcore.agents.api import CompiledAgent
 from bbrlcore.agents.base import Param, non_negative
@@ -262,10 +262,7 @@ def probe_sweeps(succ, nsucc, theta, Rm, x0, gamma, eta, tol, steps):
     x = x0 if x0 >= 0 else 0
     for _t in range(steps):
         u = pi[x]
-        k = 0
-        for j in range(1, nsucc[x, u]):
-            if Pm[x, u, j] > Pm[x, u, k]:
-                k = j
+        k = likeliest_slot(Pm, x, u, nsucc[x, u])
         rows_model_update(N, Np, Pm, nsucc, x, u, k)
         _weights(C1, C2, Np, eta, x, u)
         total += bolt_policy_iteration(Pm, N, C1, C2, Rm, succ, nsucc, gamma, tol, V, pi,

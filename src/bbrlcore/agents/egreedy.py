@@ -22,6 +22,7 @@ from bbrlcore.agents._kernels import (
     env_reset,
     env_reward_rows,
     env_step_rows,
+    likeliest_slot,
     rows_model_init,
     rows_model_update,
 )
@@ -104,10 +105,7 @@ def probe_sweeps(theta, Rm, succ, nsucc, x0, gamma, horizon, steps):
         for a in range(1, nU):
             if Q[x, a] > Q[x, u]:
                 u = a
-        k = 0
-        for j in range(1, nsucc[x, u]):
-            if Pm[x, u, j] > Pm[x, u, k]:
-                k = j
+        k = likeliest_slot(Pm, x, u, nsucc[x, u])
         rows_model_update(N, Np, Pm, nsucc, x, u, k)
         total += q_solve_rows(Pm, Rm, succ, nsucc, gamma, horizon, Q)
         x = succ[x, u, k]

@@ -52,6 +52,7 @@ import math
 import numpy as np
 from numba import njit
 
+from bbrlcore.agents._kernels import likeliest_slot
 from bbrlcore.agents._posterior import lu_buffer
 from bbrlcore.agents.api import CompiledAgent
 from bbrlcore.agents.base import Param, non_negative
@@ -202,10 +203,7 @@ def probe_sweeps(succ, nsucc, R, theta, x0, gamma, tol, beta, steps):
     x = x0 if x0 >= 0 else 0
     for _t in range(steps):
         u = pi[x]
-        k = 0
-        for j in range(1, nsucc[x, u] - 1):
-            if theta[x, u, j] > theta[x, u, k]:
-                k = j
+        k = likeliest_slot(theta, x, u, nsucc[x, u] - 1)
         y = succ[x, u, k]
         _observe_compact(succ, nsucc, R, cs, cn, cN, Np, cP, cR, x, u, y)
         _set_bonus(Rb, cR, cn, Np, beta, x, u)
