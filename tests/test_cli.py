@@ -115,6 +115,16 @@ def test_each_command_builds_only_its_module_and_parses_the_same():
     assert cli._command_of(["--help"]) is None and cli._command_of(["--log=x", "demo"]) == "demo"
 
 
+def test_version_is_the_parsers(capsys):
+    from bbrlcore import cli
+
+    assert cli.main(["--version"]) == 0
+    fast = capsys.readouterr().out
+    with pytest.raises(SystemExit) as exc:
+        cli.build_parser().parse_args(["--version"])
+    assert exc.value.code == 0 and capsys.readouterr().out == fast != ""
+
+
 def test_run_does_not_import_the_plan_families_or_report_code():
     import subprocess
     import sys

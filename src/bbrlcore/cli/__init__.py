@@ -175,6 +175,11 @@ def _logged(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
+    if argv == ["--version"]:  # (no command module needed: a tenth of the start-up)
+        from bbrlcore import __version__
+
+        print(f"bbrlcore {__version__}")
+        return 0
     parser = build_parser(_command_of(argv))
     args = parser.parse_args(argv)
     if getattr(args, "log", None):
