@@ -49,3 +49,29 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     rank = {name: k for k, name in enumerate(LONGEST_FIRST)}
     # a stable sort: the other files after these, in their usual order
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
+@pytest.fixture
+def isolated_registry():
+    """Plugin references a test loads in this process (from a copy in its tmp_path) are
+    forgotten afterwards: another test of the same worker may load the original file,
+    whose algorithm has the same name."""
+    from bbrlcore.agents import registry
+
+    saved = dict(registry._REFERENCES)
+    yield
+    registry._REFERENCES.clear()
+    registry._REFERENCES.update(saved)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _registry_per_test_file():
+    """Each test file starts from the plugin references loaded before it: the parallel
+    workers run the files in an order that depends on timing, and two files may load
+    different files defining algorithms of the same name."""
+    from bbrlcore.agents import registry
+
+    saved = dict(registry._REFERENCES)
+    yield
+    registry._REFERENCES.clear()
+    registry._REFERENCES.update(saved)

@@ -523,7 +523,8 @@ def test_snakemake_refuses_a_malformed_distribution_and_bad_yaml_before_any_job(
 
 
 @pytest.mark.slow
-def test_plugins_flow_through_the_workflow_and_only_their_jobs_rerun_on_edit(tmp_path):
+def test_plugins_flow_through_the_workflow_and_only_their_jobs_rerun_on_edit(
+        tmp_path, isolated_registry):
     """An installed plugin (the example package's rmax, when installed) and a plugin file
     referenced from config.yaml run like built-ins: probed for the cost model, trained,
     run, merged, summarised, in the report. Editing the file reruns exactly its trainings
@@ -577,7 +578,8 @@ def test_the_workflow_is_lint_clean_and_snakefmt_formatted():
     assert r.returncode == 0, r.stdout + r.stderr
 
 
-def test_bbrl_init_writes_a_study_that_plans_estimates_and_dry_runs(tmp_path):
+def test_bbrl_init_writes_a_study_that_plans_estimates_and_dry_runs(tmp_path,
+                                                                    isolated_registry):
     """A study of one's own outside config.yaml: `bbrl init` writes it (checked before it
     exists), `bbrl estimate` prices it and `snakemake --configfile` plans it, results in
     their own directory."""
