@@ -44,8 +44,10 @@ def _command_of(argv: list[str]) -> str | None:
             next(args, None)
         elif not arg.startswith("-"):
             return arg
+        elif arg == "--version":
+            return arg  # (answered by the parser before any command module is needed)
         elif not arg.startswith("--log="):
-            return None  # --help, --version, or a mistake: the whole parser answers
+            return None  # --help or a mistake: the whole parser answers
     return None
 
 
@@ -68,7 +70,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     only = _COMMANDS.get(command) if command else None
     for name in _SUBMODULES:
-        if only is not None and name != only:
+        if command == "--version" or (only is not None and name != only):
             continue
         try:
             module = importlib.import_module(f"{__name__}.{name}")
@@ -175,11 +177,6 @@ def _logged(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
-    if argv == ["--version"]:  # (no command module needed: a tenth of the start-up)
-        from bbrlcore import __version__
-
-        print(f"bbrlcore {__version__}")
-        return 0
     parser = build_parser(_command_of(argv))
     args = parser.parse_args(argv)
     if getattr(args, "log", None):
