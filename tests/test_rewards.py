@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from bbrlcore import agents
 from bbrlcore import protocol as E
 from bbrlcore.agents import registry
-from bbrlcore.agents.base import records_rewards, reward_buffer
+from bbrlcore.agents.base import on_rows, records_rewards, reward_buffer
 from bbrlcore.analysis import results
 from bbrlcore.errors import BBRLError
 from bbrlcore.mdp import distributions as D
@@ -99,6 +99,9 @@ def test_every_player_records_the_rewards_its_return_sums(alg, raw, problem):
             assert set(buf) <= set(np.unique(d.reward))
         again, _ = play(np.ascontiguousarray(ts.mdps[i]), 11 + i)  # its own buffer
         assert again == ret
+        row = np.full(30, np.nan)  # what the runner calls (Random, Optimal: no check)
+        assert on_rows(play)(np.ascontiguousarray(ts.mdps[i]), 11 + i, row)[0] == ret
+        assert np.array_equal(row, buf)
 
 
 @pytest.mark.parametrize("alg, raw", ALGORITHMS, ids=IDS)
@@ -367,6 +370,30 @@ def test_reward_buffers_are_checked_and_players_told_apart():
     play = agents.get("random").make_player(D.builtin("GC"), {}, None, ts.episode())
     with pytest.raises(BBRLError, match="rewards: expected"):
         play(ts.mdps[0], 0, np.zeros(4))  # never written past its end
+    assert on_rows(play) is play.on_rows and on_rows(lambda P, seed: None) is not None
+
+
+def test_the_runner_calls_a_players_on_rows_with_its_rows(monkeypatch):
+    """run_agent calls ``on_rows(play)`` (Random's: no check) with float64 rows of its
+    table, one per trajectory."""
+    seen = []
+
+    def spy(play):
+        inner = on_rows(play)
+        assert inner is play.on_rows
+
+        def rows(P, seed, rewards):
+            seen.append((rewards.dtype, rewards.shape, rewards.flags.c_contiguous))
+            return inner(P, seed, rewards)
+
+        return rows
+
+    monkeypatch.setattr(E.runner, "on_rows", spy)
+    ts = E.new_test_set(D.builtin("GC"), 3, 0.95, 7, seed=0)
+    agent = E.train_agent("random", {}, D.builtin("GC"), horizon=7, progress=False)
+    table = E.run_agent(ts, agent, progress=False)
+    assert seen == [(np.dtype(np.float64), (7,), True)] * 3
+    assert np.isfinite(np.stack(table["rewards"].to_numpy())).all()
 
 
 # ---------------------------------------------------------------------------------------

@@ -47,16 +47,23 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
     lay = ep.layout()
     succ, nsucc = lay.succ, lay.nsucc
 
-    shape = (ep.horizon,)
+    # the episode's fields as the closure's own variables (a cheap trajectory: see Random)
+    Rstd, gaussian, x0 = ep.Rstd, ep.gaussian, ep.initial_state
+    gamma, horizon = ep.gamma, ep.horizon
+    shape, ndarray = (horizon,), np.ndarray
+
+    def rows(P: np.ndarray, seed: int, rewards: np.ndarray) -> tuple[float, np.ndarray]:
+        r = _trajectory(P, R, Rstd, gaussian, x0, gamma, horizon, seed, succ, nsucc, rewards)
+        return r, _NO_COUNTERS
 
     def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
              ) -> tuple[float, np.ndarray]:
-        if not (type(rewards) is np.ndarray and rewards.shape == shape
-                and rewards.dtype is FLOAT64):  # (the runner's rows: no call)
-            rewards = reward_buffer(rewards, ep.horizon)
-        r = _trajectory(P, R, ep.Rstd, ep.gaussian, ep.initial_state, ep.gamma, ep.horizon,
-                        seed, succ, nsucc, rewards)
-        return r, _NO_COUNTERS
+        if not (type(rewards) is ndarray and rewards.shape == shape
+                and rewards.dtype is FLOAT64):
+            rewards = reward_buffer(rewards, horizon)
+        return rows(P, seed, rewards)
+
+    play.on_rows = rows  # type: ignore[attr-defined]  # (the runner's rows: no check)
 
     return play
 

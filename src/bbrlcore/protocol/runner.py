@@ -19,7 +19,7 @@ import numpy as np
 import polars as pl
 
 from bbrlcore import __version__, agents, seeds
-from bbrlcore.agents.base import records_rewards
+from bbrlcore.agents.base import on_rows, records_rewards
 from bbrlcore.errors import BBRLError
 from bbrlcore.formats import artefacts
 
@@ -146,6 +146,7 @@ def run_agent(
 
     play = alg.make_player(agent.prior, agent.params, trained, ts.episode(dense=not sparse))
     records = records_rewards(play)  # (a third party's play(P, seed) records none)
+    call = on_rows(play) if records else play  # (this function's rows need no check)
     tseeds = seeds.trajectory_seeds(ts.seed, agent.agent_id, idx)
     # compile (or load from the numba cache) outside the timed region
     if len(idx):
@@ -180,9 +181,9 @@ def run_agent(
             t0 = time.perf_counter()
             try:
                 if records:
-                    ret, cnt = play(P, int(tseeds[k]), row)
+                    ret, cnt = call(P, int(tseeds[k]), row)
                 else:
-                    ret, cnt = play(P, int(tseeds[k]))
+                    ret, cnt = call(P, int(tseeds[k]))
             except AgentError as exc:
                 raise BBRLError(f"agent {agent.agent_id}, test MDP {int(i)}: {exc}") from None
             times[k] = time.perf_counter() - t0
