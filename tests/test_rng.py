@@ -111,6 +111,16 @@ def test_normal():
     assert stats.kstest(z, "norm").pvalue > 1e-3
 
 
+def test_the_written_out_ziggurat_tables_are_the_computed_ones():
+    from bbrlcore.agents import _rng
+
+    ke, we, fe, r = _rng._exponential_ziggurat_tables()
+    assert ke.dtype == _rng._ZIG_KE.dtype == np.uint64
+    assert np.array_equal(ke, _rng._ZIG_KE)
+    assert np.array_equal(we, _rng._ZIG_WE) and np.array_equal(fe, _rng._ZIG_FE)
+    assert r == _rng._ZIG_R
+
+
 def test_exponential_ziggurat():
     e = _draw(4, 5, 400_000, 0.0)
     assert (e >= 0).all()

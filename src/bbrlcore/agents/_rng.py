@@ -79,7 +79,16 @@ def _exponential_ziggurat_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray, 
             np.array([float(v) for v in fe]), 7.697117470131487)
 
 
-_ZIG_KE, _ZIG_WE, _ZIG_FE, _ZIG_R = _exponential_ziggurat_tables()
+def _ziggurat_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """The tables :func:`_exponential_ziggurat_tables` computes, as written out in
+    ``_ziggurat_tables.py`` (computing them took 40 ms of every process's start-up;
+    ``tests/test_rng.py`` checks they agree to the last bit)."""
+    from bbrlcore.agents import _ziggurat_tables as Z
+
+    return (np.array(Z.KE, dtype=np.uint64), np.array(Z.WE), np.array(Z.FE), Z.R)
+
+
+_ZIG_KE, _ZIG_WE, _ZIG_FE, _ZIG_R = _ziggurat_tables()
 
 
 @njit(cache=True, error_model="numpy")
