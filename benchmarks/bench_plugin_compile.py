@@ -14,8 +14,9 @@ with N test MDPs, this times, in separate processes:
   play it after training), each also as the seconds **beyond its trajectories** (wall
   time minus the run table's ``online_time_s``: start-up, imports, loading or compiling);
 * ``floor``: a process that does only what any tool built on numba and polars does
-  (imports numpy, numba, polars and pyarrow's Parquet, loads a small kernel from numba's
-  cache and calls it), timed just after: what no change to bbrl can go below;
+  (imports numpy, numba and polars, loads a small kernel from numba's cache and calls
+  it; numba then imports scipy.linalg to check for a BLAS), timed just after: what no
+  change to bbrl can go below;
 
 once with the cache (the default) and once with ``BBRL_KERNEL_CACHE=0`` (every process
 compiles, the former behaviour). The goal of issue #25: a second process spends at most
@@ -76,7 +77,7 @@ def _online(path: Path) -> float:
 
 
 def measure(label: str, src: Path, cls: str, params: list[str], cache: bool, n_mdps: int,
-            work: Path, own_cache: bool = True) -> list[dict]:
+            work: Path, own_cache: bool = True, pairs: int = 1) -> list[dict]:
     env = dict(os.environ)
     env["BBRL_KERNEL_CACHE"] = "1" if cache else "0"
     # as on a researcher's machine, Python keeps the bytecode of the modules it compiles
@@ -111,25 +112,43 @@ def measure(label: str, src: Path, cls: str, params: list[str], cache: bool, n_m
                      "wall_s": wall, "trajectories_s": online,
                      "beyond_trajectories_s": wall - online})
     # the floor on this machine at this moment: a process that does only what any
-    # numba-and-polars tool does (imports numpy, numba, polars and pyarrow's Parquet,
-    # loads one small kernel from numba's cache and calls it), run twice after the
-    # second `bbrl run` (the first may compile its kernel)
+    # numba-and-polars tool does (FLOOR), run once untimed (it may compile its kernel),
+    # then alternating with more `bbrl run` processes: the machine's speed drifts between
+    # processes, so each pair is compared (later runs are "run 3", "run 4", ...)
     floor = d / "floor.py"
     floor.write_text(FLOOR)
-    for k in (1, 2):
+
+    def run_floor() -> float:
         t0 = time.perf_counter()
         r = subprocess.run([sys.executable, str(floor)], cwd=d, env=env, capture_output=True,
                            text=True)
         if r.returncode:
             raise SystemExit(f"the floor process failed:\n{r.stderr[-2000:]}")
-        if k == 2:
-            rows.append({"plugin": label, "cache": cache, "process": "floor",
-                         "wall_s": time.perf_counter() - t0})
+        return time.perf_counter() - t0
+
+    run_floor()
+    for k in range(pairs):
+        rows.append({"plugin": label, "cache": cache, "process": "floor",
+                     "wall_s": run_floor()})
+        out = d / f"r{k + 3}.parquet"
+        wall = _timed(["run", "--experiment", str(d / "ts.parquet"), "--agent",
+                       str(d / "a.parquet"), "-q", "-o", str(out)], d, env)
+        online = _online(out)
+        rows.append({"plugin": label, "cache": cache, "process": f"run {k + 3}",
+                     "wall_s": wall, "trajectories_s": online,
+                     "beyond_trajectories_s": wall - online,
+                     "beyond_the_floor_s": wall - online - rows[-1]["wall_s"]})
     return rows
 
 
+def _median(xs: list[float]) -> float:
+    import statistics
+
+    return statistics.median(xs)
+
+
 #: A process doing only what any tool built on numba and polars does (the floor).
-FLOOR = """import numpy as np, polars as pl, pyarrow.parquet
+FLOOR = """import numpy as np, polars as pl
 from numba import njit
 
 @njit(cache=True)
@@ -147,6 +166,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n-mdps", type=int, default=5)
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--pairs", type=int, default=8,
+                    help="runs alternating with the floor process, with the cache (default 8)")
     ap.add_argument("-o", "--out", default=str(RESULTS / "plugin_compile.json"))
     a = ap.parse_args()
     rows = []
@@ -154,14 +175,24 @@ def main() -> int:
         for _ in range(a.repeat):
             for label, src, cls, params, own_cache in PLUGINS:
                 for cache in (False, True):
-                    rows += measure(label, src, cls, params, cache, a.n_mdps, Path(tmp),
-                                    own_cache)
-                    r, fl = rows[-2], rows[-1]
+                    got = measure(label, src, cls, params, cache, a.n_mdps, Path(tmp),
+                                  own_cache, a.pairs if cache else 0)
+                    rows += got
+                    by = {r["process"]: r for r in got}
+                    more = [r for r in got if "beyond_the_floor_s" in r]
+                    tail = ""
+                    if more:
+                        fl = [r["wall_s"] for r in got if r["process"] == "floor"]
+                        tail = (f"; {len(more)} more runs alternating with the floor: median "
+                                f"{_median([r['beyond_trajectories_s'] for r in more]):.2f} s "
+                                f"beyond their trajectories, the floor {_median(fl):.2f} s, "
+                                "median difference "
+                                f"{_median([r['beyond_the_floor_s'] for r in more]):.2f} s")
                     print(f"{label:27s} cache={'on ' if cache else 'off'} "
-                          f"train {rows[-4]['wall_s']:5.1f} s, run 1 {rows[-3]['wall_s']:5.1f} "
-                          f"s, run 2 {r['wall_s']:5.1f} s ({r['beyond_trajectories_s']:.2f} s "
-                          f"beyond its trajectories; the floor {fl['wall_s']:.2f} s)",
-                          file=sys.stderr, flush=True)
+                          f"train {by['train']['wall_s']:5.1f} s, run 1 "
+                          f"{by['run 1']['wall_s']:5.1f} s, run 2 {by['run 2']['wall_s']:5.1f} "
+                          f"s ({by['run 2']['beyond_trajectories_s']:.2f} s beyond its "
+                          f"trajectories){tail}", file=sys.stderr, flush=True)
     meta = {
         "calibration": False,
         "what": "wall time of bbrl train and two bbrl run processes of a compiled plugin, "
@@ -175,14 +206,23 @@ def main() -> int:
     }
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
-    os.replace(tmp, out)
+    later = [r for r in rows if "beyond_the_floor_s" in r]
     second = [r["beyond_trajectories_s"] for r in rows if r["cache"] and r["process"] == "run 2"]
-    floors = [r["wall_s"] for r in rows if r["process"] == "floor"]
-    print(f"wrote {out}; with the cache, a second process spends "
-          f"{min(second):.2f}-{max(second):.2f} s beyond its trajectories (goal: 2 s); "
-          f"the floor process {min(floors):.2f}-{max(floors):.2f} s")
+    summary = {
+        "run_2_beyond_trajectories_s": [min(second), max(second)],
+        "later_runs_median_beyond_trajectories_s":
+            _median([r["beyond_trajectories_s"] for r in later]) if later else None,
+        "floor_median_s": _median([r["wall_s"] for r in rows if r["process"] == "floor"])
+        if later else None,
+        "median_beyond_the_floor_s":
+            _median([r["beyond_the_floor_s"] for r in later]) if later else None,
+    }
+    tmp = out.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps({"meta": meta, "summary": summary, "rows": rows}, indent=1)
+                   + "\n")
+    os.replace(tmp, out)
+    print(f"wrote {out}; with the cache, a second process spends {min(second):.2f}-"
+          f"{max(second):.2f} s beyond its trajectories (goal: 2 s); {summary}")
     return 0
 
 

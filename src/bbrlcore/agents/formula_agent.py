@@ -72,7 +72,7 @@ from bbrlcore.agents.base import FLOAT64, Episode, reward_buffer
 from bbrlcore.agents.formulas import eval_rpn
 from bbrlcore.mdp import rows
 from bbrlcore.mdp.rows import Layout
-from bbrlcore.mdp.solvers import Q_ACCURACY, q_iteration_rows, q_solve_rows
+from bbrlcore.mdp.solvers import Q_ACCURACY, q_solve_rows
 
 #: QUniform's model is solved as a dense array (the reference's arithmetic, bit for bit)
 #: while it has at most this many entries nX·nU·nX — every problem of the paper (Grid:
@@ -379,27 +379,6 @@ def model_sizes(prior: Any, test: Any = None) -> tuple[float, float, float, bool
     B1 = float(self_layout(tl).nnz)
     dense = uniform_dense(nX, nU)
     return B, B1, float(nX) * nU * (nX if dense else 1), dense
-
-
-@njit(cache=True, error_model="numpy")
-def cold_sweeps(succ, nsucc, theta, Rm, succ1, nsucc1, self_loop, Rm1, to1, dense, usucc,
-                unsucc, Rfull, Rsum, gamma, horizon):
-    """Sweeps of the plain BBRL Q-iteration (tolerance 0.01, at most T + 1) of each
-    feature's initial model from zero (QMean, QSelf, QUniform): how slowly values
-    propagate in it. Arguments as :func:`initial_q`'s."""
-    nX, nU, K = theta.shape
-    out = np.zeros(3)
-    N, Np, Pm = rows_model_init(theta, nsucc)
-    out[0] = q_iteration_rows(Pm, Rm, succ, nsucc, gamma, horizon, np.zeros((nX, nU)))
-    N, Np, Pm = rows_model_init(self_loop, nsucc1)
-    out[1] = q_iteration_rows(Pm, Rm1, succ1, nsucc1, gamma, horizon, np.zeros((nX, nU)))
-    N, Np, Pm = _uniform_init(dense, nX, nU, K, unsucc)
-    if dense:
-        out[2] = q_iteration_rows(Pm, Rfull, usucc, unsucc, gamma, horizon, np.zeros((nX, nU)))
-    else:
-        out[2] = uniform_q_iteration(N, Np, Rm, Rsum, succ, nsucc, gamma, horizon,
-                                     np.zeros((nX, nU)))
-    return out
 
 
 def prior_features(prior: Any, gamma: float, horizon: int) -> tuple[Setting, Features]:
