@@ -10,7 +10,7 @@ slope of log(time) against log(non-zero transitions) along the ladder (1 = time 
 proportion to the transitions that exist; 2 = in proportion to nX² for these families).
 
     .venv/bin/python benchmarks/bench_ladder.py [--families deepsea riverswim]
-        [--n-mdps 3] [--algorithms bamcp beb ...] [--max-seconds 120]
+        [--n-mdps 10] [--algorithms bamcp beb ...] [--max-seconds 120]
 
 Writes ``benchmarks/results/ladder.json`` and ``benchmarks/results/ladder.md``. Each
 timed row is also a **calibration record** of the cost model (:mod:`bbrlcore.plan.cost`:
@@ -67,7 +67,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--families", nargs="+", default=list(LADDERS))
     ap.add_argument("--algorithms", nargs="+", default=[a for a, _ in AGENTS])
-    ap.add_argument("--n-mdps", type=int, default=3)
+    ap.add_argument("--n-mdps", type=int, default=10)
     ap.add_argument("--max-seconds", type=float, default=120.0)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "ladder"))
     ap.add_argument("--merge", action="store_true",

@@ -115,7 +115,10 @@ def measure(label: str, src: Path, cls: str, params: list[str], cache: bool, n_m
     # numba-and-polars tool does (FLOOR), run once untimed (it may compile its kernel),
     # then alternating with more `bbrl run` processes: the machine's speed drifts between
     # processes, so each pair is compared (later runs are "run 3", "run 4", ...)
-    floor = d / "floor.py"
+    # (in a directory of its own: a file beside the plugin is part of its fingerprint,
+    # bbrlcore.agents.registry.sibling_sources, and would make the next run recompile)
+    (d / "floor").mkdir()
+    floor = d / "floor" / "floor.py"
     floor.write_text(FLOOR)
 
     def run_floor() -> float:
