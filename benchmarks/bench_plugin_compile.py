@@ -103,14 +103,16 @@ def measure(label: str, src: Path, cls: str, params: list[str], cache: bool, n_m
     train = _timed(["train", "--agent", ref, *sum((["--param", p] for p in params), []),
                     "--prior", "GC", "-q", "-o", str(d / "a.parquet")], d, env)
     rows.append({"plugin": label, "cache": cache, "process": "train", "wall_s": train})
-    for k in (1, 2):
+
+    def run(k: int) -> dict:
         out = d / f"r{k}.parquet"
         wall = _timed(["run", "--experiment", str(d / "ts.parquet"), "--agent",
                        str(d / "a.parquet"), "-q", "-o", str(out)], d, env)
         online = _online(out)
-        rows.append({"plugin": label, "cache": cache, "process": f"run {k}",
-                     "wall_s": wall, "trajectories_s": online,
-                     "beyond_trajectories_s": wall - online})
+        return {"plugin": label, "cache": cache, "process": f"run {k}", "wall_s": wall,
+                "trajectories_s": online, "beyond_trajectories_s": wall - online}
+
+    rows += [run(1), run(2)]
     # the floor on this machine at this moment: a process that does only what any
     # numba-and-polars tool does (FLOOR), run once untimed (it may compile its kernel),
     # then alternating with more `bbrl run` processes: the machine's speed drifts between
@@ -131,16 +133,11 @@ def measure(label: str, src: Path, cls: str, params: list[str], cache: bool, n_m
 
     run_floor()
     for k in range(pairs):
-        rows.append({"plugin": label, "cache": cache, "process": "floor",
-                     "wall_s": run_floor()})
-        out = d / f"r{k + 3}.parquet"
-        wall = _timed(["run", "--experiment", str(d / "ts.parquet"), "--agent",
-                       str(d / "a.parquet"), "-q", "-o", str(out)], d, env)
-        online = _online(out)
-        rows.append({"plugin": label, "cache": cache, "process": f"run {k + 3}",
-                     "wall_s": wall, "trajectories_s": online,
-                     "beyond_trajectories_s": wall - online,
-                     "beyond_the_floor_s": wall - online - rows[-1]["wall_s"]})
+        fl = run_floor()
+        rows.append({"plugin": label, "cache": cache, "process": "floor", "wall_s": fl})
+        r = run(k + 3)
+        r["beyond_the_floor_s"] = r["beyond_trajectories_s"] - fl
+        rows.append(r)
     return rows
 
 
