@@ -146,13 +146,11 @@ def records_rewards(play: Callable[..., Any]) -> bool:
         return False
     return True
 
-
 def on_rows(play: Callable[..., Any]) -> Callable[..., Any]:
     """The function the runner calls for each trajectory of a recording player: the
     player's attribute ``on_rows`` if it has one, else the player itself.
 
-    A player whose trajectory is only microseconds long (Random, Optimal, SBOSS) may
-    offer (:func:`checked_player` builds such a player), as
+    A player whose trajectory is only microseconds long (Random, Optimal) may offer, as
     ``play.on_rows``, the same call without the check of ``rewards`` (a tenth of a
     microsecond, ≈ 1 % of Random's trajectory): its caller promises a float64 array of
     shape ``(horizon,)`` every time, as :func:`bbrlcore.protocol.run_agent` passes (a
@@ -171,34 +169,6 @@ def on_rows(play: Callable[..., Any]) -> Callable[..., Any]:
 
 #: The dtype of a rewards array (a player's fast check: ``rewards.dtype is FLOAT64``).
 FLOAT64 = np.dtype(np.float64)
-
-
-def checked_player(rows: Callable[..., Any], horizon: int) -> Player:
-    """The player ``play(P, seed, rewards=None)`` of ``rows(P, seed, rewards)``, a call
-    that writes into ``rewards`` without checking it: ``play`` checks ``rewards`` (or
-    makes one, :func:`reward_buffer`) and offers ``rows`` as ``play.on_rows``, which the
-    runner calls with its own rows (:func:`on_rows`).
-
-    Examples
-    --------
-    >>> def rows(P, seed, rewards):
-    ...     rewards[:] = 1.0
-    ...     return float(rewards.sum()), None
-    >>> play = checked_player(rows, 3)
-    >>> play(None, 0)[0], on_rows(play) is rows
-    (3.0, True)
-    """
-    shape, ndarray = (horizon,), np.ndarray
-
-    def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
-             ) -> tuple[float, np.ndarray]:
-        if not (type(rewards) is ndarray and rewards.shape == shape
-                and rewards.dtype is FLOAT64):
-            rewards = reward_buffer(rewards, horizon)
-        return rows(P, seed, rewards)
-
-    play.on_rows = rows  # type: ignore[attr-defined]  # (the runner's rows: no check)
-    return play
 
 
 def reward_buffer(rewards: np.ndarray | None, horizon: int) -> np.ndarray:

@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit
 
 from bbrlcore.agents._kernels import argmax_random_tie, env_reset, env_reward_rows, env_step_rows
-from bbrlcore.agents.base import Algorithm, Episode, Trained, checked_player
+from bbrlcore.agents.base import FLOAT64, Algorithm, Episode, Trained, reward_buffer
 from bbrlcore.mdp.solvers import q_iteration_rows
 
 _NO_COUNTERS = np.zeros(0, dtype=np.int64)
@@ -50,12 +50,22 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
     # the episode's fields as the closure's own variables (a cheap trajectory: see Random)
     Rstd, gaussian, x0 = ep.Rstd, ep.gaussian, ep.initial_state
     gamma, horizon = ep.gamma, ep.horizon
+    shape, ndarray = (horizon,), np.ndarray
 
     def rows(P: np.ndarray, seed: int, rewards: np.ndarray) -> tuple[float, np.ndarray]:
         r = _trajectory(P, R, Rstd, gaussian, x0, gamma, horizon, seed, succ, nsucc, rewards)
         return r, _NO_COUNTERS
 
-    return checked_player(rows, horizon)
+    def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
+             ) -> tuple[float, np.ndarray]:
+        if not (type(rewards) is ndarray and rewards.shape == shape
+                and rewards.dtype is FLOAT64):
+            rewards = reward_buffer(rewards, horizon)
+        return rows(P, seed, rewards)
+
+    play.on_rows = rows  # type: ignore[attr-defined]  # (the runner's rows: no check)
+
+    return play
 
 
 def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict[str, float]:

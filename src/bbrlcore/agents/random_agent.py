@@ -10,7 +10,7 @@ import numpy as np
 from numba import njit
 
 from bbrlcore.agents._kernels import env_reset, env_reward_rows, env_step_rows
-from bbrlcore.agents.base import Algorithm, Episode, Trained, checked_player
+from bbrlcore.agents.base import FLOAT64, Algorithm, Episode, Trained, reward_buffer
 
 _NO_COUNTERS = np.zeros(0, dtype=np.int64)
 
@@ -42,12 +42,22 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
     # (benchmarks/bench_rewards.py random)
     R, Rstd, gaussian, x0 = ep.R, ep.Rstd, ep.gaussian, ep.initial_state
     gamma, horizon = ep.gamma, ep.horizon
+    shape, ndarray = (horizon,), np.ndarray
 
     def rows(P: np.ndarray, seed: int, rewards: np.ndarray) -> tuple[float, np.ndarray]:
         r = _trajectory(P, R, Rstd, gaussian, x0, gamma, horizon, seed, succ, nsucc, rewards)
         return r, _NO_COUNTERS
 
-    return checked_player(rows, horizon)
+    def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
+             ) -> tuple[float, np.ndarray]:
+        if not (type(rewards) is ndarray and rewards.shape == shape
+                and rewards.dtype is FLOAT64):
+            rewards = reward_buffer(rewards, horizon)
+        return rows(P, seed, rewards)
+
+    play.on_rows = rows  # type: ignore[attr-defined]  # (the runner's rows: no check)
+
+    return play
 
 
 def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict[str, float]:

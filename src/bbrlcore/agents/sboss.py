@@ -113,12 +113,13 @@ from bbrlcore.agents._layout import setting
 from bbrlcore.agents._rng import gamma_s, normal_s, rng_new, rng_randint, uniform_s
 from bbrlcore.agents.base import (
     COMPAT,
+    FLOAT64,
     Algorithm,
     Episode,
     Param,
     Trained,
-    checked_player,
     positive,
+    reward_buffer,
 )
 from bbrlcore.errors import BBRLError
 from bbrlcore.mdp import rows
@@ -809,15 +810,24 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
     R, Rstd, succ, nsucc, theta, Rm = st.R, st.Rstd, st.succ, st.nsucc, st.theta, st.Rm
     gaussian, x0, gamma, horizon = ep.gaussian, ep.initial_state, ep.gamma, ep.horizon
     tol = GUEZ_TOLERANCE
+    shape, ndarray = (horizon,), np.ndarray
 
-    def play_rows(P: np.ndarray, seed: int, rewards: np.ndarray) -> tuple[float, np.ndarray]:
+    def rows_(P: np.ndarray, seed: int, rewards: np.ndarray) -> tuple[float, np.ndarray]:
         ret, counters = _trajectory(
             P if env is None else env(P), R, Rstd, gaussian, x0, gamma, horizon, seed, succ,
             nsucc, theta, Rm, epsilon, delta, compat, tol, pi_steps, V_init, rewards,
         )
         return float(ret), counters
 
-    return checked_player(play_rows, horizon)
+    def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
+             ) -> tuple[float, np.ndarray]:
+        if not (type(rewards) is ndarray and rewards.shape == shape
+                and rewards.dtype is FLOAT64):
+            rewards = reward_buffer(rewards, horizon)
+        return rows_(P, seed, rewards)
+
+    play.on_rows = rows_  # type: ignore[attr-defined]  # (the runner's rows: no check)
+    return play
 
 
 ALGORITHM = Algorithm(
