@@ -55,8 +55,8 @@ def finish(p: subprocess.Popen, timeout: float = 600) -> tuple[int, str]:
 
 
 def run_pids(workdir: Path, *patterns: str) -> list[int]:
-    """PIDs of `bbrl run` processes working in ``workdir`` whose command line contains
-    every pattern."""
+    """PIDs of `bbrl batch` processes (the workflow's jobs) working in ``workdir`` whose
+    command line contains every pattern."""
     pids = []
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
@@ -66,7 +66,7 @@ def run_pids(workdir: Path, *patterns: str) -> list[int]:
             cwd = os.readlink(d / "cwd")
         except OSError:
             continue
-        if ("bbrl" in cmd and " run " in cmd and "bash" not in cmd
+        if ("bbrl" in cmd and " batch " in cmd and "bash" not in cmd
                 and Path(cwd) == workdir and all(p in cmd for p in patterns)):
             pids.append(int(d.name))
     return pids
@@ -106,7 +106,7 @@ def test_killed_run_job_resumes_without_recomputing(tmp_path, uninterrupted):
     killed = None
     t0 = time.time()
     while p.poll() is None and time.time() - t0 < 600:
-        pids = run_pids(tmp_path, "agents/GC/bamcp", "--mdps 12:24")
+        pids = run_pids(tmp_path, "bamcp__K=3000__D=15/12-24.parquet")
         if pids:
             time.sleep(1.5)  # well inside the trajectory loop (start-up ~1 s, 2-3 s of work)
             assert not victim.exists(), "the chunk finished before it could be killed"
@@ -129,6 +129,48 @@ def test_killed_run_job_resumes_without_recomputing(tmp_path, uninterrupted):
     assert victim.exists()
     merged = pl.read_parquet(tmp_path / "results/merged/GC-GC.parquet")
     assert_frame_equal(merged.drop(TIMING), uninterrupted.drop(TIMING))
+
+
+@pytest.mark.slow
+def test_a_killed_job_keeps_the_units_it_finished(tmp_path, uninterrupted):
+    """A job of several units (two BAMCP configurations in one bundle) killed in its second
+    unit: a plain rerun takes the first unit as it was (not recomputed: the same file) and
+    redoes only the second; the merged table equals the uninterrupted run's."""
+    algs = {"random": {}, "bamcp": {"K": [3000, 3001], "D": [15]}}
+    cfg = config(tmp_path, **{**OVERLAY, "algorithms": algs, "chunk_budget_minutes": 60.0,
+                              "bundle_minutes": 60.0, "max_chunks": 1})
+    first = tmp_path / "results/runs/GC-GC/bamcp__K=3000__D=15/0-24.parquet"
+    second = tmp_path / "results/runs/GC-GC/bamcp__K=3001__D=15/0-24.parquet"
+    log = tmp_path / "results/logs/runs/run_bamcp_0.log"
+    p = snakemake(tmp_path, cfg)
+    killed = None
+    t0 = time.time()
+    while p.poll() is None and time.time() - t0 < 600:
+        text = log.read_text() if log.exists() else ""
+        if "2/2 bamcp" in text:
+            pids = run_pids(tmp_path, "bamcp__K=3001__D=15")
+            assert pids and not second.exists(), "the second unit finished too soon"
+            os.kill(pids[0], signal.SIGKILL)
+            killed = pids[0]
+            break
+        time.sleep(0.05)
+    rc, out = finish(p)
+    assert killed is not None, out[-3000:]
+    assert rc != 0 and not first.exists() and not second.exists()  # (Snakemake removed them)
+    kept = list((tmp_path / "results/.partial/run_bamcp_0").glob("*.parquet"))
+    assert len(kept) == 1
+    inode = kept[0].stat().st_ino
+
+    rc, out = finish(snakemake(tmp_path, cfg))
+    assert rc == 0, out[-3000:]
+    assert first.stat().st_ino == inode  # the finished unit, not recomputed
+    assert "1/2 bamcp (D=15, K=3000) on GC-GC MDPs 0:24: finished by an earlier attempt" \
+        in log.read_text()
+    assert not (tmp_path / "results/.partial/run_bamcp_0").exists()
+    merged = pl.read_parquet(tmp_path / "results/merged/GC-GC.parquet")
+    ref = uninterrupted.filter(pl.col("agent").is_in(["random", "bamcp__K=3000__D=15"]))
+    assert_frame_equal(merged.filter(pl.col("agent") != "bamcp__K=3001__D=15").drop(TIMING),
+                       ref.drop(TIMING))
 
 
 @pytest.mark.slow
@@ -171,7 +213,7 @@ def test_sigkill_of_snakemake_then_a_plain_rerun_resumes(tmp_path, uninterrupted
     t0 = time.time()
     killed = False
     while p.poll() is None and time.time() - t0 < 600:
-        if run_pids(tmp_path, "agents/GC/bamcp"):
+        if run_pids(tmp_path, "bamcp__K=3000__D=15"):
             # while it runs, a second snakemake is refused (the lock holds)
             rc2, out2 = finish(snakemake(tmp_path, cfg))
             assert rc2 != 0 and "cannot be locked" in out2, out2[-2000:]

@@ -345,12 +345,17 @@ def test_tiny_runs_end_to_end(tiny_run):
     assert s.filter(pl.col("algorithm") == "optimal")["normalised_score"][0] == 1.0
     assert s.filter(pl.col("algorithm") == "random")["normalised_score"][0] == 0.0
     assert (wd / "results/summary.md").read_text().startswith("# bbrl summary")
-    for rule in ("train", "runs", "merge", "warmup_numba", "distributions", "test_sets"):
+    for rule in ("runs", "merge", "distributions", "test_sets"):
         assert any((wd / "results/logs" / rule).rglob("*.log")), rule
-    # one name for one agent: the agent files, the run directories and the results agree
-    assert {p.stem for p in (wd / "results/agents/UGC").glob("*.parquet")} == set(
-        merged["agent"])
+    # no agent learns offline: none is a training job or an agent file of its own (each
+    # run job builds its agents from the prior), and no algorithm needs a warm-up job (one
+    # run job each)
+    assert not (wd / "results/agents").exists() and not (wd / "results/warmup").exists()
+    assert {p.stem for p in (wd / "results/logs/runs").glob("*.log")} == {
+        f"run_{a.replace('-', '_')}_0" for a in plan.algorithms}
+    # one name for one agent: the run directories and the results agree
     assert {p.name for p in (wd / "results/runs/GC-UGC").iterdir()} == set(merged["agent"])
+    assert not (wd / "results/.partial").exists()  # removed by every finished job
     assert {a.key for a in plan.agents} == set(merged["agent"])
 
 
@@ -375,10 +380,9 @@ def test_changing_one_grid_reruns_only_that_algorithm(tiny_run):
     assert r.returncode == 0, r.stderr[-2000:]
     jobs = _planned(r.stdout)
     rules = {rule for rule, _ in jobs}
-    assert rules == {"train", "run", "merge", "summary", "report", "all"}, jobs
-    for rule, wc in jobs:
-        if rule in ("train", "run"):
-            assert "agent=e-greedy__epsilon=0.7" in wc, (rule, wc)
+    # the e-greedy job (all its agents' runs: each job holds at most bundle_minutes of
+    # estimated work), then what depends on it
+    assert rules == {"run_e_greedy_0", "merge", "summary", "report", "all"}, jobs
 
 
 @pytest.mark.slow
@@ -387,8 +391,10 @@ def test_version_change_reruns_training_and_runs(tiny_run):
     r = _snake(wd, cfg, "-n", env={"BBRL_VERSION_OVERRIDE": "99.0.0"})
     assert r.returncode == 0
     jobs = _jobs(r.stdout)
-    n_agents = len(P.load(cfg).agents)
-    assert jobs["train"] == n_agents and jobs["run"] == n_agents
+    from bbrlcore.plan import bundles
+
+    names = {b.name for b in bundles.bundles(P.load(cfg))}
+    assert names and names <= set(jobs)  # every training and run job
     assert "warmup_numba" not in jobs  # re-warming is not a result
 
 
@@ -475,14 +481,12 @@ def test_missing_artefacts_come_back_with_identical_returns(tmp_path):
     assert before["GC-AB"]["prior"].unique().to_list() == ["AB"]
 
     (res / "runs/GC-AB/random/0-8.parquet").unlink()
-    (res / "agents/UGC/e-greedy__epsilon=0.1.parquet").unlink()
     (res / "merged/AB-UGC.parquet").unlink()
     r = _snake(tmp_path, cfg, "-n")
     planned = sorted(_planned(r.stdout))
+    # the job holding the chunk (Random's runs on both experiments), the merges of both
     assert planned == sorted([
-        ("run", "experiment=GC-AB, agent=random, start=0, stop=8"),
-        ("train", "prior=UGC, agent=e-greedy__epsilon=0.1"),
-        ("run", "experiment=AB-UGC, agent=e-greedy__epsilon=0.1, start=0, stop=8"),
+        ("run_random_0", ""),
         ("merge", "experiment=AB-UGC"), ("merge", "experiment=GC-AB"),
         ("summary", ""), ("report", ""), ("all", ""),
     ]), planned
@@ -560,11 +564,9 @@ def test_plugins_flow_through_the_workflow_and_only_their_jobs_rerun_on_edit(
     r = _snake(tmp_path, cfg, "-n")
     assert r.returncode == 0, r.stderr[-2000:]
     jobs = _planned(r.stdout)
-    assert {rule for rule, _ in jobs} == {"train", "run", "merge", "summary", "report", "all"}
-    for rule, wc in jobs:
-        if rule in ("train", "run"):
-            assert "agent=my-greedy-jit__" in wc, (rule, wc)
-    assert sum(rule == "train" for rule, _ in jobs) == 2
+    # the plugin's job (its two configurations' runs), then what depends on it
+    assert {rule for rule, _ in jobs} == {"run_my_greedy_jit_0", "merge", "summary",
+                                          "report", "all"}, jobs
 
 
 def test_the_workflow_is_lint_clean_and_snakefmt_formatted():
@@ -628,8 +630,12 @@ def test_families_preset_dry_run(tmp_path):
     assert jobs["distribution"] == len(plan.distributions) == 2 * len(plan.tests)
     assert jobs["test_set"] == len(plan.tests)
     assert jobs["merge"] == len(plan.experiments)
-    assert jobs["run"] == sum(len(plan.chunks(e, a)) for e in plan.experiments
-                              for a in plan.agents_of(e))
+    from bbrlcore.plan import bundles
+
+    runs = [b for b in bundles.bundles(plan) if b.kind == "run"]
+    assert sum(jobs.get(b.name, 0) for b in runs) == len(runs)
+    assert sum(len(b.units) for b in runs) == sum(
+        len(plan.chunks(e, a)) for e in plan.experiments for a in plan.agents_of(e))
     planned = _planned(r.stdout)
     assert ("distribution", "dist=UDeepSea-10") in planned
     assert ("test_set", "test=FrozenLake-8") in planned

@@ -13,6 +13,7 @@ from snakemake.utils import validate
 
 import bbrlcore
 from bbrlcore import plan as bbrl_plan
+from bbrlcore.plan import bundles as bbrl_bundles
 from bbrlcore.plan import probe as bbrl_probe
 from bbrlcore.plan import workflow as bbrl_support
 from bbrlcore.errors import BBRLError
@@ -79,7 +80,7 @@ wildcard_constraints:
     prior=one_of(PLAN.priors),
     agent="[^/]+",
     fs="[^/]+",
-    algorithm=one_of(PLAN.algorithms),
+    algorithm=one_of(bbrl_bundles.warmed_algorithms(PLAN)),
     start=r"\d+",
     stop=r"\d+",
 
@@ -108,6 +109,45 @@ def all_chunks(exp_name):
 
 FORMULA_PATHS = {fs: f"{R}/formula_sets/{fs}.parquet" for fs in PLAN.formula_sets_used}
 
+# ---- jobs: bundles of units of one algorithm (bbrlcore.plan.bundles) --------------------
+BUNDLES = bbrl_bundles.bundles(PLAN)
+TRAIN_BUNDLES = [b for b in BUNDLES if b.kind == "train"]
+RUN_BUNDLES = [b for b in BUNDLES if b.kind == "run"]
+WARMED = set(bbrl_bundles.warmed_algorithms(PLAN))
+
+
+def bundle_inputs(bundle):
+    """What a bundle reads (priors, test sets, trained agents, formula sets), and the
+    warm-up of its algorithm when it has one (ancient: re-warming reruns nothing)."""
+    out = bbrl_bundles.inputs(PLAN, bundle, R, FORMULA_PATHS)
+    if bundle.algorithm in WARMED:
+        out.append(ancient(warmup_path(bundle.algorithm)))
+    return out
+
+
+def bundle_spec(bundle):
+    """The bundle as ``bbrl batch`` executes it (JSON): a change of any unit's agent,
+    parameters, inputs or outputs changes it, and the job reruns."""
+    return bbrl_bundles.spec_json(PLAN, bundle, R, FORMULA_PATHS)
+
+
+def bundle_mem(bundle):
+    """MB: the largest need of its units."""
+    if bundle.kind == "train":
+        return max(PLAN.train_mem_mb(u.agent) for u in bundle.units)
+    return max(PLAN.run_mem_mb(u.agent) for u in bundle.units)
+
+
+def bundle_runtime(bundle):
+    """Minutes: the plan's time limit for the bundle's estimate, longer on each retry (a
+    job killed at its limit gets a longer one; its finished units are kept)."""
+    seconds = bundle.seconds
+
+    def runtime(wildcards, attempt):
+        return PLAN.runtime_minutes(seconds, attempt)
+
+    return runtime
+
 
 def all_outputs():
     """Every artefact the workflow declares, so that a missing one (a deleted chunk,
@@ -115,9 +155,7 @@ def all_outputs():
     out = [f"{R}/distributions/{d}.parquet" for d in PLAN.distributions]
     out += [f"{R}/test_sets/{t}.parquet" for t in PLAN.tests]
     out += list(FORMULA_PATHS.values())
-    out += [
-        agent_path(prior, a.key) for a in PLAN.agents for prior in PLAN.priors_of(a)
-    ]
+    out += [p for b in TRAIN_BUNDLES for p in b.outputs(R)]  # agents that learn offline
     out += [p for exp in sorted(EXPERIMENTS) for p in all_chunks(exp)]
     out += [f"{R}/merged/{exp}.parquet" for exp in sorted(EXPERIMENTS)]
     out += [f"{R}/summary.parquet", f"{R}/summary.md", f"{R}/report/index.html"]
@@ -129,32 +167,12 @@ def formula_paths():
 
 
 # ---- input and parameter functions -----------------------------------------------------
-def train_inputs(wildcards):
-    agent = AGENTS[wildcards.agent]
-    out = {
-        "prior": f"{R}/distributions/{wildcards.prior}.parquet",
-        "warmup": ancient(warmup_path(agent.algorithm)),
-    }
-    fs = agent.param_dict.get("formula_set")
-    if fs is not None and fs in config["formula_sets"]:
-        out["formula_set"] = f"{R}/formula_sets/{fs}.parquet"
-    return out
 
 
-def agent_cli(wildcards):
-    return AGENTS[wildcards.agent].cli(formula_paths())
 
 
-def agent_params(wildcards):
-    """The agent's parameters, and a plugin's code fingerprint, as text (a change reruns
-    its jobs)."""
-    a = AGENTS[wildcards.agent]
-    return repr(a.params) + (f" code {a.fingerprint}" if a.fingerprint else "")
 
 
-def algorithm_of(wildcards):
-    """The algorithm's name, or the plugin reference the job imports it by."""
-    return AGENTS[wildcards.agent].ref
 
 
 def plugin_args():
@@ -171,51 +189,18 @@ def warmup_agent(wildcards):
     return json.dumps({"ref": a.ref, "params": dict(a.params)}, sort_keys=True)
 
 
-def checkpoint_args(wildcards):
-    """OPPS-DS trains for hours: resume from a checkpoint that is NOT a declared output
-    (Snakemake deletes a failed job's outputs)."""
-    if AGENTS[wildcards.agent].algorithm != "opps-ds":
-        return ""
-    ck = f"{R}/checkpoints/{wildcards.prior}/{wildcards.agent}.ckpt"
-    every = config["checkpoint_every_seconds"]
-    return f"--checkpoint {shlex.quote(ck)} --checkpoint-every {every:g}"
 
 
-def train_mem(wildcards):
-    return PLAN.train_mem_mb(AGENTS[wildcards.agent])
 
 
-def train_runtime(wildcards, attempt):
-    """Minutes: the plan's time limit for the estimated offline time, longer on each
-    retry (a job killed at its limit gets a longer one)."""
-    s = PLAN.offline_seconds(wildcards.prior, AGENTS[wildcards.agent])
-    return PLAN.runtime_minutes(s, attempt)
 
 
-def run_experiment_of(wildcards):
-    return EXPERIMENTS[wildcards.experiment]
 
 
-def run_inputs(wildcards):
-    exp = EXPERIMENTS[wildcards.experiment]
-    return {
-        "test_set": f"{R}/test_sets/{exp.test}.parquet",
-        "agent": agent_path(exp.prior, wildcards.agent),
-        "warmup": ancient(warmup_path(AGENTS[wildcards.agent].algorithm)),
-    }
 
 
-def run_mem(wildcards):
-    return PLAN.run_mem_mb(AGENTS[wildcards.agent])
 
 
-def run_runtime(wildcards, attempt):
-    """Minutes: the plan's time limit for the chunk's estimate, longer on each retry."""
-    exp = EXPERIMENTS[wildcards.experiment]
-    size = int(wildcards.stop) - int(wildcards.start)
-    return PLAN.runtime_minutes(
-        60.0 * PLAN.run_minutes(exp, AGENTS[wildcards.agent], size), attempt
-    )
 
 
 def distribution_spec(wildcards):

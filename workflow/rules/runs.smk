@@ -1,24 +1,29 @@
-# Stage 5: runs, one job per experiment x agent x chunk of test MDPs. The number of chunks
-# comes from the cost model (bbrlcore.plan.cost) so that no chunk is expected to exceed
-# chunk_budget_minutes; it is known when the DAG is built.
+# Stage 5: runs. A unit is one agent on one chunk of test MDPs of one experiment (its own
+# artefact, results/runs/{experiment}/{agent}/{start}-{stop}.parquet); a job is a bundle of
+# units of one algorithm, packed up to bundle_minutes by the cost model
+# (bbrlcore.plan.bundles), which also splits an expensive agent's test MDPs into chunks
+# of at most chunk_budget_minutes. One `bbrl batch` process plays a whole bundle.
 
 
-rule run:
-    input:
-        unpack(run_inputs),
-    output:
-        f"{R}/runs/{{experiment}}/{{agent}}/{{start}}-{{stop}}.parquet",
-    log:
-        f"{R}/logs/runs/{{experiment}}/{{agent}}/{{start}}-{{stop}}.log",
-    conda:
-        CONDA_ENV
-    resources:
-        mem_mb=run_mem,
-        runtime=run_runtime,
-    params:
-        algorithm=algorithm_of,
-        agent_params=agent_params,
-        version=VERSION,
-    shell:
-        "bbrl --log {log:q} run --experiment {input.test_set:q} --agent {input.agent:q}"
-        " --mdps {wildcards.start}:{wildcards.stop} -q -o {output:q}"
+for _bundle in RUN_BUNDLES:
+
+    rule:
+        name:
+            _bundle.name
+        input:
+            bundle_inputs(_bundle),
+        output:
+            _bundle.outputs(R),
+        log:
+            f"{R}/logs/runs/{_bundle.name}.log",
+        conda:
+            CONDA_ENV
+        resources:
+            mem_mb=bundle_mem(_bundle),
+            runtime=bundle_runtime(_bundle),
+        params:
+            spec=bundle_spec(_bundle),
+            partial=f"{R}/.partial/{_bundle.name}",
+            version=VERSION,
+        shell:
+            "bbrl --log {log:q} batch --spec {params.spec:q} --partial {params.partial:q}"

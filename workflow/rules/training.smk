@@ -1,11 +1,14 @@
-# Stage 3: numba warm-up, then offline training of every agent configuration per prior.
+# Stage 3: numba warm-up of the algorithms that run in several jobs, then offline training:
+# one job per bundle of training units of one algorithm (bbrlcore.plan.bundles; only
+# algorithms that learn offline, such as OPPS-DS, have training units: any other agent is
+# built from its prior inside the run job that plays it).
 
 
 rule warmup_numba:
     """Compile (or load) an algorithm's kernels once before its fan-out, so that parallel
     jobs do not all compile and write numba's cache at the same time (one job per
-    algorithm: they compile in parallel). Its output is an ``ancient`` input of that
-    algorithm's training and runs: re-warming never reruns results."""
+    algorithm that runs in several jobs: they compile in parallel). Its output is an
+    ``ancient`` input of that algorithm's jobs: re-warming never reruns results."""
     input:
         unpack(warmup_inputs),
     output:
@@ -28,29 +31,25 @@ rule warmup_numba:
         "../scripts/warmup.py"
 
 
-rule train:
-    input:
-        unpack(train_inputs),
-    output:
-        f"{R}/agents/{{prior}}/{{agent}}.parquet",
-    log:
-        f"{R}/logs/train/{{prior}}/{{agent}}.log",
-    conda:
-        CONDA_ENV
-    resources:
-        mem_mb=train_mem,
-        runtime=train_runtime,
-    params:
-        algorithm=algorithm_of,
-        agent_params=agent_params,
-        cli=agent_cli,
-        checkpoint=checkpoint_args,
-        seed=config["train_seed"],
-        gamma=config["gamma"],
-        horizon=config["horizon"],
-        version=VERSION,
-    shell:
-        "bbrl --log {log:q} train --agent {params.algorithm:q} {params.cli}"
-        " --prior {input.prior:q}"
-        " --seed {params.seed} --gamma {params.gamma} --horizon {params.horizon}"
-        " {params.checkpoint} -o {output:q}"
+for _bundle in TRAIN_BUNDLES:
+
+    rule:
+        name:
+            _bundle.name
+        input:
+            bundle_inputs(_bundle),
+        output:
+            _bundle.outputs(R),
+        log:
+            f"{R}/logs/train/{_bundle.name}.log",
+        conda:
+            CONDA_ENV
+        resources:
+            mem_mb=bundle_mem(_bundle),
+            runtime=bundle_runtime(_bundle),
+        params:
+            spec=bundle_spec(_bundle),
+            partial=f"{R}/.partial/{_bundle.name}",
+            version=VERSION,
+        shell:
+            "bbrl --log {log:q} batch --spec {params.spec:q} --partial {params.partial:q}"

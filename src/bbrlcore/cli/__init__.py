@@ -16,9 +16,12 @@ import traceback
 
 from bbrlcore.errors import BBRLError
 
+_STARTED = __import__("time").time()
+
 #: Subcommand modules, in the order ``bbrl --help`` lists them.
 _SUBMODULES = (
-    "distribution", "families", "experiment", "hardness", "agents", "formulas", "results",
+    "distribution", "families", "experiment", "hardness", "agents", "batch", "formulas",
+    "results",
     "aggregate", "curves", "report", "estimate", "init", "published", "demo",
 )
 
@@ -29,6 +32,7 @@ _SUBMODULES = (
 _COMMANDS = {
     "distribution": "distribution", "families": "families", "experiment": "experiment",
     "hardness": "hardness", "train": "agents", "run": "agents", "agents": "agents",
+    "batch": "batch",
     "formulas": "formulas", "merge": "results", "summary": "results",
     "aggregate": "aggregate", "curves": "curves", "report": "report",
     "estimate": "estimate", "init": "init", "compare-published": "published",
@@ -125,6 +129,20 @@ def _say(line: str) -> None:
         pass
 
 
+def _account(args: argparse.Namespace) -> None:
+    """The command's last line in its log: its wall time (from the CLI's import) and its
+    CPU (user + system, start-up included): benchmarks/bench_workflow.py adds them up."""
+    import resource
+    import time
+
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    try:
+        print(f"bbrl {args.command}: {time.time() - _STARTED:.2f} s wall, "
+              f"CPU {ru.ru_utime + ru.ru_stime:.2f} s", flush=True)
+    except (OSError, ValueError):
+        pass
+
+
 def _logged(args: argparse.Namespace) -> int:
     """``bbrl --log FILE ...``: everything the command prints (and any library's output)
     goes to FILE; the final error line also goes to the original stderr, so that the
@@ -158,6 +176,7 @@ def _logged(args: argparse.Namespace) -> int:
             rc, line = 1, f"bbrl: error: unexpected {type(exc).__name__}: {first}"
         if line:
             _say(line)
+        _account(args)
         try:
             log.close()
         except OSError as exc:  # the last lines could not be written

@@ -104,16 +104,7 @@ def _run(args: argparse.Namespace) -> int:
     sel = E.parse_slice(args.mdps, ts.n_mdps)
     table = E.run_agent(ts, agent, sel, progress=not args.quiet,
                         expected_s=lambda: _expected_run_seconds(ts, agent, len(sel)))
-    meta = {
-        "agent": agent.agent_id,
-        "algorithm": agent.algorithm,
-        "params": agent.params,
-        "experiment": f"{ts.test.short_name}-{agent.prior.short_name}",
-        "test_seed": ts.seed,
-        "n_mdps": ts.n_mdps,
-        "mdps": [sel.start, sel.stop],
-    }
-    E.write_run(table, args.output, meta)
+    E.write_run(table, args.output, E.run_meta(ts, agent, sel))
     n = len(table)
     if n:
         mean = table["discounted_return"].mean()

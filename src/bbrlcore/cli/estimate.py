@@ -44,12 +44,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 #: What the table's columns mean (``--help`` and the end of the output).
 COLUMNS = """columns:
   configs      agent configurations (compat variants included)
-  jobs         workflow jobs: one training per (configuration, prior), one run per chunk
+  jobs         workflow jobs as they will run: units of one algorithm (trainings of
+               agents that learn offline; chunks of runs) packed up to bundle_minutes
   offline h    CPU-hours of offline training (OPPS-DS; zero for algorithms without)
   runs h       CPU-hours of the trajectories: N per (configuration, experiment)
   overhead h   a fixed cost per job (process start, imports, loading kernels and data)
   total h      offline + runs + overhead
-  max chunk h  the longest single run job (the chunk budget bounds it)
+  max job h    the longest single job (the chunk budget bounds it)
   in range     runs whose experiment and parameters lie inside the measured ones
   worst        the largest prediction/measurement ratio over the measured
                configurations, each predicted without its own measurement
@@ -74,32 +75,38 @@ def hours(h: float) -> str:
 
 
 def estimate(plan: P.Plan) -> dict[str, dict[str, Any]]:
-    """Per algorithm: configurations, jobs, offline, run and overhead CPU-hours, the
-    largest chunk, and how far the cost model can be trusted there: how many (agent,
-    experiment) runs lie inside its measured range, and its worst prediction ratio."""
+    """Per algorithm: configurations, jobs (as they will run: bundles of units, see
+    :mod:`bbrlcore.plan.bundles`), offline, run and overhead CPU-hours, the longest job,
+    and how far the cost model can be trusted there: how many (agent, experiment) runs
+    lie inside its measured range, and its worst prediction ratio."""
+    from bbrlcore.plan import bundles
+
     out: dict[str, dict[str, Any]] = {}
     n = plan.config["n_mdps"]
     model = plan.cost_model
-    for a in plan.agents:
-        row = out.setdefault(
-            a.algorithm,
+
+    def row_of(alg: str) -> dict[str, Any]:
+        return out.setdefault(
+            alg,
             {"configs": 0, "train_jobs": 0, "run_jobs": 0, "offline_h": 0.0, "run_h": 0.0,
              "overhead_h": 0.0, "max_chunk_h": 0.0, "runs": 0, "in_range": 0},
         )
+
+    for a in plan.agents:
+        row = row_of(a.algorithm)
         row["configs"] += 1
         for prior in plan.priors_of(a):
-            row["train_jobs"] += 1
             row["offline_h"] += plan.offline_seconds(prior, a) / 3600.0
         for exp in plan.experiments_of(a):
-            chunks = plan.chunks(exp, a)
             s = plan.seconds_per_trajectory(exp, a)
-            row["run_jobs"] += len(chunks)
             row["run_h"] += n * s / 3600.0
-            row["max_chunk_h"] = max(
-                row["max_chunk_h"], max(b - c for c, b in chunks) * s / 3600.0
-            )
             row["runs"] += 1
             row["in_range"] += model.in_range(a.algorithm, a.param_dict, exp.test, exp.prior)
+    for b in bundles.bundles(plan):
+        row = row_of(b.algorithm)
+        row[f"{b.kind}_jobs"] += 1
+        row["max_chunk_h"] = max(row["max_chunk_h"], b.seconds / 3600.0)
+    for row in out.values():
         row["overhead_h"] = (row["train_jobs"] + row["run_jobs"]) * cost.JOB_OVERHEAD_S / 3600
     for name, row in out.items():
         row["total_h"] = row["offline_h"] + row["run_h"] + row["overhead_h"]
@@ -141,7 +148,7 @@ def _estimate(args: argparse.Namespace) -> int:
         f"{c['chunk_budget_minutes']:g} min"
     )
     hdr = (f"{'algorithm':14s} {'configs':>7s} {'jobs':>6s} {'offline h':>10s} "
-           f"{'runs h':>10s} {'overhead h':>10s} {'total h':>10s} {'max chunk h':>11s}"
+           f"{'runs h':>10s} {'overhead h':>10s} {'total h':>10s} {'max job h':>11s}"
            f"  {'in range':>9s} {'worst':>6s}  calibration")
     print(hdr)
     print("-" * len(hdr))

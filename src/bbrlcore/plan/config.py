@@ -520,6 +520,8 @@ def _check_scalars(cfg: dict[str, Any], fail) -> None:
     if not 0 < number("chunk_budget_minutes") < math.inf:
         raise fail(f"chunk_budget_minutes={cfg['chunk_budget_minutes']}",
                    "must be > 0 and finite")
+    if not 0 < number("bundle_minutes") < math.inf:
+        raise fail(f"bundle_minutes={cfg['bundle_minutes']}", "must be > 0 and finite")
     if not 0 < number("checkpoint_every_seconds") < math.inf:
         raise fail(f"checkpoint_every_seconds={cfg['checkpoint_every_seconds']}",
                    "must be > 0 and finite")

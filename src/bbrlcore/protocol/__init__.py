@@ -19,6 +19,7 @@ from bbrlcore.protocol.runner import (
     parse_slice,
     read_run,
     run_agent,
+    run_meta,
     write_run,
 )
 from bbrlcore.protocol.test_sets import (
@@ -37,5 +38,5 @@ __all__ = [
     "MAX_HORIZON", "MAX_MDPS", "OVERRUN_FACTOR", "OVERRUN_MIN_S", "ROW_SUM_TOLERANCE",
     "RUN_COLUMNS", "TIMING_COLUMNS", "Overrun", "TestSet", "TrainedAgent", "check_mdps",
     "new_test_set", "parse_slice", "read_agent", "read_run", "read_test_set", "run_agent",
-    "train_agent", "write_agent", "write_run", "write_test_set",
+    "run_meta", "train_agent", "write_agent", "write_run", "write_test_set",
 ]

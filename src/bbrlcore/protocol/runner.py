@@ -323,6 +323,20 @@ RECORDED_SINCE_REWARDS = ("undiscounted_return", "rewards")
 TIMING_COLUMNS = ("online_time_s", "offline_time_s")
 
 
+def run_meta(ts: TestSet, agent: TrainedAgent, mdps: range) -> dict[str, Any]:
+    """The metadata of a run artefact: the agent, its parameters, the experiment, the
+    test set's seed and size, and the slice of test MDPs played."""
+    return {
+        "agent": agent.agent_id,
+        "algorithm": agent.algorithm,
+        "params": agent.params,
+        "experiment": f"{ts.test.short_name}-{agent.prior.short_name}",
+        "test_seed": ts.seed,
+        "n_mdps": ts.n_mdps,
+        "mdps": [mdps.start, mdps.stop],
+    }
+
+
 def write_run(table: pl.DataFrame, path: str | Path, meta: dict[str, Any]) -> None:
     artefacts.write_artefact(path, table, "run", meta)
 

@@ -1,0 +1,47 @@
+"""``bbrl batch``: several trainings or runs in one process (a workflow job's bundle)."""
+
+from __future__ import annotations
+
+import argparse
+
+from bbrlcore.errors import BBRLError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    b = sub.add_parser(
+        "batch", help="several trainings or runs in one process (a workflow job)",
+        description="Execute a bundle of training or run units in one process, each "
+        "exactly as bbrl train / bbrl run would (bbrlcore.protocol.batch documents the "
+        "spec). The workflow writes the spec; by hand, `bbrl batch --spec @bundle.json`.")
+    b.add_argument("--spec", required=True, metavar="JSON",
+                   help="the bundle: JSON text, or @FILE")
+    b.add_argument("--partial", metavar="DIR",
+                   help="keep each finished unit here, and take the units an earlier "
+                   "attempt finished from here (removed when every unit is done)")
+    b.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress output within a unit")
+    b.set_defaults(func=_batch)
+
+
+def _expected(ts, agent, n: int) -> float | None:
+    """The cost model's estimate of ``n`` trajectories (None if it cannot tell)."""
+    from bbrlcore.plan import cost  # (asked only after a unit has lasted 30 s)
+
+    try:
+        s = cost.model().seconds_per_trajectory(
+            agent.algorithm, agent.params, ts.test, ts.horizon, agent.prior, ts.gamma,
+            learned=agent.info)
+    except (BBRLError, ValueError, ArithmeticError):
+        return None
+    return n * s
+
+
+def _batch(args: argparse.Namespace) -> int:
+    from bbrlcore.formats import artefacts
+    from bbrlcore.protocol import batch
+
+    spec = batch.load_spec(args.spec)
+    for unit in spec["units"]:  # refused before any unit runs, as bbrl train/run do
+        artefacts.check_output_path(unit["output"])
+    batch.run_batch(spec, args.partial, progress=not args.quiet, expected=_expected)
+    return 0
