@@ -169,12 +169,6 @@ def formula_paths():
 # ---- input and parameter functions -----------------------------------------------------
 
 
-
-
-
-
-
-
 def plugin_args():
     """``--plugins REF...`` of bbrl report: the plugins' references (the report shows the
     display names they declare), or nothing without plugins."""
@@ -187,20 +181,6 @@ def warmup_agent(wildcards):
     warm-up trains and runs it once (same kernels and types as every configuration)."""
     a = next(a for a in PLAN.agents if a.algorithm == wildcards.algorithm)
     return json.dumps({"ref": a.ref, "params": dict(a.params)}, sort_keys=True)
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def distribution_spec(wildcards):
