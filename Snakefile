@@ -14,7 +14,8 @@ min_version("9.0")
 
 
 # config.yaml is read by Snakemake; check its YAML first, so that a syntax error names the
-# file and the line (Snakemake's own message names neither).
+# file and the line (Snakemake's own message names neither). A study given with
+# --configfile is read alone, never merged into config.yaml (workflow/rules/common.smk).
 import os as _os
 
 from snakemake.exceptions import WorkflowError as _WorkflowError
@@ -22,14 +23,14 @@ from snakemake.exceptions import WorkflowError as _WorkflowError
 from bbrlcore.errors import BBRLError as _BBRLError
 from bbrlcore.plan import check_yaml_file as _check_yaml_file
 
-if _os.path.exists("config.yaml"):
-    try:
-        _check_yaml_file("config.yaml")
-    except _BBRLError as _exc:
-        raise _WorkflowError(str(_exc)) from None
+if not workflow.overwrite_configfiles:
+    if _os.path.exists("config.yaml"):
+        try:
+            _check_yaml_file("config.yaml")
+        except _BBRLError as _exc:
+            raise _WorkflowError(str(_exc)) from None
 
-
-configfile: "config.yaml"
+    configfile: "config.yaml"
 
 
 include: "workflow/rules/common.smk"

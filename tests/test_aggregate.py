@@ -683,3 +683,46 @@ def test_cli_versus_prints_one_algorithm_against_every_other(tmp_path, bbrl_cmd,
     assert r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1
     assert r.stderr.startswith("bbrl: error: --versus 'mine': no such algorithm")
     assert "Random, e-Greedy, Soft-max, BAMCP, BEB, BEB (compat), PSRL, BOSS" in r.stderr
+
+
+def test_cli_versus_takes_a_plugins_display_name(tmp_path, bbrl_cmd, env_with_cache):
+    """Issue 33: ``--versus`` takes the name the report shows for a plugin (its declared
+    display name, with ``--plugins REF`` as the report gets it), its id, any case; an
+    unknown name is one line listing the algorithms and saying how a plugin's display
+    name becomes known."""
+    from synthetic_runs import ALGORITHMS, learning_runs
+
+    (tmp_path / "pm.py").write_text(
+        "from bbrlcore.agents import Param, PythonAgent\n\n\n"
+        "class PM(PythonAgent):\n"
+        "    name = 'pm-bonus'\n"
+        "    display_name = 'PM + count bonus'\n"
+        "    params = (Param('beta', float, default=1.0),)\n\n"
+        "    def act(self, state):\n"
+        "        return 0\n")
+    algs = [a for a in ALGORITHMS if a[0] != "boss"] + [
+        ("pm-bonus", "pm-bonus__beta=1", False, 0.1, 0.9, 5.0, 0.0)]
+    m = learning_runs(("GC-GC", "GC-UGC"), algorithms=algs, n=10, T=8)
+    artefacts.write_artefact(tmp_path / "m.parquet", m, "merged", {})
+    for name in ("PM + count bonus", "pm + COUNT bonus", "pm-bonus"):
+        r = _cli(bbrl_cmd, env_with_cache, tmp_path, "m.parquet", "--resamples", "100",
+                 "--plugins", "pm.py:PM", "--versus", name)
+        assert r.returncode == 0, (name, r.stderr)
+        assert "PM + count bonus against every other algorithm" in r.stdout, name
+        assert "pm-bonus" not in r.stdout  # the tables show it by its display name
+    r = _cli(bbrl_cmd, env_with_cache, tmp_path, "m.parquet", "--resamples", "100",
+             "--versus", "PM + count bonus")  # its display name is unknown without --plugins
+    assert r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith("bbrl: error: --versus 'PM + count bonus': no such algorithm")
+    assert "pm-bonus" in r.stderr and "--plugins REF" in r.stderr
+    r = _cli(bbrl_cmd, env_with_cache, tmp_path, "m.parquet", "--resamples", "100",
+             "--versus", "pm-bonus")  # its id works without
+    assert r.returncode == 0, r.stderr
+
+
+def test_find_family_refuses_an_ambiguous_name_in_one_line():
+    with pytest.raises(BBRLError) as exc:
+        A.find_family("mine", ["Random", "Mine", "MINE"])
+    assert str(exc.value) == ("--versus 'mine': ambiguous: it names MINE and Mine (give one "
+                              "as written)")
+    assert A.find_family("Mine", ["Mine", "MINE"]) == "Mine"

@@ -21,6 +21,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from bbrlcore import plan as P
 from bbrlcore.errors import BBRLError
@@ -611,6 +613,170 @@ def test_bbrl_init_writes_a_study_that_plans_estimates_and_dry_runs(tmp_path,
     assert r.returncode == 0, r.stderr[-2000:]
     assert "my-greedy: 2 agents" in r.stderr
     assert "results/my-study/report/index.html" in r.stdout + r.stderr
+
+
+def _dry_run_plan(out: str) -> tuple[set[str], int]:
+    """The agent ids a dry run trains, and its number of training and run jobs."""
+    jobs = _planned(out)
+    agents = {re.search(r"agent=([^,\s]+)", wc).group(1) for rule, wc in jobs if rule == "train"}
+    return agents, sum(rule in ("train", "run") for rule, _ in jobs)
+
+
+@pytest.mark.slow
+def test_an_own_study_runs_what_bbrl_estimate_prices_beside_config_yaml(tmp_path):
+    """Issue 33: from a directory holding the repository's config.yaml (the repository's
+    root), `snakemake --configfile STUDY` plans exactly the agents and jobs that `bbrl
+    estimate STUDY` prices: the study is the whole configuration, never merged into
+    config.yaml (whose algorithms, formula sets and chunk budget it used to gain). Both a
+    study written by `bbrl init` and a hand-written one that leaves keys out (BAMCP's grid,
+    the chunk budget) are checked."""
+    from bbrlcore.cli.estimate import estimate
+
+    shutil.copy(ROOT / "config.yaml", tmp_path / "config.yaml")
+    bbrl = str(Path(sys.executable).with_name("bbrl"))
+    r = subprocess.run([bbrl, "init", "s.yaml", "--experiment", "GC:GC", "--n-mdps", "5"],
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    (tmp_path / "clean.yaml").write_text(yaml.safe_dump({
+        "results_dir": "results/clean", "n_mdps": 4, "horizon": 20,
+        "experiments": [{"test": {"family": "riverswim", "size": [6, 8]},
+                         "prior": ["accurate", "uniform"]}],
+        "algorithms": {"random": {}, "bamcp": {"K": [50], "D": [15]}, "optimal": {}}}))
+    for name in ("s.yaml", "clean.yaml"):
+        plan = P.load(tmp_path / name)
+        rows = estimate(plan)
+        r = _snake(tmp_path, tmp_path / name, "-n")
+        assert r.returncode == 0, r.stderr[-3000:]
+        agents, jobs = _dry_run_plan(r.stdout)
+        assert agents == {a.key for a in plan.agents}, name
+        assert jobs == sum(x["train_jobs"] + x["run_jobs"] for x in rows.values()), name
+        assert f"{len(plan.agents)} agent configurations" in r.stderr
+        assert "formula_set" not in _jobs(r.stdout)  # config.yaml's formula sets: not here
+        runs = {wc for rule, wc in _planned(r.stdout) if rule == "run"}
+        assert len(runs) == sum(len(plan.chunks(e, a)) for e in plan.experiments
+                                for a in plan.agents_of(e))
+    assert plan.config["chunk_budget_minutes"] == BASE["chunk_budget_minutes"]
+    assert [a.key for a in plan.agents if a.algorithm == "bamcp"] == ["bamcp__K=50__D=15"]
+
+
+def test_config_yaml_settings_are_the_defaults_of_a_study():
+    """Every scalar setting of config.yaml (protocol, jobs, statistics) is bbrl's default,
+    so a study given alone that leaves one out gets the paper's value, whether the workflow
+    or `bbrl estimate` reads it (the chunk budget was 120 min for one, 60 for the other)."""
+    for k, v in BASE.items():
+        if not isinstance(v, (dict, list)):
+            assert P.DEFAULTS[k] == v, k
+
+
+def test_snakemake_configfiles_are_read_alone_a_later_key_replacing(tmp_path):
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    a.write_text("n_mdps: 5\nalgorithms: {random: {}, beb: {beta: [1.0]}}\n")
+    b.write_text("algorithms: {random: {}}\n")
+    cfg, name = P.read_configfiles([a, b])
+    assert cfg == {"n_mdps": 5, "algorithms": {"random": {}}} and name == "a.yaml + b.yaml"
+    b.write_text("algorithms: [random\n")
+    with pytest.raises(BBRLError, match=r"b\.yaml: not valid YAML at line 2"):
+        P.read_configfiles([a, b])
+    b.write_text("- random\n")
+    with pytest.raises(BBRLError, match=r"b\.yaml: expected a mapping"):
+        P.read_configfiles([a, b])
+
+
+def _duplicate_keys(text: str) -> list[str]:
+    """The keys a YAML text gives twice in one mapping (PyYAML keeps the last silently)."""
+    dups: list[str] = []
+
+    class Loader(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            keys = [self.construct_object(k, deep=deep) for k, _ in node.value]
+            dups.extend(k for i, k in enumerate(keys) if k in keys[:i])
+            return super().construct_mapping(node, deep=deep)
+
+    yaml.load(text, Loader=Loader)  # noqa: S506 (a SafeLoader)
+    return dups
+
+
+def test_bbrl_init_writes_exactly_the_algorithms_asked_for(tmp_path, monkeypatch, capsys):
+    """Issue 33: the algorithms given, with Random and Optimal (the normalised score's
+    references), no example algorithm beside them and no key twice; an algorithm given
+    twice is one grid (or tiers, when they differ in more than one parameter)."""
+    from bbrlcore.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["init", "s.yaml", "--experiment", "GC:GC", "--n-mdps", "3",
+                 "--algorithm", "beb beta=3", "--algorithm", "beb beta=4",
+                 "--algorithm", "e-greedy epsilon=0.1",
+                 "--algorithm", "bamcp K=1 D=15", "--algorithm", "bamcp K=2 D=25"]) == 0
+    text = (tmp_path / "s.yaml").read_text()
+    assert _duplicate_keys(text) == []
+    cfg = yaml.safe_load(text)
+    assert cfg["algorithms"] == {
+        "random": {}, "beb": {"beta": [3, 4]}, "e-greedy": {"epsilon": 0.1},
+        "bamcp": [{"K": 1, "D": 15}, {"K": 2, "D": 25}], "optimal": {}}
+    plan = P.load(tmp_path / "s.yaml")
+    assert sorted(a.key for a in plan.agents) == sorted([
+        "random", "optimal", "beb__beta=3", "beb__beta=4", "e-greedy__epsilon=0.1",
+        "bamcp__K=1__D=15", "bamcp__K=2__D=25"])
+    assert text.startswith("# s: a bbrl study of your own")  # the comments are kept
+    # without --algorithm: the example set
+    assert main(["init", "e.yaml", "--n-mdps", "3"]) == 0
+    assert set(yaml.safe_load((tmp_path / "e.yaml").read_text())["algorithms"]) == {
+        "random", "e-greedy", "bamcp", "beb", "optimal"}
+    capsys.readouterr()
+    assert main(["init", "x.yaml", "--algorithm", " "]) == 2
+    assert "--algorithm ' ': expected REF" in capsys.readouterr().err
+    assert not (tmp_path / "x.yaml").exists()
+
+
+PRINTABLE = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="/"),
+                    min_size=1, max_size=24).filter(
+    lambda t: t.isprintable() and not t.startswith("-"))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(stem=PRINTABLE, suffix=st.sampled_from([".yaml", ".yml"]))
+def test_bbrl_init_any_file_name_round_trips_or_is_refused_in_one_line(stem, suffix):
+    """Issue 33 (`bbrl init 'a #b.yaml'` announced results/a #b/ and wrote results/a;
+    'a: b.yaml' was a YAML traceback): any printable file name either gives a file that
+    loads back as the configuration announced (its results directory as printed), or is
+    refused in one line with nothing written."""
+    _init_name_round_trips(stem + suffix)
+
+
+@pytest.mark.parametrize("name", ["a #b.yaml", "a: b.yaml", "x{y}.yaml", "..yaml",
+                                  "'\"&|;$(ls).yaml", "ü -- ✓.yaml", "x" * 300 + ".yaml",
+                                  "[a, b].yaml", "*.yaml", "!!python.yaml", "%TAG.yaml"])
+def test_bbrl_init_awkward_file_names(name):
+    _init_name_round_trips(name)
+
+
+def _init_name_round_trips(name: str) -> None:
+    import contextlib
+    import io
+    import tempfile
+
+    from bbrlcore.cli import main
+
+    old = os.getcwd()
+    with tempfile.TemporaryDirectory() as d:
+        os.chdir(d)
+        try:
+            out, err = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                rc = main(["init", name, "--experiment", "GC:GC", "--n-mdps", "1"])
+            if rc != 0:
+                assert rc == 2 and err.getvalue().count("\n") == 1, (name, err.getvalue())
+                assert err.getvalue().startswith("bbrl: error: ")
+                assert os.listdir(d) == [], name
+                return
+            text = Path(name).read_text(encoding="utf-8")
+            cfg = yaml.safe_load(text)
+            assert cfg["results_dir"] == "results/" + Path(name).stem
+            assert f"results will go to {cfg['results_dir']}/ " in out.getvalue()
+            assert P.load(Path(name)).config["results_dir"] == cfg["results_dir"]
+            assert _duplicate_keys(text) == []
+        finally:
+            os.chdir(old)
 
 
 # ---------------------------------------------------------------------------------------

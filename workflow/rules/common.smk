@@ -18,15 +18,18 @@ from bbrlcore.plan import probe as bbrl_probe
 from bbrlcore.plan import workflow as bbrl_support
 from bbrlcore.errors import BBRLError
 
-# ---- configuration: base config.yaml, then the preset overlay, then --config ---------
-_CONFIG_NAME = (
-    os.path.basename(workflow.configfiles[0]) if workflow.configfiles else "config"
-)
+# ---- configuration: config.yaml, or the --configfile files alone (a study of one's own:
+# never merged into config.yaml, as `bbrl estimate FILE` reads it), then the preset
+# overlay, then --config
 try:
+    if workflow.overwrite_configfiles:
+        _BASE, _CONFIG_NAME = bbrl_plan.read_configfiles(workflow.overwrite_configfiles)
+    else:
+        _BASE, _CONFIG_NAME = config, "config.yaml"
     # only the --config values override the preset (overwrite_config also holds the
     # whole --configfile, which would undo the overlay)
     PLAN = bbrl_plan.load(
-        config, dict(workflow.config_settings.config), source=_CONFIG_NAME
+        _BASE, dict(workflow.config_settings.config), source=_CONFIG_NAME
     )
 except BBRLError as exc:
     raise WorkflowError(str(exc)) from None

@@ -387,6 +387,30 @@ def all_entries() -> list[Entry]:
     return [*entry_points().values(), *_REFERENCES.values()]
 
 
+def display_names(algorithms: list[str], refs: list[str]) -> dict[str, str]:
+    """The display names declared by the plugins among ``algorithms`` (what the report
+    shows for them): those of ``refs`` (loaded; a reference that does not load is an
+    error) and installed plugins (found by name; one that does not import keeps its
+    name).
+
+    >>> display_names(["random", "beb"], [])
+    {}
+    """
+    for ref in refs:
+        entry(ref)
+    out: dict[str, str] = {}
+    for e in all_entries():
+        if e.builtin or e.name not in algorithms:
+            continue
+        try:
+            shown = e.algorithm.display_name
+        except BBRLError:
+            continue
+        if shown:
+            out[e.name] = shown
+    return out
+
+
 def reset() -> None:
     """Forget what was found (tests)."""
     global _ENTRY_POINTS

@@ -686,11 +686,14 @@ VERSUS_COLUMNS = ("family", "opponent", "probability", "ci_low", "ci_high",
                   "paired_probability", "paired_ci_low", "paired_ci_high", "verdict")
 
 
-def find_family(name: str, families: Sequence[str], option: str = "--versus") -> str:
+def find_family(name: str, families: Sequence[str], option: str = "--versus",
+                hint: str = "") -> str:
     """The family that ``name`` designates among ``families``: its name as shown
-    (``BEB (compat)``), the same ignoring case, or an algorithm's id (``beb`` -> ``BEB``,
-    a plugin's id -> its display name); else one line naming ``option`` and listing the
-    families.
+    (``BEB (compat)``, a plugin's display name while
+    :func:`bbrlcore.analysis.constraints.display_names` is in force), the same ignoring
+    case, or an algorithm's id (``beb`` -> ``BEB``, a plugin's id -> its display name);
+    else one line naming ``option`` and listing the families (then ``hint``); a name
+    that matches several families only ignoring case is refused as ambiguous.
 
     Examples
     --------
@@ -698,18 +701,25 @@ def find_family(name: str, families: Sequence[str], option: str = "--versus") ->
     'BEB'
     >>> find_family("beb (COMPAT)", ["BEB", "BEB (compat)"])
     'BEB (compat)'
+    >>> find_family("mine", ["Mine", "MINE"])
+    Traceback (most recent call last):
+    ...
+    bbrlcore.errors.BBRLError: --versus 'mine': ambiguous: it names MINE and Mine ...
     """
     from bbrlcore.analysis.constraints import display_name
 
     fams = list(families)
     if name in fams:
         return name
-    folded = {f.casefold(): f for f in fams}
     for cand in (name, display_name(name), display_name(name.casefold())):
-        if cand.casefold() in folded:
-            return folded[cand.casefold()]
+        hits = sorted({f for f in fams if f.casefold() == cand.casefold()})
+        if len(hits) == 1:
+            return hits[0]
+        if hits:
+            raise BBRLError(f"{option} {name!r}: ambiguous: it names {' and '.join(hits)} "
+                            "(give one as written)")
     raise BBRLError(f"{option} {name!r}: no such algorithm in these results; the "
-                    f"algorithms are: {', '.join(_family_order(fams))}")
+                    f"algorithms are: {', '.join(_family_order(fams))}{hint}")
 
 
 def versus(agg: Aggregates, name: str, option: str = "--versus") -> pl.DataFrame:

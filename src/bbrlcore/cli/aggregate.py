@@ -59,7 +59,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "families of their own")
     p.add_argument("--versus", metavar="NAME",
                    help="also compare one algorithm (as the report names it, e.g. 'BEB "
-                   "(compat)', or its id) with every other: P(NAME > Y) and P(Y > NAME)")
+                   "(compat)' or a plugin's display name, or its id) with every other: "
+                   "P(NAME > Y) and P(Y > NAME)")
+    p.add_argument("--plugins", nargs="*", default=[], metavar="REF",
+                   help="plugin references (path/to/file.py:NAME, module:NAME) whose "
+                   "display names the tables show and --versus takes, as the report; "
+                   "installed plugins are found by name")
     p.add_argument("-o", "--output", metavar="DIR",
                    help="also write the tables as Parquet into DIR")
     p.set_defaults(func=_aggregate, io=IO(inputs=("merged",), outdirs=("output",),
@@ -208,18 +213,30 @@ def _aggregate(args: argparse.Namespace) -> int:
         raise BBRLError(f"--confidence {args.confidence}: must be in (0, 1)")
     if not (0 < args.alpha < 1):
         raise BBRLError(f"--alpha {args.alpha}: must be in (0, 1)")
+    from bbrlcore.agents import registry
+    from bbrlcore.analysis.constraints import display_names
+
     merged = read_runs(args.merged, "aggregate", rewards=False)
-    if args.versus is not None:  # an unknown name fails before the bootstrap
-        pairs = merged.filter(pl.col("algorithm") != "optimal").select(
-            "algorithm", "compat").unique()
-        agg_mod.find_family(args.versus, [
-            agg_mod._family(a, bool(c), not args.merge_compat) for a, c in pairs.iter_rows()])
-    agg = agg_mod.compute(
-        merged, n_resamples=args.resamples, seed=args.seed,
-        offline_bound=args.offline_bound, online_bound=args.online_bound,
-        confidence=args.confidence, alpha=args.alpha, correction=args.correction,
-        separate_compat=not args.merge_compat, score=args.score)
-    v = None if args.versus is None else agg_mod.versus(agg, args.versus)
+    algorithms = merged["algorithm"].unique().sort().to_list()
+    names = registry.display_names(algorithms, args.plugins)  # as the report shows them
+    with display_names(names):
+        if args.versus is not None:  # an unknown name fails before the bootstrap
+            pairs = merged.filter(pl.col("algorithm") != "optimal").select(
+                "algorithm", "compat").unique()
+            known = {e.name for e in registry.all_entries()}
+            unknown = [a for a in algorithms if a not in known]
+            hint = (f" (the display name of plugin {', '.join(unknown)} is known when it is "
+                    "installed or given with --plugins REF, e.g. --plugins "
+                    "my_agents.py:MyAgent)" if unknown else "")
+            agg_mod.find_family(args.versus, [
+                agg_mod._family(a, bool(c), not args.merge_compat)
+                for a, c in pairs.iter_rows()], hint=hint)
+        agg = agg_mod.compute(
+            merged, n_resamples=args.resamples, seed=args.seed,
+            offline_bound=args.offline_bound, online_bound=args.online_bound,
+            confidence=args.confidence, alpha=args.alpha, correction=args.correction,
+            separate_compat=not args.merge_compat, score=args.score)
+        v = None if args.versus is None else agg_mod.versus(agg, args.versus)
     print(render(agg))
     if v is not None:
         print("\n" + render_versus(v, args.confidence))

@@ -1,9 +1,11 @@
 """``bbrl init FILE``: a configuration of your own study, outside ``config.yaml``.
 
-The workflow reads the repository's ``config.yaml`` (the paper's configuration), then the
-file given with ``--configfile``, whose top-level keys replace the base's. ``bbrl init``
-writes such a file, complete for the keys a study sets (experiments, algorithms, N, the
-results directory, compat variants), so that::
+Given with ``--configfile``, the file is the workflow's whole configuration: the workflow
+does not read the repository's ``config.yaml`` then, and the keys the file does not set
+take bbrl's defaults (:data:`bbrlcore.plan.DEFAULTS`, the paper's protocol, job and
+statistics settings), exactly as ``bbrl estimate FILE`` reads it. ``bbrl init`` writes
+such a file, complete for the keys a study sets (experiments, algorithms, N, the results
+directory, compat variants), so that::
 
     bbrl init my-study.yaml --algorithm my_agents.py:MyGreedy
     bbrl estimate my-study.yaml
@@ -11,56 +13,65 @@ results directory, compat variants), so that::
 
 plan, price and run the same study, with its results in their own directory
 (``results/my-study``), without editing ``config.yaml``.
+
+The file holds exactly what was asked: the algorithms given with ``--algorithm`` (an
+algorithm given several times is one grid, ``beb beta=3`` and ``beb beta=4`` give
+``beb: {beta: [3, 4]}``), with Random and Optimal, the references of the normalised
+score, or an example set when none is given. It is written by the YAML library and read
+back before it exists: a file name that YAML or the workflow cannot carry is refused in
+one line.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
+import shlex
 from pathlib import Path
+from typing import Any
 
 from bbrlcore.errors import BBRLError
 
-TEMPLATE = """\
+#: The paper's six experiments (the default of ``--experiment``).
+PAPER_EXPERIMENTS = ("GC:GC", "GDL:GDL", "Grid:Grid", "GC:UGC", "GDL:UGDL", "Grid:UGrid")
+#: The algorithms of a study when ``--algorithm`` names none: an example to edit.
+EXAMPLE_ALGORITHMS: dict[str, Any] = {
+    "random": {}, "e-greedy": {"epsilon": [0.0, 0.1]}, "bamcp": {"K": [50], "D": [15]},
+    "beb": {"beta": [0.5, 2.5]}, "optimal": {}}
+#: The references of the normalised score (Random = 0, Optimal = 1), always in a study.
+REFERENCES = ("random", "optimal")
+
+HEADER = """\
 # {name}: a bbrl study of your own (written by `bbrl init`).
 #
-#   bbrl estimate {file}                                  # CPU-hours, before computing
-#   snakemake --cores all --configfile {file}             # run it (a laptop)
-#   snakemake --profile slurm --configfile {file}         # run it (a SLURM cluster)
+#   bbrl estimate {file}                              # CPU-hours, before computing
+#   snakemake --cores all --configfile {file}         # run it (a laptop)
+#   snakemake --profile slurm --configfile {file}     # run it (a SLURM cluster)
 #
-# The workflow reads the repository's config.yaml, then this file: each top-level key
-# below replaces the base's (README, "Your own study"). Everything is checked before any
-# job runs; an error names the key.
-
-results_dir: {results_dir}        # this study's artefacts, report in {results_dir}/report/
-n_mdps: {n_mdps}                  # N test MDPs per test distribution (the paper: 500)
-gamma: 0.95
-horizon: 250
-test_seed: 0
-train_seed: 0
-
-# Experiments: a test distribution and the prior the agents get (accurate: the same;
-# inaccurate: the uniform U... prior). Built-ins: GC, GDL, Grid, UGC, UGDL, UGrid; your
-# own distribution files go under `distributions:` (a name of your own -> a file).
-experiments:
-{experiments}
-distributions: {{}}
-
-# Algorithms: a grid of parameters each (lists are crossed); `bbrl agents` lists every
-# algorithm and its parameters. Random and Optimal normalise the scores (0 and 1).
-algorithms:
-  random: {{}}
-  e-greedy: {{epsilon: [0.0, 0.1]}}
-  bamcp: {{K: [50], D: [15]}}
-  beb: {{beta: [0.5, 2.5]}}
-  optimal: {{}}
-{plugins}
-# compat variants (soft-max, beb, sboss with the original program's quirks) double
-# those algorithms' agents; the paper's configuration turns them on.
-compat_variants: false
-extended: false
-formula_sets: {{}}
+# Given with --configfile, this file is the whole configuration: the workflow does not
+# read the repository's config.yaml, and keys not set here take bbrl's defaults (the
+# paper's protocol, jobs and statistics), as `bbrl estimate` reads it (README, "Your own
+# study"). Everything is checked before any job runs; an error names the key.
 """
+
+#: (comment, keys) of each section of the file, in order.
+SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("# This study's artefacts (its report: RESULTS_DIR/report/index.html); N test MDPs per\n"
+     "# test distribution (the paper: 500), the discount, the horizon T, the seeds.",
+     ("results_dir", "n_mdps", "gamma", "horizon", "test_seed", "train_seed")),
+    ("# Experiments: a test distribution and the prior the agents get (accurate: the same;\n"
+     "# inaccurate: the uniform U... prior). Built-ins: GC, GDL, Grid, UGC, UGDL, UGrid; a\n"
+     "# problem family's name (DeepSea-20; bbrl families) or {family: NAME, size: [...]};\n"
+     "# your own distribution files go under `distributions:` (a name of your own -> a file).",
+     ("experiments", "distributions")),
+    ("# Algorithms: a grid of parameters each (lists are crossed); `bbrl agents` lists every\n"
+     "# algorithm and its parameters. Random and Optimal normalise the scores (0 and 1).",
+     ("algorithms",)),
+    ("# compat variants (soft-max, beb, sboss with the original program's quirks) double\n"
+     "# those algorithms' agents; the paper's configuration turns them on.",
+     ("compat_variants", "extended", "formula_sets")),
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -70,9 +81,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("file", help="the configuration to write (e.g. my-study.yaml)")
     p.add_argument("--algorithm", action="append", default=[], metavar="'REF [k=v ...]'",
-                   help="your algorithm: a plugin name, module:NAME or file.py:NAME, then "
-                   "its parameters (a value or a YAML list: 'my.py:Mine eps=[0.1,0.2]'); "
-                   "repeatable")
+                   help="an algorithm: a built-in or plugin name, module:NAME or "
+                   "file.py:NAME, then its parameters (a value or a YAML list: 'my.py:Mine "
+                   "eps=[0.1,0.2]'); repeatable (the same algorithm again adds to its "
+                   "grid); Random and Optimal are added as the references of the "
+                   "normalised score (default: an example set)")
     p.add_argument("--experiment", action="append", default=[], metavar="TEST-PRIOR",
                    help="an experiment as TEST:PRIOR, e.g. GC:UGC (repeatable; default: "
                    "the paper's six)")
@@ -81,39 +94,171 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_init)
 
 
-def render(file: str, algorithms: list[str], experiments: list[str], n_mdps: int) -> str:
-    """The configuration's text (checked by :func:`bbrlcore.plan.load` before it is
-    written)."""
-    if n_mdps < 1:
-        raise BBRLError(f"--n-mdps {n_mdps}: must be >= 1")
-    pairs = []
-    for e in experiments or ["GC:GC", "GDL:GDL", "Grid:Grid", "GC:UGC", "GDL:UGDL",
-                             "Grid:UGrid"]:
-        if e.count(":") != 1 or not all(e.split(":")):
-            raise BBRLError(f"--experiment {e!r}: expected TEST:PRIOR, e.g. GC:UGC")
-        t, p = e.split(":")
-        pairs.append(f"  - {{test: {t}, prior: {p}}}")
+def _same(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and a == b
+
+
+def _values(v: Any) -> list[Any]:
+    return list(v) if isinstance(v, list) else [v]
+
+
+def combine(grids: list[dict[str, Any]]) -> dict[str, Any] | list[dict[str, Any]]:
+    """The grids of one algorithm given several times, as one configuration entry: grids
+    with the same parameters that differ in one parameter at most become one grid (their
+    values joined), others stay tiers (a list of grids), so that the entry stands for
+    exactly the configurations given.
+
+    >>> combine([{"beta": 3}, {"beta": 4}])
+    {'beta': [3, 4]}
+    >>> combine([{"K": 1, "D": 15}, {"K": 2, "D": 15}, {"K": 2, "D": 25}])
+    [{'K': [1, 2], 'D': 15}, {'K': 2, 'D': 25}]
+    >>> combine([{}, {}])
+    {}
+    """
+    tiers: list[dict[str, Any]] = []
+    for g in grids:
+        last = tiers[-1] if tiers else None
+        if last is not None and set(last) == set(g):
+            diff = [k for k in g if len(_values(last[k])) != len(_values(g[k])) or not all(
+                _same(a, b) for a, b in zip(_values(last[k]), _values(g[k]), strict=True))]
+            if len(diff) <= 1:
+                for k in diff:
+                    joined = _values(last[k])
+                    joined += [v for v in _values(g[k]) if not any(_same(v, w) for w in joined)]
+                    last[k] = joined
+                continue
+        tiers.append(dict(g))
+    return tiers[0] if len(tiers) == 1 else tiers
+
+
+def _algorithm(spec: str) -> tuple[str, dict[str, Any]]:
+    """``'REF k=v ...'`` as (REF, grid); a key given twice joins its values."""
     import yaml
 
-    plugins = ""
+    words = spec.split()
+    if not words:
+        raise BBRLError(f"--algorithm {spec!r}: expected REF [name=value ...], e.g. "
+                        "'beb beta=2.5'")
+    ref, *kvs = words
+    grid: dict[str, Any] = {}
+    for kv in kvs:
+        k, eq, v = kv.partition("=")
+        if not eq or not k:
+            raise BBRLError(f"--algorithm {spec!r}: {kv!r} is not name=value")
+        try:
+            value = yaml.safe_load(v)
+        except (yaml.YAMLError, RecursionError) as exc:
+            first = (str(exc).splitlines() or ["syntax error"])[0]
+            raise BBRLError(f"--algorithm {spec!r}: {kv!r}: the value is not valid YAML "
+                            f"({first})") from None
+        if k in grid:
+            joined = _values(grid[k])
+            joined += [x for x in _values(value) if not any(_same(x, w) for w in joined)]
+            value = joined
+        grid[k] = value
+    return ref, grid
+
+
+def study(file: str, algorithms: list[str], experiments: list[str],
+          n_mdps: int) -> dict[str, Any]:
+    """The configuration ``bbrl init`` writes, as a mapping (:func:`render` writes it)."""
+    if n_mdps < 1:
+        raise BBRLError(f"--n-mdps {n_mdps}: must be >= 1")
+    exps = []
+    for e in experiments or PAPER_EXPERIMENTS:
+        t, colon, p = e.partition(":")
+        if not colon or not t or not p or ":" in p:
+            raise BBRLError(f"--experiment {e!r}: expected TEST:PRIOR, e.g. GC:UGC")
+        exps.append({"test": t, "prior": p})
+    grids: dict[str, list[dict[str, Any]]] = {}
     for spec in algorithms:
-        ref, *kvs = spec.split()
-        grid = {}
-        for kv in kvs:
-            if "=" not in kv:
-                raise BBRLError(f"--algorithm {spec!r}: {kv!r} is not key=value")
-            k, v = kv.split("=", 1)
-            try:
-                grid[k] = yaml.safe_load(v)
-            except (yaml.YAMLError, RecursionError) as exc:
-                first = (str(exc).splitlines() or ["syntax error"])[0]
-                raise BBRLError(f"--algorithm {spec!r}: {kv!r}: the value is not valid YAML "
-                                f"({first})") from None
-        flow = yaml.safe_dump(grid, default_flow_style=True).strip()
-        plugins += f"  {yaml.safe_dump(ref).splitlines()[0]}: {flow}\n"
+        ref, grid = _algorithm(spec)
+        grids.setdefault(ref, []).append(grid)
+    if grids:
+        algs: dict[str, Any] = {} if "random" in grids else {"random": {}}
+        algs.update({ref: combine(gs) for ref, gs in grids.items()})
+        if "optimal" not in grids:
+            algs["optimal"] = {}
+    else:
+        algs = {k: dict(v) for k, v in EXAMPLE_ALGORITHMS.items()}
+    return {"results_dir": results_dir(file), "n_mdps": n_mdps, "gamma": 0.95,
+            "horizon": 250, "test_seed": 0, "train_seed": 0, "experiments": exps,
+            "distributions": {}, "algorithms": algs, "compat_variants": False,
+            "extended": False, "formula_sets": {}}
+
+
+def results_dir(file: str) -> str:
+    """``results/STEM``, the results directory of a study written to ``file``; a name the
+    workflow cannot use as a directory is refused in one line.
+
+    >>> results_dir("studies/my-study.yaml")
+    'results/my-study'
+    """
     stem = Path(file).stem
-    return TEMPLATE.format(name=stem, file=file, results_dir=f"results/{stem}",
-                           n_mdps=n_mdps, experiments="\n".join(pairs), plugins=plugins)
+    if stem in ("", ".", ".."):
+        raise BBRLError(f"{file}: give the file a name (its results go to results/NAME)")
+    return f"results/{stem}"
+
+
+def render(file: str, algorithms: list[str], experiments: list[str], n_mdps: int) -> str:
+    """The configuration's text: a header comment, then each section (a comment and its
+    keys, written by the YAML library). It is read back before it is returned: a name that
+    YAML cannot carry is one :class:`BBRLError` line. The configuration itself is checked
+    by :func:`bbrlcore.plan.load` before it is written."""
+    import yaml
+
+    if not file.isprintable():
+        raise BBRLError(f"{file!r}: the file name has a character that is not printable "
+                        "(it is written into the file's comments): choose another name")
+    data = study(file, algorithms, experiments, n_mdps)
+    quoted = shlex.quote(file)
+    parts = [HEADER.format(name=Path(file).stem, file=quoted)]
+    for comment, keys in SECTIONS:
+        parts.append(f"{comment}\n{dump({k: data[k] for k in keys})}")
+    text = "\n".join(parts)
+    try:
+        back = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        first = (str(exc).splitlines() or ["syntax error"])[0]
+        raise BBRLError(f"{file}: cannot be written as a YAML configuration ({first}): "
+                        "choose another name") from None
+    if back != data:  # a writer's bug, never a silently different study
+        raise BBRLError(f"{file}: the written configuration would not read back as given: "
+                        "choose another name")
+    return text
+
+
+def dump(data: dict[str, Any]) -> str:
+    """``data`` as YAML, by the YAML library: its keys and their mappings or lists in
+    block style, everything deeper in flow style (``- {test: GC, prior: UGC}``,
+    ``beb: {beta: [0.5, 2.5]}``).
+
+    >>> print(dump({"n_mdps": 5, "algorithms": {"beb": {"beta": [3, 4]}}}), end="")
+    n_mdps: 5
+    algorithms:
+      beb: {beta: [3, 4]}
+    """
+    import yaml
+
+    class Dumper(yaml.SafeDumper):
+        def ignore_aliases(self, data: Any) -> bool:
+            return True
+
+    node = Dumper(None, sort_keys=False).represent_data(data)
+
+    def style(n: Any, depth: int) -> None:
+        if isinstance(n, yaml.MappingNode):
+            n.flow_style = depth >= 2
+            for k, v in n.value:
+                style(k, depth + 1)
+                style(v, depth + 1)
+        elif isinstance(n, yaml.SequenceNode):
+            n.flow_style = depth >= 2
+            for v in n.value:
+                style(v, depth + 1)
+
+    style(node, 0)
+    return yaml.serialize(node, Dumper=Dumper, allow_unicode=True, width=math.inf)
 
 
 def _init(args: argparse.Namespace) -> int:
@@ -123,13 +268,17 @@ def _init(args: argparse.Namespace) -> int:
     from bbrlcore.formats.artefacts import atomic_path
 
     path = Path(args.file)
-    if path.exists() and not args.force:
-        raise BBRLError(f"{path}: exists (give --force to overwrite it)")
     if path.suffix not in (".yaml", ".yml"):
-        raise BBRLError(f"{path}: give a .yaml file name")
-    text = render(str(path), args.algorithm, args.experiment, args.n_mdps)
+        raise BBRLError(f"{args.file}: give a .yaml file name")
+    text = render(args.file, args.algorithm, args.experiment, args.n_mdps)
+    try:
+        exists = path.exists()
+    except (OSError, ValueError) as exc:  # a name too long, a NUL byte
+        raise BBRLError(f"{args.file}: not a usable file name ({exc})") from None
+    if exists and not args.force:
+        raise BBRLError(f"{path}: exists (give --force to overwrite it)")
     try:  # the study is valid before it exists
-        P.load(yaml.safe_load(text), source=str(path))
+        plan = P.load(yaml.safe_load(text), source=str(path))
     except BBRLError as exc:
         hint = (" (give your algorithm's parameters: --algorithm 'REF name=value ...')"
                 if "is required" in str(exc) else "")
@@ -137,10 +286,10 @@ def _init(args: argparse.Namespace) -> int:
     if path.parent != Path("") and not path.parent.is_dir():
         raise BBRLError(f"{path}: no such directory {path.parent}")
     with atomic_path(path) as tmp:
-        tmp.write_text(text)
-    print(f"wrote {path}; next: bbrl estimate {path}; "
-          f"snakemake --cores all --configfile {path}")
+        tmp.write_text(text, encoding="utf-8")
+    q = shlex.quote(str(path))
+    print(f"wrote {path}; next: bbrl estimate {q}; snakemake --cores all --configfile {q}")
     if not os.environ.get("BBRL_QUIET"):
-        print(f"results will go to results/{path.stem}/ (report: "
-              f"results/{path.stem}/report/index.html)")
+        out = plan.config["results_dir"]
+        print(f"results will go to {out}/ (report: {out}/report/index.html)")
     return 0

@@ -73,21 +73,8 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def display_names(algorithms: list[str], refs: list[str]) -> dict[str, str]:
-    """The display names declared by the plugins among ``algorithms``: those of ``refs``
-    (loaded; a reference that does not load is an error) and installed plugins (found by
-    name; one that does not import keeps its name)."""
+    """The display names declared by the plugins among ``algorithms``
+    (:func:`bbrlcore.agents.registry.display_names`)."""
     from bbrlcore.agents import registry
 
-    for ref in refs:
-        registry.entry(ref)
-    out: dict[str, str] = {}
-    for e in registry.all_entries():
-        if e.builtin or e.name not in algorithms:
-            continue
-        try:
-            shown = e.algorithm.display_name
-        except BBRLError:
-            continue
-        if shown:
-            out[e.name] = shown
-    return out
+    return registry.display_names(algorithms, refs)

@@ -12,8 +12,8 @@
 ``from bbrlcore import plan as P`` gives the names of ``config`` and ``model``.
 """
 
-from bbrlcore.plan.config import apply_preset, check_yaml_file, load
+from bbrlcore.plan.config import apply_preset, check_yaml_file, load, read_configfiles
 from bbrlcore.plan.model import DEFAULTS, AgentConfig, Experiment, Plan
 
 __all__ = ["DEFAULTS", "AgentConfig", "Experiment", "Plan", "apply_preset",
-           "check_yaml_file", "load"]
+           "check_yaml_file", "load", "read_configfiles"]

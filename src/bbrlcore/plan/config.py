@@ -6,7 +6,7 @@ import copy
 import itertools
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +83,35 @@ def check_yaml_file(path: str | Path) -> Any:
         raise BBRLError(msg) from None
     except yaml.YAMLError as exc:
         raise BBRLError(f"{p}: not valid YAML ({str(exc).splitlines()[0]})") from None
+
+
+def read_configfiles(paths: Sequence[str | Path]) -> tuple[dict[str, Any], str]:
+    """The configuration of ``snakemake --configfile FILE [FILE ...]``: each file read
+    (a YAML error names the file and the line), a later file's top-level keys replacing
+    an earlier's, and the name errors give (``my-study.yaml``; ``a.yaml + b.yaml``).
+
+    The files are the whole configuration: the workflow does not merge them into
+    ``config.yaml`` (Snakemake would merge nested mappings, so that a study's
+    ``algorithms:`` gained the paper's), and keys they do not set take :data:`DEFAULTS`,
+    as :func:`load` gives them to ``bbrl estimate FILE``.
+
+    >>> import pathlib, tempfile
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "a.yaml").write_text("n_mdps: 5\\nalgorithms: {random: {}, beb: {}}\\n")
+    >>> _ = (d / "b.yaml").write_text("algorithms: {random: {}}\\n")
+    >>> read_configfiles([d / "a.yaml", d / "b.yaml"])
+    ({'n_mdps': 5, 'algorithms': {'random': {}}}, 'a.yaml + b.yaml')
+    """
+    out: dict[str, Any] = {}
+    for p in map(Path, paths):
+        cfg = check_yaml_file(p)
+        if cfg is None:
+            cfg = {}
+        if not isinstance(cfg, Mapping):
+            raise BBRLError(f"{p}: expected a mapping of configuration keys, found "
+                            f"{type(cfg).__name__}")
+        out.update(copy.deepcopy(dict(cfg)))
+    return out, " + ".join(Path(p).name for p in paths)
 
 
 def load(
@@ -399,18 +428,14 @@ def _family_ladder(test: Mapping[str, Any], key: str, fail) -> list[Any]:
                 msg = str(exc)
                 head = f"family {spec.name}: {k}={v!r}: "
                 msg = msg[len(head):] if msg.startswith(head) else msg
-                raise fail(f"{w}={show_value(v)}", f"family {spec.name}: {msg}") from None
+                shown = repr(v) if isinstance(v, float) else show_value(v)
+                raise fail(f"{w}={shown}", f"family {spec.name}: {msg}") from None
         values[k] = typed
     keys = [p.name for p in spec.params if p.name in values]
     out = []
     for combo in itertools.product(*(values[k] for k in keys)):
+        # (validate refuses a value its name would not identify: one name, one problem)
         full = spec.validate(dict(zip(keys, combo, strict=True)))
-        parsed = families.parse_name(spec.names(full)[0])
-        if parsed is None or parsed[1] != full:  # names keep 12 significant digits
-            k = next(k for k in keys if parsed is None or parsed[1][k] != full[k])
-            raise fail(f"{key}.{k}={show_value(full[k])}", f"family {spec.name}: its name "
-                       f"{spec.names(full)[0]} would not identify it (names keep 12 "
-                       "significant digits): round the value")
         out.append(families.Problem(spec, full))
     return out
 
@@ -535,6 +560,10 @@ def _check_scalars(cfg: dict[str, Any], fail) -> None:
             raise fail(f"{k}={cfg[k]!r}", "expected true or false")
     if not isinstance(cfg["results_dir"], str) or not cfg["results_dir"]:
         raise fail("results_dir", "expected a directory name")
+    rd = cfg["results_dir"]
+    if not rd.isprintable() or "{" in rd or "}" in rd:
+        raise fail(f"results_dir={rd!r}", "a directory name without braces (the workflow's "
+                   "paths take { } as wildcards) or characters that are not printable")
 
 
 def _expand(name, params, grid, gkey, fail, fsets) -> list[dict[str, Any]]:

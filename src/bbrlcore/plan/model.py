@@ -70,7 +70,11 @@ from bbrlcore.agents.base import show_value
 from bbrlcore.errors import BBRLError
 from bbrlcore.plan import cost
 
-#: Top-level keys and their defaults (``...`` = required).
+#: Top-level keys and their defaults (``...`` = required): what a configuration that does
+#: not set a key gets, whether the workflow reads it (``snakemake --configfile FILE``: the
+#: file alone, never merged into ``config.yaml``) or ``bbrl estimate FILE`` does. Every
+#: scalar setting of ``config.yaml`` (protocol, jobs, statistics) equals its default here
+#: (``tests/test_workflow.py`` checks it), so a study that leaves one out gets the paper's.
 DEFAULTS: dict[str, Any] = {
     "preset": None,
     "presets": {},
@@ -81,9 +85,9 @@ DEFAULTS: dict[str, Any] = {
     "test_seed": 0,
     "train_seed": 0,
     "compat_variants": True,
-    "chunk_budget_minutes": 60.0,
+    "chunk_budget_minutes": 120.0,  # config.yaml's (a test keeps them equal)
+    "max_chunks": 500,
     "bundle_minutes": 5.0,
-    "max_chunks": 64,
     "checkpoint_every_seconds": 600.0,
     "runtime_safety": 3.0,
     "runtime_min_minutes": 10.0,

@@ -178,7 +178,7 @@ class Param:
                 return None
             v: int | float = int(value)
         else:
-            v = f
+            v = f + 0.0  # -0.0 is 0.0 (its name)
         if v < self.lo or v > self.hi or (self.lo_open and v == self.lo) or (
                 self.hi_open and v == self.hi):
             return None
@@ -277,7 +277,19 @@ class Family:
 
     def validate(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """The complete parameters (defaults filled in), or one :class:`BBRLError` line
-        naming the family and the parameter."""
+        naming the family and the parameter. A float must be what its name says (12
+        significant digits, :func:`fmt`), so that a name is one distribution wherever
+        the parameters come from (configuration, ``bbrl distribution new --param``, a
+        file):
+
+        >>> from bbrlcore.mdp.families import get_family
+        >>> get_family("riverswim").validate({"p_rand": 0.1})["p_rand"]
+        0.1
+        >>> get_family("riverswim").validate({"p_rand": 0.1000000000001})
+        Traceback (most recent call last):
+        ...
+        bbrlcore.errors.BBRLError: family riverswim: p_rand=0.1000000000001: names keep ...
+        """
         for key in params:
             if not isinstance(key, str) or self.param(key) is None:
                 known = ", ".join(p.name for p in self.params)
@@ -294,6 +306,10 @@ class Family:
                 if p.name == "size" and p.above(raw):
                     msg += self._memory_note(int(raw))
                 raise BBRLError(msg)
+            if p.kind is float and float(fmt(v)) != v:  # one name, one distribution
+                raise BBRLError(
+                    f"family {self.name}: {p.name}={raw!r}: names keep 12 significant "
+                    f"digits, so its name would say {p.tag}{fmt(v)}, another value: round it")
             full[p.name] = v
         return full
 
