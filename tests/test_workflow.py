@@ -615,11 +615,15 @@ def test_bbrl_init_writes_a_study_that_plans_estimates_and_dry_runs(tmp_path,
     assert "results/my-study/report/index.html" in r.stdout + r.stderr
 
 
-def _dry_run_plan(out: str) -> tuple[set[str], int]:
-    """The agent ids a dry run trains, and its number of training and run jobs."""
-    jobs = _planned(out)
-    agents = {re.search(r"agent=([^,\s]+)", wc).group(1) for rule, wc in jobs if rule == "train"}
-    return agents, sum(rule in ("train", "run") for rule, _ in jobs)
+def _dry_run_plan(out: str, plan: P.Plan) -> tuple[set[str], int]:
+    """The agent ids a dry run trains or plays (those of its training and run jobs, each
+    a bundle of the plan), and its number of training and run jobs."""
+    from bbrlcore.plan import bundles
+
+    by_name = {b.name: b for b in bundles.bundles(plan)}
+    jobs = [rule for rule, _ in _planned(out) if rule.startswith(("train_", "run_"))]
+    agents = {u.agent.key for rule in jobs for u in by_name[rule].units}
+    return agents, len(jobs)
 
 
 @pytest.mark.slow
@@ -647,14 +651,11 @@ def test_an_own_study_runs_what_bbrl_estimate_prices_beside_config_yaml(tmp_path
         rows = estimate(plan)
         r = _snake(tmp_path, tmp_path / name, "-n")
         assert r.returncode == 0, r.stderr[-3000:]
-        agents, jobs = _dry_run_plan(r.stdout)
+        agents, jobs = _dry_run_plan(r.stdout, plan)
         assert agents == {a.key for a in plan.agents}, name
         assert jobs == sum(x["train_jobs"] + x["run_jobs"] for x in rows.values()), name
         assert f"{len(plan.agents)} agent configurations" in r.stderr
         assert "formula_set" not in _jobs(r.stdout)  # config.yaml's formula sets: not here
-        runs = {wc for rule, wc in _planned(r.stdout) if rule == "run"}
-        assert len(runs) == sum(len(plan.chunks(e, a)) for e in plan.experiments
-                                for a in plan.agents_of(e))
     assert plan.config["chunk_budget_minutes"] == BASE["chunk_budget_minutes"]
     assert [a.key for a in plan.agents if a.algorithm == "bamcp"] == ["bamcp__K=50__D=15"]
 
