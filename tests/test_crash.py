@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 import uuid
 from pathlib import Path
@@ -184,8 +185,9 @@ def test_the_note_and_the_crash_line(tmp_path, monkeypatch):
     assert "NUMBA_BOUNDSCHECK" not in crash.describe(signal.SIGSEGV, "playing agent "
                                                      "random (built-in) on GC-GC", 0, 0)
     assert crash.describe(signal.SIGKILL, "", None, None) == (
-        "the process crashed (SIGKILL, killed from outside, often by the system when "
-        "memory runs out) before it played any agent")
+        "the process was killed (SIGKILL, from outside, often the system's when memory "
+        "runs out) before it played any agent")
+    assert crash.describe(99, "x", None, None) == "the process crashed (signal 99) while x"
     crash.doing("é" * 5000)  # (cut to the note's size)
     assert crash.read(path)[0] == "é" * ((crash.SIZE - 32 - 1) // 2)
     monkeypatch.setattr(crash, "_note", None)
@@ -284,3 +286,31 @@ def test_a_watched_command_passes_its_exit_status_and_output(tmp_path):
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert "missing.parquet" in r.stderr
     assert r.stdout == ""
+
+
+def test_a_plugin_that_aborts_in_training_is_named(tmp_path):
+    """A Python plugin killing its process from its train (os.abort: SIGABRT): one line
+    naming the agent, the plugin and the prior; nothing written."""
+    plug = tmp_path / "abort.py"
+    plug.write_text(textwrap.dedent("""
+        import os
+        from bbrlcore.agents import PythonAgent
+
+
+        class Abort(PythonAgent):
+            name = "abort-NAME"
+
+            def train(self, prior, ctx):
+                os.abort()
+
+            def act(self, state):
+                return 0
+        """).replace("NAME", "x"))
+    r = subprocess.run([BBRL, "train", "--agent", f"{plug}:Abort", "--prior", "GC", "-o",
+                        str(tmp_path / "a.parquet")], capture_output=True, text=True,
+                       env=_env(), timeout=300)
+    assert r.returncode == 128 + signal.SIGABRT, (r.returncode, r.stderr)
+    assert r.stderr.strip().splitlines()[-1] == (
+        "bbrl: error: the process crashed (SIGABRT, aborted) while training agent abort-x "
+        f"(plugin {plug}:Abort) on GC")
+    assert not (tmp_path / "a.parquet").exists()

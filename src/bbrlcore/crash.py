@@ -122,7 +122,7 @@ _MEANING = {
     "SIGILL": "illegal instruction",
     "SIGFPE": "arithmetic fault",
     "SIGABRT": "aborted",
-    "SIGKILL": "killed from outside, often by the system when memory runs out",
+    "SIGKILL": "from outside, often the system's when memory runs out",
 }
 
 
@@ -137,7 +137,8 @@ def describe(signum: int, what: str, mdp: int | None, step: int | None) -> str:
     except ValueError:
         name = f"signal {signum}"
     meaning = _MEANING.get(name)
-    head = f"the process crashed ({name}{', ' + meaning if meaning else ''})"
+    verb = "was killed" if name == "SIGKILL" else "crashed"
+    head = f"the process {verb} ({name}{', ' + meaning if meaning else ''})"
     if not what:
         return f"{head} before it played any agent"
     where = f" while {what}"
