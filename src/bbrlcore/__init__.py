@@ -10,8 +10,9 @@ The package is a row of rooms, one per stage; data flows one way through them::
 
     plan (configuration, cost model: what the workflow runs)   cli (the ``bbrl`` command)
 
-``errors``, ``seeds`` (the seed tree) and ``formats`` (file formats, artefact I/O) are
-the foundation every room stands on. ``src/bbrlcore/README.md`` is the map: what each
+``errors``, ``crash`` (what a watched command is doing, for the line of a crash),
+``seeds`` (the seed tree) and ``formats`` (file formats, artefact I/O) are the
+foundation every room stands on. ``src/bbrlcore/README.md`` is the map: what each
 room holds, what flows in and out, and where a new algorithm, problem, metric or report
 section goes.
 
