@@ -48,7 +48,10 @@ again and again, as FrozenLake's goal returns to its start and Taxi's delivery b
 new passenger; Colosseum's continuing form rewards the first arrival and then staying.
 With ``p_rand`` and ``p_lazy`` the reward still goes with the tile reached, as in
 Colosseum: a random forward move onto the goal pays, staying put never does (home →
-home pays 0).
+home pays 0). MiniGrid's own ``MiniGrid-Empty`` (Farama) starts in the top-left corner
+facing right with the goal in the bottom-right one, and pays 1 − 0.9·(steps / max steps)
+when the goal ends the episode; like Colosseum, this family draws the start and the goal
+and pays 1.
 
 Accurate prior (exact): a tile-heading row depends only on whether the tile ahead is the
 goal (probability 1/(4·size) per side the tile ahead lies on, for a tile of the room's

@@ -36,7 +36,11 @@ only when the state does not change, and a chosen pick-up or drop-off played as 
 pays 0.1. Without ``p_rand`` (with ``p_lazy`` too) the two agree on every transition.
 Deliberate: the families pay for the transition that happened wherever the transition
 shows it (Chain's slips, DeepSea's moves, FrozenLake, SimpleGrid, MiniGrid), and a
-passenger dropped at the destination is delivered, whoever chose to.
+passenger dropped at the destination is delivered, whoever chose to. Dietterich's
+original Taxi (a fixed 5 × 5 map with walls, the four locations in fixed corners, −1 a
+step, +20 a delivery, −10 a pick-up or drop-off that fails, the episode over at the
+delivery) is what Colosseum's Taxi adapts (rewards 0.1, 1 and 0 in [0, 1], drawn
+locations, no end); this family follows Colosseum.
 
 Accurate prior (exact): a state's rows depend only on whether the location that matters
 there (the waiting passenger's, or the destination when on board) is under the taxi,
