@@ -90,7 +90,7 @@ def test_a_plugin_that_crashes_the_process_is_named_and_boundscheck_names_the_st
     run = [BBRL, "--log", str(tmp_path / "run.log"), "run", "--experiment",
            str(tmp_path / "ts.parquet"), "--agent", str(tmp_path / "a.parquet"), "-o",
            str(tmp_path / "r.parquet")]
-    notes = tmp_path / "tmp"  # (where the watcher's note goes: removed at the end)
+    notes = tmp_path / "tmp"  # (the watcher leaves no temporary file)
     notes.mkdir()
     r = subprocess.run(run, capture_output=True, text=True, env=_env(TMPDIR=str(notes)),
                        timeout=600)
@@ -154,27 +154,26 @@ def test_the_default_numba_cache_directory_follows_the_settings(monkeypatch):
     assert checked.startswith(plain + "-")
 
 
-def test_the_note_and_the_crash_line(tmp_path, monkeypatch):
+def test_the_note_and_the_crash_line(monkeypatch):
     """Outside a watched process the note costs nothing (status: a plain array); inside,
     what is done, the test MDP and the step reach the watcher's line."""
-    monkeypatch.delenv(crash.ENV, raising=False)
     monkeypatch.setattr(crash, "_note", None)
     s = crash.status()
     assert s.tolist() == [0, 0, 0] and s.dtype == np.int64
     crash.doing("anything")  # nothing to write to
     crash.at_mdp(3)
 
-    path = crash.new_note(str(tmp_path))
-    assert crash.read(path) == ("", None, None)
-    monkeypatch.setenv(crash.ENV, path)
-    monkeypatch.setattr(crash, "_note", None)
+    note = crash.new_note()
+    assert crash.read(note) == ("", None, None)
+    crash.use(note)
     crash.doing("training agent x (plugin p.py:X) on GC")
-    assert crash.read(path) == ("training agent x (plugin p.py:X) on GC", None, None)
+    assert crash.read(note) == ("training agent x (plugin p.py:X) on GC", None, None)
     crash.doing("playing agent x (plugin p.py:X) on GC-GC")
     status = crash.status()
+    assert crash.read(note) == ("playing agent x (plugin p.py:X) on GC-GC", None, None)
     crash.at_mdp(7)
     status[0] = 12
-    what, mdp, step = crash.read(path)
+    what, mdp, step = crash.read(note)
     assert (what, mdp, step) == ("playing agent x (plugin p.py:X) on GC-GC", 7, 12)
     line = crash.describe(signal.SIGSEGV, what, mdp, step)
     assert line.startswith("the process crashed (SIGSEGV, segmentation fault")
@@ -188,9 +187,10 @@ def test_the_note_and_the_crash_line(tmp_path, monkeypatch):
         "the process was killed (SIGKILL, from outside, often the system's when memory "
         "runs out) before it played any agent")
     assert crash.describe(99, "x", None, None) == "the process crashed (signal 99) while x"
-    crash.doing("é" * 5000)  # (cut to the note's size)
-    assert crash.read(path)[0] == "é" * ((crash.SIZE - 32 - 1) // 2)
-    monkeypatch.setattr(crash, "_note", None)
+    crash.doing("é" * 5000)  # (cut to the note's size, never inside a character)
+    assert crash.read(note)[0] == "é" * ((crash.SIZE - 32 - 1) // 2)
+    crash.use(None)
+    assert crash.status() is not status
 
 
 SLEEPY = """

@@ -3,115 +3,99 @@
 A compiled plugin that reads or writes out of bounds can end the process with a
 segmentation fault: no Python exception, so no error line, only the shell's exit status
 139. ``bbrl run`` and ``bbrl train`` therefore play in a child process that the command
-watches (:mod:`bbrlcore.cli._watch`). The child keeps, in a small file shared with the
-watcher (its path in the environment variable :data:`ENV`), what it is doing: which
-agent, which plugin and which test MDP (:func:`doing`, :func:`at_mdp`), and the step a
-compiled trajectory has reached (:func:`status`, the array the compiled loop writes its
-step into). When the child dies of a signal, the watcher prints one line from the note
-(:func:`describe`), e.g.::
+watches (:mod:`bbrlcore.cli._watch`). The child keeps, in a small page of memory shared
+with the watcher (:func:`new_note`, :func:`use`), what it is doing: which agent, which
+plugin and which test MDP (:func:`doing`, :func:`at_mdp`), and the step a compiled
+trajectory has reached (:func:`status`, the array the compiled loop writes its step
+into). When the child dies of a signal, the watcher prints one line from the note
+(:func:`read`, :func:`describe`), e.g.::
 
-    bbrl: error: the process crashed (SIGSEGV, segmentation fault) while playing agent
-    oob (plugin /home/me/oob.py:OOB) on test MDP 0 of GC-GC, at step 3 ...
+    bbrl: error: the process crashed (SIGSEGV, segmentation fault: ...) while playing
+    agent oob (plugin /home/me/oob.py:OOB) on GC-GC, test MDP 0, at step 3; ...
 
-Outside such a child (the Python API, a test) every function here does nothing and
-:func:`status` is a plain array: the note costs nothing where no one reads it.
+The page is anonymous memory, no file: nothing is left behind whatever ends the
+processes. Outside a watched child (the Python API, a test) every function here does
+nothing and :func:`status` is a plain array: the note costs nothing where no one reads
+it.
 """
 
 from __future__ import annotations
 
 import mmap
-import os
 import signal
 import struct
 from typing import Any
 
-#: The environment variable naming the note's file (set by the watcher in its child).
-ENV = "BBRL_CRASH_NOTE"
+#: The environment variable marking a watched child (its watcher's process id).
+ENV = "BBRL_WATCHED_BY"
 #: Bytes of the note: 4 int64 (the compiled loop's status: step, action, flag; the test
 #: MDP), then the text of :func:`doing` (UTF-8, NUL-terminated).
 SIZE = 4096
 _TEXT = 32
 _NO_MDP = -1
 
-_note: Any = None  # (mmap, int64 view) once opened; False where there is none
+_note: Any = None  # (mmap, int64 view) in a watched child, else None
 
 
-def _open() -> Any:
+def new_note() -> mmap.mmap:
+    """A new, empty note: a page of anonymous memory shared with the processes forked
+    after it (the watcher reads what its child writes)."""
+    mm = mmap.mmap(-1, SIZE, flags=mmap.MAP_SHARED)
+    mm[:32] = struct.pack("=4q", 0, 0, 0, _NO_MDP)
+    return mm
+
+
+def use(note: mmap.mmap | None) -> None:
+    """Write into ``note`` from now on (the watched child); None: nowhere."""
     global _note
-    if _note is None:
-        _note = False
-        path = os.environ.get(ENV)
-        if path:
-            import numpy as np
+    if note is None:
+        _note = None
+        return
+    import numpy as np
 
-            try:
-                with open(path, "r+b") as fh:
-                    mm = mmap.mmap(fh.fileno(), SIZE)
-                _note = (mm, np.frombuffer(mm, dtype=np.int64, count=4))
-            except (OSError, ValueError):  # no note: the crash line says less
-                _note = False
-    return _note
+    _note = (note, np.frombuffer(note, dtype=np.int64, count=4))
 
 
 def status() -> Any:
     """The status array of a compiled trajectory (``int64[3]``: the step being played, an
-    invalid action, its flag): a view of the note in a watched process, so that the
+    invalid action, its flag): a view of the note in a watched child, so that the
     watcher reads the step a crash happened at; a new array elsewhere."""
     import numpy as np
 
-    note = _open()
-    if not note:
+    if _note is None:
         return np.zeros(3, dtype=np.int64)
-    view = note[1][:3]
+    view = _note[1][:3]
     view[:] = 0
     return view
 
 
 def doing(text: str) -> None:
-    """Record what the process is doing (``agent X (plugin REF) on GC-GC``); forgets the
-    test MDP (:func:`at_mdp`) and the step."""
-    note = _open()
-    if not note:
+    """Record what the process is doing (``playing agent X (plugin REF) on GC-GC``);
+    forgets the test MDP (:func:`at_mdp`) and the step."""
+    if _note is None:
         return
     data = text.encode("utf-8", "replace")[: SIZE - _TEXT - 1]
     data = data.decode("utf-8", "ignore").encode() + b"\0"  # (no character cut in two)
-    note[1][:] = (0, 0, 0, _NO_MDP)
-    note[0][_TEXT:_TEXT + len(data)] = data
+    _note[1][:] = (0, 0, 0, _NO_MDP)
+    _note[0][_TEXT:_TEXT + len(data)] = data
 
 
 def at_mdp(index: int) -> None:
     """Record the test MDP being played (and the step back to 0)."""
-    note = _open()
-    if note:
-        note[1][0] = 0
-        note[1][3] = index
+    if _note is not None:
+        _note[1][0] = 0
+        _note[1][3] = index
 
 
-def read(path: str | os.PathLike[str]) -> tuple[str, int | None, int | None]:
-    """``(what, test MDP, step)`` from a note file (``("", None, None)`` if there is none);
-    the step only when a test MDP was being played."""
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(SIZE)
-    except OSError:
-        return "", None, None
-    if len(raw) < SIZE:
-        return "", None, None
+def read(note: mmap.mmap) -> tuple[str, int | None, int | None]:
+    """``(what, test MDP, step)`` from a note (``("", None, None)`` if nothing was
+    noted); the test MDP and the step only while a test MDP was being played."""
+    raw = bytes(note[:SIZE])
     step, _, _, mdp = struct.unpack_from("=4q", raw)
     what = raw[_TEXT:].split(b"\0", 1)[0].decode("utf-8", "replace")
     if not what or mdp == _NO_MDP:
         return what, None, None
     return what, mdp, step
-
-
-def new_note(directory: str | None = None) -> str:
-    """A new, empty note file (its path; the caller removes it)."""
-    import tempfile
-
-    fd, path = tempfile.mkstemp(prefix="bbrl-crash-", suffix=".note", dir=directory)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(struct.pack("=4q", 0, 0, 0, _NO_MDP).ljust(SIZE, b"\0"))
-    return path
 
 
 #: What each deadly signal means, for the crash line.

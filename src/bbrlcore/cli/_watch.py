@@ -17,11 +17,12 @@ the ``bbrl`` command, which only waits for it (:func:`watched`):
   on to the child, and the child dies with the watcher (Linux: ``PR_SET_PDEATHSIG``), so
   ``kill -9`` of the command leaves no process behind.
 
-``BBRL_WATCH=0`` runs the command in the process itself, as does any platform without
-``fork`` and ``exec``: a crash then prints the Python traceback (:mod:`faulthandler`,
-enabled for every command run as a script), which names no plugin. (``PYTHONFAULTHANDLER=1``
-adds that traceback in the child too.) The child's exit status is the command's; the
-cost is one more interpreter start.
+The child is a ``fork`` of the command made before anything heavy is imported: it costs
+no second interpreter start. ``BBRL_WATCH=0`` runs the command in the process itself, as
+does a platform without ``fork``: a crash then prints the Python traceback
+(:mod:`faulthandler`, enabled for every command run as a script), which names no plugin.
+(``PYTHONFAULTHANDLER=1`` adds that traceback in the child too.) The child's exit
+status is the command's.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ from __future__ import annotations
 import faulthandler
 import os
 import signal
-import subprocess
 import sys
 from typing import Any
 
@@ -76,57 +76,62 @@ def _log_of(argv: list[str]) -> str | None:
     return None
 
 
-def _pdeathsig() -> Any:
-    """A ``preexec_fn`` making the child die with this process (Linux), or None."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        import ctypes
+def _die_with(parent: int) -> None:
+    """In the child: die when ``parent`` (the watcher) dies (Linux ``PR_SET_PDEATHSIG``;
+    elsewhere nothing), or at once if it already has."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
 
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    parent = os.getpid()
-
-    def preexec() -> None:  # (runs in the child between fork and exec: no imports)
-        prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
-        if os.getppid() != parent:  # the watcher died before the line above
-            os._exit(1)
-
-    return preexec
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # the watcher died before the line above
+        os._exit(128 + int(signal.SIGKILL))
 
 
 def watched(argv: list[str], command: str | None) -> int | None:
     """Run ``bbrl argv`` in a watched child process when ``command`` runs a plugin's code:
     its exit status (128 + the signal's number when a signal ended it, after the one line
-    saying so). None: the caller runs the command in this process (another command, the
-    child itself, ``BBRL_WATCH=0``, or no way to start a child)."""
+    saying so). None: the caller runs the command in this process (another command,
+    ``BBRL_WATCH=0``, no way to start a child, or this process is the child).
+
+    The child is a ``fork`` of this process, made before the command's modules (numpy,
+    numba, polars) are imported and before any thread starts: it goes on with the
+    command at once, with no second interpreter start."""
     if os.environ.get(crash.ENV) is not None:
-        return None  # the child: its watcher says what it was doing if it crashes
+        return None  # (a child of a watcher: it says what this one was doing)
     if command not in WATCHED or (os.environ.get(ENV_OFF, "1") == "0"
-                                  or os.name != "posix" or not sys.executable):
+                                  or not hasattr(os, "fork")):
         enable_faulthandler()
         return None
     try:
         note = crash.new_note()
+    except (OSError, ValueError, AttributeError):  # (no shared memory: in the process)
+        enable_faulthandler()
+        return None
+    parent = os.getpid()
+    for f in (sys.stdout, sys.stderr):
+        try:
+            f.flush()
+        except (OSError, ValueError):
+            pass
+    try:
+        pid = os.fork()
     except OSError:
         enable_faulthandler()
         return None
-    env = dict(os.environ)
-    env[crash.ENV] = note
-    try:
-        child = subprocess.Popen([sys.executable, "-m", "bbrlcore.cli", *argv], env=env,
-                                 preexec_fn=_pdeathsig())
-    except OSError:
-        os.unlink(note)
-        enable_faulthandler()
+    if pid == 0:  # the child: the command, noting what it does
+        os.environ[crash.ENV] = str(parent)
+        crash.use(note)
+        _die_with(parent)
         return None
     sent: set[int] = set()
 
     def forward(signum: int, _frame: Any) -> None:
         sent.add(signum)
         try:
-            child.send_signal(signum)
+            os.kill(pid, signum)
         except OSError:
             pass
 
@@ -139,15 +144,19 @@ def watched(argv: list[str], command: str | None) -> int | None:
         except (OSError, ValueError):  # (not the main thread: nothing to forward)
             pass
     try:
-        rc = child.wait()
+        while True:
+            try:
+                _, status = os.waitpid(pid, 0)
+                break
+            except ChildProcessError:  # (reaped elsewhere: nothing more to know)
+                status = 0
+                break
+        rc = os.waitstatus_to_exitcode(status)
     finally:
         for s, handler in saved.items():
             signal.signal(s, handler)
         what, mdp, step = crash.read(note)
-        try:
-            os.unlink(note)
-        except OSError:
-            pass
+        note.close()
     if rc >= 0:
         return rc
     signum = -rc
