@@ -602,3 +602,42 @@ def test_cli_report_score_and_versus(tmp_path, bbrl_cmd, env_with_cache):
     assert "Score: the mean undiscounted sum of rewards" in html and 'id="fig-versus"' in html
     assert (pl.read_parquet(tmp_path / "ok" / "data" / "versus.parquet")["family"]
             == "PSRL").all()
+
+
+def test_what_the_curves_leave_out_is_said_where_the_curves_are(tmp_path, capsys):
+    """Issue 33: an experiment without Random, an agent without per-step rewards: the
+    summary page lists them beside the curves, each experiment's page says why its
+    curves (or one of them) are missing, stderr says it too."""
+    from bbrlcore.analysis.results import summary_table
+
+    m = learning_runs(("GC-GC", "GC-UGC", "Grid-Grid"), n=8, T=6)
+    m = m.filter(~((pl.col("experiment") == "GC-UGC") & (pl.col("algorithm") == "random")))
+    m = m.with_columns(pl.when((pl.col("experiment") == "Grid-Grid")
+                               & (pl.col("algorithm") == "psrl")).then(None)
+                       .otherwise(pl.col(c)).alias(c)
+                       for c in ("rewards", "undiscounted_return"))
+    capsys.readouterr()
+    index = report.build(m, summary_table(m), tmp_path, pdf=False, bootstrap_resamples=100)
+    no_random = ("experiment GC-UGC: no learning curves: no Random agent (the curves are "
+                 "normalised against Random and Optimal, and the regret is measured against "
+                 "Optimal)")
+    no_psrl = ("experiment Grid-Grid: no learning curve for PSRL (agent psrl): it has no "
+               "per-step rewards on any test MDP (a table written before bbrl recorded them, "
+               "or a player that records none)")
+    err = capsys.readouterr().err
+    for line in (no_random, no_psrl):
+        assert f"bbrl: report: left out of the learning curves: {line}\n" in err
+    html = index.read_text()
+    assert "Left out of the learning curves:" in html
+    assert f"<li>{no_random}</li>" in html and f"<li>{no_psrl}</li>" in html
+    ugc = (tmp_path / "experiments" / "GC-UGC.html").read_text()
+    assert ("No learning curves for this experiment: no Random agent (the curves are "
+            "normalised against Random and Optimal") in ugc
+    grid = (tmp_path / "experiments" / "Grid-Grid.html").read_text()
+    assert 'id="fig-curves"' in grid
+    assert ("Left out of these curves: PSRL (agent psrl): it has no per-step rewards on any "
+            "test MDP") in grid
+    assert "Left out of these curves" not in (tmp_path / "experiments" / "GC-GC.html"
+                                              ).read_text()
+    tex = (tmp_path / "report.tex").read_text()
+    assert "Left out of the learning curves:" in tex and "Left out of these curves: PSRL" in tex

@@ -38,6 +38,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -162,14 +163,16 @@ def experiment_section(
     curve_sec: dict[str, Any] = {"available": False,
                                  "reason": (curves or {}).get("reason", NO_REWARDS)}
     table_c = (curves or {}).get("table")
+    # what the curves left out in this experiment, and why (one sentence each)
+    mine = [w for w in (curves or {}).get("left_out_items", []) if w.experiment == exp]
     if table_c is not None:
         ct = table_c.filter(pl.col("experiment") == exp)
         if ct.is_empty():
-            algs = set(s["algorithm"].to_list())
-            curve_sec["reason"] = ("No learning curves for this experiment: it has no "
-                                   "Random or no Optimal agent, against which they are "
-                                   "normalised." if not {"random", "optimal"} <= algs else
-                                   "No learning curves for this experiment.")
+            whole = [w.reason for w in mine if w.agent is None] or [
+                f"{w.family} (agent {w.agent}): {w.reason}" for w in mine]
+            curve_sec["reason"] = ("No learning curves for this experiment: "
+                                   + ("; ".join(whole) or "no algorithm has a curve here")
+                                   + ".")
         else:
             panels = [(exp, title)]
             curve_sec = {
@@ -179,6 +182,8 @@ def experiment_section(
                 "fig": _save(figures.learning_curves_figure(ct, panels, styles, score),
                              fig_dir / f"{exp}-curves"),
                 "T": int(ct["t"].max())}
+    curve_sec["left_out"] = [f"{w.family} (agent {w.agent}): {w.reason}" for w in mine
+                             if w.agent is not None]
 
     best = constraints.among_best(contenders, returns, alpha, correction=correction)
     oracle = s.filter(pl.col("algorithm") == "optimal").select(
@@ -393,7 +398,9 @@ def curves_section(
     (:func:`bbrlcore.report.problems.experiment_ladders`), the curves of each size side by
     side. ``available`` false with a one-sentence ``reason`` when the runs have no per-step
     rewards (:data:`NO_REWARDS`) or the curves cannot be made; ``table`` is the curves
-    table for the experiment pages."""
+    table for the experiment pages; ``left_out`` says, one line each, which experiments
+    and agents have no curve and why (:attr:`bbrlcore.analysis.curves.Curves.left_out`;
+    also printed on stderr)."""
     from bbrlcore.analysis import curves as C
     from bbrlcore.report.problems import experiment_ladders
 
@@ -402,14 +409,18 @@ def curves_section(
     try:
         c = C.curves(merged, score=score, n_resamples=n_resamples, seed=seed)
     except BBRLError as exc:
+        print(f"bbrl: report: no learning curves: {exc}", file=sys.stderr)
         return {"available": False, "reason": f"No learning curves: {exc}."}
+    for what in c.left_out:  # said on stderr and on the pages that show the curves
+        print(f"bbrl: report: left out of the learning curves: {what}", file=sys.stderr)
     C.write_tables(c, out / "data")
     table, agg = c.tables["curves"], c.tables["aggregate"]
     figs = out / "figures"
     sec: dict[str, Any] = {"available": True, "table": table, "score": score,
                            "T": int(table["t"].max()) if table.height else 0,
                            "n_resamples": n_resamples, "seed": seed, "aggregate": None,
-                           "ladders": []}
+                           "ladders": [], "left_out": [str(w) for w in c.left_out],
+                           "left_out_items": c.left_out}
     if not agg.is_empty():
         sec["aggregate"] = {
             "figure": I.to_json(I.iqm_curves(agg, styles, score)),
@@ -567,7 +578,8 @@ def _build_into(out: Path, merged: pl.DataFrame, summary: pl.DataFrame,
     ctx = {"groups": groups, "experiments": ordered, "version": __version__, "alpha": alpha,
            "correction": correction, "hardness": hard, "problems": problems_sec,
            "families": fams, "score": score, "score_text": SCORE_TEXT[score],
-           "horizon": horizon, "curves": {k: v for k, v in curves.items() if k != "table"},
+           "horizon": horizon, "curves": {k: v for k, v in curves.items()
+                                           if k not in ("table", "left_out_items")},
            "fwer_over": bool(fwer_over),
            "matrix_families": matrix_families, "aggregates": agg,
            "notes": (__doc__ or "").split("\n\n", 2)[2], "published": published}
