@@ -75,11 +75,13 @@ import numpy as np
 import polars as pl
 
 from bbrlcore.analysis.estimators import (
+    BLOCK,
     DEFAULT_RESAMPLES,
     _check_resampling,
     _counts,
     _index_blocks,
     _pooled_kernel,
+    check_memory,
 )
 from bbrlcore.errors import BBRLError
 
@@ -208,6 +210,7 @@ def curves(
     separate_compat: bool = True,
     points: int = MAX_POINTS,
     aggregate_points: int = AGGREGATE_POINTS,
+    resamples_option: str = "n_resamples",
 ) -> Curves:
     """Learning curves of every family's best agent, per experiment and across them.
 
@@ -224,6 +227,10 @@ def curves(
         The best-agent selection (as the aggregates).
     points, aggregate_points
         Most time points per curve (:func:`time_grid`).
+    resamples_option
+        How the caller names ``n_resamples`` (``--resamples``): more resamples than memory
+        holds (:func:`bootstrap_bytes`) are refused before the bootstrap, in one line
+        naming it.
 
     Returns
     -------
@@ -321,6 +328,11 @@ def curves(
     agg_sizes: list[int] = []
     agg_grid = None
     exps = best["experiment"].unique(maintain_order=True).to_list()
+    sizes = (table.filter(pl.col("experiment").is_in(exps)).group_by("experiment")
+             .agg(pl.col("mdp_index").n_unique())["mdp_index"].to_list())
+    check_memory(*bootstrap_bytes(sizes, int(table["horizon"].max() or 1), points,
+                                  aggregate_points), n_resamples, resamples_option,
+                 "the learning curves' bootstrap")
     for e_i, exp in enumerate(exps):
         m = table.filter(pl.col("experiment") == exp)
         gamma = float(m["gamma"][0])
@@ -462,6 +474,41 @@ def _aggregate(scores: dict[str, list[np.ndarray | None]], stratum: list[int],
                          "iqm": float(point[0, j]), "iqm_low": float(lo[j]),
                          "iqm_high": float(hi[j]), "score": score})
     return pl.DataFrame(rows, schema=_AGG_SCHEMA)
+
+
+def bootstrap_bytes(sizes: list[int], horizon: int, points: int = MAX_POINTS,
+                    aggregate_points: int = AGGREGATE_POINTS) -> tuple[float, float]:
+    """``(bytes per resample, fixed bytes)`` :func:`curves` allocates for experiments of
+    ``sizes`` test MDPs: an experiment's resampled counts (one per MDP) are kept while its
+    families are drawn, with each family's replicates of its three curves at every point
+    of the grid and the copies ``np.concatenate`` and ``np.quantile`` make of them (seven
+    a point in all, measured: 1.35 GB at 10^6 resamples of 10 MDPs and 20 points against
+    1.2 GB estimated, 0.33 GB of it the process); the curve across experiments keeps its
+    replicates at each point of its grid, with copies (four).
+
+    Examples
+    --------
+    >>> bootstrap_bytes([500], 250)  # 500 MDPs: 500 counts + 7 x 100 points a resample
+    (9600.0, 2662400.0)
+    """
+    G = time_grid(max(1, horizon), points).size
+    Ga = time_grid(max(1, horizon), aggregate_points).size
+    n = max(sizes, default=0)
+    return (8.0 * max(n + 7 * G, 4 * Ga),
+            8.0 * BLOCK * (sum(sizes) + n + 3 * G))
+
+
+def check_bootstrap_memory(merged: pl.DataFrame, n_resamples: int,
+                           option: str = "n_resamples", points: int = MAX_POINTS) -> None:
+    """Refuse, before any work, resamples of the curves' bootstrap that memory cannot
+    hold (:func:`bootstrap_bytes` of every experiment of ``merged``: a bound, whichever
+    experiments get curves), in one line naming ``option``."""
+    if merged.is_empty() or "horizon" not in merged.columns:
+        return
+    sizes = (merged.group_by("experiment").agg(pl.col("mdp_index").n_unique())
+             ["mdp_index"].to_list())
+    check_memory(*bootstrap_bytes(sizes, int(merged["horizon"].max() or 1), points),
+                 n_resamples, option, "the learning curves' bootstrap")
 
 
 def _experiment_seed(seed: int, experiment: str) -> int:

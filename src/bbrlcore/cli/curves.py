@@ -53,9 +53,11 @@ def _curves(args: argparse.Namespace) -> int:
     # the per-step rewards of the agents the curves draw only (each algorithm's best,
     # Random, Optimal), as the report reads them: a whole configuration's are gigabytes
     merged = read_runs(args.merged, "curves", rewards=False)
+    # more resamples than memory holds: refused before reading a single reward
+    C.check_bootstrap_memory(merged, args.resamples, "--resamples", args.points)
     merged = attach_rewards(merged, list(args.merged), C.curve_agents(merged, args.score))
     c = C.curves(merged, score=args.score, n_resamples=args.resamples, seed=args.seed,
-                 points=args.points)
+                 points=args.points, resamples_option="--resamples")
     for what in c.left_out:  # which experiments and agents have no curve, and why
         print(f"bbrl: curves: left out: {what}", file=sys.stderr)
     t = c.tables["curves"]

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -456,6 +457,7 @@ def build(
     display_names: Mapping[str, str] | None = None,
     score: str = "discounted",
     versus: str | None = None,
+    resamples_option: str = "bootstrap_resamples",
 ) -> Path:
     """Write the report into ``out_dir``; return the path of ``index.html``.
 
@@ -482,9 +484,14 @@ def build(
     algorithms), agents of one experiment
     measured on different test MDPs (:func:`bbrlcore.analysis.results.check_coverage`),
     test sets other than the ones the runs were played on
-    (:func:`bbrlcore.analysis.results.check_test_sets`). The report is built in a staging
-    directory beside ``out_dir`` and moved into it only when complete: a report that
-    fails leaves ``out_dir`` as it was.
+    (:func:`bbrlcore.analysis.results.check_test_sets`), more bootstrap resamples than
+    memory holds (the aggregates' and the learning curves', computed from the tables'
+    sizes: one line naming ``resamples_option``, the memory needed and the limit). The
+    report is built in a staging directory beside ``out_dir`` and moved into it only when
+    complete: a report that fails, is interrupted or terminated (SIGTERM, SIGHUP) leaves
+    ``out_dir`` as it was and removes its staging directory; one killed outright
+    (SIGKILL, a crash) leaves its staging directory, which the next report into
+    ``out_dir`` on the same machine removes.
     """
     stats.check_correction(correction)
     # everything that can be checked is checked before anything is written
@@ -498,6 +505,12 @@ def build(
     if test_sets:
         check_test_sets(merged, test_sets, [f"test set {i + 1} ({ts.test.short_name})"
                                             for i, ts in enumerate(test_sets)])
+    from bbrlcore.analysis import aggregate as A
+    from bbrlcore.analysis import curves as C
+
+    A.check_bootstrap_memory(merged, bootstrap_resamples, resamples_option, score=score)
+    if "rewards" in merged.columns:
+        C.check_bootstrap_memory(merged, bootstrap_resamples, resamples_option)
     out = Path(out_dir)
     with constraints.display_names(display_names or {}):
         if versus is not None:
@@ -602,13 +615,76 @@ def _build_into(out: Path, merged: pl.DataFrame, summary: pl.DataFrame,
         compile_latex(out)
 
 
+def _stage_base(out: Path) -> str:
+    """The staging directories of a report into ``out`` begin with this, then the
+    process id: the report's name and this machine's, so that a staging directory left
+    by a report killed outright is known for one (:func:`_remove_stale`)."""
+    host = socket.gethostname().replace(".", "-") or "host"
+    return f".{out.name}.{host}."
+
+
+def _remove_stale(out: Path) -> None:
+    """Remove the staging directories beside ``out`` that reports killed outright
+    (SIGKILL, a crash: no handler runs) left behind: those of this machine whose process
+    is gone (a staging directory of another machine, or of a running process, stays)."""
+    base = _stage_base(out)
+    try:
+        entries = list(out.parent.iterdir()) if out.parent.is_dir() else []
+    except OSError:
+        return
+    for d in entries:
+        name = d.name
+        if not (name.startswith(base) and name.endswith(".tmp") and d.is_dir()
+                and not d.is_symlink()):
+            continue
+        pid = name[len(base):].split(".", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:  # gone: its staging directory is a leftover
+            shutil.rmtree(d, ignore_errors=True)
+        except OSError:  # (another user's running process)
+            continue
+
+
+@contextmanager
+def _terminate_as_exception() -> Iterator[None]:
+    """Within the block, SIGTERM and SIGHUP (a job's time limit, a closed terminal)
+    raise ``SystemExit`` in the main thread instead of ending the process at once, so
+    that the staging directory is removed; the former handlers are restored after."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    saved = {}
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            saved[sig] = signal.signal(sig, stop)
+        except (ValueError, OSError):
+            pass
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
 @contextmanager
 def _staged_directory(out: Path) -> Iterator[Path]:
     """Yield an empty staging directory beside ``out``; on success move what was written
     into ``out`` (file by file, each an atomic rename; files already in ``out`` that the
-    report does not write stay). On any error nothing is moved, the staging directory is
-    removed, and so are the directories created for it: a report that fails leaves the
-    output directory as it was (or absent)."""
+    report does not write stay). On any error, an interruption or a SIGTERM or SIGHUP
+    nothing is moved, the staging directory is removed, and so are the directories
+    created for it: a report that fails leaves the output directory as it was (or
+    absent). Staging directories left by reports killed outright are removed first
+    (:func:`_remove_stale`)."""
     out = Path(out)
     created: list[Path] = []
     anc = out.parent if str(out.parent) else Path(".")
@@ -617,14 +693,17 @@ def _staged_directory(out: Path) -> Iterator[Path]:
         anc = anc.parent
     stage: Path | None = None
     try:
-        try:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp",
-                                          dir=out.parent))
-        except OSError as exc:
-            raise BBRLError(f"{out}: cannot write ({exc.strerror or exc})") from None
-        yield stage
-        _move_into(stage, out)
+        with _terminate_as_exception():
+            try:
+                out.parent.mkdir(parents=True, exist_ok=True)
+                _remove_stale(out)
+                stage = Path(tempfile.mkdtemp(prefix=f"{_stage_base(out)}{os.getpid()}.",
+                                              suffix=".tmp",
+                                              dir=out.parent))
+            except OSError as exc:
+                raise BBRLError(f"{out}: cannot write ({exc.strerror or exc})") from None
+            yield stage
+            _move_into(stage, out)
     except BaseException as exc:
         if stage is not None:
             shutil.rmtree(stage, ignore_errors=True)
