@@ -168,9 +168,10 @@ class LeftOut:
 
     Examples
     --------
-    >>> str(LeftOut("GC-GC", "no Random agent (the curves are normalised against Random "
-    ...             "and Optimal)"))
-    'experiment GC-GC: no learning curves: no Random agent (the curves are normalised against Random and Optimal)'
+    >>> print(LeftOut("GC-GC", "no Random agent"))
+    experiment GC-GC: no learning curves: no Random agent
+    >>> print(LeftOut("GC-GC", "it has no per-step rewards", "psrl", "PSRL"))
+    experiment GC-GC: no learning curve for PSRL (agent psrl): it has no per-step rewards
     """
 
     experiment: str | None

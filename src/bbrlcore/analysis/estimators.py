@@ -89,7 +89,8 @@ def check_memory(per_resample: float, fixed: float, n_resamples: int, option: st
     >>> check_memory(8_000, 0, 10**12, "--resamples")
     Traceback (most recent call last):
     ...
-    bbrlcore.errors.BBRLError: --resamples 1000000000000: the bootstrap would need 8e+03 TB of memory, above the limit of ...
+    bbrlcore.errors.BBRLError: --resamples 1000000000000: the bootstrap would need 8e+03 TB
+    of memory, above the limit of ...
     """
     limit, of = memory_limit()
     need = fixed + per_resample * float(n_resamples)

@@ -222,7 +222,9 @@ def check_rewards(table: pl.DataFrame, source: str, first_row: int = 0) -> None:
     >>> check_rewards(t.with_columns(gamma=pl.lit(0.9)), "bad.parquet")
     Traceback (most recent call last):
     ...
-    bbrlcore.errors.BBRLError: bad.parquet: row 0 (experiment E, agent a, MDP 0): discounted_return 1.5 disagrees with its rewards: their discounted sum under gamma 0.9 is 1.9 ...
+    bbrlcore.errors.BBRLError: bad.parquet: row 0 (experiment E, agent a, MDP 0):
+    discounted_return 1.5 disagrees with its rewards: their discounted sum under gamma 0.9
+    is 1.9 (relative tolerance 1e-05): ...
     """
     hint = artefacts.REGENERATE["run"]
     have = [c for c in RECORDED_SINCE_REWARDS if c in table.columns]
