@@ -724,3 +724,45 @@ def test_mixed_gamma_within_a_table_or_between_tables_is_one_line(tmp_path):
     with pytest.raises(BBRLError, match=r"a\.parquet vs .*b\.parquet: gamma 0\.95 vs 0\.9, "
                        r"agent random vs agent optimal"):
         results.read_runs([str(a), str(b)], "summary", rewards=False)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.lists(_REWARDS, min_size=0, max_size=7),
+                          st.sampled_from([0.5, 0.9, 0.95, 1.0])), min_size=1, max_size=6),
+       st.booleans())
+def test_the_vectorised_sums_are_the_kernels_sums(rows, same_length):
+    """``results._reward_sums`` (flattened rows of any lengths and γ: a merged table of
+    several horizons) gives each row's sums as a kernel accumulates them."""
+    if same_length:
+        T = len(rows[0][0])
+        rows = [((r + [1.0] * T)[:T], g) for r, g in rows]
+    lens = np.array([len(r) for r, _ in rows], dtype=np.int64)
+    flat = np.array([x for r, _ in rows for x in r], dtype=np.float64)
+    gamma = np.array([g for _, g in rows])
+    disc, disc_abs, und, und_abs = results._reward_sums(flat, lens, gamma)
+    for k, (r, g) in enumerate(rows):
+        a = np.abs(np.asarray(r, dtype=np.float64))
+        for got, want, scale in ((disc[k], discounted(r, g), discounted(a, g)),
+                                 (disc_abs[k], discounted(a, g), discounted(a, g)),
+                                 (und[k], in_order(r), a.sum()), (und_abs[k], a.sum(), a.sum())):
+            assert abs(got - want) <= 1e-12 * scale + 1e-300
+
+
+@pytest.mark.parametrize("chunk", [1, 6, 12, 1 << 20])
+def test_a_merged_table_of_two_horizons_and_gammas_is_checked_row_by_row(tmp_path,
+                                                                          monkeypatch, chunk):
+    """In chunks of any size (a file read batch by batch, a table slice by slice), the
+    row named is the file's."""
+    monkeypatch.setattr(results, "CHECK_CHUNK_VALUES", chunk)
+    a = _agreeing_table([[1.0, 0.0, 2.0]], 0.9, 3)
+    b = _agreeing_table([[0.0, 10.0, 0.0, 1.0, 1.0]], 0.5, 2).with_columns(
+        experiment=pl.lit("GDL-GDL"), test=pl.lit("GDL"), prior=pl.lit("GDL"))
+    E.write_run(pl.concat([a, b]), tmp_path / "m.parquet", {})
+    _reads(tmp_path / "m.parquet")
+    bad = pl.concat([a, _set_reward(b, 3, 1, 9.0)])
+    E.write_run(bad, tmp_path / "bad.parquet", {})
+    for command, rw in (("merge", True), ("aggregate", False)):
+        with pytest.raises(BBRLError, match=r"bad\.parquet: row 9 \(experiment GDL-GDL, "
+                           r"agent optimal, MDP 1\): undiscounted_return 12 disagrees with "
+                           r"its rewards: their sum is 11 "):
+            results.read_runs([str(tmp_path / "bad.parquet")], command, rewards=rw)
