@@ -242,7 +242,7 @@ def test_what_has_no_curve_is_said_with_the_reason(tmp_path, capsys):
     capsys.readouterr()
     assert main(["curves", str(tmp_path / "m.parquet"), "--resamples", "100"]) == 0
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"bbrl: curves: left out: {ln}" for ln in lines]
+    assert err == [f"bbrl: warning: left out of the learning curves: {ln}" for ln in lines]
 
     # an agent without rewards on some MDPs (reachable from Python: a file is refused)
     best = C.curve_agents(runs())

@@ -626,7 +626,7 @@ def test_what_the_curves_leave_out_is_said_where_the_curves_are(tmp_path, capsys
                "or a player that records none)")
     err = capsys.readouterr().err
     for line in (no_random, no_psrl):
-        assert f"bbrl: report: left out of the learning curves: {line}\n" in err
+        assert f"bbrl: warning: left out of the learning curves: {line}\n" in err
     html = index.read_text()
     assert "Left out of the learning curves:" in html
     assert f"<li>{no_random}</li>" in html and f"<li>{no_psrl}</li>" in html

@@ -59,7 +59,7 @@ def _curves(args: argparse.Namespace) -> int:
     c = C.curves(merged, score=args.score, n_resamples=args.resamples, seed=args.seed,
                  points=args.points, resamples_option="--resamples")
     for what in c.left_out:  # which experiments and agents have no curve, and why
-        print(f"bbrl: curves: left out: {what}", file=sys.stderr)
+        print(f"bbrl: warning: left out of the learning curves: {what}", file=sys.stderr)
     t = c.tables["curves"]
     print(f"learning curves ({args.score} score; normalised: Random 0, Optimal 1 at each t; "
           "regret: against Optimal, paired; 95% bootstrap intervals)")

@@ -410,10 +410,10 @@ def curves_section(
     try:
         c = C.curves(merged, score=score, n_resamples=n_resamples, seed=seed)
     except BBRLError as exc:
-        print(f"bbrl: report: no learning curves: {exc}", file=sys.stderr)
+        print(f"bbrl: warning: no learning curves in the report: {exc}", file=sys.stderr)
         return {"available": False, "reason": f"No learning curves: {exc}."}
     for what in c.left_out:  # said on stderr and on the pages that show the curves
-        print(f"bbrl: report: left out of the learning curves: {what}", file=sys.stderr)
+        print(f"bbrl: warning: left out of the learning curves: {what}", file=sys.stderr)
     C.write_tables(c, out / "data")
     table, agg = c.tables["curves"], c.tables["aggregate"]
     figs = out / "figures"
