@@ -210,7 +210,8 @@ def check_rewards(table: pl.DataFrame, source: str, first_row: int = 0) -> None:
       stored rewards are float32).
 
     Vectorised (numpy on the flattened lists, :data:`CHECK_CHUNK_VALUES` values at a
-    time): a merged table of 25 million rewards is checked in about a second.
+    time): a merged table of 25 million rewards (500 MDPs × 200 agents × 250 steps) is
+    checked in about 0.4 s of CPU, 0.5 s read from its file batch by batch.
 
     Examples
     --------
@@ -569,7 +570,7 @@ def _polars_type(arrow_type) -> object:
     import pyarrow as pa
 
     try:
-        return pl.from_arrow(pa.array([], type=arrow_type)).dtype
+        return pl.from_arrow(pa.nulls(0, type=arrow_type)).dtype  # (pa.array imports pandas)
     except Exception:
         return str(arrow_type)
 
