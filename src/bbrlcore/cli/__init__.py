@@ -107,6 +107,9 @@ def _run(args: argparse.Namespace) -> tuple[int, str | None]:
         return 2, f"bbrl: error: {exc}"
     except KeyboardInterrupt:
         return 130, "bbrl: interrupted"
+    except MemoryError:  # what no up-front bound foresaw: one line, not a traceback
+        return 2, (f"bbrl: error: {getattr(args, 'command', 'bbrl')}: out of memory; give "
+                   "it smaller inputs or more memory")
     except BrokenPipeError:  # `bbrl agents | head`
         sys.stderr.close()
         return 0, None
