@@ -36,7 +36,8 @@ def learning_runs(experiments=("GC-GC", "GC-UGC"), algorithms=ALGORITHMS, n: int
     experiment (``TEST-PRIOR``, the test being the part before the first dash that makes a
     known prefix: ``DeepSea-10-UDeepSea-10`` -> test ``DeepSea-10``). ``offline`` gives
     some agents an offline time ((experiment, agent id) -> seconds); ``rewards=False`` leaves the
-    ``rewards`` column out (a table made before bbrl recorded it)."""
+    ``rewards`` and ``undiscounted_return`` columns out (a table made before bbrl recorded
+    them)."""
     from bbrlcore import __version__
 
     rng = np.random.default_rng(seed)
@@ -58,13 +59,13 @@ def learning_runs(experiments=("GC-GC", "GC-UGC"), algorithms=ALGORITHMS, n: int
                 row = {"experiment": exp, "test": test, "prior": prior, "algorithm": alg,
                        "agent": agent, "params": "{}", "compat": compat, "mdp_index": i,
                        "discounted_return": ret,
-                       "undiscounted_return": float(r.astype(np.float64).sum()),
                        "online_time_s": 1e-3 * (1 + e_i) * (1 + len(agent) / 10),
                        "n_steps": T,
                        "offline_time_s": (offline or {}).get((exp, agent), off),
                        "seed": 0, "gamma": gamma, "horizon": T, "test_seed": 0,
                        "bbrlcore_version": __version__}
                 if rewards:
+                    row["undiscounted_return"] = float(r.astype(np.float64).sum())
                     row["rewards"] = r.tolist()
                 rows.append(row)
     df = pl.DataFrame(rows)

@@ -116,8 +116,13 @@ def test_bad_arguments_are_one_line():
     with pytest.raises(BBRLError, match="resamples|n_resamples"):
         C.curves(m, n_resamples=3)
     short = m.with_columns(pl.col("rewards").list.head(3))
-    with pytest.raises(BBRLError, match="horizon=12"):
+    with pytest.raises(BBRLError, match="rewards holds 3 values, expected n_steps = horizon "
+                       "= 12"):  # (the rewards' check, results.check_rewards, sees it first)
         C.curves(short, n_resamples=100)
+    with pytest.raises(BBRLError, match="MDP 0\\): undiscounted_return 6 disagrees with its "
+                       "rewards"):
+        C.curves(m.with_columns(pl.col("rewards").list.eval(pl.element() * 2)),
+                 n_resamples=100)
     mixed = pl.concat([runs(experiments=("GC-GC",)),
                        runs(experiments=("GDL-GDL",), T=8)])
     with pytest.raises(BBRLError, match="one horizon"):
@@ -149,7 +154,10 @@ def test_cli_prints_and_writes_the_curves(tmp_path, capsys):
     table, meta = artefacts.read_artefact(tmp_path / "out" / "curves.parquet", "curves")
     assert meta["score"] == "undiscounted" and table.height > 0
     assert main(["curves", str(tmp_path / "m.parquet"), "--points", "1"]) == 2
-    artefacts.write_artefact(tmp_path / "old.parquet", runs().drop("rewards"), "merged", {})
+    # (a table written before bbrl recorded rewards lacks both columns; one without the
+    # other is refused: tests/test_rewards.py)
+    artefacts.write_artefact(tmp_path / "old.parquet",
+                             runs().drop("rewards", "undiscounted_return"), "merged", {})
     assert main(["curves", str(tmp_path / "old.parquet")]) == 2
     assert "no per-step rewards" in capsys.readouterr().err
 
@@ -208,3 +216,54 @@ def test_an_experiments_bands_do_not_depend_on_the_others():
     cols = ["family", "t", "regret_low", "regret_high", "cumulative_low"]
     assert both.filter(pl.col("experiment") == exps[-1]).select(cols).equals(
         alone.select(cols))
+
+
+def test_what_has_no_curve_is_said_with_the_reason(tmp_path, capsys):
+    """Issue 33: experiments without Random or Optimal, and agents whose rewards are
+    missing on some test MDPs, were left out silently; each is now one line (the
+    ``left_out`` of the curves, on stderr in ``bbrl curves``)."""
+    from bbrlcore.cli import main
+    from bbrlcore.formats import artefacts
+
+    m = pl.concat([runs(), runs(experiments=("GDL-GDL", "GDL-UGDL"))])
+    m = m.filter(~((pl.col("experiment") == "GC-UGC") & (pl.col("algorithm") == "random"))
+                 & ~((pl.col("experiment") == "GDL-UGDL")
+                     & pl.col("algorithm").is_in(["random", "optimal"])))
+    c = C.curves(m, n_resamples=100)
+    lines = [str(w) for w in c.left_out]
+    assert lines == [
+        "experiment GC-UGC: no learning curves: no Random agent (the curves are normalised "
+        "against Random and Optimal, and the regret is measured against Optimal)",
+        "experiment GDL-UGDL: no learning curves: no Random and no Optimal agent (the curves "
+        "are normalised against Random and Optimal, and the regret is measured against "
+        "Optimal)"]
+    assert set(c.tables["curves"]["experiment"].to_list()) == {"GC-GC", "GDL-GDL"}
+    artefacts.write_artefact(tmp_path / "m.parquet", m, "merged", {})
+    capsys.readouterr()
+    assert main(["curves", str(tmp_path / "m.parquet"), "--resamples", "100"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"bbrl: warning: left out of the learning curves: {ln}" for ln in lines]
+
+    # an agent without rewards on some MDPs (reachable from Python: a file is refused)
+    best = C.curve_agents(runs())
+    agent = next(a for e, a in sorted(best) if e == "GC-GC" and a.startswith("e-greedy"))
+    part = runs().with_columns(
+        pl.when((pl.col("agent") == agent) & (pl.col("experiment") == "GC-GC")
+                & (pl.col("mdp_index") < 3)).then(None).otherwise(pl.col("rewards"))
+        .alias("rewards"))
+    c = C.curves(part, n_resamples=100)
+    assert [str(w) for w in c.left_out] == [
+        f"experiment GC-GC: no learning curve for e-Greedy (agent {agent}): it has no "
+        "per-step rewards on test MDPs 0-2 (of 15) (a table written before bbrl recorded "
+        "them, or a player that records none)",
+        "e-Greedy: left out of the IQM across experiments: no curve in GC-GC (the IQM "
+        "pools every experiment)"]
+    assert c.tables["aggregate"].filter(pl.col("family") == "e-Greedy").is_empty()
+    # Optimal without rewards: its experiment is left out, said so
+    no_opt = runs().with_columns(
+        pl.when((pl.col("algorithm") == "optimal") & (pl.col("experiment") == "GC-UGC"))
+        .then(None).otherwise(pl.col("rewards")).alias("rewards"))
+    assert str(C.curves(no_opt, n_resamples=100).left_out[0]) == (
+        "experiment GC-UGC: no learning curves: Optimal (agent optimal) has no per-step "
+        "rewards on any test MDP (a table written before bbrl recorded them, or a player "
+        "that records none)")

@@ -206,8 +206,107 @@ def test_the_discounted_return_is_the_benchmarks(ts):
 
 
 def test_the_env_passes_gymnasiums_checker(ts):
+    """Both views pass gymnasium's own checker, with every warning an error (issue #33:
+    TestSetEnv's reset(seed=...) moved on to the next MDP, so it was not repeatable)."""
+    import warnings
+
     from gymnasium.utils.env_checker import check_env
 
-    # (TestSetEnv is not deterministic per seed by design: episode k plays MDP k mod N)
-    check_env(MDPEnv(ts.dense(1), ts.test.reward, initial_state=-1, horizon=5),
-              skip_render_check=True)
+    from bbrlcore.mdp import families as F
+
+    stochastic = E.new_test_set(F.make("frozenlake", size=4, p_rand=0.1).test, 5, 0.9, 7, 2)
+    drawn_start = E.new_test_set(D.FDMDistribution("u", "U", np.ones((3, 2, 3)),
+                                                   np.ones((3, 2, 3)), -1), 4, 0.9, 6, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_env(MDPEnv(ts.dense(1), ts.test.reward, initial_state=-1, horizon=5),
+                  skip_render_check=True)
+        for t in (ts, stochastic, drawn_start):
+            check_env(TestSetEnv(t), skip_render_check=True)
+
+
+def _episode(env, seed=None, options=None, steps=None):
+    obs, info = env.reset(seed=seed, options=options)
+    out = [(obs, info["mdp_index"])]
+    rng = np.random.default_rng(0)
+    for _ in range(steps or env.horizon):
+        obs, r, _, _, _ = env.step(int(rng.integers(env.action_space.n)))
+        out.append((obs, r))
+    return out
+
+
+@settings(max_examples=EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**63), before=st.lists(st.integers(0, 50), max_size=3))
+def test_reset_with_a_seed_is_repeatable_and_picks_the_mdp(ts, seed, before):
+    """reset(seed=s): episode s of the sequence (MDP s mod N), the same draws whatever
+    came before; the next reset() moves on to the next MDP."""
+    env = TestSetEnv(ts)
+    first = _episode(env, seed)
+    assert first[0][1] == seed % ts.n_mdps
+    after = env.reset()[1]["mdp_index"]
+    for s in before:  # whatever happened in between
+        env.reset(seed=s)
+        env.reset()
+    assert _episode(env, seed) == first
+    assert env.reset()[1]["mdp_index"] == after == (seed + 1) % ts.n_mdps
+    fresh = TestSetEnv(ts)
+    assert _episode(fresh, seed) == first
+
+
+def test_the_episodes_follow_the_mdps_in_order(ts):
+    env = TestSetEnv(ts)
+    assert [env.reset()[1]["mdp_index"] for _ in range(4)] == [0, 1, 2, 0]
+    assert env.reset(seed=5)[1]["mdp_index"] == 2
+    assert env.reset(options={"mdp_index": 0})[1]["mdp_index"] == 0
+    assert env.reset()[1]["mdp_index"] == 1
+    assert env.reset(seed=2, options={"mdp_index": 1})[1]["mdp_index"] == 1
+    assert env.reset()[1]["mdp_index"] == 2
+    for bad in (-1, 1.5, True, "3"):
+        with pytest.raises(BBRLError, match=r"^TestSetEnv.reset: seed .* must be an integer "
+                                            ">= 0$"):
+            env.reset(seed=bad)
+
+
+def test_a_prior_of_another_problem_is_refused(ts, tmp_path):
+    """One line for a prior that is not an FDM of the test set's size (issue #33: a
+    prior of another size, or the string "garbage", was taken); a name or a file is
+    loaded as --prior is."""
+    assert TestSetEnv(ts, prior="UGC").prior.same_as(D.builtin("UGC"))
+    assert MDPEnv(ts.dense(0), ts.test.reward, prior=D.builtin("UGC")).prior.short_name == "UGC"
+    cases = [
+        ("garbage", "^TestSetEnv: prior: unknown distribution 'garbage'"),
+        ("UGrid", "^TestSetEnv: prior UGrid has 25 states and 4 actions; the MDPs have 5 "
+                  "and 3$"),
+        (D.builtin("Grid"), "prior Grid has 25 states and 4 actions; the MDPs have 5 and 3"),
+        (tmp_path / "none.parquet", "^TestSetEnv: prior: .*none.parquet: no such file$"),
+        (3, "^TestSetEnv: prior must be an FDM distribution .* got int$"),
+        (ts, "TestSetEnv: prior must be an FDM distribution .* got TestSet$"),
+        (np.ones((5, 3, 5)), "got ndarray$"),
+    ]
+    for prior, needle in cases:
+        with pytest.raises(BBRLError, match=needle) as exc:
+            TestSetEnv(ts, prior=prior)
+        assert "\n" not in str(exc.value)
+    with pytest.raises(BBRLError, match="^MDPEnv: prior UGrid has 25 states"):
+        MDPEnv(ts.dense(0), ts.test.reward, prior="UGrid")
+
+
+@settings(max_examples=EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(action=st.one_of(st.booleans(), st.floats(), st.text(max_size=3), st.none(),
+                        st.integers().filter(lambda a: not 0 <= a < 3),
+                        st.builds(np.bool_, st.booleans()),
+                        st.builds(np.float64, st.floats(0, 2))))
+def test_an_action_that_is_not_an_integer_in_range_is_refused(ts, action):
+    """A bool is refused as the benchmark's agents are (issue #33: step(True) played
+    action 1), as is anything but an integer in [0, nU): one line, the episode goes on."""
+    for env in (TestSetEnv(ts), MDPEnv(ts.dense(0), ts.test.reward)):
+        env.reset(seed=0)
+        with pytest.raises(BBRLError, match=r"\.step: action .* \[0, 3\)$") as exc:
+            env.step(action)
+        assert "\n" not in str(exc.value)
+        if isinstance(action, (bool, np.bool_)):
+            assert "is a bool" in str(exc.value)
+        env.step(np.int64(2))  # still playing
+        assert env.step(0)[4]["step"] == 2

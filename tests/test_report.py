@@ -602,3 +602,171 @@ def test_cli_report_score_and_versus(tmp_path, bbrl_cmd, env_with_cache):
     assert "Score: the mean undiscounted sum of rewards" in html and 'id="fig-versus"' in html
     assert (pl.read_parquet(tmp_path / "ok" / "data" / "versus.parquet")["family"]
             == "PSRL").all()
+
+
+def test_what_the_curves_leave_out_is_said_where_the_curves_are(tmp_path, capsys):
+    """Issue 33: an experiment without Random, an agent without per-step rewards: the
+    summary page lists them beside the curves, each experiment's page says why its
+    curves (or one of them) are missing, stderr says it too."""
+    from bbrlcore.analysis.results import summary_table
+
+    m = learning_runs(("GC-GC", "GC-UGC", "Grid-Grid"), n=8, T=6)
+    m = m.filter(~((pl.col("experiment") == "GC-UGC") & (pl.col("algorithm") == "random")))
+    m = m.with_columns(pl.when((pl.col("experiment") == "Grid-Grid")
+                               & (pl.col("algorithm") == "psrl")).then(None)
+                       .otherwise(pl.col(c)).alias(c)
+                       for c in ("rewards", "undiscounted_return"))
+    capsys.readouterr()
+    index = report.build(m, summary_table(m), tmp_path, pdf=False, bootstrap_resamples=100)
+    no_random = ("experiment GC-UGC: no learning curves: no Random agent (the curves are "
+                 "normalised against Random and Optimal, and the regret is measured against "
+                 "Optimal)")
+    no_psrl = ("experiment Grid-Grid: no learning curve for PSRL (agent psrl): it has no "
+               "per-step rewards on any test MDP (a table written before bbrl recorded them, "
+               "or a player that records none)")
+    err = capsys.readouterr().err
+    for line in (no_random, no_psrl):
+        assert f"bbrl: warning: left out of the learning curves: {line}\n" in err
+    html = index.read_text()
+    assert "Left out of the learning curves:" in html
+    assert f"<li>{no_random}</li>" in html and f"<li>{no_psrl}</li>" in html
+    ugc = (tmp_path / "experiments" / "GC-UGC.html").read_text()
+    assert ("No learning curves for this experiment: no Random agent (the curves are "
+            "normalised against Random and Optimal") in ugc
+    grid = (tmp_path / "experiments" / "Grid-Grid.html").read_text()
+    assert 'id="fig-curves"' in grid
+    assert ("Left out of these curves: PSRL (agent psrl): it has no per-step rewards on any "
+            "test MDP") in grid
+    assert "Left out of these curves" not in (tmp_path / "experiments" / "GC-GC.html"
+                                              ).read_text()
+    tex = (tmp_path / "report.tex").read_text()
+    assert "Left out of the learning curves:" in tex and "Left out of these curves: PSRL" in tex
+
+
+# ---------------------------------------------------------------------------------------
+# Resources: resample counts bounded by memory, the staging directory never left (issue 33)
+
+
+@pytest.mark.parametrize("command, option", [
+    ("curves", "--resamples"), ("aggregate", "--resamples"),
+    ("report", "--bootstrap-resamples")])
+def test_resamples_beyond_memory_are_one_line_before_any_work(tmp_path, capsys, monkeypatch,
+                                                              command, option):
+    """``--resamples 1000000000`` segfaulted at 6 GB (curves, report: leaving its staging
+    directory) or ended in a MemoryError traceback (aggregate)."""
+    from bbrlcore.cli import main
+    from bbrlcore.formats import artefacts
+
+    monkeypatch.chdir(tmp_path)
+    artefacts.write_artefact("m.parquet", learning_runs(("GC-GC", "GC-UGC"), n=8, T=6),
+                             "merged", {})
+    extra = ["--no-pdf", "-o", "rep"] if command == "report" else []
+    capsys.readouterr()
+    assert main([command, "m.parquet", option, "1000000000", *extra]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith(f"bbrl: error: {option} 1000000000: ")
+    assert "bootstrap would need " in err[0] and " of memory, above the limit of " in err[0]
+    assert "of the physical memory" in err[0] and "resamples fit" in err[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.parquet"]
+
+
+def test_the_memory_bound_is_the_least_of_the_limits_and_names_what_fits(monkeypatch):
+    import resource
+
+    from bbrlcore.analysis import aggregate as A
+    from bbrlcore.analysis import estimators as S
+    from bbrlcore.errors import BBRLError
+
+    monkeypatch.setattr(resource, "getrlimit", lambda what: (2**30, resource.RLIM_INFINITY))
+    limit, what = S.memory_limit()
+    assert limit == 2**29 and "address-space limit (ulimit -v), 1.07 GB" in what
+    m = learning_runs(("GC-GC", "GC-UGC"), n=8, T=6)
+    prob, _ = A._problem(A.normalised_scores(m), A.best_agents(m), None)
+    per, fixed = S.bootstrap_bytes(prob)
+    most = int((2**29 - fixed) // per)
+    A.check_bootstrap_memory(m, most, "--resamples")
+    with pytest.raises(BBRLError, match=rf"^--resamples {most + 1}: the bootstrap would "
+                       rf"need 537 MB of memory, above the limit of 537 MB \(0.5 of the "
+                       rf"address-space limit \(ulimit -v\), 1.07 GB\); at most {most:,} "
+                       "resamples fit$"):
+        A.compute(m, n_resamples=most + 1, resamples_option="--resamples")
+
+
+def test_the_bootstraps_memory_estimate_holds_what_they_allocate():
+    """The bound is only as good as the estimate: numpy's allocations (traced) stay
+    within it, and are not far below it."""
+    import tracemalloc
+
+    from bbrlcore.analysis import aggregate as A
+    from bbrlcore.analysis import curves as C
+    from bbrlcore.analysis import estimators as S
+
+    m = learning_runs(("GC-GC", "GC-UGC"), n=12, T=40)
+    R = 4000
+    prob, _ = A._problem(A.normalised_scores(m), A.best_agents(m), None)
+    A.compute(m, n_resamples=100)  # (compiled, warm)
+    per, fixed = S.bootstrap_bytes(prob)
+    tracemalloc.start()
+    try:
+        S._bootstrap(prob, R, 0, 0.95)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert 0.5 * (per * R + fixed) < peak <= per * R + fixed
+    sizes = [12, 12]
+    per, fixed = C.bootstrap_bytes(sizes, 40)
+    C.curves(m, n_resamples=100)
+    tracemalloc.start()
+    try:
+        C.curves(m, n_resamples=R)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert 0.4 * (per * R + fixed) < peak <= per * R + fixed
+
+
+def _stages(d):
+    return sorted(p.name for p in d.iterdir() if p.name.endswith(".tmp"))
+
+
+def test_a_terminated_report_leaves_no_staging_directory(tmp_path, bbrl_cmd, env_with_cache):
+    """SIGTERM (a job's time limit) during the report: the staging directory is removed;
+    one left by a report killed outright (no handler runs) is removed by the next report
+    on this machine, while one of a running process stays."""
+    import os
+    import signal
+    import socket
+    import time
+
+    from bbrlcore.formats import artefacts
+
+    artefacts.write_artefact(tmp_path / "m.parquet",
+                             learning_runs(("GC-GC", "GC-UGC"), n=8, T=6), "merged", {})
+    proc = subprocess.Popen(bbrl_cmd + ["report", "m.parquet", "--no-pdf",
+                                        "--bootstrap-resamples", "100", "-o", "rep"],
+                            cwd=tmp_path, env=env_with_cache, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not _stages(tmp_path) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert _stages(tmp_path), "the report ended before its staging directory was seen"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert _stages(tmp_path) == [] and not (tmp_path / "rep").exists()
+    # leftovers of killed reports: a dead process's goes, a live one's (ours) stays
+    host = socket.gethostname().replace(".", "-")
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    gone = tmp_path / f".rep.{host}.{dead.pid}.abc.tmp"
+    alive = tmp_path / f".rep.{host}.{os.getppid()}.xyz.tmp"
+    other = tmp_path / f".rep.elsewhere.{dead.pid}.abc.tmp"
+    for d in (gone, alive, other):
+        (d / "data").mkdir(parents=True)
+    r = subprocess.run(bbrl_cmd + ["report", "m.parquet", "--no-pdf",
+                                   "--bootstrap-resamples", "100", "-o", "rep"],
+                       cwd=tmp_path, env=env_with_cache, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert _stages(tmp_path) == sorted([alive.name, other.name])
+    assert (tmp_path / "rep" / "index.html").exists()

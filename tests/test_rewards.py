@@ -485,3 +485,284 @@ def test_the_rewards_column_and_sums_of_a_rewards_matrix(rows):
     assert s.dtype == pl.List(pl.Float32) and len(s) == len(rows)
     assert s.to_list() == [list(map(float, r)) for r in m]
     assert undiscounted_returns(m).tolist() == [in_order(r) for r in m]
+
+
+# ---------------------------------------------------------------------------------------
+# Rewards, returns and gamma agree, in every reader (issue 33)
+
+
+def _kernel_returns(rewards: np.ndarray, gamma: float) -> tuple[float, float]:
+    """(discounted, undiscounted) return of float64 ``rewards`` as a kernel adds them."""
+    return discounted(rewards, gamma), in_order(rewards)
+
+
+def _agreeing_table(rewards: list[list[float]], gamma: float, n: int) -> pl.DataFrame:
+    """A run table of Random and Optimal on ``n`` test MDPs (rows of ``rewards`` in turn)
+    whose returns are the float64 rewards' sums, stored as float32 as the runner does."""
+    from bbrlcore import __version__
+
+    T = len(rewards[0])
+    rows = []
+    for a, alg in enumerate(("random", "optimal")):
+        for i in range(n):
+            r = np.asarray(rewards[(a * n + i) % len(rewards)], dtype=np.float64)
+            d, u = _kernel_returns(r, gamma)
+            rows.append({"experiment": "GC-GC", "test": "GC", "prior": "GC",
+                         "algorithm": alg, "agent": alg, "params": "{}", "compat": False,
+                         "mdp_index": i, "discounted_return": d, "online_time_s": 1e-3,
+                         "n_steps": T, "offline_time_s": 0.0, "seed": 0, "gamma": gamma,
+                         "horizon": T, "test_seed": 0, "bbrlcore_version": __version__,
+                         "undiscounted_return": u, "rewards": r.tolist()})
+    return pl.DataFrame(rows).cast(RUN_COLUMNS)  # type: ignore[arg-type]
+
+
+def _reads(path: Path) -> None:
+    """Read ``path`` as every reader does: with the rewards (merge) and without (summary,
+    aggregate, curves, report: checked from the file in batches)."""
+    results.read_runs([str(path)], "merge")
+    results.read_runs([str(path)], "summary", rewards=False)
+
+
+def _set_reward(t: pl.DataFrame, row: int, step: int, value) -> pl.DataFrame:
+    r = t["rewards"].to_list()
+    r[row] = list(r[row])
+    r[row][step] = value
+    return t.with_columns(pl.Series("rewards", r, dtype=pl.List(pl.Float32)))
+
+
+_REWARDS = st.floats(-100, 100, allow_nan=False).map(float)
+
+
+@settings(max_examples=80, deadline=None)
+@given(T=st.integers(1, 12), n=st.integers(1, 3), gamma=st.floats(0.05, 1.0),
+       data=st.data(),
+       tamper=st.sampled_from(["none", "scale", "entry", "nan", "inf", "null", "shorter",
+                               "longer", "gamma", "discounted", "undiscounted"]))
+def test_rewards_tampered_in_any_way_are_refused_by_every_reader(tmp_path_factory, T, n,
+                                                                  gamma, data, tamper):
+    """Untampered tables (float64 rewards stored as float32, any γ, any horizon) read in
+    every reader; rewards scaled, one entry changed, a NaN, an infinity or a null
+    injected, a list shortened or lengthened, γ changed, a return changed: refused with
+    one line naming the file, the row, the agent and the MDP."""
+    rewards = data.draw(st.lists(st.lists(_REWARDS, min_size=T, max_size=T), min_size=1,
+                                 max_size=2 * n))
+    t = _agreeing_table(rewards, gamma, n)
+    row = data.draw(st.integers(0, t.height - 1))
+    step = data.draw(st.integers(0, T - 1))
+    r = np.asarray(t["rewards"][row].to_list(), dtype=np.float64)
+    d, u = t["discounted_return"][row], t["undiscounted_return"][row]
+    tol_u = 1e-5 * np.abs(r).sum() + 1e-12
+    tol_d = 1e-5 * abs(discounted(np.abs(r), gamma)) + 1e-12
+    needle = None
+    if tamper == "scale":
+        c = data.draw(st.sampled_from([-1.0, 0.0, 0.5, 2.0, 10.0]))
+        changed = (abs(discounted(c * r, gamma) - d) > 100 * tol_d
+                   or abs(in_order(c * r) - u) > 100 * tol_u)
+        from hypothesis import assume
+
+        assume(changed)  # (scaling rewards that sum to 0 both ways changes nothing)
+        t = t.with_columns(pl.when(pl.int_range(pl.len()) == row)
+                           .then(pl.col("rewards").list.eval(pl.element() * c))
+                           .otherwise(pl.col("rewards")).alias("rewards"))
+        needle = "disagrees with its rewards"
+    elif tamper == "entry":
+        delta = data.draw(st.sampled_from([-1.0, 1.0])) * (0.01 + 0.01 * np.abs(r).sum())
+        t = _set_reward(t, row, step, float(np.float32(r[step] + delta)))
+        needle = "undiscounted_return .* disagrees with its rewards: their sum is"
+    elif tamper in ("nan", "inf", "null"):
+        v = {"nan": float("nan"), "inf": -float("inf"), "null": None}[tamper]
+        t = _set_reward(t, row, step, v)
+        needle = "rewards must hold finite values"
+    elif tamper == "shorter":
+        t = t.with_columns(pl.when(pl.int_range(pl.len()) == row)
+                           .then(pl.col("rewards").list.head(T - 1))
+                           .otherwise(pl.col("rewards")).alias("rewards"))
+        needle = f"rewards holds {T - 1} values, expected n_steps = horizon = {T}"
+    elif tamper == "longer":
+        t = t.with_columns(pl.when(pl.int_range(pl.len()) == row)
+                           .then(pl.col("rewards").list.concat(pl.lit([0.0], pl.List(
+                               pl.Float32))))
+                           .otherwise(pl.col("rewards")).alias("rewards"))
+        needle = f"rewards holds {T + 1} values, expected n_steps = horizon = {T}"
+    elif tamper == "gamma":
+        g2 = data.draw(st.floats(0.05, 1.0))
+        R = np.asarray(t["rewards"].to_list(), dtype=np.float64)
+        from hypothesis import assume
+
+        assume(any(abs(discounted(x, g2) - y) > 100 * (1e-5 * discounted(np.abs(x), g2)
+                                                         + 1e-12)
+                   for x, y in zip(R, t["discounted_return"], strict=True)))
+        t = t.with_columns(gamma=pl.lit(g2))
+        needle = f"discounted_return .* disagrees with its rewards: their discounted sum " \
+                 f"under gamma {g2:.9g} is"
+    elif tamper in ("discounted", "undiscounted"):
+        col = f"{tamper}_return"
+        off = data.draw(st.sampled_from([-1.0, 1.0])) * (0.01 + 0.01 * np.abs(r).sum())
+        t = t.with_columns(pl.when(pl.int_range(pl.len()) == row).then(pl.col(col) + off)
+                           .otherwise(pl.col(col)).alias(col))
+        needle = f"{col} .* disagrees with its rewards"
+    path = tmp_path_factory.mktemp("tamper") / "t.parquet"
+    E.write_run(t, path, {"n_mdps": n})
+    if needle is None:
+        _reads(path)
+        return
+    for command, with_rewards in (("merge", True), ("summary", False)):
+        with pytest.raises(BBRLError) as exc:
+            results.read_runs([str(path)], command, rewards=with_rewards)
+        msg = str(exc.value)
+        assert "\n" not in msg
+        assert msg.startswith(f"{path}: row "), msg
+        assert "(experiment GC-GC, agent " in msg and ", MDP " in msg, msg
+        import re
+
+        assert re.search(needle, msg), (needle, msg)
+
+
+def _cli_table(tmp_path: Path, change=None, name: str = "t.parquet") -> Path:
+    """A run table of every reader's liking (Random, Optimal and two learners on two
+    experiments, per-step rewards), changed by ``change``."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from synthetic_runs import ALGORITHMS as SYN
+    from synthetic_runs import learning_runs
+
+    t = learning_runs(n=6, T=12, algorithms=SYN[:4])
+    path = tmp_path / name
+    E.write_run(change(t) if change else t, path, {"n_mdps": 6})
+    return path
+
+
+def _psrl_rows(expr):
+    return pl.when(pl.col("agent") == "e-greedy__epsilon=0.1").then(expr)
+
+
+#: Tampered tables of the issue, each with what the line names.
+TAMPERED = {
+    "rewards x10": (lambda t: t.with_columns(pl.col("rewards").list.eval(pl.element() * 10)),
+                    "row 0 (experiment GC-GC, agent random, MDP 0): undiscounted_return "),
+    "a NaN": (lambda t: t.with_columns(_psrl_rows(pl.col("rewards").list.eval(
+        pl.element() * float("nan"))).otherwise(pl.col("rewards")).alias("rewards")),
+        "(experiment GC-GC, agent e-greedy__epsilon=0.1, MDP 0): rewards must hold finite"),
+    "gamma 0.5 for one agent": (lambda t: t.with_columns(_psrl_rows(pl.lit(0.5)).otherwise(
+        pl.col("gamma")).alias("gamma")), "agent e-greedy__epsilon=0.1, MDP 0): "
+        "discounted_return"),
+    "List(Float64)": (lambda t: t.with_columns(pl.col("rewards").cast(pl.List(pl.Float64))),
+                      "t.parquet: column 'rewards' has type List(Float64), expected "
+                      "List(Float32)"),
+    "List(Int64)": (lambda t: t.with_columns(pl.col("rewards").cast(pl.List(pl.Int64))),
+                    "column 'rewards' has type List(Int64), expected List(Float32)"),
+    "List(String)": (lambda t: t.with_columns(pl.col("rewards").cast(pl.List(pl.String))),
+                     "column 'rewards' has type List(String), expected List(Float32)"),
+    "Array(Float32)": (lambda t: t.with_columns(pl.col("rewards").cast(
+        pl.Array(pl.Float32, 12))), "column 'rewards' has type Array(Float32, shape=(12,)),"
+        " expected List(Float32)"),
+    "Float64": (lambda t: t.with_columns(pl.col("rewards").list.first().cast(pl.Float64)),
+                "column 'rewards' has type Float64, expected List(Float32)"),
+    "no rewards column": (lambda t: t.drop("rewards"), "t.parquet: run table has the column "
+                          "'undiscounted_return' but not 'rewards'"),
+}
+#: Every command that reads run tables, with its other arguments.
+READERS = {
+    "merge": ["-o", "out.parquet"], "summary": ["-o", "out.parquet"],
+    "aggregate": ["--resamples", "100"], "curves": ["--resamples", "100"],
+    "report": ["--no-pdf", "--bootstrap-resamples", "100", "-o", "rep"],
+    "compare-published": [],
+}
+
+
+@pytest.mark.parametrize("reader", READERS)
+@pytest.mark.parametrize("tamper", TAMPERED)
+def test_every_reader_refuses_a_tampered_table_in_one_line(tmp_path, capsys, monkeypatch,
+                                                          reader, tamper):
+    from bbrlcore.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    change, needle = TAMPERED[tamper]
+    path = _cli_table(tmp_path, change)
+    capsys.readouterr()
+    rc = main([reader, str(path), *READERS[reader]])
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.strip().splitlines() if not ln.startswith("bbrl: warning:")]
+    assert rc == 2 and len(lines) == 1, err
+    assert lines[0].startswith(f"bbrl: error: {path}: ") and needle in lines[0], lines[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.parquet"]
+
+
+@pytest.mark.parametrize("reader", ["merge", "summary", "aggregate", "curves"])
+def test_every_reader_takes_the_untampered_table(tmp_path, capsys, monkeypatch, reader):
+    from bbrlcore.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    path = _cli_table(tmp_path)
+    capsys.readouterr()
+    assert main([reader, str(path), *READERS[reader]]) == 0, capsys.readouterr().err
+
+
+def test_mixed_gamma_within_a_table_or_between_tables_is_one_line(tmp_path):
+    """An agent's rows at another γ whose returns agree with it: the experiment's tables
+    disagree on γ, named with both agents."""
+    def at(t: pl.DataFrame, gamma: float) -> pl.DataFrame:
+        R = np.asarray(t["rewards"].to_list(), dtype=np.float64)
+        return t.with_columns(gamma=pl.lit(gamma), discounted_return=pl.Series(
+            [discounted(x, gamma) for x in R]))
+
+    def psrl_at(t):
+        mine = t.filter(pl.col("agent") == "e-greedy__epsilon=0.1")
+        return pl.concat([t.filter(pl.col("agent") != "e-greedy__epsilon=0.1"),
+                          at(mine, 0.5)])
+
+    one = _cli_table(tmp_path, psrl_at)
+    for command, rw in (("merge", True), ("curves", False)):
+        with pytest.raises(BBRLError, match=rf"^{command}: experiment GC-GC: run tables from "
+                           r"different test sets or versions \(within .*t\.parquet: gamma "
+                           r"0\.95 vs 0\.5, agent random vs agent e-greedy__epsilon=0\.1\)"):
+            results.read_runs([str(one)], command, rewards=rw)
+    a = _cli_table(tmp_path, lambda t: t.filter(pl.col("agent") == "random"), "a.parquet")
+    b = _cli_table(tmp_path, lambda t: at(t.filter(pl.col("agent") != "random"), 0.9),
+                   "b.parquet")
+    with pytest.raises(BBRLError, match=r"a\.parquet vs .*b\.parquet: gamma 0\.95 vs 0\.9, "
+                       r"agent random vs agent optimal"):
+        results.read_runs([str(a), str(b)], "summary", rewards=False)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.lists(_REWARDS, min_size=0, max_size=7),
+                          st.sampled_from([0.5, 0.9, 0.95, 1.0])), min_size=1, max_size=6),
+       st.booleans())
+def test_the_vectorised_sums_are_the_kernels_sums(rows, same_length):
+    """``results._reward_sums`` (flattened rows of any lengths and γ: a merged table of
+    several horizons) gives each row's sums as a kernel accumulates them."""
+    if same_length:
+        T = len(rows[0][0])
+        rows = [((r + [1.0] * T)[:T], g) for r, g in rows]
+    lens = np.array([len(r) for r, _ in rows], dtype=np.int64)
+    flat = np.array([x for r, _ in rows for x in r], dtype=np.float64)
+    gamma = np.array([g for _, g in rows])
+    disc, disc_abs, und, und_abs = results._reward_sums(flat, lens, gamma)
+    for k, (r, g) in enumerate(rows):
+        a = np.abs(np.asarray(r, dtype=np.float64))
+        for got, want, scale in ((disc[k], discounted(r, g), discounted(a, g)),
+                                 (disc_abs[k], discounted(a, g), discounted(a, g)),
+                                 (und[k], in_order(r), a.sum()), (und_abs[k], a.sum(), a.sum())):
+            assert abs(got - want) <= 1e-12 * scale + 1e-300
+
+
+@pytest.mark.parametrize("chunk", [1, 6, 12, 1 << 20])
+def test_a_merged_table_of_two_horizons_and_gammas_is_checked_row_by_row(tmp_path,
+                                                                          monkeypatch, chunk):
+    """In chunks of any size (a file read batch by batch, a table slice by slice), the
+    row named is the file's."""
+    monkeypatch.setattr(results, "CHECK_CHUNK_VALUES", chunk)
+    a = _agreeing_table([[1.0, 0.0, 2.0]], 0.9, 3)
+    b = _agreeing_table([[0.0, 10.0, 0.0, 1.0, 1.0]], 0.5, 2).with_columns(
+        experiment=pl.lit("GDL-GDL"), test=pl.lit("GDL"), prior=pl.lit("GDL"))
+    E.write_run(pl.concat([a, b]), tmp_path / "m.parquet", {})
+    _reads(tmp_path / "m.parquet")
+    bad = pl.concat([a, _set_reward(b, 3, 1, 9.0)])
+    E.write_run(bad, tmp_path / "bad.parquet", {})
+    for command, rw in (("merge", True), ("aggregate", False)):
+        with pytest.raises(BBRLError, match=r"bad\.parquet: row 9 \(experiment GDL-GDL, "
+                           r"agent optimal, MDP 1\): undiscounted_return 12 disagrees with "
+                           r"its rewards: their sum is 11 "):
+            results.read_runs([str(tmp_path / "bad.parquet")], command, rewards=rw)

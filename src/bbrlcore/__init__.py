@@ -10,8 +10,9 @@ The package is a row of rooms, one per stage; data flows one way through them::
 
     plan (configuration, cost model: what the workflow runs)   cli (the ``bbrl`` command)
 
-``errors``, ``seeds`` (the seed tree) and ``formats`` (file formats, artefact I/O) are
-the foundation every room stands on. ``src/bbrlcore/README.md`` is the map: what each
+``errors``, ``crash`` (what a watched command is doing, for the line of a crash),
+``seeds`` (the seed tree) and ``formats`` (file formats, artefact I/O) are the
+foundation every room stands on. ``src/bbrlcore/README.md`` is the map: what each
 room holds, what flows in and out, and where a new algorithm, problem, metric or report
 section goes.
 
@@ -54,14 +55,36 @@ def cache_base() -> str:
     return os.path.join(base, "bbrlcore")
 
 
+#: Environment variables of numba's settings that change the code it generates (numba's
+#: cache index keys none of them: a kernel compiled without bounds checks would be
+#: loaded again under ``NUMBA_BOUNDSCHECK=1``). When one is set, the default cache
+#: directory is another one (:func:`_default_numba_cache_dir`); the compiled plugins'
+#: kernels key on them wherever they are cached (``agents._kernel_cache``).
+CODEGEN_ENV = (
+    "NUMBA_BOUNDSCHECK", "NUMBA_OPT", "NUMBA_DEBUGINFO", "NUMBA_LOOP_VECTORIZE",
+    "NUMBA_SLP_VECTORIZE", "NUMBA_ENABLE_AVX", "NUMBA_DISABLE_INTEL_SVML",
+    "NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES", "NUMBA_EXTEND_VARIABLE_LIFETIMES",
+    "NUMBA_LLVM_REFPRUNE_PASS", "NUMBA_LLVM_REFPRUNE_FLAGS", "NUMBA_NRT_STATS",
+    "NUMBA_DEBUG_NRT", "NUMBA_ENABLE_PROFILING",
+)
+
+
 def _default_numba_cache_dir() -> str:
-    """A numba cache directory keyed by this source tree.
+    """A numba cache directory keyed by this source tree and numba's code-generation
+    settings (:data:`CODEGEN_ENV`, when any is set).
 
     numba's cache only checks the defining file's time stamp, not the modules a kernel
     calls into: keying the directory by the package's source content makes a changed
-    helper module recompile everything instead of silently using a stale kernel.
+    helper module recompile everything instead of silently using a stale kernel. Nor
+    does it key the settings that change the compiled code: ``NUMBA_BOUNDSCHECK=1`` (or
+    ``NUMBA_OPT=0``, ...) gets a directory of its own, so every kernel is compiled with
+    it.
     """
-    return os.path.join(cache_base(), f"numba-{_static_version}-{source_digest()[:12]}")
+    name = f"numba-{_static_version}-{source_digest()[:12]}"
+    settings = [f"{k}={os.environ[k]}" for k in CODEGEN_ENV if os.environ.get(k, "")]
+    if settings:
+        name += "-" + hashlib.sha256("\n".join(settings).encode()).hexdigest()[:8]
+    return os.path.join(cache_base(), name)
 
 
 if "NUMBA_CACHE_DIR" not in os.environ:

@@ -216,6 +216,7 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
+from bbrlcore import crash
 from bbrlcore.agents._kernels import env_reset, env_reward_rows, env_step_rows
 from bbrlcore.agents.base import (
     FLOAT64,
@@ -779,7 +780,9 @@ def _compiled_player(cls: type, name: str, counters: tuple[str, ...]):
         setup = _writable(setup)
         R = _readonly(np.ascontiguousarray(ep.R, dtype=np.float64))
         Rstd = _readonly(np.ascontiguousarray(ep.Rstd, dtype=np.float64))
-        status = np.zeros(3, dtype=np.int64)
+        # (the step being played: in a watched `bbrl run`, shared with the watcher, which
+        # names it if the plugin crashes the process: bbrlcore.crash)
+        status = crash.status()
         own = getattr(cls, "trajectory", None)
         fns = (cls.reset, cls.act, cls.observe, final_state if in_python else count_fn)
         gaussian, initial_state = bool(ep.gaussian), int(ep.initial_state)

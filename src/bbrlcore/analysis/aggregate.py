@@ -182,6 +182,8 @@ from bbrlcore.analysis.estimators import (  # noqa: F401 (re-exported: the publi
     _Problem,
     aggregate_mean,
     aggregate_median,
+    bootstrap_bytes,
+    check_memory,
     iqm,
     optimality_gap,
     paired_probability_of_improvement,
@@ -541,6 +543,7 @@ def compute(
     correction: str = "none",
     separate_compat: bool = True,
     score: str = "discounted",
+    resamples_option: str = "n_resamples",
 ) -> Aggregates:
     """All the tables of the module docstring from a merged run table.
 
@@ -563,6 +566,10 @@ def compute(
         ``among_best`` table.
     separate_compat : bool
         Whether compat variants are families of their own.
+    resamples_option : str
+        How the caller names ``n_resamples`` (``--resamples``): more resamples than
+        memory holds are refused before the bootstrap, in one line naming it, the memory
+        needed and the limit (:func:`bbrlcore.analysis.estimators.check_memory`).
 
     Returns
     -------
@@ -584,7 +591,8 @@ def compute(
         raise BBRLError("aggregate: no agent within the time bounds "
                         f"(offline <= {offline_bound} s, online <= {online_bound} s)")
     prob, excluded = _problem(norm, best, taus)
-    point, low, high = _bootstrap(prob, int(n_resamples), int(seed), confidence)
+    point, low, high = _bootstrap(prob, int(n_resamples), int(seed), confidence,
+                                  resamples_option)
     fams = prob.families
     n_scores = int(prob.pooled.shape[0])
     metrics: dict[str, Any] = {"family": fams, "n_experiments": [len(prob.X)] * len(fams),
@@ -642,6 +650,25 @@ def compute(
     tables = {"normalised": norm, "best_agents": best, "metrics": metrics_t,
               "profiles": profiles_t, "improvement": improvement_t, "among_best": among}
     return Aggregates(tables, excluded, meta)
+
+
+def check_bootstrap_memory(
+    merged: pl.DataFrame, n_resamples: int, option: str = "n_resamples",
+    offline_bound: float | None = None, online_bound: float | None = None,
+    separate_compat: bool = True, score: str = "discounted",
+) -> None:
+    """Refuse, before any work, more resamples than memory holds for :func:`compute`'s
+    bootstrap on ``merged`` (the bytes it would allocate,
+    :func:`bbrlcore.analysis.estimators.bootstrap_bytes`, from the number of families,
+    pairs, profile thresholds and test MDPs), in one line naming ``option``; nothing when
+    the aggregates cannot be computed at all (:func:`compute` says why)."""
+    try:
+        norm = normalised_scores(merged, separate_compat, score)
+        best = best_agents(merged, offline_bound, online_bound, separate_compat, score)
+        prob, _ = _problem(norm, best, None)
+    except BBRLError:
+        return
+    check_memory(*bootstrap_bytes(prob), n_resamples, option)
 
 
 def aggregate_metrics(merged: pl.DataFrame, **kwargs: Any) -> pl.DataFrame:

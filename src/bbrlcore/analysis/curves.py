@@ -41,8 +41,11 @@ reward than Optimal over some horizon — normalised scores above 1 and negative
 are then real, not errors.
 
 An agent without per-step rewards (a table written before bbrl recorded them, or a
-player that records none) has no curve; an experiment whose Random or Optimal has none
-has no curves; the others are drawn.
+player that records none) has no curve; an experiment without Random or Optimal, or whose
+Random or Optimal has none, has no curves; the others are drawn, and what is left out is
+said, with the reason (:attr:`Curves.left_out`; ``bbrl curves`` and the report print
+it). The rewards of the agents drawn are checked against their returns and γ
+(:func:`bbrlcore.analysis.results.check_rewards`).
 
 Across experiments: the **IQM of the normalised score against time** with stratified
 bootstrap bands, rliable's sample-efficiency curve (Agarwal et al. 2021, Fig. 8), using the
@@ -72,11 +75,13 @@ import numpy as np
 import polars as pl
 
 from bbrlcore.analysis.estimators import (
+    BLOCK,
     DEFAULT_RESAMPLES,
     _check_resampling,
     _counts,
     _index_blocks,
     _pooled_kernel,
+    check_memory,
 )
 from bbrlcore.errors import BBRLError
 
@@ -155,12 +160,44 @@ def cumulative(rewards: np.ndarray, gamma: float, score: str) -> np.ndarray:
     return out
 
 
+@dataclass(frozen=True)
+class LeftOut:
+    """An experiment, or an agent of one, that :func:`curves` leaves out, and why
+    (``agent`` None: the whole experiment; ``experiment`` None: a family left out of the
+    curve across experiments). ``str()`` is one line.
+
+    Examples
+    --------
+    >>> print(LeftOut("GC-GC", "no Random agent"))
+    experiment GC-GC: no learning curves: no Random agent
+    >>> print(LeftOut("GC-GC", "it has no per-step rewards", "psrl", "PSRL"))
+    experiment GC-GC: no learning curve for PSRL (agent psrl): it has no per-step rewards
+    """
+
+    experiment: str | None
+    reason: str
+    agent: str | None = None
+    family: str | None = None
+
+    def __str__(self) -> str:
+        if self.experiment is None:
+            return f"{self.family}: left out of the IQM across experiments: {self.reason}"
+        if self.agent is None:
+            return f"experiment {self.experiment}: no learning curves: {self.reason}"
+        return (f"experiment {self.experiment}: no learning curve for {self.family} (agent "
+                f"{self.agent}): {self.reason}")
+
+
 @dataclass
 class Curves:
-    """What :func:`curves` returns: ``tables`` (``curves``, ``aggregate``) and ``meta``."""
+    """What :func:`curves` returns: ``tables`` (``curves``, ``aggregate``), ``meta``, and
+    what was left out and why (``left_out``: experiments without Random, Optimal or their
+    rewards, agents without per-step rewards on some test MDPs, families left out of the
+    IQM across experiments; :class:`LeftOut`, one line each)."""
 
     tables: dict[str, pl.DataFrame]
     meta: dict[str, Any] = field(default_factory=dict)
+    left_out: list[LeftOut] = field(default_factory=list)
 
 
 def curves(
@@ -174,6 +211,7 @@ def curves(
     separate_compat: bool = True,
     points: int = MAX_POINTS,
     aggregate_points: int = AGGREGATE_POINTS,
+    resamples_option: str = "n_resamples",
 ) -> Curves:
     """Learning curves of every family's best agent, per experiment and across them.
 
@@ -190,6 +228,10 @@ def curves(
         The best-agent selection (as the aggregates).
     points, aggregate_points
         Most time points per curve (:func:`time_grid`).
+    resamples_option
+        How the caller names ``n_resamples`` (``--resamples``): more resamples than memory
+        holds (:func:`bootstrap_bytes`) are refused before the bootstrap, in one line
+        naming it.
 
     Returns
     -------
@@ -215,17 +257,24 @@ def curves(
                         "across experiments need one horizon (give experiments of one T)")
     best = A.best_agents(merged, offline_bound=offline_bound, online_bound=online_bound,
                          separate_compat=separate_compat, score=score)
+    left_out: list[LeftOut] = []
     # an experiment without Random or Optimal has no normalised score nor regret: its
-    # curves are left out (the report says which); none left is an error
+    # curves are left out (and said: left_out); none left is an error
     refs = (merged.filter(pl.col("algorithm").is_in(["random", "optimal"]))
-            .group_by("experiment").agg(pl.col("algorithm").n_unique().alias("_k"))
-            .filter(pl.col("_k") == 2)["experiment"].to_list())
-    if best.height and not best.filter(pl.col("experiment").is_in(refs)).height:
-        exp = best["experiment"][0]
-        raise BBRLError(f"curves: experiment {exp} has no Random or no Optimal agent: "
-                        "learning curves are normalised and regret measured against both "
-                        "(run them in every experiment)")
-    best = best.filter(pl.col("experiment").is_in(refs))
+            .group_by("experiment").agg(pl.col("algorithm").unique()))
+    have = {e: set(a) for e, a in refs.iter_rows()}
+    for exp in sorted(set(merged["experiment"].to_list())):
+        missing = [n for a, n in (("random", "Random"), ("optimal", "Optimal"))
+                   if a not in have.get(exp, set())]
+        if missing:
+            left_out.append(LeftOut(exp, f"no {' and no '.join(missing)} agent (the curves "
+                                         "are normalised against Random and Optimal, and "
+                                         "the regret is measured against Optimal)"))
+    complete = [e for e, a in have.items() if {"random", "optimal"} <= a]
+    if best.height and not best.filter(pl.col("experiment").is_in(complete)).height:
+        raise BBRLError(f"curves: {left_out[0]}; run Random and Optimal in every "
+                        "experiment")
+    best = best.filter(pl.col("experiment").is_in(complete))
     needed = _needed(merged, best)
     table = merged.join(needed, on=["experiment", "agent"], how="semi")
     # agents without per-step rewards on some MDP (older tables, players that record
@@ -233,20 +282,43 @@ def curves(
     if "rewards" not in table.columns:
         reward_matrix(table, "merged run table")  # (the error naming the missing column)
     lacking = (table.filter(pl.col("rewards").is_null())
-               .select("experiment", "agent", "algorithm").unique())
+               .group_by("experiment", "agent", "algorithm", maintain_order=True)
+               .agg(pl.col("mdp_index"))
+               .join(table.group_by("experiment", "agent").agg(pl.len().alias("_n")),
+                     on=["experiment", "agent"]).sort("experiment", "agent"))
     if lacking.height:
-        no_ref = lacking.filter(pl.col("algorithm").is_in(["random", "optimal"]))[
-            "experiment"].to_list()
+        from bbrlcore.analysis.results import index_ranges
+
+        fam = best.select("experiment", "agent", "family")
+        no_ref = sorted(set(lacking.filter(pl.col("algorithm").is_in(
+            ["random", "optimal"]))["experiment"].to_list()))
+        for r in lacking.iter_rows(named=True):
+            where = ("on any test MDP" if len(r["mdp_index"]) == r["_n"] else
+                     f"on test MDPs {index_ranges(r['mdp_index'])} (of {r['_n']})")
+            why = (f"no per-step rewards {where} (a table written before bbrl recorded "
+                   "them, or a player that records none)")
+            if r["algorithm"] in ("random", "optimal"):
+                left_out.append(LeftOut(r["experiment"], f"{r['algorithm'].capitalize()} "
+                                                         f"(agent {r['agent']}) has {why}"))
+            elif r["experiment"] not in no_ref:
+                f = fam.filter((pl.col("experiment") == r["experiment"])
+                               & (pl.col("agent") == r["agent"]))["family"]
+                left_out.append(LeftOut(r["experiment"], f"it has {why}", r["agent"],
+                                        f[0] if f.len() else r["algorithm"]))
+        before = set(best["experiment"].to_list()) - set(no_ref)
         best = best.join(lacking.select("experiment", "agent"), on=["experiment", "agent"],
                          how="anti").filter(~pl.col("experiment").is_in(no_ref))
+        for exp in sorted(before - set(best["experiment"].to_list())):
+            left_out.append(LeftOut(exp, "no algorithm's best agent has per-step rewards"))
         if best.is_empty():
-            r = lacking.row(0, named=True)
-            raise BBRLError(f"curves: experiment {r['experiment']}, agent {r['agent']} has "
-                            "no per-step rewards (run before bbrl recorded them); run it "
+            raise BBRLError(f"curves: {left_out[-1] if left_out else 'no curve'}; run it "
                             "again for learning curves")
         needed = _needed(merged.filter(pl.col("experiment").is_in(
             best["experiment"].unique().to_list())), best)
         table = merged.join(needed, on=["experiment", "agent"], how="semi")
+    from bbrlcore.analysis.results import check_rewards
+
+    check_rewards(table, "merged run table")  # (rewards, returns and gamma agree)
     table = table.with_row_index("_row")
     R = reward_matrix(table, "merged run table")
     a = (1.0 - confidence) / 2.0
@@ -257,6 +329,11 @@ def curves(
     agg_sizes: list[int] = []
     agg_grid = None
     exps = best["experiment"].unique(maintain_order=True).to_list()
+    sizes = (table.filter(pl.col("experiment").is_in(exps)).group_by("experiment")
+             .agg(pl.col("mdp_index").n_unique())["mdp_index"].to_list())
+    check_memory(*bootstrap_bytes(sizes, int(table["horizon"].max() or 1), points,
+                                  aggregate_points), n_resamples, resamples_option,
+                 "the learning curves' bootstrap")
     for e_i, exp in enumerate(exps):
         m = table.filter(pl.col("experiment") == exp)
         gamma = float(m["gamma"][0])
@@ -332,12 +409,18 @@ def curves(
                 })
             agg_scores.setdefault(r["family"], [None] * len(exps))[e_i] = X[:, ag - 1]
     curves_t = pl.DataFrame(rows, schema=_CURVE_SCHEMA)
+    for fam, per_exp in agg_scores.items():
+        absent = [e for e, x in zip(exps, per_exp, strict=True) if x is None]
+        if absent:
+            left_out.append(LeftOut(None, f"no curve in {', '.join(absent)} (the IQM "
+                                          "pools every experiment)", family=fam))
     agg_t = _aggregate(agg_scores, agg_stratum, agg_sizes, agg_grid, n_resamples, seed,
                        confidence, score)
     return Curves({"curves": curves_t, "aggregate": agg_t},
                   {"score": score, "n_resamples": n_resamples, "seed": seed,
                    "confidence": confidence, "offline_bound": offline_bound,
-                   "online_bound": online_bound, "separate_compat": separate_compat})
+                   "online_bound": online_bound, "separate_compat": separate_compat},
+                  left_out)
 
 
 _CURVE_SCHEMA: dict[str, Any] = {
@@ -392,6 +475,41 @@ def _aggregate(scores: dict[str, list[np.ndarray | None]], stratum: list[int],
                          "iqm": float(point[0, j]), "iqm_low": float(lo[j]),
                          "iqm_high": float(hi[j]), "score": score})
     return pl.DataFrame(rows, schema=_AGG_SCHEMA)
+
+
+def bootstrap_bytes(sizes: list[int], horizon: int, points: int = MAX_POINTS,
+                    aggregate_points: int = AGGREGATE_POINTS) -> tuple[float, float]:
+    """``(bytes per resample, fixed bytes)`` :func:`curves` allocates for experiments of
+    ``sizes`` test MDPs: an experiment's resampled counts (one per MDP) are kept while its
+    families are drawn, with each family's replicates of its three curves at every point
+    of the grid and the copies ``np.concatenate`` and ``np.quantile`` make of them (seven
+    a point in all, measured: 1.35 GB at 10^6 resamples of 10 MDPs and 20 points against
+    1.2 GB estimated, 0.33 GB of it the process); the curve across experiments keeps its
+    replicates at each point of its grid, with copies (four).
+
+    Examples
+    --------
+    >>> bootstrap_bytes([500], 250)  # 500 MDPs: 500 counts + 7 x 100 points a resample
+    (9600.0, 2662400.0)
+    """
+    G = time_grid(max(1, horizon), points).size
+    Ga = time_grid(max(1, horizon), aggregate_points).size
+    n = max(sizes, default=0)
+    return (8.0 * max(n + 7 * G, 4 * Ga),
+            8.0 * BLOCK * (sum(sizes) + n + 3 * G))
+
+
+def check_bootstrap_memory(merged: pl.DataFrame, n_resamples: int,
+                           option: str = "n_resamples", points: int = MAX_POINTS) -> None:
+    """Refuse, before any work, resamples of the curves' bootstrap that memory cannot
+    hold (:func:`bootstrap_bytes` of every experiment of ``merged``: a bound, whichever
+    experiments get curves), in one line naming ``option``."""
+    if merged.is_empty() or "horizon" not in merged.columns:
+        return
+    sizes = (merged.group_by("experiment").agg(pl.col("mdp_index").n_unique())
+             ["mdp_index"].to_list())
+    check_memory(*bootstrap_bytes(sizes, int(merged["horizon"].max() or 1), points),
+                 n_resamples, option, "the learning curves' bootstrap")
 
 
 def _experiment_seed(seed: int, experiment: str) -> int:

@@ -17,6 +17,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
@@ -91,9 +93,10 @@ def check_run_table(table: pl.DataFrame, source: str,
 
     The per-step rewards (``rewards``, ``undiscounted_return``) are checked where the table
     has them (tables written before bbrl recorded them lack both,
-    :data:`~bbrlcore.protocol.runner.RECORDED_SINCE_REWARDS`): each list holds ``horizon``
-    finite values and ``undiscounted_return`` is finite, both null together, and only for
-    every row of an agent of an experiment (a player that records none) or none."""
+    :data:`~bbrlcore.protocol.runner.RECORDED_SINCE_REWARDS`) by :func:`check_rewards`
+    (each list holds ``horizon`` finite values that sum to the returns under the table's
+    γ); both are null together, and only for every row of an agent of an experiment (a
+    player that records none) or none."""
     hint = artefacts.REGENERATE["run"]
     for col, dtype in RUN_COLUMNS.items():
         if col not in table.columns:
@@ -158,21 +161,94 @@ def check_run_table(table: pl.DataFrame, source: str,
         raise BBRLError(f"{source}: row {k} (agent {row['agent']}, MDP {row['mdp_index']}): "
                         f"n_steps {row['n_steps']} differs from the horizon {row['horizon']} "
                         f"(every trajectory lasts the horizon); {hint}")
-    _check_rewards(table, source, hint)
+    check_rewards(table, source)
+    partly = _partly_recorded(table)
+    if partly:
+        e, a = partly
+        have = next(c for c in RECORDED_SINCE_REWARDS if c in table.columns)
+        raise BBRLError(f"{source}: experiment {e}, agent {a}: {have} is null on some test "
+                        f"MDPs only (an agent records the rewards of all its trajectories or "
+                        f"none: chunks from before and after bbrl recorded them?); {hint}")
 
 
-def _check_rewards(table: pl.DataFrame, source: str, hint: str) -> None:
-    """The ``rewards`` and ``undiscounted_return`` columns of a run table, where it has
-    them (see :func:`check_run_table`)."""
+#: Tolerance of the agreement between a run table's per-step rewards and its returns
+#: (:func:`check_rewards`): relative to the sum of the absolute (discounted) rewards, so
+#: that cancelling rewards do not make it vanish, plus an absolute floor for all-zero
+#: rewards. The rewards are stored in float32 (a relative rounding of at most 2^-24 ≈
+#: 6e-8 each) while the kernels accumulate the float64 rewards, each in its own order: 1e-5
+#: leaves two orders of magnitude for that, and a reward scaled, changed, dropped or
+#: discounted with another γ is far outside it.
+RETURNS_RTOL = 1e-5
+RETURNS_ATOL = 1e-12
+#: Per-step rewards checked at once (values): bounds the check's temporary arrays
+#: (about 50 bytes a value) whatever the size of the table.
+CHECK_CHUNK_VALUES = 1 << 20
+
+
+def check_rewards(table: pl.DataFrame, source: str, first_row: int = 0) -> None:
+    """Check that a run table's per-step rewards, its returns and its γ agree: the one
+    place every reader (merge, summary, aggregate, curves, report) checks them, whoever
+    wrote the table (the runner, a plugin's kernel, a hand).
+
+    ``table`` holds ``rewards`` and ``undiscounted_return`` (or neither: tables written
+    before bbrl recorded them, :data:`~bbrlcore.protocol.runner.RECORDED_SINCE_REWARDS`)
+    beside ``experiment, agent, mdp_index, gamma, n_steps, discounted_return`` (checked
+    before by :func:`check_run_table`); ``first_row`` is the index of its first row in
+    ``source`` (a file read in batches). One :class:`BBRLError` naming ``source``, the
+    row, the experiment, the agent and the MDP, and what disagrees, when:
+
+    * ``rewards`` is not a list of float32 (the type :data:`RUN_COLUMNS` gives it);
+    * ``undiscounted_return`` is not finite, or null where ``rewards`` is not (both are
+      null together: a player that records no rewards);
+    * a list does not hold ``n_steps`` (= horizon) values, or holds a NaN, an infinity
+      or a null;
+    * the rewards' sum is not ``undiscounted_return``, or their discounted sum
+      :math:`\\sum_t \\gamma^t r_t` under the row's ``gamma`` is not
+      ``discounted_return``: :math:`|R - \\hat R| \\le` :data:`RETURNS_RTOL`
+      :math:`\\cdot \\sum_t \\gamma^t |r_t| +` :data:`RETURNS_ATOL` (relative to the
+      sum of the absolute terms: float summation order differs between kernels, and the
+      stored rewards are float32).
+
+    Vectorised (numpy on the flattened lists, :data:`CHECK_CHUNK_VALUES` values at a
+    time): a merged table of 25 million rewards (500 MDPs × 200 agents × 250 steps) is
+    checked in about 0.4 s of CPU, 0.5 s read from its file batch by batch.
+
+    Examples
+    --------
+    >>> t = pl.DataFrame({"experiment": ["E"], "agent": ["a"], "mdp_index": [0],
+    ...                   "gamma": [0.5], "n_steps": [2], "discounted_return": [1.5],
+    ...                   "undiscounted_return": [2.0]}).with_columns(
+    ...     pl.Series("rewards", [[1.0, 1.0]], dtype=pl.List(pl.Float32)))
+    >>> check_rewards(t, "ok.parquet")
+    >>> check_rewards(t.with_columns(gamma=pl.lit(0.9)), "bad.parquet")
+    Traceback (most recent call last):
+    ...
+    bbrlcore.errors.BBRLError: bad.parquet: row 0 (experiment E, agent a, MDP 0):
+    discounted_return 1.5 disagrees with its rewards: their discounted sum under gamma 0.9
+    is 1.9 (relative tolerance 1e-05): ...
+    """
+    hint = artefacts.REGENERATE["run"]
     have = [c for c in RECORDED_SINCE_REWARDS if c in table.columns]
     if not have:
         return
+    if "rewards" in have and table["rewards"].dtype != RUN_COLUMNS["rewards"]:
+        raise BBRLError(f"{source}: column 'rewards' has type {table['rewards'].dtype}, "
+                        f"expected {RUN_COLUMNS['rewards']}; {hint}")
+    step = max(1, CHECK_CHUNK_VALUES // max(1, int(table["n_steps"].max() or 1)))
+    for k in range(0, max(table.height, 1), step):
+        _check_rewards_chunk(table.slice(k, step), source, first_row + k, hint)
+
+
+def _check_rewards_chunk(table: pl.DataFrame, source: str, first_row: int,
+                         hint: str) -> None:
+    """:func:`check_rewards` on a slice of at most :data:`CHECK_CHUNK_VALUES` values."""
+    have = [c for c in RECORDED_SINCE_REWARDS if c in table.columns]
 
     def fail(mask: np.ndarray, what: str) -> None:
         k = int(np.argmax(mask))
-        row = table.select("agent", "mdp_index").row(k, named=True)
-        raise BBRLError(f"{source}: row {k} (agent {row['agent']}, MDP {row['mdp_index']}): "
-                        f"{what}; {hint}")
+        row = table.select("experiment", "agent", "mdp_index").row(k, named=True)
+        raise BBRLError(f"{source}: row {first_row + k} (experiment {row['experiment']}, "
+                        f"agent {row['agent']}, MDP {row['mdp_index']}): {what}; {hint}")
 
     if "undiscounted_return" in have:
         u = table["undiscounted_return"]
@@ -180,33 +256,84 @@ def _check_rewards(table: pl.DataFrame, source: str, hint: str) -> None:
         if bad.any():
             fail(bad, f"undiscounted_return must be finite, got "
                       f"{u[int(np.argmax(bad))]}")
-    if "rewards" in have:
-        r = table["rewards"]
-        lengths = r.list.len()
-        steps = table["n_steps"]
-        wrong = (r.is_not_null() & steps.is_not_null() & (lengths != steps)).fill_null(
-            False).to_numpy()
-        if wrong.any():
-            k = int(np.argmax(wrong))
-            fail(wrong, f"rewards holds {lengths[k]} values, expected n_steps = horizon = "
-                        f"{steps[k]} (one per step)")
-        values = r.drop_nulls().explode()  # (fast path: every value, at once)
-        if values.null_count() or not values.is_finite().all():
-            finite = r.list.eval(pl.element().is_finite().fill_null(False)).list.all()
-            bad = (r.is_not_null() & ~finite.fill_null(True)).to_numpy()
-            fail(bad, "rewards must hold finite values (a NaN, an infinity or a null)")
+    if "rewards" not in have:
+        return
+    r = table["rewards"]
+    lengths = r.list.len()
+    steps = table["n_steps"]
+    wrong = (r.is_not_null() & steps.is_not_null() & (lengths != steps)).fill_null(
+        False).to_numpy()
+    if wrong.any():
+        k = int(np.argmax(wrong))
+        fail(wrong, f"rewards holds {lengths[k]} values, expected n_steps = horizon = "
+                    f"{steps[k]} (one per step)")
+    values = r.drop_nulls().explode()  # (fast path: every value, at once)
+    if values.null_count() or not values.is_finite().all():
+        finite = r.list.eval(pl.element().is_finite().fill_null(False)).list.all()
+        bad = (r.is_not_null() & ~finite.fill_null(True)).to_numpy()
+        fail(bad, "rewards must hold finite values (a NaN, an infinity or a null)")
     if len(have) == 2:
-        differ = (table["rewards"].is_null() != table["undiscounted_return"].is_null()
-                  ).to_numpy()
+        differ = (r.is_null() != table["undiscounted_return"].is_null()).to_numpy()
         if differ.any():
             fail(differ, "rewards and undiscounted_return must be both recorded or both "
                          "null")
-    partly = _partly_recorded(table)
-    if partly:
-        e, a = partly
-        raise BBRLError(f"{source}: experiment {e}, agent {a}: {have[0]} is null on some test "
-                        f"MDPs only (an agent records the rewards of all its trajectories or "
-                        f"none: chunks from before and after bbrl recorded them?); {hint}")
+    has = r.is_not_null().to_numpy()
+    if not has.any():
+        return
+    rows = np.flatnonzero(has)
+    flat = values.to_numpy().astype(np.float64)
+    lens = lengths.to_numpy()[rows].astype(np.int64)
+    gamma = table["gamma"].to_numpy()[rows].astype(np.float64)
+    disc, disc_scale, und, und_scale = _reward_sums(flat, lens, gamma)
+    recorded = {"discounted_return": table["discounted_return"].to_numpy()[rows],
+                "undiscounted_return": table["undiscounted_return"].to_numpy()[rows]}
+    for col, sums, scale, how in (
+            ("undiscounted_return", und, und_scale, "their sum is"),
+            ("discounted_return", disc, disc_scale, "their discounted sum under gamma "
+                                                    "{g:.9g} is")):
+        off = ~(np.abs(recorded[col] - sums) <= RETURNS_RTOL * scale + RETURNS_ATOL)
+        if off.any():
+            j = int(np.argmax(off))
+            mask = np.zeros(table.height, dtype=bool)
+            mask[rows[j]] = True
+            fail(mask, f"{col} {recorded[col][j]:.9g} disagrees with its rewards: "
+                       f"{how.format(g=gamma[j])} {sums[j]:.9g} (relative tolerance "
+                       f"{RETURNS_RTOL:g}): the rewards, returns and gamma of a run must "
+                       "agree")
+
+
+def _reward_sums(flat: np.ndarray, lens: np.ndarray, gamma: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per row of the flattened rewards ``flat`` (rows of ``lens`` values each, >= 0):
+    the discounted sum under the row's ``gamma`` (discounts :math:`\\gamma^t` multiplied
+    step by step, as the kernels do), the discounted sum of the absolute values, the sum
+    and the sum of the absolute values."""
+    n = lens.size
+    ug, code = np.unique(gamma, return_inverse=True)
+    T = int(lens.max(initial=0))
+    W = np.cumprod(np.concatenate([np.ones((ug.size, 1)),
+                                   np.repeat(ug[:, None], max(T - 1, 0), axis=1)], axis=1),
+                   axis=1)[:, :T]  # W[g, t] = gamma_g^t
+    absf = np.abs(flat)
+    if n and T and np.all(lens == T):  # one horizon (the usual case): a matrix
+        # (einsum, not BLAS's matrix product: its threads crawl on a loaded machine)
+        M, A = flat.reshape(n, T), absf.reshape(n, T)
+        if ug.size == 1:
+            return (np.einsum("ij,j->i", M, W[0]), np.einsum("ij,j->i", A, W[0]),
+                    M.sum(axis=1), A.sum(axis=1))
+        Wr = W[code]
+        return (np.einsum("ij,ij->i", M, Wr), np.einsum("ij,ij->i", A, Wr),
+                M.sum(axis=1), A.sum(axis=1))
+    out = [np.zeros(n) for _ in range(4)]
+    nz = lens > 0
+    if not nz.any():
+        return tuple(out)  # type: ignore[return-value]
+    starts = (np.cumsum(lens) - lens)[nz]
+    pos = np.arange(flat.size) - np.repeat(np.cumsum(lens) - lens, lens)
+    w = W[np.repeat(code, lens), pos]
+    for o, v in zip(out, (flat * w, absf * w, flat, absf), strict=True):
+        o[nz] = np.add.reduceat(v, starts)
+    return tuple(out)  # type: ignore[return-value]
 
 
 def _partly_recorded(table: pl.DataFrame) -> tuple[str, str] | None:
@@ -300,25 +427,27 @@ def merge_tables(tables: list[pl.DataFrame], sources: list[str] | None = None,
     if not tables:
         raise BBRLError(f"{command}: no run tables")
     sources = sources or [f"table {i}" for i in range(len(tables))]
-    seen: dict[str, tuple[tuple[object, ...], str]] = {}
+    seen: dict[str, tuple[tuple[object, ...], str, str]] = {}
     holders: dict[tuple[str, str], list[str]] = {}
     for t, src in zip(tables, sources, strict=True):
         cols = [c for c in SAME_WITHIN_EXPERIMENT if c in t.columns]
-        groups = t.select(["experiment", *cols]).unique(maintain_order=True)
+        groups = (t.group_by(["experiment", *cols], maintain_order=True)
+                  .agg(pl.col("agent").first()))
         for row in groups.iter_rows(named=True):
             exp = row["experiment"]
             key = tuple(row.get(c) for c in SAME_WITHIN_EXPERIMENT)
             if exp not in seen:
-                seen[exp] = (key, src)
+                seen[exp] = (key, src, row["agent"])
                 continue
-            first, first_src = seen[exp]
+            first, first_src, first_agent = seen[exp]
             if key != first:
                 diff = [f"{c} {a!r} vs {b!r}" for c, a, b in
                         zip(SAME_WITHIN_EXPERIMENT, first, key, strict=True) if a != b]
-                where = f"within {src}" if src == first_src else f"{first_src} vs {src}"
+                where = (f"within {src}" if src == first_src else f"{first_src} vs {src}")
                 raise BBRLError(
                     f"{command}: experiment {exp}: run tables from different test sets or "
-                    f"versions ({where}: {', '.join(diff)}); rerun them alike"
+                    f"versions ({where}: {', '.join(diff)}, agent {first_agent} vs agent "
+                    f"{row['agent']}); rerun them alike"
                 )
         for exp, agent in t.select("experiment", "agent").unique(maintain_order=True).rows():
             holders.setdefault((exp, agent), []).append(src)
@@ -390,7 +519,60 @@ def read_runs_with_sizes(paths: list[str], command: str = "merge", rewards: bool
     n_mdps = {e: n for e, (n, _) in sizes.items()}
     for p, table in zip(paths, tables, strict=True):
         check_run_table(table, str(p), n_mdps)
+        check_file_rewards(p, table)  # (read without them: batch by batch from the file)
     return merge_tables(tables, [str(p) for p in paths], command), n_mdps
+
+
+def check_file_rewards(path: str | Path, table: pl.DataFrame) -> None:
+    """:func:`check_rewards` on the run table ``path`` whose other columns ``table``
+    holds (read without its per-step rewards: a whole configuration's are gigabytes):
+    the file's ``rewards`` are read and checked in batches of
+    :data:`CHECK_CHUNK_VALUES` values, and none is kept (a ``table`` read with its
+    rewards was checked by :func:`check_run_table`). A file holding one of ``rewards``
+    and ``undiscounted_return`` without the other is refused too."""
+    import pyarrow as pa
+
+    hint = artefacts.REGENERATE["run"]
+    names = set(table.columns)
+    try:
+        with pq.ParquetFile(path) as f:
+            names |= set(f.schema_arrow.names)
+            if ("rewards" in names) != ("undiscounted_return" in names):
+                one = "rewards" if "rewards" in names else "undiscounted_return"
+                other = "undiscounted_return" if one == "rewards" else "rewards"
+                raise BBRLError(f"{path}: run table has the column {one!r} but not {other!r} "
+                                f"(both are recorded or neither); {hint}")
+            if "rewards" not in names or "rewards" in table.columns:
+                return  # (none, or read with the table: check_run_table checked them)
+            field = f.schema_arrow.field("rewards")
+            expected = RUN_COLUMNS["rewards"]
+            found = _polars_type(field.type)
+            if found != expected:
+                raise BBRLError(f"{path}: column 'rewards' has type {found}, expected "
+                                f"{expected}; {hint}")
+            T = max(1, int(table["n_steps"].max() or 1)) if table.height else 1
+            k = 0
+            for batch in f.iter_batches(batch_size=max(1, CHECK_CHUNK_VALUES // T),
+                                        columns=["rewards"]):
+                col = pl.from_arrow(pa.Table.from_batches([batch]))["rewards"]
+                chunk = table.slice(k, batch.num_rows).with_columns(col)
+                check_rewards(chunk, str(path), k)
+                k += batch.num_rows
+    except BBRLError:
+        raise
+    except Exception as exc:  # pyarrow raises several types for corrupt files
+        raise BBRLError(f"{path}: cannot read its rewards ({str(exc).splitlines()[0]}); "
+                        f"{hint}") from None
+
+
+def _polars_type(arrow_type) -> object:
+    """The polars type of an arrow type (its text where polars has none)."""
+    import pyarrow as pa
+
+    try:
+        return pl.from_arrow(pa.nulls(0, type=arrow_type)).dtype  # (pa.array imports pandas)
+    except Exception:
+        return str(arrow_type)
 
 
 def read_runs(paths: list[str], command: str = "merge", rewards: bool = True

@@ -111,6 +111,9 @@ def _run(args: argparse.Namespace) -> tuple[int, str | None]:
         return 2, f"bbrl: error: {exc}"
     except KeyboardInterrupt:
         return 130, "bbrl: interrupted"
+    except MemoryError:  # what no up-front bound foresaw: one line, not a traceback
+        return 2, (f"bbrl: error: {getattr(args, 'command', 'bbrl')}: out of memory; give "
+                   "it smaller inputs or more memory")
     except BrokenPipeError:  # `bbrl agents | head`
         sys.stderr.close()
         return 0, None
@@ -194,9 +197,22 @@ def _logged(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The ``bbrl`` command. Called without ``argv`` (the installed script, ``python -m
+    bbrlcore.cli``), ``bbrl run`` and ``bbrl train`` run in a watched child process,
+    so that a crash of a plugin's code is one line naming it (:mod:`bbrlcore.cli._watch`;
+    ``BBRL_WATCH=0``: in this process); with ``argv`` (the Python API, tests), in this
+    process."""
+    script = argv is None
     if argv is None:
         argv = sys.argv[1:]
-    parser = build_parser(_command_of(argv))
+    command = _command_of(argv)
+    if script:
+        from bbrlcore.cli._watch import watched
+
+        rc = watched(argv, command)
+        if rc is not None:
+            return rc
+    parser = build_parser(command)
     args = parser.parse_args(argv)
     if getattr(args, "log", None):
         return _logged(args)

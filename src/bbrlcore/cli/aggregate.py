@@ -235,7 +235,8 @@ def _aggregate(args: argparse.Namespace) -> int:
             merged, n_resamples=args.resamples, seed=args.seed,
             offline_bound=args.offline_bound, online_bound=args.online_bound,
             confidence=args.confidence, alpha=args.alpha, correction=args.correction,
-            separate_compat=not args.merge_compat, score=args.score)
+            separate_compat=not args.merge_compat, score=args.score,
+            resamples_option="--resamples")
         v = None if args.versus is None else agg_mod.versus(agg, args.versus)
     print(render(agg))
     if v is not None:

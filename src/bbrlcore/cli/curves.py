@@ -5,12 +5,15 @@ experiment and algorithm (its best agent), the mean cumulative reward, the norma
 score (Random 0, Optimal 1 at each t) and the cumulative regret against Optimal, with
 paired bootstrap bands; across experiments, the IQM of the normalised score against time
 with stratified bands. Prints a few points of each curve; ``-o DIR`` writes the tables
-(``curves.parquet``, ``curves-aggregate.parquet``).
+(``curves.parquet``, ``curves-aggregate.parquet``). What has no curve (an experiment
+without Random, Optimal or their rewards, an agent without rewards on some test MDPs) is
+said on stderr, one line each, with the reason.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from bbrlcore.cli._io import IO
 from bbrlcore.errors import BBRLError
@@ -50,9 +53,13 @@ def _curves(args: argparse.Namespace) -> int:
     # the per-step rewards of the agents the curves draw only (each algorithm's best,
     # Random, Optimal), as the report reads them: a whole configuration's are gigabytes
     merged = read_runs(args.merged, "curves", rewards=False)
+    # more resamples than memory holds: refused before reading a single reward
+    C.check_bootstrap_memory(merged, args.resamples, "--resamples", args.points)
     merged = attach_rewards(merged, list(args.merged), C.curve_agents(merged, args.score))
     c = C.curves(merged, score=args.score, n_resamples=args.resamples, seed=args.seed,
-                 points=args.points)
+                 points=args.points, resamples_option="--resamples")
+    for what in c.left_out:  # which experiments and agents have no curve, and why
+        print(f"bbrl: warning: left out of the learning curves: {what}", file=sys.stderr)
     t = c.tables["curves"]
     print(f"learning curves ({args.score} score; normalised: Random 0, Optimal 1 at each t; "
           "regret: against Optimal, paired; 95% bootstrap intervals)")

@@ -67,7 +67,8 @@ def _report(args: argparse.Namespace) -> int:
                          correction=args.correction,
                          bootstrap_resamples=args.bootstrap_resamples,
                          bootstrap_seed=args.bootstrap_seed, display_names=names,
-                         score=args.score, versus=args.versus)
+                         score=args.score, versus=args.versus,
+                         resamples_option="--bootstrap-resamples")
     print(f"wrote {index}")
     return 0
 

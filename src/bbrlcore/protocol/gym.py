@@ -9,7 +9,11 @@ Needs the optional extra ``gymnasium`` (``pip install bbrlcore[gym]``).
   benchmark scores (``info["discounted_return"]``).
 * :class:`TestSetEnv` plays a whole test set (or a test-set file), one MDP per episode
   (episode ``k`` uses MDP ``k mod N``), so your own training or evaluation loop sees
-  exactly the benchmark's MDPs.
+  exactly the benchmark's MDPs. ``reset(seed=s)`` is repeatable: it plays episode ``s``
+  of that sequence (MDP ``s mod N``) with the environment's random numbers seeded by
+  ``s``, and the next ``reset()`` moves on to MDP ``s + 1 mod N``; so
+  ``reset(seed=0)`` then ``reset()`` at every episode plays the MDPs in order, the same
+  way every time, and it passes gymnasium's ``check_env``.
 * :func:`gymnasium_agent` turns an agent written against the gymnasium conventions
   (``act(observation) -> action`` and ``update(observation, action, reward,
   next_observation, terminated, truncated)``) into a benchmark algorithm, run by the
@@ -22,7 +26,7 @@ Examples
 >>> from bbrlcore.mdp import distributions as D
 >>> from bbrlcore.protocol.gym import TestSetEnv
 >>> env = TestSetEnv(E.new_test_set(D.builtin("GC"), 3, 0.95, 10, seed=0))
->>> obs, info = env.reset(seed=1)
+>>> obs, info = env.reset(seed=0)
 >>> obs, info["mdp_index"], env.prior.short_name
 (0, 0, 'GC')
 >>> obs, reward, terminated, truncated, info = env.step(1)
@@ -77,6 +81,41 @@ def _array(value: Any, what: str) -> np.ndarray:
     return np.array(as_real_array(value, what), dtype=np.float64)
 
 
+def check_prior(prior: Any, n_states: int, n_actions: int, what: str) -> Any:
+    """``prior`` as an :class:`~bbrlcore.mdp.distributions.FDMDistribution` of
+    ``n_states`` states and ``n_actions`` actions (a name or a file is loaded as
+    ``--prior`` is: :func:`~bbrlcore.mdp.distributions.load`), or None; else one
+    :class:`BBRLError` naming ``what``.
+
+    Examples
+    --------
+    >>> from bbrlcore.mdp import distributions as D
+    >>> check_prior("UGC", 5, 3, "env").short_name
+    'UGC'
+    >>> check_prior("UGrid", 5, 3, "env")
+    Traceback (most recent call last):
+    ...
+    bbrlcore.errors.BBRLError: env: prior UGrid has 25 states and 4 actions; the MDPs have 5 and 3
+    """
+    from bbrlcore.mdp.distributions import FDMDistribution, load
+
+    if prior is None:
+        return None
+    if isinstance(prior, (str, os.PathLike)):
+        try:
+            prior = load(prior)
+        except BBRLError as exc:
+            raise BBRLError(f"{what}: prior: {exc}") from None
+    if not isinstance(prior, FDMDistribution):
+        raise BBRLError(f"{what}: prior must be an FDM distribution (a name such as UGC, a "
+                        "prior file, or bbrlcore.mdp.distributions.load(...)), got "
+                        f"{type(prior).__name__}")
+    if (prior.n_states, prior.n_actions) != (n_states, n_actions):
+        raise BBRLError(f"{what}: prior {prior.short_name} has {prior.n_states} states and "
+                        f"{prior.n_actions} actions; the MDPs have {n_states} and {n_actions}")
+    return prior
+
+
 def check_transitions(P: np.ndarray, what: str) -> None:
     """Every row ``P[x, u, :]`` finite, non-negative and summing to one (within
     :data:`~bbrlcore.protocol.test_sets.ROW_SUM_TOLERANCE`); else one :class:`BBRLError`
@@ -113,11 +152,15 @@ class MDPEnv(gymnasium.Env):
     reward_std
         Standard deviation of each transition's (Gaussian) reward, or None (constant).
     prior
-        The prior an agent may use (``env.prior``).
+        The prior an agent may use (``env.prior``): an
+        :class:`~bbrlcore.mdp.distributions.FDMDistribution` with the MDP's numbers of
+        states and actions, a name or a file loaded as ``--prior`` is, or None.
 
-    Any bad argument is one :class:`~bbrlcore.errors.BBRLError` naming it. ``step`` before
-    ``reset`` (or after the end of an episode) raises :class:`gymnasium.error.ResetNeeded`,
-    as gymnasium's ``OrderEnforcing`` wrapper does.
+    Any bad argument is one :class:`~bbrlcore.errors.BBRLError` naming it, and so is an
+    action that is not an integer in ``[0, nU)`` (a bool included, as the benchmark's
+    agents are refused one). ``step`` before ``reset`` (or after the end of an episode)
+    raises :class:`gymnasium.error.ResetNeeded`, as gymnasium's ``OrderEnforcing``
+    wrapper does.
 
     ``info`` (from ``reset`` and ``step``) holds ``"step"``, the number of steps taken in
     the episode (0 after ``reset``, T at its end) and, at the end of the episode
@@ -160,7 +203,7 @@ class MDPEnv(gymnasium.Env):
         self.gamma = _number(gamma, f"{name}: gamma", integer=False)
         if not 0 < self.gamma <= 1:
             raise BBRLError(f"{name}: gamma must be in (0, 1], got {self.gamma}")
-        self.prior = prior
+        self.prior = check_prior(prior, nX, nU, name)
         self.observation_space = spaces.Discrete(nX)
         self.action_space = spaces.Discrete(nU)
         check_transitions(P, f"{name}: P")
@@ -207,9 +250,19 @@ class MDPEnv(gymnasium.Env):
             raise gymnasium.error.ResetNeeded(
                 f"{type(self).__name__}.step: cannot call env.step() before calling "
                 "env.reset()" + (" (the episode has ended)" if self._t else ""))
+        n = self.layout.n_actions
+        if isinstance(action, (bool, np.bool_)) or (
+                isinstance(action, np.ndarray) and action.dtype == np.bool_):
+            raise BBRLError(f"{type(self).__name__}.step: action {action!r} is a bool, not "
+                            f"an integer action in [0, {n})")
         if not self.action_space.contains(action):
-            raise BBRLError(f"{type(self).__name__}.step: action {action!r} outside "
-                            f"[0, {self.layout.n_actions})")
+            integer = isinstance(action, numbers.Integral) or (
+                isinstance(action, np.ndarray) and action.shape == ()
+                and np.issubdtype(action.dtype, np.integer))
+            what = ("outside" if integer else
+                    f"({type(action).__name__}) is not an integer action in")
+            raise BBRLError(f"{type(self).__name__}.step: action {action!r} {what} "
+                            f"[0, {n})")
         x, u = self._x, int(action)
         k = int(np.searchsorted(self._cdf[x, u], self.np_random.random(), side="right"))
         k = min(k, int(self.layout.nsucc[x, u]) - 1)
@@ -238,11 +291,29 @@ def _accurate_prior(test: Any) -> Any:
 
 
 class TestSetEnv(MDPEnv):
-    """A test set as an environment: one of its MDPs per episode (the ``k``-th reset uses
-    MDP ``k mod N``, or ``options={"mdp_index": i}``); ``env.prior`` is the test
-    distribution's accurate prior (the test distribution itself when it is an FDM; a
+    """A test set as an environment: one of its MDPs per episode; ``env.prior`` is the
+    test distribution's accurate prior (the test distribution itself when it is an FDM; a
     problem family's that draws its structure: its moment-matched FDM,
-    :func:`bbrlcore.mdp.families.accurate_prior`) unless another is given.
+    :func:`bbrlcore.mdp.families.accurate_prior`) unless another is given (of the test
+    set's numbers of states and actions: :func:`check_prior`).
+
+    Which MDP an episode plays: episodes are numbered, and episode ``k`` plays MDP
+    ``k mod N``. The first ``reset()`` is episode 0 and each later one the next episode;
+    ``reset(seed=s)`` is episode ``s`` (MDP ``s mod N``), with the environment's random
+    numbers (``np_random``: a drawn initial state, the transitions) seeded by ``s``, so
+    the same seed plays the same MDP and the same draws every time (gymnasium's
+    ``check_env`` asks this); ``options={"mdp_index": i}`` plays MDP ``i``. The episodes
+    after any of these continue from it (MDP ``i + 1``, ...).
+
+    >>> from bbrlcore import protocol as E
+    >>> from bbrlcore.mdp import distributions as D
+    >>> env = TestSetEnv(E.new_test_set(D.builtin("GC"), 3, 0.95, 5, seed=0))
+    >>> [env.reset(seed=s)[1]["mdp_index"] for s in (0, 1, 2, 3, 1)]
+    [0, 1, 2, 0, 1]
+    >>> [env.reset()[1]["mdp_index"] for _ in range(3)]  # after episode 1: 2, 3, 4
+    [2, 0, 1]
+    >>> env.reset(options={"mdp_index": 2})[1]["mdp_index"], env.reset()[1]["mdp_index"]
+    (2, 0)
 
     ``test_set`` is a :class:`~bbrlcore.protocol.TestSet` (``new_test_set``) or the path
     of a test-set artefact (``bbrl experiment new ... -o FILE``, read and validated with
@@ -271,8 +342,9 @@ class TestSetEnv(MDPEnv):
         nU = ts.test.n_actions
         super().__init__(np.ones((1, nU, 1)), np.zeros((1, nU, 1)),
                          initial_state=min(ts.test.initial_state, 0), horizon=ts.horizon,
-                         gamma=ts.gamma,
-                         prior=_accurate_prior(ts.test) if prior is None else prior)
+                         gamma=ts.gamma)
+        self.prior = (_accurate_prior(ts.test) if prior is None
+                      else check_prior(prior, ts.test.n_states, nU, "TestSetEnv"))
         self.initial_state = ts.test.initial_state
         self.observation_space = spaces.Discrete(ts.test.n_states)
         self.R, self.Rstd = ts.test.reward, ts.test.reward_std
@@ -285,6 +357,13 @@ class TestSetEnv(MDPEnv):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         n = self.test_set.n_mdps
+        if seed is not None:
+            # (gymnasium refuses a seed that is not an integer >= 0, in super().reset)
+            if isinstance(seed, (bool, np.bool_)) or not isinstance(
+                    seed, numbers.Integral) or seed < 0:
+                raise BBRLError(f"TestSetEnv.reset: seed {seed!r} must be an integer >= 0")
+            seed = int(seed)  # (gymnasium's seeding takes a Python int only)
+            self._episode = seed % n  # episode `seed` of the sequence
         i = (options or {}).get("mdp_index", self._episode % n)
         if isinstance(i, (bool, np.bool_)) or not isinstance(i, numbers.Integral) or not (
                 0 <= i < n):
@@ -292,7 +371,7 @@ class TestSetEnv(MDPEnv):
         self._mdp = int(i)
         self._set_rows(self.layout, np.asarray(self.test_set.mdps[self._mdp], dtype=float),
                        self._Rr, self._Rstd_r)
-        self._episode += 1
+        self._episode = self._mdp + 1
         return super().reset(seed=seed, options=options)
 
 

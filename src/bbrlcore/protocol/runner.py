@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from bbrlcore import __version__, agents, seeds
+from bbrlcore import __version__, agents, crash, seeds
 from bbrlcore.agents.base import on_rows, records_rewards
 from bbrlcore.errors import BBRLError
 from bbrlcore.formats import artefacts
@@ -148,8 +148,14 @@ def run_agent(
     records = records_rewards(play)  # (a third party's play(P, seed) records none)
     call = on_rows(play) if records else play  # (this function's rows need no check)
     tseeds = seeds.trajectory_seeds(ts.seed, agent.agent_id, idx)
+    # what the process is doing, for the line of a crash (bbrlcore.crash; nothing outside
+    # a watched `bbrl run`)
+    origin = f"plugin {agent.ref}" if agent.ref else "built-in"
+    crash.doing(f"playing agent {agent.agent_id} ({origin}) on "
+                f"{ts.test.short_name}-{agent.prior.short_name}")
     # compile (or load from the numba cache) outside the timed region
     if len(idx):
+        crash.at_mdp(int(idx[0]))
         warm = alg.make_player(agent.prior, agent.params, trained,
                                ts.episode(horizon=1, dense=not sparse))
         try:
@@ -178,6 +184,7 @@ def run_agent(
         for k, i in enumerate(idx):
             P = mdp(i)
             row = rewards[k] if records else None  # (the kernel writes into this row)
+            crash.at_mdp(int(i))
             t0 = time.perf_counter()
             try:
                 if records:

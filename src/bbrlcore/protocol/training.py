@@ -14,7 +14,7 @@ from typing import Any
 
 import polars as pl
 
-from bbrlcore import agents, seeds
+from bbrlcore import agents, crash, seeds
 from bbrlcore.errors import BBRLError
 from bbrlcore.formats import artefacts
 from bbrlcore.mdp.distributions import FDMDistribution
@@ -95,6 +95,8 @@ def train_agent(
         checkpoint=checkpoint,
         checkpoint_every=checkpoint_every,
     )
+    origin = "built-in" if entry.builtin else f"plugin {entry.ref}"
+    crash.doing(f"training agent {alg.agent_id(params)} ({origin}) on {prior.short_name}")
     if alg.train is None:  # nothing to learn offline (the prior is kept as it is)
         trained, elapsed = Trained(), 0.0
     else:
@@ -111,6 +113,7 @@ def train_agent(
                         f"parameters make it {agent_id!r}")
     if alg.prepare is not None and not entry.builtin:  # a compiled plugin compiles now:
         # code that cannot run fails here, and the run jobs find it compiled
+        crash.doing(f"compiling agent {agent_id} ({origin}) for {prior.short_name}")
         alg.prepare(prior, params, trained, Episode(
             R=prior.reward, Rstd=prior.reward_std, gaussian=prior.reward_type == "gaussian",
             initial_state=prior.initial_state, gamma=gamma, horizon=horizon))

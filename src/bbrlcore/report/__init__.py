@@ -37,7 +37,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -162,14 +164,16 @@ def experiment_section(
     curve_sec: dict[str, Any] = {"available": False,
                                  "reason": (curves or {}).get("reason", NO_REWARDS)}
     table_c = (curves or {}).get("table")
+    # what the curves left out in this experiment, and why (one sentence each)
+    mine = [w for w in (curves or {}).get("left_out_items", []) if w.experiment == exp]
     if table_c is not None:
         ct = table_c.filter(pl.col("experiment") == exp)
         if ct.is_empty():
-            algs = set(s["algorithm"].to_list())
-            curve_sec["reason"] = ("No learning curves for this experiment: it has no "
-                                   "Random or no Optimal agent, against which they are "
-                                   "normalised." if not {"random", "optimal"} <= algs else
-                                   "No learning curves for this experiment.")
+            whole = [w.reason for w in mine if w.agent is None] or [
+                f"{w.family} (agent {w.agent}): {w.reason}" for w in mine]
+            curve_sec["reason"] = ("No learning curves for this experiment: "
+                                   + ("; ".join(whole) or "no algorithm has a curve here")
+                                   + ".")
         else:
             panels = [(exp, title)]
             curve_sec = {
@@ -179,6 +183,8 @@ def experiment_section(
                 "fig": _save(figures.learning_curves_figure(ct, panels, styles, score),
                              fig_dir / f"{exp}-curves"),
                 "T": int(ct["t"].max())}
+    curve_sec["left_out"] = [f"{w.family} (agent {w.agent}): {w.reason}" for w in mine
+                             if w.agent is not None]
 
     best = constraints.among_best(contenders, returns, alpha, correction=correction)
     oracle = s.filter(pl.col("algorithm") == "optimal").select(
@@ -393,7 +399,9 @@ def curves_section(
     (:func:`bbrlcore.report.problems.experiment_ladders`), the curves of each size side by
     side. ``available`` false with a one-sentence ``reason`` when the runs have no per-step
     rewards (:data:`NO_REWARDS`) or the curves cannot be made; ``table`` is the curves
-    table for the experiment pages."""
+    table for the experiment pages; ``left_out`` says, one line each, which experiments
+    and agents have no curve and why (:attr:`bbrlcore.analysis.curves.Curves.left_out`;
+    also printed on stderr)."""
     from bbrlcore.analysis import curves as C
     from bbrlcore.report.problems import experiment_ladders
 
@@ -402,14 +410,18 @@ def curves_section(
     try:
         c = C.curves(merged, score=score, n_resamples=n_resamples, seed=seed)
     except BBRLError as exc:
+        print(f"bbrl: warning: no learning curves in the report: {exc}", file=sys.stderr)
         return {"available": False, "reason": f"No learning curves: {exc}."}
+    for what in c.left_out:  # said on stderr and on the pages that show the curves
+        print(f"bbrl: warning: left out of the learning curves: {what}", file=sys.stderr)
     C.write_tables(c, out / "data")
     table, agg = c.tables["curves"], c.tables["aggregate"]
     figs = out / "figures"
     sec: dict[str, Any] = {"available": True, "table": table, "score": score,
                            "T": int(table["t"].max()) if table.height else 0,
                            "n_resamples": n_resamples, "seed": seed, "aggregate": None,
-                           "ladders": []}
+                           "ladders": [], "left_out": [str(w) for w in c.left_out],
+                           "left_out_items": c.left_out}
     if not agg.is_empty():
         sec["aggregate"] = {
             "figure": I.to_json(I.iqm_curves(agg, styles, score)),
@@ -445,6 +457,7 @@ def build(
     display_names: Mapping[str, str] | None = None,
     score: str = "discounted",
     versus: str | None = None,
+    resamples_option: str = "bootstrap_resamples",
 ) -> Path:
     """Write the report into ``out_dir``; return the path of ``index.html``.
 
@@ -471,9 +484,14 @@ def build(
     algorithms), agents of one experiment
     measured on different test MDPs (:func:`bbrlcore.analysis.results.check_coverage`),
     test sets other than the ones the runs were played on
-    (:func:`bbrlcore.analysis.results.check_test_sets`). The report is built in a staging
-    directory beside ``out_dir`` and moved into it only when complete: a report that
-    fails leaves ``out_dir`` as it was.
+    (:func:`bbrlcore.analysis.results.check_test_sets`), more bootstrap resamples than
+    memory holds (the aggregates' and the learning curves', computed from the tables'
+    sizes: one line naming ``resamples_option``, the memory needed and the limit). The
+    report is built in a staging directory beside ``out_dir`` and moved into it only when
+    complete: a report that fails, is interrupted or terminated (SIGTERM, SIGHUP) leaves
+    ``out_dir`` as it was and removes its staging directory; one killed outright
+    (SIGKILL, a crash) leaves its staging directory, which the next report into
+    ``out_dir`` on the same machine removes.
     """
     stats.check_correction(correction)
     # everything that can be checked is checked before anything is written
@@ -487,6 +505,12 @@ def build(
     if test_sets:
         check_test_sets(merged, test_sets, [f"test set {i + 1} ({ts.test.short_name})"
                                             for i, ts in enumerate(test_sets)])
+    from bbrlcore.analysis import aggregate as A
+    from bbrlcore.analysis import curves as C
+
+    A.check_bootstrap_memory(merged, bootstrap_resamples, resamples_option, score=score)
+    if "rewards" in merged.columns:
+        C.check_bootstrap_memory(merged, bootstrap_resamples, resamples_option)
     out = Path(out_dir)
     with constraints.display_names(display_names or {}):
         if versus is not None:
@@ -567,7 +591,8 @@ def _build_into(out: Path, merged: pl.DataFrame, summary: pl.DataFrame,
     ctx = {"groups": groups, "experiments": ordered, "version": __version__, "alpha": alpha,
            "correction": correction, "hardness": hard, "problems": problems_sec,
            "families": fams, "score": score, "score_text": SCORE_TEXT[score],
-           "horizon": horizon, "curves": {k: v for k, v in curves.items() if k != "table"},
+           "horizon": horizon, "curves": {k: v for k, v in curves.items()
+                                           if k not in ("table", "left_out_items")},
            "fwer_over": bool(fwer_over),
            "matrix_families": matrix_families, "aggregates": agg,
            "notes": (__doc__ or "").split("\n\n", 2)[2], "published": published}
@@ -590,13 +615,76 @@ def _build_into(out: Path, merged: pl.DataFrame, summary: pl.DataFrame,
         compile_latex(out)
 
 
+def _stage_base(out: Path) -> str:
+    """The staging directories of a report into ``out`` begin with this, then the
+    process id: the report's name and this machine's, so that a staging directory left
+    by a report killed outright is known for one (:func:`_remove_stale`)."""
+    host = socket.gethostname().replace(".", "-") or "host"
+    return f".{out.name}.{host}."
+
+
+def _remove_stale(out: Path) -> None:
+    """Remove the staging directories beside ``out`` that reports killed outright
+    (SIGKILL, a crash: no handler runs) left behind: those of this machine whose process
+    is gone (a staging directory of another machine, or of a running process, stays)."""
+    base = _stage_base(out)
+    try:
+        entries = list(out.parent.iterdir()) if out.parent.is_dir() else []
+    except OSError:
+        return
+    for d in entries:
+        name = d.name
+        if not (name.startswith(base) and name.endswith(".tmp") and d.is_dir()
+                and not d.is_symlink()):
+            continue
+        pid = name[len(base):].split(".", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:  # gone: its staging directory is a leftover
+            shutil.rmtree(d, ignore_errors=True)
+        except OSError:  # (another user's running process)
+            continue
+
+
+@contextmanager
+def _terminate_as_exception() -> Iterator[None]:
+    """Within the block, SIGTERM and SIGHUP (a job's time limit, a closed terminal)
+    raise ``SystemExit`` in the main thread instead of ending the process at once, so
+    that the staging directory is removed; the former handlers are restored after."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    saved = {}
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            saved[sig] = signal.signal(sig, stop)
+        except (ValueError, OSError):
+            pass
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
 @contextmanager
 def _staged_directory(out: Path) -> Iterator[Path]:
     """Yield an empty staging directory beside ``out``; on success move what was written
     into ``out`` (file by file, each an atomic rename; files already in ``out`` that the
-    report does not write stay). On any error nothing is moved, the staging directory is
-    removed, and so are the directories created for it: a report that fails leaves the
-    output directory as it was (or absent)."""
+    report does not write stay). On any error, an interruption or a SIGTERM or SIGHUP
+    nothing is moved, the staging directory is removed, and so are the directories
+    created for it: a report that fails leaves the output directory as it was (or
+    absent). Staging directories left by reports killed outright are removed first
+    (:func:`_remove_stale`)."""
     out = Path(out)
     created: list[Path] = []
     anc = out.parent if str(out.parent) else Path(".")
@@ -605,14 +693,17 @@ def _staged_directory(out: Path) -> Iterator[Path]:
         anc = anc.parent
     stage: Path | None = None
     try:
-        try:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp",
-                                          dir=out.parent))
-        except OSError as exc:
-            raise BBRLError(f"{out}: cannot write ({exc.strerror or exc})") from None
-        yield stage
-        _move_into(stage, out)
+        with _terminate_as_exception():
+            try:
+                out.parent.mkdir(parents=True, exist_ok=True)
+                _remove_stale(out)
+                stage = Path(tempfile.mkdtemp(prefix=f"{_stage_base(out)}{os.getpid()}.",
+                                              suffix=".tmp",
+                                              dir=out.parent))
+            except OSError as exc:
+                raise BBRLError(f"{out}: cannot write ({exc.strerror or exc})") from None
+            yield stage
+            _move_into(stage, out)
     except BaseException as exc:
         if stage is not None:
             shutil.rmtree(stage, ignore_errors=True)

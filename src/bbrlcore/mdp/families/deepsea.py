@@ -27,7 +27,28 @@ Structure drawn per MDP: the action mapping. The nominal dynamics are determinis
 drawn row is then a Dirichlet centred on it (``concentration`` 10). Colosseum has no
 ``p_lazy`` for DeepSea (staying put once makes the treasure unreachable), nor has this
 family. bsuite's "stochastic" variant (a right move fails with probability 1/N) is not
-reproduced; use ``p_rand``.
+reproduced; use ``p_rand``. Under ``p_rand`` the reward goes with the move that happened
+(−0.01/N whenever the agent moves right, +1 when that move leaves the last column),
+whichever action was chosen: with the mapping drawn, the transition is all that says
+which way the agent went.
+
+Where it differs from bsuite (``bsuite/environments/deep_sea.py``, read for this): the
+grid, the per-cell mapping, the rewards and the N moves of a pass are bsuite's, so a
+trajectory of N steps from the top-left cell is exactly one episode of bsuite's
+deterministic DeepSea, reward for reward (``tests/test_family_peers.py`` replays random
+action sequences against a transcription of its ``_step``). The one difference is the
+**surface step**: bsuite's episode ends with the N-th move; here the N-th move enters a
+surface state and one more step, paid 0, returns to the top-left cell, so a pass takes
+N + 1 steps and a trajectory of T steps holds about T / (N + 1) passes where bsuite's
+episodes back to back would hold T / N. It is intended: without the surface states
+both moves of the last row would lead to the top-left cell, and whether the N-th move
+went right (the treasure, the move cost) would depend on the drawn mapping, not on the
+transition, so the rewards could not be the same in every drawn MDP. (An episodic
+reading, "one pass down the grid, as bsuite", is the N steps from the top-left cell to a
+surface state: horizon N, the surface step outside every episode.) Colosseum's DeepSea
+(``colosseum/mdp/deep_sea``) is another problem: no action mapping, a left move pays
+1/N² and a right 0 but from the bottom-right cell, by the chosen action, and its last row
+returns to the start with the N-th action (N steps a pass).
 
 Accurate prior (exact): each cell's rows are right or left with probability 1/2 each, so
 the mean row is one half on each target, and the moment-matched total falls to the floor:

@@ -20,10 +20,23 @@ error asking for a larger ``p_frozen``).
 
 Continuing form: from the goal tile every action returns to the start (as Colosseum's
 FrozenLake does), so reaching the goal pays 1 on the transition into the goal tile, a
-fixed state whatever the holes: the rewards are the same in every drawn MDP. A hole is
-never entered (the move leads to the start instead); its own rows, unreachable, also lead
-to the start. Each drawn row is a Dirichlet centred on the controlled kernel
-(``concentration`` 10).
+fixed state whatever the holes: the rewards are the same in every drawn MDP. As in
+Colosseum, the reward goes with the tile the agent ends on, whatever made it move there:
+a slip, a random action (``p_rand``) or, with ``p_lazy``, staying put on the goal tile
+instead of returning to the start, which pays 1 again (Colosseum's rule: the goal's
+reward for every transition into the goal; until issue #33 bbrl did not pay that lazy
+stay, ``CHANGELOG.md``). A hole is never entered (the move leads to the start instead);
+its own rows, unreachable, also lead to the start. Each drawn row is a Dirichlet centred
+on the controlled kernel (``concentration`` 10).
+
+Where it differs from Colosseum's FrozenLake (``colosseum/mdp/frozen_lake``, read for
+this): the lakes are drawn alike (each tile frozen with ``p_frozen``, drawn again until
+a path exists; here from the test set's seed), and the moves, slips, holes, ``p_rand``,
+``p_lazy`` and rewards are Colosseum's (``tests/test_family_peers.py`` compares every row
+and expected reward with a transcription of its code). Only the indices differ (state
+``r·size + c``, rows from the top, against its ``lake[X, Y]``), and there are no
+stochastic rewards (agents know the mean rewards). Its paper mentions "a small reward
+at each time step"; its code's deterministic rewards pay 0, as here.
 
 Accurate prior (Monte-Carlo): the path condition couples the holes, so the mean and spread
 of each row are averaged over :data:`~bbrlcore.mdp.families._base.PRIOR_DRAWS` seeded
@@ -114,6 +127,8 @@ class FrozenLakeDistribution(FamilyDistribution):
                         + np.clip(c[:, None] + _DC, 0, s - 1))  # (n, 4) per direction
         R = np.zeros((n, 4, n))
         R[: self.goal, :, self.goal] = 1.0
+        if p.get("p_lazy", 0.0) > 0:  # staying put on the goal is a transition into it
+            R[self.goal, :, self.goal] = 1.0
         super().__init__("frozenlake", p, short_name, name, R, 0)
 
     def draw_structure(self, rng: np.random.Generator) -> np.ndarray:

@@ -23,6 +23,36 @@ starts with one step from home. Each drawn row is a Dirichlet centred on the con
 kernel (``concentration`` 10): with ``p_rand`` = ``p_lazy`` = 0 every drawn MDP is
 deterministic.
 
+Where it differs from Colosseum's MG-Empty (``colosseum/mdp/minigrid_empty``, read for
+this): the room, the moves and turns, and how the start side, start tile, heading and
+goal are drawn are Colosseum's (with its default of one start tile,
+``n_starting_states`` = 1). The **continuing form** is not. Colosseum's continuing
+MG-Empty has no reset: it pays 1 on every transition *into* the goal tile (its reward
+is "the next tile is the goal") and the goal tile's own rows are ordinary moves, so once
+there the agent turns on the spot, or bumps into the wall, and is paid 1 at every step.
+Here the goal leads home and home to the start: the agent is paid once per visit and
+must cross the room again. For a start ``d`` actions from the goal (its last one the
+forward move onto it), the optimal values are
+
+* here, V*(home) = γ^d / (1 − γ^(d+1)): the reward every d + 1 steps;
+* in Colosseum's form, V*(start) = γ^(d−1) / (1 − γ): the reward at every step from the
+  d-th on;
+
+d = 9, γ = 0.99: 9.55 against 92.3 (``tests/test_family_peers.py`` computes both, the
+second with a transcription of Colosseum's rules). Deliberate, for two reasons. The goal
+tile is drawn with each MDP, and bbrl's rewards are one function of (x, u, y) for every
+drawn MDP (agents know the rewards and learn the transitions), so the goal's reward
+cannot sit on the goal's own states; it sits on the transitions into home, a fixed
+state. And the task stays MiniGrid's (reach the goal: its episodes end there), played
+again and again, as FrozenLake's goal returns to its start and Taxi's delivery brings a
+new passenger; Colosseum's continuing form rewards the first arrival and then staying.
+With ``p_rand`` and ``p_lazy`` the reward still goes with the tile reached, as in
+Colosseum: a random forward move onto the goal pays, staying put never does (home →
+home pays 0). MiniGrid's own ``MiniGrid-Empty`` (Farama) starts in the top-left corner
+facing right with the goal in the bottom-right one, and pays 1 − 0.9·(steps / max steps)
+when the goal ends the episode; like Colosseum, this family draws the start and the goal
+and pays 1.
+
 Accurate prior (exact): a tile-heading row depends only on whether the tile ahead is the
 goal (probability 1/(4·size) per side the tile ahead lies on, for a tile of the room's
 border), and home's row only on the start (uniform over the 16·size start choices);

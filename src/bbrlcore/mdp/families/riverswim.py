@@ -12,10 +12,18 @@ A myopic agent collects the small reward; only sustained exploration finds the l
 
 These are the published probabilities with the rewards scaled to [0, 1] (5 → 0.005,
 10000 → 1) as in Osband, Russo & Van Roy, "(More) efficient reinforcement learning via
-posterior sampling", NIPS 2013, and ``examples/riverswim.py``. (Colosseum's RiverSwim
-drops the current and relies on ``p_rand`` and ``p_lazy`` instead; here they come on
-top.) Rewards are functions of (x, u, y), the same in every drawn MDP: 0.005 on
-(0, left, 0), 1 on every transition of (size - 1, right).
+posterior sampling", NIPS 2013, and ``examples/riverswim.py``. Rewards are functions of
+(x, u, y), the same in every drawn MDP, and reward the **chosen action**, as the
+published problem (a reward per state and action) and Colosseum do: 0.005 on every
+transition of (0, left), 1 on every transition of (size - 1, right). With ``p_rand`` a
+left at the left bank may be played as a right and carry the agent to state 1: it is
+still paid 0.005 (until issue #33 it was paid nothing: ``CHANGELOG.md``).
+
+Where it differs from Colosseum's RiverSwim (Conserva & Rauber 2022, App. A.3.1,
+``colosseum/mdp/river_swim``): Colosseum drops the current (its swim right always
+succeeds) and relies on ``p_rand`` and ``p_lazy`` instead; here they come on top of the
+published probabilities. Its rewards are the same rule (by the chosen action, at either
+bank).
 
 As a test distribution: Dirichlet rows centred on the (controlled) model, ``concentration``
 10; the structure is fixed, so the test distribution is an FDM and the accurate prior is
@@ -81,16 +89,26 @@ def kernel(n: int) -> Kernel:
     return succ, prob
 
 
-def reward(n: int) -> np.ndarray:
+def reward(n: int, p_rand: float = 0.0) -> np.ndarray:
+    """The rewards of a river of ``n`` states: 0.005 on every transition of (0, left) (to
+    state 0, and to state 1 when ``p_rand`` > 0 may play a right), 1 on every transition
+    of (n - 1, right): the chosen action's reward, whatever the outcome.
+
+    >>> R = reward(4, p_rand=0.1)
+    >>> R[0, LEFT].tolist(), reward(4)[0, LEFT].tolist()
+    ([0.005, 0.005, 0.0, 0.0], [0.005, 0.0, 0.0, 0.0])
+    """
     R = np.zeros((n, 2, n))
     R[0, LEFT, 0] = 0.005
+    if p_rand > 0 and n > 1:  # a random right from the left bank: to state 1
+        R[0, LEFT, 1] = 0.005
     R[n - 1, RIGHT, :] = 1.0
     return R
 
 
 def build(p: dict[str, Any], short_name: str, name: str) -> FDMDistribution:
     n = p["size"]
-    return centred(p, short_name, name, kernel(n), reward(n), 0)
+    return centred(p, short_name, name, kernel(n), reward(n, p.get("p_rand", 0.0)), 0)
 
 
 FAMILY = Family(

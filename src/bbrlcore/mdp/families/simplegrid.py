@@ -17,6 +17,13 @@ top-right corner), 1 NAND (the other three), 2 OR (X or Y: all but the bottom-le
 sub-optimal values (1 and 0) and, off the corners, the 0.2 mean of its stochastic
 rewards ("a small reward at each time step"), the same in every drawn MDP.
 
+As in Colosseum (its reward is "a corner's loop": the move stays in the corner), the
+reward goes with the transition, whichever action was chosen: staying in a corner pays
+its reward whether the agent stayed, walked into the border, was moved by a random
+action (``p_rand``) or held in place (``p_lazy``).
+
+Where it differs from Colosseum's SimpleGrid (``colosseum/mdp/simple_grid``, read for
+this): the start and the default ``p_rand``, as follows.
 Colosseum draws the start among the most central tiles; here it is fixed (the centre, or
 for an even size the top-left of the four central tiles) since a test distribution has one
 initial state. The structure is fixed, so the test distribution is an FDM: Dirichlet rows

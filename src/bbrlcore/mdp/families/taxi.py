@@ -26,6 +26,22 @@ location 0 (top-left quadrant) for location 1 (top-right). Each drawn row is a D
 centred on the controlled kernel (``concentration`` 10); deliveries are random (the new
 passenger), everything else deterministic without ``p_rand`` and ``p_lazy``.
 
+Where it differs from Colosseum's Taxi (``colosseum/mdp/taxi``, read for this), besides
+the walls and locations above: under ``p_rand`` **the reward goes with what happened**,
+where Colosseum's goes with the chosen action. Colosseum pays a pick-up or drop-off
+that was chosen but not done 0 (a random move played instead included), a delivery only
+when the drop-off was the chosen action, and 0.1 for everything else; here a delivery
+(on board → waiting) pays 1 whichever action was chosen, a pick-up or drop-off pays 0
+only when the state does not change, and a chosen pick-up or drop-off played as a move
+pays 0.1. Without ``p_rand`` (with ``p_lazy`` too) the two agree on every transition.
+Deliberate: the families pay for the transition that happened wherever the transition
+shows it (Chain's slips, DeepSea's moves, FrozenLake, SimpleGrid, MiniGrid), and a
+passenger dropped at the destination is delivered, whoever chose to. Dietterich's
+original Taxi (a fixed 5 × 5 map with walls, the four locations in fixed corners, −1 a
+step, +20 a delivery, −10 a pick-up or drop-off that fails, the episode over at the
+delivery) is what Colosseum's Taxi adapts (rewards 0.1, 1 and 0 in [0, 1], drawn
+locations, no end); this family follows Colosseum.
+
 Accurate prior (exact): a state's rows depend only on whether the location that matters
 there (the waiting passenger's, or the destination when on board) is under the taxi,
 probability 1/(tiles of that quadrant) on the quadrant's tiles and 0 elsewhere.
