@@ -198,7 +198,7 @@ def _logged(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """The ``bbrl`` command. Called without ``argv`` (the installed script, ``python -m
-    bbrlcore.cli``), ``bbrl run`` and ``bbrl train`` run in a watched child process,
+    bbrlcore.cli``), ``bbrl run``, ``train`` and ``batch`` run in a watched child process,
     so that a crash of a plugin's code is one line naming it (:mod:`bbrlcore.cli._watch`;
     ``BBRL_WATCH=0``: in this process); with ``argv`` (the Python API, tests), in this
     process."""

@@ -1,4 +1,5 @@
-"""``bbrl run`` and ``bbrl train`` in a watched child process: a crash names the plugin.
+"""``bbrl run``, ``bbrl train`` and ``bbrl batch`` in a watched child process: a crash
+names the plugin.
 
 A compiled plugin that indexes an array out of bounds does not raise: it reads or writes
 memory that is not its own, and the process may die of a segmentation fault, with no
@@ -36,8 +37,8 @@ from typing import Any
 from bbrlcore import crash
 
 #: The commands that run a plugin's code (run: the trajectories; train: its offline
-#: learning and the compilation of its loop).
-WATCHED = ("run", "train")
+#: learning and the compilation of its loop; batch: the workflow's jobs, both).
+WATCHED = ("run", "train", "batch")
 
 #: The environment variable turning the watcher off (``0``).
 ENV_OFF = "BBRL_WATCH"

@@ -278,6 +278,10 @@ def run_batch(spec: dict[str, Any], partial: str | None = None, *,
             f"({time.perf_counter() - t0:.2f} s)")
     if partial:
         shutil.rmtree(partial, ignore_errors=True)
+        try:  # the directory of all bundles' partial results, once the last is done
+            os.rmdir(os.path.dirname(os.path.abspath(partial)))
+        except OSError:
+            pass
     # the process's CPU: inside the units (training, trajectories, compiling or loading
     # kernels) and outside them (start-up: imports, reading the spec) — what
     # benchmarks/bench_workflow.py adds up
