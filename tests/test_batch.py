@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from pathlib import Path
 
 import polars as pl
@@ -29,87 +30,98 @@ TIMING = ["online_time_s", "offline_time_s"]
 
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory):
-    """A prior, a test set of 6 MDPs and a trained OPPS-DS agent (tiny)."""
+    """A results directory with two distributions and a test set of 6 MDPs."""
     d = tmp_path_factory.mktemp("batch")
-    assert main(["distribution", "import", "UGC", "-o", str(d / "UGC.parquet")]) == 0
-    assert main(["distribution", "import", "GC", "-o", str(d / "GC.parquet")]) == 0
-    assert main(["experiment", "new", "--test", str(d / "GC.parquet"), "--n-mdps", "6",
-                 "--horizon", "20", "--seed", "3", "-o", str(d / "ts.parquet")]) == 0
+    for name in ("UGC", "GC"):
+        assert main(["distribution", "import", name, "-o",
+                     str(d / f"distributions/{name}.parquet")]) == 0
+    assert main(["experiment", "new", "--test", str(d / "distributions/GC.parquet"),
+                 "--n-mdps", "6", "--horizon", "20", "--seed", "3", "-o",
+                 str(d / "test_sets/GC.parquet")]) == 0
     return d
 
 
-def _unit(d: Path, ref: str, params: dict, mdps, out: str) -> dict:
-    return {"agent": {"ref": ref, "params": params, "prior": str(d / "UGC.parquet")},
-            "experiment": "GC-UGC", "test_set": str(d / "ts.parquet"), "mdps": list(mdps),
-            "output": str(d / out)}
+AGENTS = {"e-greedy__epsilon=0.1": {"ref": "e-greedy", "params": {"epsilon": 0.1}},
+          "beb__beta=1__compat=true": {"ref": "beb", "params": {"beta": 1.0, "compat": True}},
+          "random": {"ref": "random", "params": {}}}
 
 
-def _spec(units, kind="run"):
-    return {"bundle": "run_test_0", "kind": kind, "version": "x", "seed": 0,
-            "gamma": 0.95, "horizon": 20, "units": units}
+def _spec(root: Path, units, kind="run"):
+    return {"bundle": "run_test_0", "kind": kind, "version": "x", "root": str(root),
+            "seed": 0, "gamma": 0.95, "horizon": 20, "agents": AGENTS, "units": units}
 
 
 def test_a_bundle_equals_train_and_run_unit_by_unit(inputs, capsys):
     d = inputs
-    units = [_unit(d, "e-greedy", {"epsilon": 0.1}, (0, 4), "b/eg-0-4.parquet"),
-             _unit(d, "e-greedy", {"epsilon": 0.1}, (4, 6), "b/eg-4-6.parquet"),
-             _unit(d, "beb", {"beta": 1.0, "compat": True}, (0, 6), "b/beb.parquet")]
-    assert main(["batch", "--spec", json.dumps(_spec(units))]) == 0
+    units = [["e-greedy__epsilon=0.1", "UGC", "GC-UGC", "GC", 0, 4],
+             ["e-greedy__epsilon=0.1", "UGC", "GC-UGC", "GC", 4, 6],
+             ["beb__beta=1__compat=true", "UGC", "GC-UGC", "GC", 0, 6]]
+    assert main(["batch", "--spec", json.dumps(_spec(d, units))]) == 0
     for args, out in (((["--agent", "e-greedy", "--param", "epsilon=0.1"]), "eg"),
                       ((["--agent", "beb", "--param", "beta=1", "--param", "compat=true"]),
                        "beb")):
-        assert main(["train", *args, "--prior", str(d / "UGC.parquet"), "--gamma", "0.95",
-                     "--horizon", "20", "-o", str(d / f"{out}.agent.parquet")]) == 0
-        assert main(["run", "--experiment", str(d / "ts.parquet"), "--agent",
+        assert main(["train", *args, "--prior", str(d / "distributions/UGC.parquet"),
+                     "--gamma", "0.95", "--horizon", "20", "-o",
+                     str(d / f"{out}.agent.parquet")]) == 0
+        assert main(["run", "--experiment", str(d / "test_sets/GC.parquet"), "--agent",
                      str(d / f"{out}.agent.parquet"), "-o", str(d / f"{out}.run.parquet")]) == 0
-    eg = pl.concat([pl.read_parquet(d / "b/eg-0-4.parquet"),
-                    pl.read_parquet(d / "b/eg-4-6.parquet")])
+    runs = d / "runs/GC-UGC"
+    eg = pl.concat([pl.read_parquet(runs / "e-greedy__epsilon=0.1/0-4.parquet"),
+                    pl.read_parquet(runs / "e-greedy__epsilon=0.1/4-6.parquet")])
     assert_frame_equal(eg.drop(TIMING), pl.read_parquet(d / "eg.run.parquet").drop(TIMING))
-    assert_frame_equal(pl.read_parquet(d / "b/beb.parquet").drop(TIMING),
-                       pl.read_parquet(d / "beb.run.parquet").drop(TIMING))
+    assert_frame_equal(
+        pl.read_parquet(runs / "beb__beta=1__compat=true/0-6.parquet").drop(TIMING),
+        pl.read_parquet(d / "beb.run.parquet").drop(TIMING))
     err = capsys.readouterr().err
     assert "[run_test_0] 3/3 beb (beta=1.0, compat=True) on GC-UGC MDPs 0:6:" in err
 
 
 def test_a_failing_unit_is_named_and_the_finished_ones_are_kept(inputs, tmp_path, capsys):
     d = inputs
-    good = _unit(d, "random", {}, (0, 6), "k/random.parquet")
-    bad = _unit(d, "e-greedy", {"epsilon": 0.1}, (0, 60), "k/eg.parquet")  # 6 MDPs only
-    spec = _spec([good, bad])
+    good = ["random", "UGC", "GC-UGC", "GC", 0, 6]
+    bad = ["e-greedy__epsilon=0.1", "UGC", "GC-UGC", "GC", 0, 60]  # 6 MDPs only
+    spec = _spec(d, [good, bad])
     partial = tmp_path / "partial"
     assert main(["batch", "--spec", json.dumps(spec), "--partial", str(partial)]) == 2
     err = capsys.readouterr().err
     assert ("run_test_0, unit 2/2 (e-greedy (epsilon=0.1) on GC-UGC MDPs 0:60): "
             "MDPs 0:60: the test set has 6") in err
     assert len(list(partial.glob("*.parquet"))) == 1  # the finished unit, kept
-    first = pl.read_parquet(d / "k/random.parquet")
-    (d / "k/random.parquet").unlink()  # (what Snakemake does with a failed job's outputs)
-    bad["mdps"] = [0, 6]
+    out = d / "runs/GC-UGC/random/0-6.parquet"
+    first = pl.read_parquet(out)
+    out.unlink()  # (what Snakemake does with a failed job's outputs)
+    bad[5] = 6
     assert batch.run_batch(spec, str(partial), progress=False) == 1  # only the second
-    assert_frame_equal(pl.read_parquet(d / "k/random.parquet"), first)  # the kept one
+    assert_frame_equal(pl.read_parquet(out), first)  # the kept one
     assert not partial.exists()  # removed once every unit is done
     assert "finished by an earlier attempt" in capsys.readouterr().err
 
 
 def test_an_edited_input_is_not_taken_from_the_partial_directory(inputs, tmp_path):
     d = tmp_path
-    for f in ("UGC.parquet", "ts.parquet"):
+    for f in ("distributions/UGC.parquet", "test_sets/GC.parquet"):
+        (d / f).parent.mkdir(exist_ok=True)
         (d / f).write_bytes((inputs / f).read_bytes())
-    spec = _spec([_unit(d, "random", {}, (0, 6), "r.parquet")])
-    key = batch.unit_key(spec, spec["units"][0])
-    (d / "ts.parquet").touch()  # regenerated since
-    assert batch.unit_key(spec, spec["units"][0]) != key
+    spec = _spec(d, [["random", "UGC", "GC-UGC", "GC", 0, 6]])
+    key = batch.unit_key(spec, batch.expand(spec)[0])
+    os.utime(d / "test_sets/GC.parquet", ns=(1, 1))  # regenerated since
+    assert batch.unit_key(spec, batch.expand(spec)[0]) != key
+
+
+_A = '"root": "r", "agents": {"a": {"ref": "random"}}'
 
 
 @pytest.mark.parametrize("text, msg", [
     ("[1]", "expected a JSON object"),
     ("{", "not valid JSON"),
     ('{"kind": "play", "units": []}', "kind must be one of train, run"),
-    ('{"kind": "run", "units": [{"agent": {"ref": "random"}}]}', "units[0] must be"),
-    ('{"kind": "run", "units": [{"agent": {"ref": "random"}, "test_set": "t", '
-     '"mdps": [0, 1], "output": "o"}]}', "needs a prior"),
-    ('{"kind": "run", "units": [{"agent": {"file": "a"}, "test_set": "t", '
-     '"mdps": [0, true], "output": "o"}]}', "mdps must be [START, STOP]"),
+    ('{"kind": "run", "agents": {}, "units": []}', "root must be"),
+    ('{"kind": "run", "root": "r", "agents": {"a": 1}, "units": []}', "agents must map"),
+    ('{"kind": "run", ' + _A + ', "units": [["a", "P"]]}', "units[0] must be [agent, prior, "),
+    ('{"kind": "run", ' + _A + ', "units": [["b", "P", "E", "T", 0, 1]]}', "units[0] must"),
+    ('{"kind": "run", ' + _A + ', "units": [["a", "P", "E", "T", 0, true]]}', "units[0]"),
+    ('{"kind": "train", ' + _A + ', "units": [["a", "P"], ["a", "P"]]}',
+     "r/agents/P/a.parquet is the output of two units"),
 ])
 def test_bad_specs_are_one_line(text, msg):
     with pytest.raises(BBRLError, match=msg.replace("[", r"\[").replace("]", r"\]")):

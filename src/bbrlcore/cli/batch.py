@@ -41,7 +41,7 @@ def _batch(args: argparse.Namespace) -> int:
     from bbrlcore.protocol import batch
 
     spec = batch.load_spec(args.spec)
-    for unit in spec["units"]:  # refused before any unit runs, as bbrl train/run do
+    for unit in batch.expand(spec):  # refused before any unit runs, as bbrl train/run do
         artefacts.check_output_path(unit["output"])
     batch.run_batch(spec, args.partial, progress=not args.quiet, expected=_expected)
     return 0

@@ -192,7 +192,9 @@ def bundles(plan: Plan) -> list[Bundle]:
             else:
                 order = sorted(by_alg[alg], key=lambda u: (
                     u.agent.key, exp_order[u.experiment.name], u.start))
-            for i, group in enumerate(pack(order, target)):
+            groups = [g[k:k + MAX_UNITS] for g in pack(order, target)
+                      for k in range(0, len(g), MAX_UNITS)]
+            for i, group in enumerate(groups):
                 out.append(Bundle(kind, alg, i, tuple(group)))
     plan.__dict__["_bundles"] = out
     return out
@@ -222,37 +224,40 @@ def _raw_params(agent: AgentConfig, formula_paths: Mapping[str, str]) -> dict[st
     return out
 
 
+#: At most this many units in one job: its spec is one argument of the job's shell command
+#: (Linux limits one argument to 128 KiB; a unit takes about 60 bytes of it).
+MAX_UNITS = 1000
+
+
 def spec(plan: Plan, bundle: Bundle, results_dir: str,
          formula_paths: Mapping[str, str]) -> dict[str, Any]:
-    """The JSON-able description of ``bundle`` that ``bbrl batch`` executes: every unit
-    with its inputs, parameters and output (paths under ``results_dir``)."""
+    """The JSON-able description of ``bundle`` that ``bbrl batch`` executes
+    (:mod:`bbrlcore.protocol.batch` documents it): the agents once, then each unit as
+    names under ``results_dir`` (``root``), from which the files follow the workflow's
+    layout."""
     c = plan.config
-    R = results_dir
-    units = []
+    agents: dict[str, Any] = {}
+    units: list[list[Any]] = []
     for u in bundle.units:
         a = u.agent
-        agent = {"ref": a.ref, "params": _raw_params(a, formula_paths)}
-        if a.fingerprint:
-            agent["fingerprint"] = a.fingerprint
+        if a.key not in agents:
+            agent: dict[str, Any] = {"ref": a.ref, "params": _raw_params(a, formula_paths)}
+            if a.fingerprint:
+                agent["fingerprint"] = a.fingerprint
+            if learns_offline(a):
+                agent["learned"] = True  # runs read its trained artefact
+                if a.algorithm == "opps-ds":  # hours of training: resume from a checkpoint
+                    agent["checkpoint"] = True
+            agents[a.key] = agent
         if bundle.kind == "train":
-            unit = {"agent": agent, "prior": f"{R}/distributions/{u.prior}.parquet",
-                    "output": f"{R}/{u.output}"}
-            if a.algorithm == "opps-ds":  # hours of training: resume from a checkpoint
-                unit["checkpoint"] = f"{R}/checkpoints/{u.prior}/{a.key}.ckpt"
+            units.append([a.key, u.prior])
         else:
             exp = u.experiment
-            if learns_offline(a):
-                agent = {"file": f"{R}/agents/{exp.prior}/{a.key}.parquet"}
-            else:
-                agent["prior"] = f"{R}/distributions/{exp.prior}.parquet"
-            unit = {"agent": agent, "experiment": exp.name,
-                    "test_set": f"{R}/test_sets/{exp.test}.parquet",
-                    "mdps": [u.start, u.stop], "output": f"{R}/{u.output}"}
-        units.append(unit)
+            units.append([a.key, exp.prior, exp.name, exp.test, u.start, u.stop])
     out: dict[str, Any] = {"bundle": bundle.name, "kind": bundle.kind,
-                           "version": __version__, "units": units}
-    if bundle.kind == "train" or any("prior" in x["agent"] for x in units):
-        out.update(seed=c["train_seed"], gamma=c["gamma"], horizon=c["horizon"])
+                           "version": __version__, "root": results_dir, "agents": agents,
+                           "units": units, "seed": c["train_seed"], "gamma": c["gamma"],
+                           "horizon": c["horizon"]}
     if bundle.kind == "train":
         out["checkpoint_every"] = c["checkpoint_every_seconds"]
     return out
@@ -267,9 +272,12 @@ def spec_json(plan: Plan, bundle: Bundle, results_dir: str,
 
 def inputs(plan: Plan, bundle: Bundle, results_dir: str,
            formula_paths: Mapping[str, str]) -> list[str]:
-    """The files ``bundle`` reads (its units' priors, test sets, agents, formula sets)."""
+    """The files ``bundle`` reads (its units' priors, test sets, trained agents, formula
+    sets), in the order of its units."""
+    from bbrlcore.protocol.batch import expand
+
     files: list[str] = []
-    for unit in spec(plan, bundle, results_dir, formula_paths)["units"]:
+    for unit in expand(spec(plan, bundle, results_dir, formula_paths)):
         ag = unit["agent"]
         for p in (ag.get("file"), ag.get("prior"), unit.get("prior"), unit.get("test_set")):
             if p and p not in files:

@@ -7,21 +7,24 @@ functions are called, so the artefacts are identical, returns bit for bit), but 
 process starts once: imports, the algorithm's compiled kernels, the test sets and priors
 are loaded once for all units.
 
-A **spec** is a JSON object::
+A **spec** is a JSON object naming the agents once and each unit by names under the
+results directory ``root``, whose files follow the workflow's layout::
 
-    {"bundle": "run_e_greedy_0", "kind": "run", "version": "0.1.0",
-     "seed": 0, "gamma": 0.95, "horizon": 250,          # for agents built here
-     "units": [
-       {"agent": {"ref": "e-greedy", "params": {"epsilon": 0.1},
-                  "prior": "results/distributions/GC.parquet"},
-        "test_set": "results/test_sets/GC.parquet", "mdps": [0, 500],
-        "output": "results/runs/GC-GC/e-greedy__epsilon=0.1/0-500.parquet"},
-       {"agent": {"file": "results/agents/GC/opps-ds__....parquet"}, ...}]}
+    {"bundle": "run_e_greedy_0", "kind": "run", "version": "0.1.0", "root": "results",
+     "seed": 0, "gamma": 0.95, "horizon": 250,   # offline learning, agents built here
+     "agents": {"e-greedy__epsilon=0.1": {"ref": "e-greedy", "params": {"epsilon": 0.1}},
+                "opps-ds__...": {"ref": "opps-ds", "params": {...}, "learned": true}},
+     "units": [["e-greedy__epsilon=0.1", "UGC", "GC-UGC", "GC", 0, 500], ...]}
 
-``kind: "train"`` units have ``agent`` (ref, params), ``prior``, ``output`` and an
-optional ``checkpoint``. An agent given by ``ref`` and ``prior`` in a run unit is built
-from its prior in this process, as ``bbrl train`` would build it (only for algorithms
-that learn nothing offline: the offline time is zero either way).
+A run unit ``[agent, prior, experiment, test, start, stop]`` plays test MDPs
+``start:stop`` of ``root/test_sets/{test}.parquet`` and writes
+``root/runs/{experiment}/{agent}/{start}-{stop}.parquet``; its agent is read from
+``root/agents/{prior}/{agent}.parquet`` when it is ``learned`` (trained offline by a
+training job), else built from ``root/distributions/{prior}.parquet`` in this process,
+as ``bbrl train`` would build it (the offline time is zero either way). A training unit
+``[agent, prior]`` writes ``root/agents/{prior}/{agent}.parquet`` (with a checkpoint in
+``root/checkpoints/{prior}/`` when the agent asks for one). :func:`expand` gives each
+unit with its files.
 
 **Nothing finished is lost.** With a partial directory, each finished unit's artefact is
 also kept there (a hard link, under a key of the unit's spec, bbrlcore's version and its
@@ -67,30 +70,60 @@ def load_spec(text: str, source: str = "--spec") -> dict[str, Any]:
     kind = spec.get("kind")
     if kind not in KINDS:
         raise BBRLError(f"{source}: kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    if not isinstance(spec.get("root"), str):
+        raise BBRLError(f"{source}: root must be the results directory")
+    agents = spec.get("agents")
+    if not isinstance(agents, dict) or not all(
+            isinstance(a, dict) and isinstance(a.get("ref"), str)
+            and isinstance(a.get("params", {}), dict) for a in agents.values()):
+        raise BBRLError(f"{source}: agents must map each agent id to {{ref, params}}")
     units = spec.get("units")
     if not isinstance(units, list):
         raise BBRLError(f"{source}: units must be a list")
-    need = ("agent", "prior", "output") if kind == "train" else (
-        "agent", "test_set", "mdps", "output")
-    outputs = set()
+    shape = "[agent, prior]" if kind == "train" else (
+        "[agent, prior, experiment, test, start, stop]")
     for i, u in enumerate(units):
-        if not isinstance(u, dict) or any(k not in u for k in need):
-            raise BBRLError(f"{source}: units[{i}] must be an object with "
-                            f"{', '.join(need)}")
-        ag = u["agent"]
-        if not isinstance(ag, dict) or not ("file" in ag or "ref" in ag):
-            raise BBRLError(f"{source}: units[{i}].agent must name a file or a ref")
-        if kind == "run":
-            m = u["mdps"]
-            if (not isinstance(m, list) or len(m) != 2
-                    or not all(isinstance(x, int) and not isinstance(x, bool) for x in m)):
-                raise BBRLError(f"{source}: units[{i}].mdps must be [START, STOP]")
-            if "ref" in ag and "prior" not in ag:
-                raise BBRLError(f"{source}: units[{i}].agent needs a prior to be built from")
-        if u["output"] in outputs:
-            raise BBRLError(f"{source}: units[{i}].output {u['output']} appears twice")
-        outputs.add(u["output"])
+        ok = (isinstance(u, list) and len(u) == len(shape.split(","))
+              and all(isinstance(x, str) for x in u[:4]) and u[0] in agents)
+        if ok and kind == "run":
+            ok = all(isinstance(x, int) and not isinstance(x, bool) for x in u[4:])
+        if not ok:
+            raise BBRLError(f"{source}: units[{i}] must be {shape}, with an agent of agents")
+    outputs = [x["output"] for x in expand(spec)]
+    if len(set(outputs)) != len(outputs):
+        dup = next(o for o in outputs if outputs.count(o) > 1)
+        raise BBRLError(f"{source}: {dup} is the output of two units")
     return spec
+
+
+def expand(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each unit of ``spec`` with its files: ``agent`` (``ref`` and ``params`` with the
+    ``prior`` file to build it from, or the trained agent's ``file``), the ``prior`` and
+    ``checkpoint`` (training) or ``experiment``, ``test_set`` and ``mdps`` (runs), and its
+    ``output``."""
+    root = spec["root"]
+    out = []
+    for u in spec["units"]:
+        key, prior = u[0], u[1]
+        a = spec["agents"][key]
+        agent = {"ref": a["ref"], "params": a.get("params", {})}
+        if spec["kind"] == "train":
+            unit: dict[str, Any] = {
+                "agent": agent, "prior": f"{root}/distributions/{prior}.parquet",
+                "output": f"{root}/agents/{prior}/{key}.parquet"}
+            if a.get("checkpoint"):
+                unit["checkpoint"] = f"{root}/checkpoints/{prior}/{key}.ckpt"
+        else:
+            exp, test, start, stop = u[2:]
+            if a.get("learned"):
+                agent = {"file": f"{root}/agents/{prior}/{key}.parquet"}
+            else:
+                agent["prior"] = f"{root}/distributions/{prior}.parquet"
+            unit = {"agent": agent, "experiment": exp,
+                    "test_set": f"{root}/test_sets/{test}.parquet", "mdps": [start, stop],
+                    "output": f"{root}/runs/{exp}/{key}/{start}-{stop}.parquet"}
+        out.append(unit)
+    return out
 
 
 def describe(spec: dict[str, Any], unit: dict[str, Any]) -> str:
@@ -248,7 +281,7 @@ def run_batch(spec: dict[str, Any], partial: str | None = None, *,
     the units finished before it stay under ``partial`` for the next attempt."""
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
     name = spec.get("bundle", "batch")
-    units = spec["units"]
+    units = expand(spec)
     cache = _Cache(spec)
     computed = 0
     t_all = time.perf_counter()
