@@ -1126,16 +1126,58 @@ def _ssp_improve(ptr, ind, pr, nU, target, m, h, pi):
     return changed
 
 
-def _sparse_policy_iteration(ptr, ind, pr, nU, target, m, dist, h, rptr, rrows) -> int:
+@njit(cache=True)
+def _greedy_ssp(ptr, ind, pr, nU, m, h, pi):
+    """The greedy policy of the costs ``h`` (lowest index among ties), in ``pi``."""
+    for s in range(m):
+        best = np.inf
+        for u in range(nU):
+            c = _q_cost(ptr, ind, pr, s * nU + u, h)
+            if c < best:
+                best = c
+                pi[s] = u
+
+
+@njit(cache=True)
+def _warm_policy(ptr, ind, pr, nU, target, m, dist, h, rptr, rrows, pi, prev_pi, prev_t):
+    """The initial policy of :func:`_sparse_policy_iteration`: the optimal policy of the
+    previous target ``prev_t`` (a neighbour: the best way there is mostly the best way
+    here), its action at ``prev_t`` greedy on ``h``, if it is proper for ``target``;
+    else :func:`_ssp_initial_policy`."""
+    if prev_t >= 0:
+        for s in range(m):
+            pi[s] = prev_pi[s]
+        best = np.inf
+        for u in range(nU):
+            c = _q_cost(ptr, ind, pr, prev_t * nU + u, h)
+            if c < best:
+                best = c
+                pi[prev_t] = u
+        seen = np.empty(m, dtype=np.bool_)
+        stack = np.empty(m, dtype=np.int64)
+        if _is_proper(ptr, ind, nU, target, m, pi, rptr, rrows, seen, stack):
+            return
+    _ssp_initial_policy(ptr, ind, pr, nU, target, m, dist, h, rptr, rrows, pi)
+
+
+#: Gauss–Seidel sweeps after each exact evaluation of :func:`_sparse_policy_iteration`
+#: (optimistic policy iteration: about half the evaluations).
+PI_SWEEPS = 5
+
+
+def _sparse_policy_iteration(ptr, ind, pr, nU, target, m, dist, order, h, rptr, rrows,
+                             pi, prev_pi, prev_t) -> int:
     """Exact SSP costs to ``target`` in ``h`` by policy iteration whose evaluations are
-    sparse LU solves (:func:`scipy.sparse.linalg.splu`), from :func:`_ssp_initial_policy`
-    (improvements keep a policy proper). Returns the number of evaluations (the caller
-    certifies the result)."""
+    sparse LU solves (:func:`scipy.sparse.linalg.splu`), each followed by
+    :data:`PI_SWEEPS` Gauss–Seidel sweeps, from :func:`_warm_policy` (improvements keep
+    a policy proper); the last policy in ``pi``. Returns the number of evaluations (the
+    caller certifies the result)."""
     from scipy.sparse import csr_matrix
     from scipy.sparse.linalg import splu
 
-    pi = np.zeros(m, dtype=np.int64)
-    _ssp_initial_policy(ptr, ind, pr, nU, target, m, dist, h, rptr, rrows, pi)
+    h0 = h.copy()
+    _warm_policy(ptr, ind, pr, nU, target, m, dist, h, rptr, rrows, pi, prev_pi, prev_t)
+    warm = prev_t >= 0
     ones = np.ones(m - 1)
     n = 0
     for _ in range(500):
@@ -1143,14 +1185,36 @@ def _sparse_policy_iteration(ptr, ind, pr, nU, target, m, dist, h, rptr, rrows) 
         A = csr_matrix((vals, cols, iptr), shape=(m - 1, m - 1)).tocsc()
         try:
             x = splu(A).solve(ones)
-        except RuntimeError:  # singular: not expected of a proper policy; not certified
-            h[:] = np.inf
-            return n
+        except RuntimeError:  # exactly singular: an improper policy
+            x = np.full(m - 1, -np.inf)
         n += 1
+        if not (np.isfinite(x).all() and x.min() >= 1.0 - 1e-6):
+            # costs below one step: a proper policy reaching the target so rarely that
+            # its evaluation is lost to rounding (the previous target's policy can be
+            # that bad here); start again from the policy moving closer
+            if warm:
+                warm = False
+                h[:] = h0
+                _ssp_initial_policy(ptr, ind, pr, nU, target, m, dist, h, rptr, rrows, pi)
+                continue
+            h[:] = np.inf  # not certified: the caller refuses
+            return n
         h[:target] = x[:target]
         h[target] = 0.0
         h[target + 1:] = x[target:]
-        if not _ssp_improve(ptr, ind, pr, nU, target, m, h, pi):
+        exact = h.copy()
+        old = pi.copy()
+        _gauss_seidel(ptr, ind, pr, nU, target, m, order, h, 0.0, PI_SWEEPS, False)
+        changed = _ssp_improve(ptr, ind, pr, nU, target, m, h, pi)
+        if changed and not _is_proper(ptr, ind, nU, target, m, pi, rptr, rrows,
+                                      np.empty(m, dtype=np.bool_),
+                                      np.empty(m, dtype=np.int64)):
+            # improving on the swept values may break properness; on the exact values
+            # of a proper policy it cannot (Bertsekas & Tsitsiklis 1991)
+            pi[:] = old
+            h[:] = exact
+            changed = _ssp_improve(ptr, ind, pr, nU, target, m, h, pi)
+        if not changed:
             break
     return n
 
@@ -1319,6 +1383,10 @@ def diameter_rows(indptr: np.ndarray, indices: np.ndarray, probs: np.ndarray, nU
     L = 0.0
     err = 0.0
     sweeps = n_pi = n_solved = 0
+    pi = np.zeros(m, dtype=np.int64)
+    prev_pi = np.zeros(m, dtype=np.int64)
+    prev_t = -1
+    gs_failed = False
     visit = None
     vi = 0
     t = int(_farthest(ptr, ind, nU, m, x0))
@@ -1332,17 +1400,22 @@ def diameter_rows(indptr: np.ndarray, indices: np.ndarray, probs: np.ndarray, nU
         if bound > max(rtol, floor) and code != 2:
             if reduced:
                 _ssp_start(t, rptr, rrows, nU, dist, order, h, W, n_warm)
-            k, bound = _gauss_seidel(ptr, ind, pr, nU, t, m, order, h, rtol, budget,
-                                     code == 0)
+            # after a target the sweeps could not finish, only a short try
+            k, bound = _gauss_seidel(ptr, ind, pr, nU, t, m, order, h, rtol,
+                                     min(budget, 10) if gs_failed else budget, code == 0)
             sweeps += k
             floor = 16.0 * _EPS * max(1.0, h.max())
         if bound > max(rtol, floor) and code != 1:
             if m <= DENSE_MAX_STATES:
                 _policy_iteration(ptr, ind, pr, nU, t, m, dist, h, rptr, rrows)
             else:
-                _sparse_policy_iteration(ptr, ind, pr, nU, t, m, dist, h, rptr, rrows)
+                _sparse_policy_iteration(ptr, ind, pr, nU, t, m, dist, order, h, rptr,
+                                         rrows, pi, prev_pi, prev_t)
             n_pi += 1
             bound = _certificate(ptr, ind, pr, nU, t, m, h)
+            gs_failed = True
+        elif code == 0:
+            gs_failed = False
         n_solved += 1
         solved[t] = True
         err = max(err, bound)
@@ -1362,6 +1435,8 @@ def diameter_rows(indptr: np.ndarray, indices: np.ndarray, probs: np.ndarray, nU
             W[n_stored % WARM_STARTS] = h
             n_stored += 1
             n_warm = min(n_stored, WARM_STARTS)
+            _greedy_ssp(ptr, ind, pr, nU, m, h, prev_pi)
+            prev_t = t
         # the next target: the largest bound first, then breadth-first from the hardest
         if prune and n_solved < DIAMETER_PICKS:
             t = int(_pick_largest(ub, solved, L))
@@ -1726,10 +1801,11 @@ def measures_rows(succ: np.ndarray, nsucc: np.ndarray, P: np.ndarray, R: np.ndar
 def _measures(rows: tuple, nU: int, values: tuple | None, initial_state: int,
               what: str = "the MDP") -> Hardness:
     d = diameter_rows(*rows, nU, int(initial_state))
-    if d.relative_error > max(DIAMETER_MAX_RTOL, 64.0 * _EPS * d.value):
-        raise BBRLError(f"{what}: the diameter cannot be computed in float64 (about "
-                        f"{d.value:.3g} steps or more, not certified: expected hitting "
-                        "times this long exceed its precision)")
+    if not (np.isfinite(d.relative_error)
+            and d.relative_error <= max(DIAMETER_MAX_RTOL, 64.0 * _EPS * d.value)):
+        size = f"about {d.value:.3g} steps or more, " if np.isfinite(d.value) else ""
+        raise BBRLError(f"{what}: the diameter cannot be computed in float64 ({size}not "
+                        "certified: expected hitting times this long exceed its precision)")
     if values is None:
         return Hardness(None, d.value, d.unreachable_states, None, None)
     V, Q, bound = values
