@@ -1273,56 +1273,68 @@ def _heap_pop(heap, pos, key, n):
 
 
 @njit(cache=True)
-def _propagate_bounds(ptr, ind, pr, nU, m, a, h, scale, ub, solved, heap, pos):
-    r"""Target ``a`` solved, its costs :math:`T^*_{s\to a} \le` ``scale``·``h[s]``:
-    tighten the upper bounds ``ub[t]`` of :math:`M(t) = \max_s T^*_{s\to t}` of the
-    unsolved targets (the certificate of :func:`diameter_rows`). Returns ``M(a)`` as
-    computed (``max h``).
+def _propagate_bounds(ptr, ind, pr, nU, m, a, slot_a, Hs, slot, scale, Mroot, ub, root,
+                      off, solved, heap, pos):
+    r"""Target ``a`` solved, its costs :math:`T^*_{s\to a} \le` ``scale[a]``·``h[s]``
+    with ``h = Hs[slot_a]`` (``slot_a < 0``: not kept): tighten the upper bounds
+    ``ub[t]`` of :math:`M(t) = \max_s T^*_{s\to t}` of the unsolved targets, the
+    certificate that lets :func:`diameter_rows` skip a target. Returns ``M(a)``.
 
-    From ``a``: go to ``a``, play ``u``; reaching ``t`` (probability ``q``) ends, any
-    other successor ``y`` returns to ``a`` and retries, so
-    :math:`M(t) \le M(a) + (1 + \sum_{y \ne t} P(y|a,u)\,T^*_{y\to a}) / q`.
-    Then, along any transition ``t → t2`` of probability ``q`` (self-loop ``p``), the
-    same with ``ub[t]`` for the returns: :math:`M(t_2) \le b + (1 + (1-q-p)\,b)/q`,
-    ``b = ub[t]``, increasing in ``b``: a Dijkstra pass from the tightened targets gives
-    the least bounds these rules allow."""
+    A bound of ``t`` is kept as a root ``r = root[t]`` (a solved target) and an offset
+    ``c = off[t]``: :math:`T^*_{s\to t} \le T^*_{s\to r} + c` for every s, so
+    :math:`M(t) \le M(r) + c`. Along a transition ``t → t2`` of probability ``q`` (action
+    ``u``, self-loop ``p``): go to ``t``, play ``u``; reaching ``t2`` ends, any other
+    successor ``y`` returns to ``t`` and retries, so
+
+    .. math::  c_2 = c + \bigl(1 + \sum_{y \notin\{t, t_2\}} P(y|t,u)\,
+               (T^*_{y\to r} + c)\bigr) / q ,
+
+    increasing in ``c``, with ``c = 0`` at ``r`` itself: a Dijkstra pass from ``a`` gives
+    the least bounds of these rules for root ``a``. A root whose costs are not kept
+    (memory) propagates with ``M(r)`` in place of :math:`T^*_{y\to r}`."""
     M = 0.0
-    for s in range(m):
-        if h[s] > M:
-            M = h[s]
+    if slot_a >= 0:
+        for s in range(m):
+            if Hs[slot_a, s] > M:
+                M = Hs[slot_a, s]
+    else:
+        M = Mroot[a]
+    M *= scale[a]
+    Mroot[a] = M
     ub[a] = M
-    n = 0
-    for u in range(nU):
-        r = a * nU + u
-        tot = 1.0
-        for j in range(ptr[r], ptr[r + 1]):
-            tot += pr[j] * h[ind[j]]
-        for j in range(ptr[r], ptr[r + 1]):
-            t = ind[j]
-            if solved[t] or t == a:
-                continue
-            q = pr[j]
-            c = scale * (M + (tot - q * h[t]) / q)
-            if c < ub[t]:
-                ub[t] = c
-                n = _heap_push(heap, pos, ub, n, t)
+    root[a] = a
+    off[a] = 0.0
+    n = _heap_push(heap, pos, ub, 0, a)
     while n > 0:
         t, n = _heap_pop(heap, pos, ub, n)
-        b = ub[t]
+        r = root[t]
+        c = off[t]
+        sl = slot[r]
+        sc = scale[r]
         for u in range(nU):
-            r = t * nU + u
+            row = t * nU + u
             p = 0.0
-            for j in range(ptr[r], ptr[r + 1]):
-                if ind[j] == t:
+            tot = 0.0
+            for j in range(ptr[row], ptr[row + 1]):
+                y = ind[j]
+                if y == t:
                     p += pr[j]
-            for j in range(ptr[r], ptr[r + 1]):
+                elif sl >= 0:
+                    tot += pr[j] * sc * Hs[sl, y]
+                else:
+                    tot += pr[j] * Mroot[r]
+            for j in range(ptr[row], ptr[row + 1]):
                 t2 = ind[j]
                 if t2 == t or solved[t2]:
                     continue
                 q = pr[j]
-                c = b + (1.0 + max(0.0, 1.0 - q - p) * b) / q
-                if c < ub[t2]:
-                    ub[t2] = c
+                rest = tot - q * (sc * Hs[sl, t2] if sl >= 0 else Mroot[r])
+                c2 = c + (1.0 + rest + max(0.0, 1.0 - q - p) * c) / q
+                b2 = Mroot[r] + c2
+                if b2 < ub[t2]:
+                    ub[t2] = b2
+                    root[t2] = r
+                    off[t2] = c2
                     n = _heap_push(heap, pos, ub, n, t2)
     return M
 
@@ -1346,6 +1358,8 @@ DIAMETER_PICKS = 3
 GS_BUDGET = 200
 #: Solutions of earlier targets kept to warm-start the next ones.
 WARM_STARTS = 4
+#: Bytes of solved targets' costs kept for the bounds of :func:`_propagate_bounds`.
+BOUND_MEMORY = 64 * 2**20
 
 
 def diameter_rows(indptr: np.ndarray, indices: np.ndarray, probs: np.ndarray, nU: int,
@@ -1378,11 +1392,19 @@ def diameter_rows(indptr: np.ndarray, indices: np.ndarray, probs: np.ndarray, nU
     n_warm = n_stored = 0
     ub = np.full(m, np.inf)
     solved = np.zeros(m, dtype=np.bool_)
+    # the bounds' roots: their costs (as many as BOUND_MEMORY holds), scale, M
+    Hs = np.empty((max(1, min(m, BOUND_MEMORY // (8 * m))) if prune else 1, m))
+    slot = np.full(m, -1, dtype=np.int64)
+    n_kept = 0
+    scale = np.ones(m)
+    Mroot = np.zeros(m)
+    root = np.full(m, -1, dtype=np.int64)
+    off = np.zeros(m)
     heap = np.empty(m, dtype=np.int64)
     pos = np.full(m, -1, dtype=np.int64)
     L = 0.0
     err = 0.0
-    sweeps = n_pi = n_solved = 0
+    sweeps = n_pi = n_solved = n_swept = 0
     pi = np.zeros(m, dtype=np.int64)
     prev_pi = np.zeros(m, dtype=np.int64)
     prev_t = -1
@@ -1405,7 +1427,15 @@ def diameter_rows(indptr: np.ndarray, indices: np.ndarray, probs: np.ndarray, nU
                                      min(budget, 10) if gs_failed else budget, code == 0)
             sweeps += k
             floor = 16.0 * _EPS * max(1.0, h.max())
-        if bound > max(rtol, floor) and code != 1:
+        swept = False
+        if bound > max(rtol, floor) and code == 0 and prune and L > 0.0:
+            # not converged, but the sweeps (from below: h <= T*) may already prove
+            # M(t) <= (1 + up) max h <= L (the certificate's upper side): no solve
+            up = _certificate(ptr, ind, pr, nU, t, m, h)
+            swept = (1.0 + up) * h.max() <= L
+            if swept:
+                bound = up
+        if bound > max(rtol, floor) and code != 1 and not swept:
             if m <= DENSE_MAX_STATES:
                 _policy_iteration(ptr, ind, pr, nU, t, m, dist, h, rptr, rrows)
             else:
@@ -1416,29 +1446,41 @@ def diameter_rows(indptr: np.ndarray, indices: np.ndarray, probs: np.ndarray, nU
             gs_failed = True
         elif code == 0:
             gs_failed = False
-        n_solved += 1
+        n_solved += not swept
+        n_swept += swept
         solved[t] = True
-        err = max(err, bound)
-        if code != 1 and not bound <= max(DIAMETER_MAX_RTOL, 64.0 * _EPS * h.max()):
+        if not swept:
+            err = max(err, bound)
+        if code != 1 and not swept and not bound <= max(DIAMETER_MAX_RTOL,
+                                                          64.0 * _EPS * h.max()):
             # not certified even by an exact solve: hitting times beyond float64's
             # precision (a chain needing thousands of lucky steps); no use going on
             return Diameter(float(max(L, h.max())), n_unreach, np.inf, int(sweeps),
                             int(n_pi), int(n_solved))
         if prune and np.isfinite(bound):
-            M = _propagate_bounds(ptr, ind, pr, nU, m, t, h, 1.0 + bound, ub, solved,
-                                  heap, pos)
+            scale[t] = 1.0 + bound
+            if n_kept < Hs.shape[0]:
+                Hs[n_kept] = h
+                slot[t] = n_kept
+                n_kept += 1
+            else:
+                Mroot[t] = h.max()
+            M = _propagate_bounds(ptr, ind, pr, nU, m, t, slot[t], Hs, slot, scale, Mroot,
+                                  ub, root, off, solved, heap, pos)
+            if swept:  # an upper bound: L takes the lower one
+                M = float(h.max())
         else:
             M = float(h.max())
             ub[t] = M
         L = max(L, M)
-        if np.isfinite(bound):  # a warm start for the next targets (the oldest goes)
+        if np.isfinite(bound) and not swept:  # a warm start for the next targets
             W[n_stored % WARM_STARTS] = h
             n_stored += 1
             n_warm = min(n_stored, WARM_STARTS)
             _greedy_ssp(ptr, ind, pr, nU, m, h, prev_pi)
             prev_t = t
         # the next target: the largest bound first, then breadth-first from the hardest
-        if prune and n_solved < DIAMETER_PICKS:
+        if prune and n_solved + n_swept < DIAMETER_PICKS:
             t = int(_pick_largest(ub, solved, L))
             continue
         if visit is None:
