@@ -2,8 +2,9 @@ r"""Colosseum's measures of hardness of an MDP, computed exactly and fast (numba
 
 An MDP here is a transition array ``P[x, u, y]`` (nX, nU, nX), rewards ``R[x, u, y]``
 (or their expectations ``R[x, u]``), a discount factor :math:`\gamma<1` and an initial
-state (``-1``: drawn uniformly, so every state is a start). Four measures
-(Conserva & Rauber 2022; the appendix, App. A.4 and B, is in ``shared/paper``):
+state (``-1``: drawn uniformly, so every state is a start). Four measures (Conserva &
+Rauber 2022; the appendix, App. A.4 and B, is in ``shared/paper``), each taken on the
+states reachable from the initial state ("Where the measures are taken" below):
 
 **Optimal value** :math:`V^*(x_0)` of the initial state (the mean of :math:`V^*` over the
 states when ``initial_state == -1``), with :math:`V^* = \max_u Q^*` and
@@ -52,44 +53,70 @@ quantity of gap-dependent regret bounds):
            \Delta(x,u) = V^*(x) - Q^*(x,u) \;\ge 0 .
 
 Optimal pairs (:math:`\Delta = 0`) are left out of the sum. Numerically a gap counts as
-zero (a tie) when :math:`\Delta \le \tau\,\max|Q^*|` with :math:`\tau` = ``gap_rtol``
-(default 1e-9), far above the error of the computed :math:`Q^*` (below 1e-12 relative).
+zero (a tie) when :math:`\Delta \le \max(\tau\,\max|Q^*|, 2\epsilon_Q)` with :math:`\tau`
+= ``gap_rtol`` (default 1e-9) and :math:`\epsilon_Q` the certified error of the computed
+:math:`Q^*` (below 1e-12 relative, except for γ very close to 1).
 Colosseum's package instead sums :math:`1/(\Delta + 0.1)` over *all* pairs, optimal ones
-included (``regularization=0.1`` reproduces that form).
+included (``regularization=0.1`` of :func:`suboptimality_gaps` reproduces that form).
 A gap below the tolerance cannot be told from a tie at this precision: when the values
 span more than about nine orders of magnitude (a 1,000-state chain with γ = 0.95, where
 :math:`V^*` falls to 1e-21 far from the reward) the smallest gaps are left out and the
 sum is a lower bound.
 
-Value measures and the diameter use every state unless stated: the optimal value, value
-norm and gaps are defined on the whole MDP, the diameter on the reachable states.
+**Where the measures are taken.** :func:`measures` and :func:`hardness_table` take the
+diameter, the value norm and the gaps on the states **reachable from the initial state**
+(all states when it is -1): the states an agent can meet, as Colosseum's measures are
+defined on the MDP's states; the padding cells of a family's grid (DeepSea's lower
+triangle, walls) never count. For reachability and the diameter a transition of
+probability below :data:`REACH_TOLERANCE` (1e-12) counts as absent: an event rarer than
+the diameter's own accuracy can neither make a state reachable nor the diameter
+infinite. :func:`value_norm` and :func:`suboptimality_gaps` take every state unless given
+``reachable_from``.
+
+**γ.** The value measures need γ < 1; at γ = 1 (an undiscounted test set)
+:func:`hardness_table` leaves them undefined (null, :data:`UNDEFINED_AT_GAMMA_1`) and
+measures the diameter, which has no γ. A γ so close to 1 that float64 cannot resolve the
+values (certified relative error above :data:`VALUE_MAX_RTOL`) is refused with a
+:class:`bbrlcore.errors.BBRLError`, as is a diameter whose hitting times exceed float64's
+precision: no measure is ever returned unconverged.
 
 Algorithms and cost
 -------------------
 Every kernel works on the **sparse rows** of P (CSR: for row ``x*nU + u`` the successors
 with non-zero probability), so a sweep costs O(nnz), the number of non-zero transitions,
-not O(nX²·nU). Building the rows reads the dense array once, O(nX²·nU).
+not O(nX²·nU). Building the rows reads the dense array once, O(nX²·nU)
+(:func:`measures_rows` starts from a test set's rows and never builds it).
 
-*Optimal values*: Gauss–Seidel value iteration from :math:`V=0`. Its sweep is a
-γ-contraction in the sup norm, so after a sweep changing V by at most δ,
-:math:`\lVert V - V^*\rVert_\infty \le \gamma\delta/(1-\gamma)`; it stops when that bound
-is at most ``rtol``·‖V‖∞ (default 1e-13) or δ reaches the rounding level. Cost
-O(nnz · log(1/rtol)/log(1/γ)).
+*Optimal values* (:func:`optimal_values_rows`): Gauss–Seidel value iteration from
+:math:`V=0` when it can converge within :data:`VALUE_SWEEP_BUDGET` sweeps (γ up to about
+0.99). Its sweep is a γ-contraction in the sup norm, so after a sweep changing V by at
+most δ, :math:`\lVert V - V^*\rVert_\infty \le \gamma\delta/(1-\gamma)`; it stops when
+that bound is at most ``rtol``·‖V‖∞ (default 1e-13) or δ reaches the rounding level.
+Cost O(nnz · log(1/rtol)/log(1/γ)). Closer to 1 (or if the sweeps did not converge),
+**policy iteration** with exact policy evaluations (a sparse LU solve of
+:math:`(I-\gamma P_\pi)V = r_\pi`, :func:`scipy.sparse.linalg.splu`), certified by the
+Bellman residual: :math:`\lVert V - V^*\rVert_\infty \le \lVert TV - V\rVert_\infty
+/(1-\gamma)`, about ε‖V‖/(1 − γ) at best (1e-8 relative at γ = 1 − 1e-7).
 
-*Diameter*: the MDP is first restricted to the states reachable from the initial state
-(a closed set: every path from a reachable state stays in it, so nothing else matters).
-Then, for each target e:
+*Diameter* (:func:`diameter_rows`): the MDP is first restricted to the states reachable
+from the initial state (a closed set: every path from a reachable state stays in it, so
+nothing else matters). If the graph of all actions on them is not strongly connected,
+some reachable state cannot reach another one: the diameter is ``inf`` (returned at
+once). Otherwise, for every target e the policy moving closer in graph distance is
+proper, every improper policy has infinite cost, and the SSP theory applies (Bertsekas &
+Tsitsiklis 1991): value iteration converges from any start, policy improvement keeps a
+policy proper, and :math:`T g \le g \Rightarrow T^* \le g`,
+:math:`T g \ge g \Rightarrow T^* \ge g` (T the Bellman operator above). For a target e:
 
-1. a reverse breadth-first search from e over all rows gives the graph distance
-   :math:`d(s)` to e; if some state is not reached, :math:`T^*_{s\to e}=\infty` and the
-   diameter is ``inf`` (returned at once). Otherwise the BFS policy (the action most
-   likely to move strictly closer) is proper, every improper policy has infinite cost,
-   and the SSP theory applies (Bertsekas & Tsitsiklis 1991): value iteration converges
-   from any start and :math:`T g \le g \Rightarrow T^* \le g`,
-   :math:`T g \ge g \Rightarrow T^* \ge g` (T the Bellman operator above).
-2. Gauss–Seidel value iteration starts from :math:`h = d` (a lower bound:
-   :math:`T^* \ge d` and :math:`Th \ge h`) and sweeps the states in BFS order, nearest
-   first. On a deterministic MDP the start is already exact and one sweep proves it.
+1. a reverse breadth-first search from e gives the graph distance :math:`d(s)` to e and
+   the sweep order (nearest first). The start is a lower bound: the largest of
+   :math:`d` and, for each of the last :data:`WARM_STARTS` targets a solved,
+   :math:`T^*_{s\to a} - T^*_{e\to a}` (triangle inequality; exact for every s whose
+   best way to a passes through e: along a chain, half the states).
+2. **Symmetric Gauss–Seidel** sweeps (BFS order, then back) whose update solves each
+   state's self-loops exactly (:func:`_q_cost_self`: a RiverSwim state that stays put
+   60 % of the time no longer needs dozens of sweeps). On a deterministic MDP, or a
+   chain warm-started from its neighbour, one sweep proves the start exact.
 3. **Certificate.** With :math:`\delta(s) = (Th)(s) - h(s)` on the states ≠ e and
    :math:`\delta_{\max} < 1`, since :math:`T(\alpha h) = \alpha\,Th + 1 - \alpha` for
    α > 0, :math:`\alpha = 1/(1-\delta_{\max})` gives :math:`T(\alpha h) \le \alpha h`
@@ -98,25 +125,35 @@ Then, for each target e:
    :math:`\max(\delta_{\max}/(1-\delta_{\max}),\, -\delta_{\min}/(1-\delta_{\min}))`.
    Iteration stops once this is at most ``rtol`` (default 1e-12) or at the rounding
    level (≈ 16 ε max h); the bound is returned.
-4. If the certificate is not reached within as many sweeps as one dense LU costs
-   (:math:`m^3/(24\,(\mathrm{nnz} + m n_U))`, at least two: small or slowly mixing
-   stochastic MDPs),
-   **policy iteration** finishes the job: exact evaluation by a dense LU solve
-   (:func:`bbrlcore.mdp.solvers._lu_solve`), warm-started from the greedy policy when it is
-   proper (else the BFS policy), then the same certificate.
+4. When the observed contraction of the sweeps says they will not certify within
+   :data:`GS_BUDGET` sweeps (slowly mixing MDPs: FrozenLake's holes, DeepSea's resets),
+   **policy iteration** finishes the job: exact evaluations by a sparse LU solve (dense
+   below :data:`DENSE_MAX_STATES` states), each followed by :data:`PI_SWEEPS` sweeps
+   (optimistic policy iteration; an improvement that would break properness is made on
+   the exact values instead), from the previous target's optimal policy when proper
+   (:func:`_warm_policy`), then the same certificate. A **nearly deterministic** MDP (at
+   most :data:`REDUCED_MAX_STATES` states with a stochastic row, such as Taxi, whose
+   random respawns of the passenger make sweeps crawl) first tries policy iteration whose
+   evaluation follows each deterministic row to the first state with a stochastic row
+   and solves the small dense system of those states (:func:`_reduced_policy_iteration`).
+5. **Targets that cannot change the maximum are not solved.** A solved target r gives
+   every target t reachable from it an upper bound :math:`M(t) \le M(r) + c`, with
+   :math:`M(t) = \max_s T^*_{s\to t}` and c the cost of "reach r, then walk to t,
+   returning to the last state reached on each failure" (:func:`_propagate_bounds`, a
+   Dijkstra pass); a target is skipped once its bound is at most the largest
+   :math:`M` found so far, or once its own sweeps certify :math:`\alpha \max h` below
+   it. The targets are taken in the order that makes this bite:
+   :data:`DIAMETER_PICKS` targets of largest bound first (the first, the state a
+   breadth-first search from the initial state reaches last), then the others
+   breadth-first from the hardest found (each warm-started from its neighbours). A
+   RiverSwim of 5,000 states: 8 targets solved; DeepSea-70 with ``p_rand`` 0.5: 3.
 
-5. A **nearly deterministic** MDP (at most :data:`REDUCED_MAX_STATES` states with a
-   stochastic row, such as Taxi, whose random respawns of the passenger make sweeps
-   crawl: hundreds per target) skips the sweeps: policy iteration whose evaluation
-   follows each deterministic row to the first state with a stochastic row (a state's
-   cost is its path's length plus that state's) and solves the small dense system of
-   those states (:func:`_reduced_policy_iteration`), exact, then the same certificate.
-   Taxi-13's 2,704 targets: seconds instead of minutes.
-
-Cost: O(m · nnz · k) for m reachable states and k sweeps per target (k = 1 or 2 on
-deterministic MDPs: DeepSea-50's 1,275 reachable states in about 30 ms), against
-O(m⁴) for m dense policy iterations (one per target, O(m³) each) as the report did;
-the fallback costs O(m³) per evaluation.
+Cost: O(n_t · nnz · k) for n_t solved targets and k sweeps each, plus one sparse LU per
+policy evaluation where the sweeps do not converge, against O(m⁴) for m dense policy
+iterations (one per target, O(m³) each) as the report first did. Figures:
+``benchmarks/README.md`` (hardness). When a test set's measures would take more than
+:data:`ANNOUNCE_AFTER_S`, :func:`hardness_table` announces its estimate after the first
+MDP.
 
 References
 ----------
@@ -1704,8 +1741,8 @@ def optimal_values(
     >>> V, Q = optimal_values(P, R, 0.9)
     >>> np.round(Q, 9).tolist()
     [[10.0, 9.5]]
-    >>> V, Q = optimal_values(P, R, 0.9999999)  # policy iteration: exact, 1/(1 − γ)
-    >>> round(float(V[0]) / 1e7, 9)
+    >>> V, Q = optimal_values(P, R, 0.9999999)  # policy iteration: 1/(1 − γ) to 1e-8
+    >>> round(float(V[0]) / 1e7, 6)
     1.0
     """
     _, _, V, Q, _ = _solve(P, R, gamma, rtol)
