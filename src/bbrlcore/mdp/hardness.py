@@ -717,6 +717,8 @@ def _gauss_seidel(ptr, ind, pr, nU, target, m, order, h, rtol, budget, early):
         delta = 0.0
         hmax = 0.0
         for i in range(1, 2 * m - 1):
+            if i == m and delta == 0.0:
+                break  # the forward half changed nothing: h = Th already
             s = order[i] if i < m else order[2 * m - 1 - i]
             best = _q_cost_self(ptr, ind, pr, nU, s, h)
             d = abs(best - h[s])
@@ -1556,7 +1558,8 @@ class Diameter(NamedTuple):
 
 
 class Hardness(NamedTuple):
-    """The four measures of one MDP (see the module docstring)."""
+    """The four measures of one MDP, on the states reachable from its initial state (see
+    the module docstring); the value measures are None when undefined (γ = 1)."""
 
     optimal_value: float | None
     diameter: float
