@@ -106,7 +106,9 @@ once). Otherwise, for every target e the policy moving closer in graph distance 
 proper, every improper policy has infinite cost, and the SSP theory applies (Bertsekas &
 Tsitsiklis 1991): value iteration converges from any start, policy improvement keeps a
 policy proper, and :math:`T g \le g \Rightarrow T^* \le g`,
-:math:`T g \ge g \Rightarrow T^* \ge g` (T the Bellman operator above). For a target e:
+:math:`T g \ge g \Rightarrow T^* \ge g` (T the Bellman operator above). A
+deterministic MDP (one successor per row) needs no solve: its hitting times are the graph
+distances of a breadth-first search per target. Otherwise, for a target e:
 
 1. a reverse breadth-first search from e gives the graph distance :math:`d(s)` to e and
    the sweep order (nearest first). The start is a lower bound: the largest of
@@ -1009,6 +1011,20 @@ def _n_stochastic(ptr, nU, m):
 
 
 @njit(cache=True)
+def _deterministic_diameter(rptr, rrows, nU, m):
+    """The diameter of a deterministic MDP (one successor per row): the expected hitting
+    times are the graph distances, so the largest distance of a reverse BFS to each
+    target (strongly connected: every state is reached)."""
+    dist = np.empty(m, dtype=np.int64)
+    order = np.empty(m, dtype=np.int64)
+    D = 0
+    for t in range(m):
+        _bfs_to(t, rptr, rrows, nU, dist, order)
+        D = max(D, dist[order[m - 1]])
+    return float(D)
+
+
+@njit(cache=True)
 def _farthest(ptr, ind, nU, m, start):
     """The state a forward breadth-first search from ``start`` reaches last (one of the
     farthest in steps): the first target, often among the hardest to reach."""
@@ -1421,8 +1437,11 @@ def diameter_rows(indptr: np.ndarray, indices: np.ndarray, probs: np.ndarray, nU
     if m == 1:
         return Diameter(0.0, n_unreach, 0.0, 0, 0, 0)
     x0 = int(np.count_nonzero(reach[:start])) if start >= 0 else 0
-    n_stoch = _n_stochastic(ptr, nU, m) if code == 0 else 0
-    reduced = 0 < n_stoch <= REDUCED_MAX_STATES
+    n_stoch = _n_stochastic(ptr, nU, m)
+    if n_stoch == 0 and code == 0:  # deterministic: hitting times are graph distances
+        return Diameter(_deterministic_diameter(rptr, rrows, nU, m), n_unreach, 0.0, 0, 0,
+                        m)
+    reduced = code == 0 and 0 < n_stoch <= REDUCED_MAX_STATES
     budget = min(GS_BUDGET, max_sweeps) if code == 0 else (max_sweeps if code == 1 else 0)
     dist = np.empty(m, dtype=np.int64)
     order = np.empty(m, dtype=np.int64)
