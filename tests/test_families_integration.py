@@ -16,6 +16,7 @@ import yaml
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+import bbrlcore
 from bbrlcore import plan as P
 from bbrlcore import protocol as E
 from bbrlcore.errors import BBRLError
@@ -490,9 +491,18 @@ def test_bbrl_hardness_prints_and_writes_the_measures(bbrl_cmd, env_with_cache, 
     assert table.equals(expected)
     summary = pl.read_parquet(tmp_path / "s.parquet")
     assert summary.equals(H.hardness_summary(expected))
-    assert artefacts.read_meta(tmp_path / "h.parquet", "hardness")["test_sets"] == [
-        "a.parquet", "b.parquet"]
+    meta = artefacts.read_meta(tmp_path / "h.parquet", "hardness")
+    assert meta["test_sets"] == ["a.parquet", "b.parquet"]
+    # what reproduces the table: the test sets' seeds and gamma, the version
+    assert meta["seeds"] == [1, 2] and meta["gamma"] == [0.9, 0.9]
+    assert meta["tests"] == ["RiverSwim-5", "DeepSea-4-prand0.1"]
+    assert meta["bbrlcore_version"] == bbrlcore.__version__
+    assert artefacts.read_meta(tmp_path / "s.parquet", "hardness-summary")["seeds"] == [1, 2]
     lines = r.stdout.splitlines()
+    # the header says where the measures are taken; then the table
+    assert lines[0].startswith("Measures on the states reachable from each test set's "
+                               "initial state")
+    lines = lines[2:]
     assert lines[0].split() == table.columns
     assert len([ln for ln in lines if ln.strip().startswith(("RiverSwim-5 ", "DeepSea-4-prand0.1 "))
                 and len(ln.split()) == 7]) == 7  # one line per MDP
@@ -503,6 +513,38 @@ def test_bbrl_hardness_prints_and_writes_the_measures(bbrl_cmd, env_with_cache, 
     # the same test distribution twice is refused (the tables are keyed by it)
     r = bbrl(bbrl_cmd, ["hardness", "a.parquet", "a.parquet"], env_with_cache, tmp_path)
     assert r.returncode == 2 and "a test set of RiverSwim-5 again" in r.stderr
+
+
+def test_bbrl_hardness_at_gamma_one_and_close_to_one(bbrl_cmd, env_with_cache, tmp_path):
+    """γ = 1: the value measures are undefined (said, left empty) and the artefact
+    records γ = 1.0, not null; γ = 0.9999999 is solved exactly (value iteration stopped
+    at its sweep cap printed 8.09e5 for 1.194e6); a γ float64 cannot resolve is refused
+    in one line, nothing written."""
+    p = F.make("riverswim", size=6, p_rand=0.1).test
+    E.write_test_set(E.new_test_set(p, 2, 1.0, 20, 3), tmp_path / "one.parquet")
+    r = bbrl(bbrl_cmd, ["hardness", "one.parquet", "--per-mdp", "-o", "h1.parquet"],
+             env_with_cache, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "RiverSwim-6-prand0.1: at gamma = 1 the optimal value, value norm and " \
+           "sub-optimality gaps are undefined" in r.stdout
+    table, meta = artefacts.read_artefact(tmp_path / "h1.parquet", "hardness")
+    assert meta["gamma"] == [1.0] and meta["test_set_gamma"] == [1.0]
+    assert meta["seeds"] == [3] and meta["gamma_option"] is None
+    assert table["optimal_value"].null_count() == 2 and table["diameter"].is_finite().all()
+    ts = E.new_test_set(p, 1, 0.9999999, 20, 0)
+    E.write_test_set(ts, tmp_path / "close.parquet")
+    r = bbrl(bbrl_cmd, ["hardness", "close.parquet", "--per-mdp", "-o", "h2.parquet"],
+             env_with_cache, tmp_path)
+    assert r.returncode == 0, r.stderr
+    v = pl.read_parquet(tmp_path / "h2.parquet")["optimal_value"][0]
+    assert v == pytest.approx(H.measures(ts.dense(0), ts.test.reward, 0.9999999).optimal_value,
+                              rel=1e-9) and v > 1.1e6
+    E.write_test_set(E.new_test_set(p, 1, 1 - 1e-15, 20, 0), tmp_path / "closer.parquet")
+    r = bbrl(bbrl_cmd, ["hardness", "closer.parquet", "-o", "h3.parquet"], env_with_cache,
+             tmp_path)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "test set RiverSwim-6-prand0.1, MDP 0: the optimal values at gamma=" in r.stderr
+    assert "too close to 1" in r.stderr and not (tmp_path / "h3.parquet").exists()
 
 
 # ---------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import reference_hardness as analysis  # the former dense diameter (tests/)
 from bbrlcore import protocol as E
+from bbrlcore.errors import BBRLError
 from bbrlcore.mdp import distributions as D
 from bbrlcore.mdp import hardness as H
 from bbrlcore.mdp.solvers import guez_policy_iteration, support_of
@@ -115,8 +116,9 @@ def test_value_iteration_only_reports_its_certified_error():
     assert vi.policy_iterations == 0 and exact.sweeps == 0
     assert vi.relative_error <= 1e-12
     assert abs(vi.value - exact.value) <= 2e-12 * exact.value
-    # stopped early: the bound still holds
-    rough = H.diameter(P, 0, method="vi", max_sweeps=5)
+    # stopped early (2 sweeps per target: the warm-started symmetric sweeps certify this
+    # MDP's targets in 5): the bound still holds
+    rough = H.diameter(P, 0, method="vi", max_sweeps=2)
     assert rough.relative_error > 1e-6
     if np.isfinite(rough.relative_error):
         assert abs(rough.value - exact.value) <= rough.relative_error * rough.value * 1.0001
@@ -384,8 +386,242 @@ def test_nearly_deterministic_mdps_take_the_reduced_policy_iteration():
         P[x, 1] = 0.0
         P[x, 1, rng.choice(n, 5, replace=False)] = rng.dirichlet(np.ones(5))
     auto = H.diameter(P, 0, method="auto")
-    assert auto.policy_iterations == n and auto.sweeps == 0
+    assert auto.policy_iterations == auto.targets_solved and auto.sweeps == 0
+    every = H.diameter(P, 0, method="auto", prune=False)  # each target, not only the
+    assert every.policy_iterations == every.targets_solved == n  # unbounded ones
+    assert every.value == auto.value
     for method in ("pi", "vi"):
         other = H.diameter(P, 0, method=method)
         assert other.value == pytest.approx(auto.value, rel=1e-9)
     assert auto.relative_error <= 1e-9
+
+
+# ---------------------------------------------------------------------------------------
+# Issue 33: γ close to 1 and γ = 1, reachable states only, tiny probabilities, the
+# diameter's speed-ups (checked against every target solved), the artefact's metadata,
+# Colosseum's regularised gaps
+
+
+def dense_optimal_values(P: np.ndarray, R: np.ndarray, gamma: float):
+    """Independent reference: policy iteration with numpy's dense solves (R[x, u])."""
+    n, nU, _ = P.shape
+    pi = np.zeros(n, dtype=int)
+    for _ in range(1000):
+        Pp = P[np.arange(n), pi]
+        V = np.linalg.solve(np.eye(n) - gamma * Pp, R[np.arange(n), pi])
+        Q = R + gamma * P @ V
+        new = np.where(Q.max(axis=1) > Q[np.arange(n), pi] + 1e-12 * np.abs(Q).max(),
+                       Q.argmax(axis=1), pi)
+        if (new == pi).all():
+            return V, Q
+        pi = new
+    raise AssertionError("no convergence")
+
+
+def riverswim_test_set(gamma: float, n_mdps: int = 1):
+    from bbrlcore.mdp import families as F
+
+    return E.new_test_set(F.make("riverswim", size=6, p_rand=0.1).test, n_mdps, gamma, 20, 0)
+
+
+def test_gamma_close_to_one_is_solved_exactly_not_at_a_sweep_limit():
+    # bbrl hardness gave V*(0) = 8.09e5 here (value iteration stopped at its sweep cap)
+    ts = riverswim_test_set(0.9999999)
+    h = H.hardness_table(ts)
+    P = np.ascontiguousarray(ts.dense(0))
+    R = (P * ts.test.reward).sum(axis=2)
+    V, Q = dense_optimal_values(P, R, 0.9999999)
+    assert V[0] > 1e6  # the exact value, 1.194e6 for this draw
+    assert h["optimal_value"][0] == pytest.approx(V[0], rel=1e-7)
+    norm = max(np.sqrt(P[x, u] @ (V - P[x, u] @ V) ** 2) for x in range(6) for u in range(2))
+    assert h["value_norm"][0] == pytest.approx(norm, rel=1e-6)
+    gaps = V[:, None] - Q
+    assert h["suboptimality_gaps"][0] == pytest.approx((1 / gaps[gaps > 1e-3]).sum(),
+                                                       rel=1e-6)
+
+
+def test_value_iteration_reports_non_convergence_and_the_solver_acts_on_it():
+    ts = riverswim_test_set(0.9999999)
+    P = np.ascontiguousarray(ts.dense(0))
+    rows = H.sparse_rows(P)
+    rbar = H.expected_rewards(P * 0 + ts.test.reward, *rows, 2)
+    V = np.zeros(6)
+    sweeps, bound = H.optimal_state_values(*rows, rbar, 0.9999999, H.VALUE_RTOL, 1000, V)
+    assert sweeps == 1000 and bound > 1e-3 * np.abs(V).max()  # reported unconverged
+    V2, Q2, bound2 = H.optimal_values_rows(*rows, rbar, 0.9999999)  # acted on
+    assert bound2 <= H.VALUE_MAX_RTOL * np.abs(V2).max()
+    assert V2[0] == pytest.approx(dense_optimal_values(P, rbar, 0.9999999)[0][0], rel=1e-7)
+    # closer to 1 than float64 can resolve: refused with the reason, never printed
+    with pytest.raises(BBRLError, match="cannot be certified.*too close to 1"):
+        H.optimal_values_rows(*rows, rbar, 1 - 1e-15, what="RiverSwim-6-prand0.1, MDP 0")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_mdps(), st.sampled_from([0.3, 0.9, 0.999, 0.99999, 0.9999999]),
+       st.integers(0, 2**31))
+def test_optimal_values_agree_with_dense_linear_solves_for_any_gamma(mdp, gamma, seed):
+    P, _ = mdp
+    R = np.random.default_rng(seed).uniform(-1, 1, P.shape[:2])
+    V, Q = H.optimal_values(P, R, gamma)
+    Vd, Qd = dense_optimal_values(P, R, gamma)
+    scale = max(1.0, np.abs(Vd).max())
+    assert np.abs(V - Vd).max() <= (1e-10 if gamma < 0.999 else 1e-7) * scale
+    assert np.abs(Q - Qd).max() <= (1e-10 if gamma < 0.999 else 1e-7) * scale
+
+
+def test_gamma_one_leaves_the_value_measures_undefined_and_measures_the_diameter():
+    one, other = riverswim_test_set(1.0, 3), riverswim_test_set(0.95, 3)
+    h1, h2 = H.hardness_table(one), H.hardness_table(other)
+    for col in ("optimal_value", "value_norm", "suboptimality_gaps"):
+        assert h1[col].null_count() == 3  # not measured at a silent 0.95
+    assert h1["diameter"].to_list() == h2["diameter"].to_list()
+    assert H.hardness_table(one, 0.95).equals(h2)  # an explicit γ measures them
+    s = H.hardness_summary(h1)
+    assert s.filter(pl.col("measure") == "optimal_value")["median"].to_list() == [None]
+
+
+def test_value_norm_and_gaps_are_measured_on_the_reachable_states_only():
+    # DeepSea-10 with p_rand = 0.1: the padding cells of the grid (never entered) made the
+    # value norm 0.433; over the states reachable from the start it is 0.207
+    from bbrlcore.mdp import families as F
+
+    ts = E.new_test_set(F.make("deepsea", size=10, p_rand=0.1).test, 2, 0.95, 20, 0)
+    h = H.hardness_table(ts)
+    x0 = ts.test.initial_state
+    for i in range(ts.n_mdps):
+        P = np.ascontiguousarray(ts.dense(i))
+        R = (P * ts.test.reward).sum(axis=2)
+        V, Q = dense_optimal_values(P, R, 0.95)
+        reach = np.zeros(len(V), bool)
+        reach[x0] = True
+        for _ in range(len(V)):
+            reach |= ((P >= H.REACH_TOLERANCE).any(axis=1) & reach[:, None]).any(axis=0)
+        assert (~reach).sum() == h["unreachable_states"][i] > 0
+        norm = max(np.sqrt(P[x, u] @ (V - P[x, u] @ V) ** 2)
+                   for x in np.flatnonzero(reach) for u in range(2))
+        everywhere = max(np.sqrt(P[x, u] @ (V - P[x, u] @ V) ** 2)
+                         for x in range(len(V)) for u in range(2))
+        assert h["value_norm"][i] == pytest.approx(norm, rel=1e-9)
+        assert norm < 0.6 * everywhere  # the padding counted before
+        gaps = (V[:, None] - Q)[reach]
+        assert h["suboptimality_gaps"][i] == pytest.approx(
+            (1 / gaps[gaps > 1e-9 * np.abs(Q).max()]).sum(), rel=1e-9)
+        assert H.value_norm(P, R, 0.95, reachable_from=x0) == pytest.approx(norm, rel=1e-9)
+
+
+def test_a_transition_below_the_tolerance_counts_as_absent():
+    # 0 <-> 1 deterministic, plus a 1e-17 chance from 0 into the trap 2: the trap made
+    # the diameter infinite; under the documented tolerance it is unreachable
+    P = np.zeros((3, 1, 3))
+    P[0, 0] = [0.0, 1.0 - 1e-17, 1e-17]
+    P[1, 0, 0] = 1.0
+    P[2, 0, 2] = 1.0
+    d = H.diameter(P, 0)
+    assert (d.value, d.unreachable_states) == (1.0, 1)
+    R = np.zeros((3, 1))
+    R[2] = 1.0
+    assert H.measures(P, R, 0.9, 0).unreachable_states == 1
+    # at the tolerance itself the transition counts: the trap is reachable, D = inf
+    P[0, 0] = [0.0, 1.0 - H.REACH_TOLERANCE, H.REACH_TOLERANCE]
+    assert H.diameter(P, 0).value == np.inf
+    # a stochastic step of 1e-13 is ignored, one of 1e-11 is not
+    for p, inf in ((1e-13, False), (1e-11, True)):
+        P[0, 0] = [0.0, 1.0 - p, p]
+        assert np.isinf(H.diameter(P, 0).value) == inf
+
+
+@st.composite
+def structured_mdps(draw):
+    """Chains, rings and grids with random stochastic rows: the shapes the pruning and
+    the warm starts are made for (their targets' hitting times differ widely)."""
+    kind = draw(st.sampled_from(["chain", "ring", "grid"]))
+    n = draw(st.integers(4, 30))
+    rng = np.random.default_rng(draw(st.integers(0, 2**31)))
+    if kind == "grid":
+        w = max(2, int(np.sqrt(n)))
+        n = w * w
+        moves = [(0, 1), (0, -1), (1, 0), (-1, 0)]
+        nU = 4
+    else:
+        moves = [1, -1]
+        nU = 2
+    P = np.zeros((n, nU, n))
+    for x in range(n):
+        for u in range(nU):
+            if kind == "grid":
+                r, c = divmod(x, w)
+                dr, dc = moves[u]
+                y = min(max(r + dr, 0), w - 1) * w + min(max(c + dc, 0), w - 1)
+            elif kind == "ring":
+                y = (x + moves[u]) % n
+            else:
+                y = min(max(x + moves[u], 0), n - 1)
+            ok = rng.uniform(0.05, 1.0)
+            P[x, u, y] += ok
+            P[x, u, x] += rng.uniform(0, 1 - ok)
+            P[x, u, rng.integers(n)] += 1 - P[x, u].sum()
+    return P, draw(st.integers(-1, n - 1))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(structured_mdps())
+def test_pruned_targets_and_warm_starts_give_the_diameter_of_every_target_solved(mdp):
+    P, x0 = mdp
+    ref, unreach = analysis._diameter(np.ascontiguousarray(P), max(x0, 0)) if x0 >= 0 \
+        else (None, 0)
+    every = H.diameter(P, x0, method="pi", prune=False)
+    assert every.targets_solved == P.shape[0] - every.unreachable_states or np.isinf(
+        every.value)
+    if ref is not None:
+        assert every.value == pytest.approx(ref, rel=1e-9) or np.isinf(ref)
+    for method in METHODS:
+        d = H.diameter(P, x0, method=method)
+        assert d.unreachable_states == every.unreachable_states
+        assert d.value == pytest.approx(every.value, rel=1e-9) or (
+            np.isinf(every.value) and np.isinf(d.value))
+        assert d.targets_solved <= every.targets_solved
+
+
+def test_large_stochastic_diameters_match_every_target_solved():
+    """The sizes of issue 33 scaled down: a RiverSwim chain, a FrozenLake with p_rand 0.5
+    and a DeepSea with p_rand 0.5 (solving every target, by policy iteration, is the
+    reference). The pruning solves few targets."""
+    from bbrlcore.mdp import families as F
+
+    for fam, params in (("riverswim", {"size": 120}),
+                        ("frozenlake", {"size": 9, "p_rand": 0.5}),
+                        ("deepsea", {"size": 12, "p_rand": 0.5})):
+        ts = E.new_test_set(F.make(fam, **params).test, 1, 0.95, 10, seed=3)
+        lay = ts.layout
+        ip, ix, pb, _ = H.csr_of_rows(lay.succ, lay.nsucc, ts.mdps[0],
+                                      np.ascontiguousarray(ts.test.reward_rows))
+        x0 = ts.test.initial_state
+        fast = H.diameter_rows(ip, ix, pb, lay.succ.shape[1], x0)
+        every = H.diameter_rows(ip, ix, pb, lay.succ.shape[1], x0, method="pi",
+                                prune=False)
+        assert fast.value == pytest.approx(every.value, rel=1e-9), fam
+        assert fast.targets_solved < every.targets_solved / 2, fam
+
+
+def test_a_diameter_beyond_float64_is_refused_not_printed():
+    # Strens' chain of 300 states needs 299 steps without a slip (0.2 each): about
+    # 1.25^299 ≈ 1e29 expected steps, far beyond float64's precision of the hitting times
+    from bbrlcore.mdp import families as F
+
+    ts = E.new_test_set(F.make("chain", size=300).test, 1, 0.95, 10, seed=0)
+    with pytest.raises(BBRLError, match="MDP 0: the diameter cannot be computed in float64"):
+        H.hardness_table(ts)
+
+
+def test_gaps_with_colosseums_regularisation_match_its_formula():
+    # Colosseum's get_sum_reciprocals_suboptimality_gaps (continuing form, every state):
+    # (1 / (V[:, None] - Q + regularization)).sum() with regularization = 0.1
+    rng = np.random.default_rng(7)
+    for _ in range(5):
+        n, nU = 6, 3
+        P = rng.dirichlet(np.ones(n) * 0.5, size=(n, nU))
+        R = rng.uniform(0, 1, (n, nU))
+        V, Q = dense_optimal_values(P, R, 0.9)
+        colosseum = (1 / (V[:, None] - Q + 0.1)).sum()
+        assert H.suboptimality_gaps(P, R, 0.9, regularization=0.1) == pytest.approx(
+            colosseum, rel=1e-9)

@@ -558,14 +558,15 @@ def _build_into(out: Path, merged: pl.DataFrame, summary: pl.DataFrame,
                ([g["accurate"]] if g["accurate"] else []) + g["inaccurate"]]
     hard = problems_sec = None
     if test_sets:
-        h = pl.concat([hardness.hardness_table(ts) for ts in test_sets])
+        h = pl.concat([hardness.hardness_table(ts, progress=_progress) for ts in test_sets])
         _write_parquet(h, out / "data" / "hardness.parquet")
         stats_rows = []
         for (t,), g in h.group_by(["test"], maintain_order=True):
             v, d = g["optimal_value"], g["diameter"].filter(g["diameter"].is_finite())
             stats_rows.append({
                 "test": t, "n": g.height,
-                "value": f"{v.mean():.2f} (median {v.median():.2f}, "
+                "value": "undefined (γ = 1)" if v.null_count() == len(v) else
+                         f"{v.mean():.2f} (median {v.median():.2f}, "
                          f"{v.quantile(0.05):.2f}–{v.quantile(0.95):.2f})",
                 "diameter": f"{d.median():.1f} (5–95%: {d.quantile(0.05):.1f}–"
                             f"{d.quantile(0.95):.1f})" if len(d) else "∞",
@@ -674,6 +675,10 @@ def _terminate_as_exception() -> Iterator[None]:
     finally:
         for sig, handler in saved.items():
             signal.signal(sig, handler)
+
+def _progress(message: str) -> None:
+    """Where a long computation of the report announces its estimated time (stderr)."""
+    print(message, file=sys.stderr, flush=True)
 
 
 @contextmanager
