@@ -11,9 +11,9 @@ Runs ``snakemake --cores CORES --config preset=PRESET`` from a fresh working dir
   start-up, imports, Snakemake's own scheduling and DAG);
 * the number of jobs per rule kind.
 
-The first pass (``--warm``, default on) runs the tiny preset once so that numba's cache
-holds this source tree's kernels, as the issue's goal states ("with numba's cache warm"):
-it is not timed. ``--source DIR`` times another checkout (its ``.venv``), e.g. the tree
+A first pass (default; ``--no-warm`` skips it) runs the same preset once, untimed, so
+that numba's cache and the cost model's probes hold this source tree's entries, as the
+goal states ("with numba's cache warm"); its results are deleted before the timed run. ``--source DIR`` times another checkout (its ``.venv``), e.g. the tree
 before a change, on the same machine in the same session:
 
     .venv/bin/python benchmarks/bench_workflow.py --preset quick
@@ -110,7 +110,7 @@ def main() -> None:
         base = [str(snakemake), "-s", str(src / "Snakefile"), "--directory", str(wd),
                 "--configfile", str(src / "config.yaml"), "--cores", str(args.cores)]
         if args.warm:
-            timed(base + ["--config", "preset=tiny"], wd, env, wd / "warm.log")
+            timed(base + ["--config", f"preset={args.preset}"], wd, env, wd / "warm.log")
             shutil.rmtree(wd / "results", ignore_errors=True)
             shutil.rmtree(wd / ".snakemake", ignore_errors=True)
         log = wd / "run.log"

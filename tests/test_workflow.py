@@ -304,6 +304,12 @@ def test_slurm_profile_is_executor_and_site_settings_only():
     assert isinstance(prof["jobs"], int) and prof["latency-wait"] >= 5
     assert {"slurm_partition", "slurm_account"} <= set(prof["default-resources"])
     assert "set-resources" not in prof  # rules declare their own resources
+    # Snakemake 9 reads max-jobs-per-timespan (max-jobs-per-second is ignored: its
+    # max-jobs-per-timespan default, 100/1s, wins)
+    from snakemake.settings.types import MaxJobsPerTimespan
+
+    assert "max-jobs-per-second" not in prof
+    assert MaxJobsPerTimespan.parse_choice(prof["max-jobs-per-timespan"]) is not None
     # the workflow's default profile sets nothing a site profile sets (00-decisions §8):
     # only what makes a plain rerun resume after a kill
     default = yaml.safe_load((ROOT / "profiles/default/config.yaml").read_text())
