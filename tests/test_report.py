@@ -227,6 +227,9 @@ def _map_cells_from_table(cmap):
 
 
 def _assert_map_figure_matches_table(fig, cmap):
+    """The map's cells say the table's ``among_best``: the colour counts them, the cell
+    writes their short names (readable without hovering, issue 33), the hover lists them
+    and the families within the bounds that are not."""
     from bbrlcore.report import interactive as I
 
     trace = fig["data"][0]
@@ -234,14 +237,18 @@ def _assert_map_figure_matches_table(fig, cmap):
     offs = sorted(cmap["offline_index"].unique().to_list())
     ons = sorted(cmap["online_index"].unique().to_list())
     assert len(trace["z"]) == len(offs) and all(len(r) == len(ons) for r in trace["z"])
+    assert trace["texttemplate"] == "%{text}"
     for j, off in enumerate(offs):
         for i, on in enumerate(ons):
-            z, text, want = trace["z"][j][i], trace["text"][j][i], cells[(on, off)]
+            z, text, want = trace["z"][j][i], trace["customdata"][j][i], cells[(on, off)]
+            label = trace["text"][j][i]
             if want is None:
-                assert z is None and text == I.MAP_EMPTY, (off, on)
+                assert z is None and text == I.MAP_EMPTY and label == "", (off, on)
                 continue
             best, worse = want
             assert z == len(best), (off, on, z, best)
+            written = {n for line in label.split("<br>") for n in line.split(", ")}
+            assert written == {figures.short_name(f) for f in best}, (off, on, label)
             first, *rest = text.split("<br>")
             assert first.startswith(I.MAP_BEST)
             assert set(first[len(I.MAP_BEST):].split(", ")) == best, (off, on, text)
@@ -261,7 +268,7 @@ def test_interactive_map_shows_what_the_table_says():
     assert cmap.filter(pl.col("among_best") == False).height > 0  # noqa: E712
     fig = I.constraint_map(cmap, "t", figures.style_map(["A", "B", "C"]))
     _assert_map_figure_matches_table(fig, cmap)
-    loose = fig["data"][0]["text"][0][-1]
+    loose = fig["data"][0]["customdata"][0][-1]
     assert loose.split("<br>")[0] == I.MAP_BEST + "B, C" or \
         loose.split("<br>")[0] == I.MAP_BEST + "C, B"
     assert "A" not in loose.split("<br>")[0] and fig["data"][0]["z"][0][-1] == 2

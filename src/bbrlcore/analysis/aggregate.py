@@ -266,13 +266,20 @@ def _bound(value: float | None, name: str) -> float:
     return v
 
 
-def _references(merged: pl.DataFrame, col: str = "discounted_return") -> pl.DataFrame:
-    """Per experiment: Random's and Optimal's mean return (checked)."""
+def _references(merged: pl.DataFrame, col: str = "discounted_return",
+                score: str = "discounted") -> pl.DataFrame:
+    """Per experiment: Random's and Optimal's mean return (checked); the Optimal is the
+    score's reference (:func:`bbrlcore.analysis.results.reference_agents`)."""
+    from bbrlcore.analysis.results import reference_agents
+
+    refs = dict(reference_agents(merged, score).select("experiment", "agent").iter_rows())
     rows = []
     for (exp,), g in merged.group_by(["experiment"], maintain_order=True):
         ref = {}
         for alg, nice in (("random", "Random"), ("optimal", "Optimal")):
             a = g.filter(pl.col("algorithm") == alg)
+            if alg == "optimal" and exp in refs:
+                a = a.filter(pl.col("agent") == refs[exp])
             agents = a["agent"].unique().to_list()
             if not agents:
                 raise BBRLError(f"experiment {exp}: no {nice} agent (algorithm {alg!r}); "
@@ -319,7 +326,7 @@ def normalised_scores(merged: pl.DataFrame, separate_compat: bool = True,
     """
     col = score_column(score, merged)
     _check_merged(merged, col)
-    ref = _references(merged, col)
+    ref = _references(merged, col, score)
     t = _with_family(merged, separate_compat).join(ref, on="experiment", how="left")
     t = t.with_columns(
         ((pl.col(col).cast(pl.Float64) - pl.col("random_mean"))
