@@ -190,7 +190,7 @@ def test_finite_horizon_values_against_dense_numpy():
     from bbrlcore.mdp.solvers import finite_horizon_values
 
     rng = np.random.default_rng(7)
-    for trial in range(6):
+    for _trial in range(6):
         nX, nU, T = int(rng.integers(2, 7)), int(rng.integers(1, 4)), int(rng.integers(1, 30))
         P = rng.random((nX, nU, nX)) * (rng.random((nX, nU, nX)) < 0.6)
         P[:, :, 0] += 1e-3
@@ -201,7 +201,7 @@ def test_finite_horizon_values_against_dense_numpy():
             assert np.allclose(V, dense_backward_induction(P, R, T, gamma), atol=1e-12)
         V, pi = finite_horizon_values(P, R, T)
         for x0 in range(nX):
-            assert policy_return(P, R, T, lambda t, x: pi[t, x], x0) == \
+            assert policy_return(P, R, T, lambda t, x, pi=pi: pi[t, x], x0) == \
                 pytest.approx(V[0, x0], abs=1e-9)
             for _ in range(3):
                 stationary = rng.integers(0, nU, nX)

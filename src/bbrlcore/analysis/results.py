@@ -111,8 +111,10 @@ def reference_agents(table: pl.DataFrame, score: str = "discounted") -> pl.DataF
     --------
     >>> t = pl.DataFrame({"experiment": ["E", "E", "F"], "algorithm": ["optimal"] * 3,
     ...                   "agent": ["optimal", "optimal__criterion=undiscounted", "optimal"]})
-    >>> reference_agents(t, "undiscounted").rows()
-    [('E', 'optimal__criterion=undiscounted', 'undiscounted', True), ('F', 'optimal', 'discounted', False)]
+    >>> for row in reference_agents(t, "undiscounted").rows():
+    ...     print(row)
+    ('E', 'optimal__criterion=undiscounted', 'undiscounted', True)
+    ('F', 'optimal', 'discounted', False)
     """
     score_column(score)
     rows = []

@@ -204,7 +204,7 @@ def constraint_map_figure(
 def hardness_figure(h: pl.DataFrame) -> Figure:
     """Spread of the optimal value and of the diameter over each test set's MDPs, the test
     sets in reading order (:func:`bbrlcore.report.problems.test_order`: a family's sizes
-    by number), one box each; the names slanted and the figure as wide as they need."""
+    by number), one box each; the figure as wide as its names need, none overlapping."""
     from bbrlcore.report.problems import test_order
 
     tests = test_order(h["test"].unique(maintain_order=True).to_list())
@@ -220,10 +220,12 @@ def hardness_figure(h: pl.DataFrame) -> Figure:
     axes[1].boxplot(diam)
     axes[1].set_yscale("log")
     axes[1].set_ylabel("diameter (expected steps)")
+    # upright names unless they could touch: then vertical (0.32 inch a box is more than
+    # a line of 7 pt text, so vertical names never overlap)
+    upright = n <= 3 and longest <= 8
     for ax in axes:
         ax.set_xticks(np.arange(1, n + 1))
-        ax.set_xticklabels(tests, rotation=40 if n > 3 or longest > 8 else 0, ha="right"
-                           if n > 3 or longest > 8 else "center", fontsize=7)
+        ax.set_xticklabels(tests, rotation=0 if upright else 90, fontsize=7)
         ax.grid(True, axis="y", lw=0.4, alpha=0.5)
     fig.tight_layout()
     return fig
@@ -322,11 +324,15 @@ def score_vs_size_figure(ladder: pl.DataFrame,
     for k, name in enumerate(names):
         ax = axes[k // cols][k % cols]
         g = ladder.filter(pl.col("ladder") == name)
-        for fam in [f for f in styles if f in set(g["family"])]:
+        fams = [f for f in styles if f in set(g["family"])]
+        # the algorithms side by side at each size (dodged), so that their intervals show
+        width = float(g["size"].max() - g["size"].min()) or 1.0
+        for k, fam in enumerate(fams):
             h = g.filter(pl.col("family") == fam).sort("size")
             col, mk, filled = styles[fam]
             y = h["normalised_score"].to_numpy().astype(float)
-            ax.errorbar(h["size"].to_numpy(), y, yerr=_normalised_err(h),
+            dodge = (k - (len(fams) - 1) / 2) * 0.012 * width
+            ax.errorbar(h["size"].to_numpy() + dodge, y, yerr=_normalised_err(h),
                         fmt="-" + mk if filled else "--" + mk, color=col,
                         mfc=col if filled else "white", mec=col, ms=4, lw=1, capsize=1.5,
                         label=fam)

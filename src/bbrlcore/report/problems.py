@@ -60,25 +60,30 @@ def problem_of(test: str) -> dict[str, Any]:
 
 
 def test_order(tests: list[str]) -> list[str]:
-    """Test distributions in reading order: the others first (GC, GDL, Grid, a file of
-    one's own) as given, then each problem family's by its name, its other parameters
-    (as numbers, not as text) and its size, so that RiverSwim-6 comes before RiverSwim-12
-    (:func:`bbrlcore.mdp.families.parse_name` reads the names back).
+    """Test distributions in reading order: the paper's (GC, GDL, Grid, then UGC, UGDL,
+    UGrid), then other distributions (a file of one's own) as given, then each problem
+    family's by its name, its other parameters (as numbers, not as text) and its size, so
+    that RiverSwim-6 comes before RiverSwim-12 (:func:`bbrlcore.mdp.families.parse_name`
+    reads the names back).
 
     >>> test_order(["RiverSwim-12", "GC", "RiverSwim-6-prand0.1", "RiverSwim-6", "DeepSea-5"])
     ['GC', 'DeepSea-5', 'RiverSwim-6', 'RiverSwim-12', 'RiverSwim-6-prand0.1']
     """
     from bbrlcore.mdp.families import parse_name
 
+    paper = {n: i for i, n in enumerate(["GC", "GDL", "Grid", "UGC", "UGDL", "UGrid"])}
+
     def key(item: tuple[int, str]) -> tuple[Any, ...]:
         k, test = item
+        if test in paper:
+            return (0, paper[test])
         parsed = parse_name(test)
         if parsed is None:
-            return (0, k)
+            return (1, k)
         spec, params, uniform = parsed
         others = tuple((str(type(v).__name__), v) for name, v in
                        ((q.name, params[q.name]) for q in spec.params) if name != "size")
-        return (1, spec.display, others, bool(uniform), params.get("size") or 0, test)
+        return (2, spec.display, others, bool(uniform), params.get("size") or 0, test)
 
     return [t for _, t in sorted(enumerate(dict.fromkeys(tests)), key=key)]
 
