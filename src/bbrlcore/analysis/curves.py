@@ -190,6 +190,7 @@ def curves(
     separate_compat: bool = True,
     points: int = MAX_POINTS,
     aggregate_points: int = AGGREGATE_POINTS,
+    best: pl.DataFrame | None = None,
 ) -> Curves:
     """Learning curves of every family's best agent, per experiment and across them.
 
@@ -206,6 +207,10 @@ def curves(
         The best-agent selection (as the aggregates).
     points, aggregate_points
         Most time points per curve (:func:`time_grid`).
+    best : polars.DataFrame, optional
+        The best agents (:func:`bbrlcore.analysis.aggregate.best_agents` of ``merged``
+        with these settings) when the caller has them: ``merged`` is then taken as
+        checked, and they are not chosen again.
 
     Returns
     -------
@@ -224,13 +229,15 @@ def curves(
 
     check_score(score)
     _check_resampling(n_resamples, seed, confidence)
-    A._check_merged(merged)
+    if best is None:
+        A._check_merged(merged)
     horizons = sorted(set(merged["horizon"].to_list()))
     if len(horizons) > 1:
         raise BBRLError(f"curves: the experiments have horizons {horizons}: learning curves "
                         "across experiments need one horizon (give experiments of one T)")
-    best = A.best_agents(merged, offline_bound=offline_bound, online_bound=online_bound,
-                         separate_compat=separate_compat, score=score)
+    if best is None:
+        best = A.best_agents(merged, offline_bound=offline_bound, online_bound=online_bound,
+                             separate_compat=separate_compat, score=score)
     # an experiment without Random or Optimal has no normalised score nor regret: its
     # curves are left out (the report says which); none left is an error
     refs = (merged.filter(pl.col("algorithm").is_in(["random", "optimal"]))
@@ -423,16 +430,18 @@ def _needed(merged: pl.DataFrame, best: pl.DataFrame) -> pl.DataFrame:
 
 def curve_agents(merged: pl.DataFrame, score: str = "discounted",
                  offline_bound: float | None = None, online_bound: float | None = None,
-                 separate_compat: bool = True) -> set[tuple[str, str]]:
+                 separate_compat: bool = True, summary: pl.DataFrame | None = None
+                 ) -> set[tuple[str, str]]:
     """The (experiment, agent) pairs whose per-step rewards :func:`curves` reads (each
     family's best agent by ``score``, Random and Optimal), so that a caller reads only
     those (:func:`bbrlcore.analysis.results.attach_rewards`); empty when the best agents
-    cannot be chosen (the curves then say why)."""
+    cannot be chosen (the curves then say why). ``summary``: as
+    :func:`bbrlcore.analysis.aggregate.best_agents` takes it."""
     from bbrlcore.analysis import aggregate as A
 
     try:
         best = A.best_agents(merged, offline_bound=offline_bound, online_bound=online_bound,
-                             separate_compat=separate_compat, score=score)
+                             separate_compat=separate_compat, score=score, summary=summary)
     except BBRLError:
         return set()
     return set(_needed(merged, best).iter_rows())

@@ -56,7 +56,8 @@ def _report(args: argparse.Namespace) -> int:
     merged, n_mdps = read_runs_with_sizes(args.merged, "report", rewards=False)
     summary = summary_table(merged, args.score)
     warn_reference(summary, args.score)
-    merged = attach_rewards(merged, list(args.merged), curve_agents(merged, args.score))
+    merged = attach_rewards(merged, list(args.merged),
+                            curve_agents(merged, args.score, summary=summary))
     test_sets = [E.read_test_set(p) for p in args.test_sets]
     check_test_sets(merged, test_sets, list(args.test_sets), n_mdps)
     if args.bootstrap_resamples < 100:

@@ -41,6 +41,7 @@ import subprocess
 import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -113,13 +114,16 @@ def experiment_section(
     exp: str, summary: pl.DataFrame, merged: pl.DataFrame, out: Path, alpha: float,
     n_bounds: int, styles: dict[str, Any], correction: str = "none",
     score: str = "discounted", curves: dict[str, Any] | None = None,
-    above: pl.DataFrame | None = None,
+    above: pl.DataFrame | None = None, among: pl.DataFrame | None = None,
 ) -> dict[str, Any]:
     """Tables and figures of one experiment (static for LaTeX, interactive for HTML),
     ranked by ``score`` (``summary`` must be of that score). ``curves``: the learning
     curves (``{"table": the curves table}``, or ``{"reason": why there are none}``);
     ``above``: the agents above their reference
-    (:func:`bbrlcore.analysis.results.above_reference`), flagged in the table."""
+    (:func:`bbrlcore.analysis.results.above_reference`), flagged in the table; ``among``:
+    "among the best" of every experiment
+    (:func:`bbrlcore.analysis.aggregate.among_best_table`, computed once by
+    :func:`analyse`; computed here for this experiment when not given)."""
     col = score_column(score, merged)
     s = summary.filter(pl.col("experiment") == exp)
     m = merged.filter(pl.col("experiment") == exp).sort("mdp_index")
@@ -187,7 +191,11 @@ def experiment_section(
                              fig_dir / f"{exp}-curves"),
                 "T": int(ct["t"].max())}
 
-    best = constraints.among_best(contenders, returns, alpha, correction=correction)
+    if among is None:
+        best = constraints.among_best(contenders, returns, alpha, correction=correction)
+    else:
+        best = among.filter(pl.col("experiment") == exp).select(
+            "family", "agent", "mean", "z", "among_best", "reference")
     oracle = s.filter(pl.col("algorithm") == "optimal").select(
         "family", "agent", "mean", pl.lit(None, pl.Float64).alias("z"),
         pl.lit(False).alias("among_best"), pl.lit(False).alias("reference"))
@@ -365,21 +373,28 @@ def problems_section(
 def aggregates_section(
     merged: pl.DataFrame, out: Path, styles: dict[str, Any], alpha: float, correction: str,
     n_resamples: int, seed: int, score: str = "discounted", versus: str | None = None,
+    aggregates: Any = None,
 ) -> dict[str, Any]:
     """Statistics across experiments (:mod:`bbrlcore.analysis.aggregate`, by ``score``): the
     tables written to ``data/aggregate-*.parquet``, interactive figures (the probability of
     improvement as a matrix), and rows for the pages; without Random and Optimal in every
     experiment (the normalisation), a note saying so. ``versus`` (a family): that
     algorithm against every other (:func:`bbrlcore.analysis.aggregate.versus`, written to
-    ``data/versus.parquet``)."""
+    ``data/versus.parquet``). ``aggregates``: what :func:`analyse` computed (the
+    :class:`~bbrlcore.analysis.aggregate.Aggregates`, or the reason there are none);
+    computed here when not given."""
     from bbrlcore.analysis import aggregate as A
     from bbrlcore.errors import BBRLError
 
-    try:
-        agg = A.compute(merged, n_resamples=n_resamples, seed=seed, alpha=alpha,
-                        correction=correction, score=score)
-    except BBRLError as exc:
-        return {"available": False, "reason": str(exc)}
+    if aggregates is None:
+        try:
+            aggregates = A.compute(merged, n_resamples=n_resamples, seed=seed, alpha=alpha,
+                                   correction=correction, score=score)
+        except BBRLError as exc:
+            aggregates = str(exc)
+    if isinstance(aggregates, str):
+        return {"available": False, "reason": aggregates}
+    agg = aggregates
     A.write_tables(agg, out / "data")
     metrics = agg.tables["metrics"]
     if metrics.is_empty():
@@ -426,7 +441,7 @@ def aggregates_section(
 
 def curves_section(
     merged: pl.DataFrame, summary: pl.DataFrame, out: Path, styles: dict[str, Any],
-    score: str, n_resamples: int, seed: int,
+    score: str, n_resamples: int, seed: int, curves: Any = None,
 ) -> dict[str, Any]:
     """Learning curves (:mod:`bbrlcore.analysis.curves`, by ``score``, with the report's
     bootstrap settings): the tables written to ``data/curves.parquet`` and
@@ -435,16 +450,17 @@ def curves_section(
     (:func:`bbrlcore.report.problems.experiment_ladders`), the curves of each size side by
     side. ``available`` false with a one-sentence ``reason`` when the runs have no per-step
     rewards (:data:`NO_REWARDS`) or the curves cannot be made; ``table`` is the curves
-    table for the experiment pages."""
+    table for the experiment pages. ``curves``: what :func:`analyse` computed (the
+    :class:`~bbrlcore.analysis.curves.Curves`, or the reason there are none); computed
+    here when not given."""
     from bbrlcore.analysis import curves as C
     from bbrlcore.report.problems import experiment_ladders
 
-    if "rewards" not in merged.columns:
-        return {"available": False, "reason": NO_REWARDS}
-    try:
-        c = C.curves(merged, score=score, n_resamples=n_resamples, seed=seed)
-    except BBRLError as exc:
-        return {"available": False, "reason": f"No learning curves: {exc}."}
+    if curves is None:
+        curves = _curves_of(merged, score, n_resamples, seed)
+    if isinstance(curves, str):
+        return {"available": False, "reason": curves}
+    c = curves
     C.write_tables(c, out / "data")
     table, agg = c.tables["curves"], c.tables["aggregate"]
     figs = out / "figures"
@@ -471,6 +487,67 @@ def curves_section(
                          figs / f"curves-ladder-{k + 1}"),
             "id": f"fig-curves-ladder-{k + 1}"})
     return sec
+
+
+def _curves_of(merged: pl.DataFrame, score: str, n_resamples: int, seed: int,
+               best: pl.DataFrame | None = None) -> Any:
+    """The learning curves of ``merged`` (:func:`bbrlcore.analysis.curves.curves`), or
+    the one sentence saying why there are none."""
+    from bbrlcore.analysis import curves as C
+
+    if "rewards" not in merged.columns:
+        return NO_REWARDS
+    try:
+        return C.curves(merged, score=score, n_resamples=n_resamples, seed=seed, best=best)
+    except BBRLError as exc:
+        return f"No learning curves: {exc}."
+
+
+@dataclass
+class Analysis:
+    """The analysis tables a report draws, each computed once from the merged runs
+    (:func:`analyse`); the sections render from them and compute nothing again.
+
+    ``summary`` (with the report's ``family``), ``best`` (each family's best agent per
+    experiment, :func:`bbrlcore.analysis.aggregate.best_agents`), ``among`` ("among the
+    best" per experiment, :func:`bbrlcore.analysis.aggregate.among_best_table`),
+    ``aggregates`` (:func:`bbrlcore.analysis.aggregate.compute`, or why there are none),
+    ``curves`` (:func:`bbrlcore.analysis.curves.curves`, or why there are none), ``above``
+    (:func:`bbrlcore.analysis.results.above_reference`) and ``published`` (the summary
+    by the discounted return, the published comparison's score)."""
+
+    summary: pl.DataFrame
+    best: pl.DataFrame
+    among: pl.DataFrame
+    aggregates: Any
+    curves: Any
+    above: pl.DataFrame
+    published: pl.DataFrame
+
+
+def analyse(merged: pl.DataFrame, summary: pl.DataFrame, score: str = "discounted",
+            alpha: float = 0.05, correction: str = "none", n_resamples: int = 2000,
+            seed: int = 0) -> Analysis:
+    """Every analysis table of a report, once: the summary of ``merged`` by ``score``
+    (``summary``, checked by :func:`build`) feeds the best agents, "among the best", the
+    aggregates and the learning curves, which used to choose the best agents and
+    summarise the runs again each (:class:`Analysis`)."""
+    from bbrlcore.analysis import aggregate as A
+
+    summary = constraints.with_family(summary)
+    best = A.best_agents(merged, score=score, summary=summary)
+    among = A.among_best_table(merged, alpha, correction, score=score, summary=summary)
+    try:
+        aggregates: Any = A.compute(merged, n_resamples=n_resamples, seed=seed, alpha=alpha,
+                                    correction=correction, score=score, summary=summary,
+                                    best=best, among=among)
+    except BBRLError as exc:
+        aggregates = str(exc)
+    published = summary if score == "discounted" else constraints.with_family(
+        summary_table(merged, "discounted"))
+    return Analysis(summary=summary, best=best, among=among, aggregates=aggregates,
+                    curves=_curves_of(merged, score, n_resamples, seed, best),
+                    above=above_reference(summary, merged, score), published=published)
 
 
 def build(
@@ -550,19 +627,21 @@ def _build_into(out: Path, merged: pl.DataFrame, summary: pl.DataFrame,
     """:func:`build`'s work, in the (empty, staging) directory ``out``."""
     import jinja2
 
-    summary = constraints.with_family(summary)
+    # every analysis table once; the sections below only draw them
+    an = analyse(merged, summary, score, alpha, correction, bootstrap_resamples,
+                 bootstrap_seed)
+    summary = an.summary
     fams = constraints.family_order(summary["family"].to_list())
     styles = figures.style_map(fams)
     _write_parquet(summary, out / "data" / "summary.parquet")
     exps = summary["experiment"].unique().to_list()
     # the reference of the normalised scores, and who beats it (never silent)
-    above = above_reference(summary, merged, score)
-    _write_parquet(above, out / "data" / "above-reference.parquet")
-    reference = reference_section(summary, score, above)
+    _write_parquet(an.above, out / "data" / "above-reference.parquet")
+    reference = reference_section(summary, score, an.above)
     curves = curves_section(merged, summary, out, styles, score, bootstrap_resamples,
-                            bootstrap_seed)
+                            bootstrap_seed, an.curves)
     sections = {e: experiment_section(e, summary, merged, out, alpha, n_bounds, styles,
-                                      correction, score, curves, above)
+                                      correction, score, curves, an.above, an.among)
                 for e in exps}
     # group by test distribution: accurate and inaccurate side by side
     tests: dict[str, dict[str, Any]] = {}
@@ -603,11 +682,9 @@ def _build_into(out: Path, merged: pl.DataFrame, summary: pl.DataFrame,
                 "fig": _save(figures.hardness_figure(h), out / "figures" / "hardness")}
         problems_sec = problems_section(h, summary, out, styles, fams, score)
     # the paper's numbers are discounted returns: compared on that score whatever the report's
-    published = published_section(
-        summary if score == "discounted" else constraints.with_family(
-            summary_table(merged, "discounted")), merged, out, alpha)
+    published = published_section(an.published, merged, out, alpha)
     agg = aggregates_section(merged, out, styles, alpha, correction, bootstrap_resamples,
-                             bootstrap_seed, score, versus)
+                             bootstrap_seed, score, versus, an.aggregates)
     I.write_library(out)
     matrix_families = [f for f in fams if any(f in sec["best_by_family"] for sec in ordered)]
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES),
