@@ -127,3 +127,28 @@ def test_reference_agents_match_the_score():
     assert u["agent"].to_list() == ["optimal__criterion=undiscounted", "optimal"]
     line = reference_warning(u, "undiscounted")
     assert "\n" not in line and "F" in line and "criterion: undiscounted" in line
+
+
+@pytest.mark.parametrize("command", ["summary", "aggregate", "curves"])
+def test_commands_warn_of_a_reference_of_another_criterion(command, tmp_path, bbrl_cmd,
+                                                            env_with_cache):
+    """With only the discounted Optimal, every command that normalises by the
+    undiscounted score says so in one line on stderr (and still answers); with the
+    score's own Optimal, nothing."""
+    import subprocess
+
+    from bbrlcore.formats import artefacts
+    from synthetic_runs import learning_runs
+
+    m = learning_runs(("GC-GC",), n=8, T=6)
+    artefacts.write_artefact(tmp_path / "m.parquet", m, "merged", {})
+    extra = {"summary": ["-o", "s.parquet"], "aggregate": ["--resamples", "100"],
+             "curves": ["--resamples", "100"]}[command]
+    for score, warned in (("undiscounted", True), ("discounted", False)):
+        r = subprocess.run(bbrl_cmd + [command, "m.parquet", "--score", score, *extra],
+                           capture_output=True, text=True, env=env_with_cache, cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        lines = [ln for ln in r.stderr.splitlines() if ln.startswith("bbrl: warning:")]
+        assert len(lines) == warned, r.stderr
+        if warned:
+            assert "GC-GC is optimal for the discounted criterion" in lines[0]

@@ -193,6 +193,18 @@ def render_versus(v: pl.DataFrame, confidence: float = 0.95) -> str:
         right={1, 2, 3})
 
 
+def _warn_reference(merged, score: str) -> None:
+    """One line on stderr when some experiment's only Optimal is of another criterion
+    than ``score`` (the normalisation's reference)."""
+    import sys
+
+    from bbrlcore.analysis.results import reference_agents, reference_warning
+
+    line = reference_warning(reference_agents(merged, score), score)
+    if line:
+        print(f"bbrl: warning: {line}", file=sys.stderr)
+
+
 def _aggregate(args: argparse.Namespace) -> int:
     from bbrlcore.analysis.results import read_runs
 
@@ -209,6 +221,7 @@ def _aggregate(args: argparse.Namespace) -> int:
     if not (0 < args.alpha < 1):
         raise BBRLError(f"--alpha {args.alpha}: must be in (0, 1)")
     merged = read_runs(args.merged, "aggregate", rewards=False)
+    _warn_reference(merged, args.score)
     if args.versus is not None:  # an unknown name fails before the bootstrap
         pairs = merged.filter(pl.col("algorithm") != "optimal").select(
             "algorithm", "compat").unique()

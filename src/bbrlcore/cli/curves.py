@@ -38,8 +38,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _curves(args: argparse.Namespace) -> int:
+    import sys
+
     from bbrlcore.analysis import curves as C
-    from bbrlcore.analysis.results import attach_rewards, read_runs
+    from bbrlcore.analysis.results import (
+        attach_rewards,
+        read_runs,
+        reference_agents,
+        reference_warning,
+    )
 
     if args.points < 2:
         raise BBRLError(f"--points {args.points}: must be >= 2")
@@ -50,6 +57,9 @@ def _curves(args: argparse.Namespace) -> int:
     # the per-step rewards of the agents the curves draw only (each algorithm's best,
     # Random, Optimal), as the report reads them: a whole configuration's are gigabytes
     merged = read_runs(args.merged, "curves", rewards=False)
+    line = reference_warning(reference_agents(merged, args.score), args.score)
+    if line:  # normalised against an Optimal of the other criterion
+        print(f"bbrl: warning: {line}", file=sys.stderr)
     merged = attach_rewards(merged, list(args.merged), C.curve_agents(merged, args.score))
     c = C.curves(merged, score=args.score, n_resamples=args.resamples, seed=args.seed,
                  points=args.points)
