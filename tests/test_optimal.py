@@ -46,6 +46,11 @@ def test_undiscounted_optimal_plays_the_backward_induction_policy(T):
     assert und["agent"][0] == "optimal__criterion=undiscounted"
     assert disc["undiscounted_return"].to_list() == [float(T)] * 3
     assert (best > T) == (T >= 4)
+    # the MDP and its rewards are deterministic: no trajectory of any agent beats V*_T
+    for alg, params in (("random", {}), ("psrl", {}), ("e-greedy", {"epsilon": "0.2"})):
+        other = E.run_agent(ts, E.train_agent(alg, params, d, progress=False),
+                            progress=False)
+        assert (other["undiscounted_return"] <= best + 1e-12).all(), alg
 
 
 def test_riverswim_reference_is_optimal_for_the_sum_of_rewards():
