@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from bbrlcore import agents, seeds
@@ -110,10 +111,17 @@ def train_agent(
         raise BBRLError(f"{alg.name}: training named the agent {claimed!r}, but its "
                         f"parameters make it {agent_id!r}")
     if alg.prepare is not None and not entry.builtin:  # a compiled plugin compiles now:
-        # code that cannot run fails here, and the run jobs find it compiled
-        alg.prepare(prior, params, trained, Episode(
-            R=prior.reward, Rstd=prior.reward_std, gaussian=prior.reward_type == "gaussian",
-            initial_state=prior.initial_state, gamma=gamma, horizon=horizon))
+        # code that cannot run fails here, and the run jobs find it compiled (on the
+        # prior's sparse rows, as its runs will be, unless it wants dense arrays)
+        common = dict(gaussian=prior.reward_type == "gaussian",
+                      initial_state=prior.initial_state, gamma=gamma, horizon=horizon)
+        if alg.sparse:
+            lay = prior.support_layout
+            ep = Episode(R=np.array(prior.reward_rows), Rstd=np.array(prior.reward_std_rows),
+                         succ=lay.succ, nsucc=lay.nsucc, **common)
+        else:
+            ep = Episode(R=prior.reward, Rstd=prior.reward_std, **common)
+        alg.prepare(prior, params, trained, ep)
     return TrainedAgent(
         algorithm=alg.name,
         agent_id=agent_id,

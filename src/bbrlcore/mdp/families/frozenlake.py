@@ -66,10 +66,11 @@ from bbrlcore.mdp.families._base import (
     FamilyDistribution,
     Kernel,
     Param,
+    Rewards,
     concentration_param,
     controlled,
-    dense,
     max_size,
+    merged,
     p_lazy_param,
     p_rand_param,
     size_param,
@@ -112,9 +113,8 @@ class FrozenLakeDistribution(FamilyDistribution):
         r, c = np.divmod(np.arange(n), s)
         self._target = (np.clip(r[:, None] + _DR, 0, s - 1) * s
                         + np.clip(c[:, None] + _DC, 0, s - 1))  # (n, 4) per direction
-        R = np.zeros((n, 4, n))
-        R[: self.goal, :, self.goal] = 1.0
-        super().__init__("frozenlake", p, short_name, name, R, 0)
+        R = Rewards.assign(n, 4, (np.arange(self.goal)[:, None], [0, 1, 2, 3], self.goal, 1.0))
+        super().__init__("frozenlake", p, short_name, name, n, 4, 0, R)
 
     def draw_structure(self, rng: np.random.Generator) -> np.ndarray:
         s = self.side
@@ -145,16 +145,15 @@ class FrozenLakeDistribution(FamilyDistribution):
         prob[back] = [1.0, 0.0, 0.0]
         return succ, prob
 
-    def _support(self) -> np.ndarray:
+    def _support_keys(self) -> np.ndarray:
         s = self.side
         none = np.zeros((s, s), dtype=bool)
         every = np.ones((s, s), dtype=bool)
         every[0, 0] = every[-1, -1] = False
-        sup = np.zeros((s * s, 4, s * s), dtype=bool)
-        for target, source in ((none, none), (every, none), (none, every)):
-            sup |= dense(controlled(self.kernel(target, source), self.p_rand,
-                                    self.p_lazy)) > 0
-        return sup
+        keys = [merged(controlled(self.kernel(target, source), self.p_rand, self.p_lazy),
+                       s * s)[0]
+                for target, source in ((none, none), (every, none), (none, every))]
+        return np.unique(np.concatenate(keys))
 
     def structures(self) -> Iterator[tuple[float, np.ndarray]]:
         s = self.side
@@ -172,7 +171,7 @@ class FrozenLakeDistribution(FamilyDistribution):
         for w, holes in out:
             yield w / total, holes
 
-    def _moments(self) -> tuple[np.ndarray, np.ndarray]:
+    def _moments(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return self.mc_moments()
 
 

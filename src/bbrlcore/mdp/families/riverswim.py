@@ -49,6 +49,7 @@ from bbrlcore.mdp.distributions import FDMDistribution
 from bbrlcore.mdp.families._base import (
     Family,
     Kernel,
+    Rewards,
     centred,
     concentration_param,
     max_size,
@@ -81,11 +82,8 @@ def kernel(n: int) -> Kernel:
     return succ, prob
 
 
-def reward(n: int) -> np.ndarray:
-    R = np.zeros((n, 2, n))
-    R[0, LEFT, 0] = 0.005
-    R[n - 1, RIGHT, :] = 1.0
-    return R
+def reward(n: int) -> Rewards:
+    return Rewards.assign(n, 2, (0, LEFT, 0, 0.005), (n - 1, RIGHT, np.arange(n), 1.0))
 
 
 def build(p: dict[str, Any], short_name: str, name: str) -> FDMDistribution:
