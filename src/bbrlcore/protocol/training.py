@@ -16,7 +16,7 @@ import numpy as np
 import polars as pl
 
 from bbrlcore import agents, seeds
-from bbrlcore.errors import BBRLError
+from bbrlcore.errors import BBRLError, building
 from bbrlcore.formats import artefacts
 from bbrlcore.mdp.distributions import FDMDistribution
 from bbrlcore.protocol.runner import Expected, Overrun
@@ -100,7 +100,8 @@ def train_agent(
         trained, elapsed = Trained(), 0.0
     else:
         t0 = time.perf_counter()
-        trained = alg.train(prior, params, ctx)
+        with building(f"the training of {alg.agent_id(params)} on {prior.short_name}"):
+            trained = alg.train(prior, params, ctx)
         elapsed = time.perf_counter() - t0
         overrun.check(elapsed, final=True)
     elapsed = float(trained.info.pop("_offline_time_s", elapsed))
@@ -121,7 +122,8 @@ def train_agent(
                          succ=lay.succ, nsucc=lay.nsucc, **common)
         else:
             ep = Episode(R=prior.reward, Rstd=prior.reward_std, **common)
-        alg.prepare(prior, params, trained, ep)
+        with building(f"the player of {alg.agent_id(params)} on {prior.short_name}"):
+            alg.prepare(prior, params, trained, ep)
     return TrainedAgent(
         algorithm=alg.name,
         agent_id=agent_id,
@@ -274,7 +276,8 @@ def read_agent(path: str | Path) -> TrainedAgent:
         if err:
             raise m.fail("params", f"{key}={value!r}: {err}")
     params = alg.parse_params(raw, source=f"{path}: params", stored=True)
-    prior = FDMDistribution.from_dict(m.dict("prior_distribution"), str(path))
+    with building(f"the prior of agent file {path}"):
+        prior = FDMDistribution.from_dict(m.dict("prior_distribution"), str(path))
     agent_id = m.str("agent")
     if agent_id.split("__", 1)[0] != alg.name:
         raise m.fail("agent", f"{agent_id!r} is not an id of {alg.name}")

@@ -82,12 +82,15 @@ Examples
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from bbrlcore.errors import BBRLError
 from bbrlcore.mdp import rows
@@ -667,20 +670,37 @@ def dirichlet_values(rng: np.random.Generator, key: np.ndarray, val: np.ndarray,
 class Moments:
     """Accumulates, per row, the mean ``m`` and ``s2`` = E[Σ_y P(y)²] (nX, nU) of a
     mixture of kernels (for the accurate prior); ``m`` is kept on the transitions the
-    kernels have (sparse), in the arithmetic of a dense (nX, nU, nX) array."""
+    kernels have (sparse), in the arithmetic of a dense (nX, nU, nX) array. Given the
+    transitions every kernel stays within (``support``, flat indices), it adds a kernel
+    in one compiled pass (Monte-Carlo moments: thousands of kernels)."""
 
-    def __init__(self, nX: int, nU: int) -> None:
+    def __init__(self, nX: int, nU: int, support: np.ndarray | None = None) -> None:
         self.nX, self.nU = nX, nU
-        self.keys = np.zeros(0, dtype=np.int64)
-        self.m = np.zeros(0)
+        self.fixed = support is not None
+        self.keys = (np.zeros(0, dtype=np.int64) if support is None
+                     else np.asarray(support, dtype=np.int64))
+        self.m = np.zeros(self.keys.size)
         self.s2 = np.zeros(nX * nU)
+        self.indptr = np.zeros(nX * nU + 1, dtype=np.int64)
+        if support is not None:
+            np.cumsum(np.bincount(self.keys // nX, minlength=nX * nU), out=self.indptr[1:])
 
     def add(self, kernel: Kernel, weight: float | np.ndarray,
             states: np.ndarray | None = None) -> None:
         """Add ``weight`` × the (controlled) kernel; ``weight`` per state (array over
         ``states``, or over all states) or one number; ``states`` as in :func:`merged`."""
-        key, val = merged(kernel, self.nX, states)
-        self.add_flat(key, val, weight, states)
+        if not self.fixed:
+            key, val = merged(kernel, self.nX, states)
+            self.add_flat(key, val, weight, states)
+            return
+        succ, prob = kernel
+        n = succ.shape[0]
+        xs = np.arange(n, dtype=np.int64) if states is None else np.asarray(states, np.int64)
+        w = np.broadcast_to(np.asarray(weight, dtype=np.float64), (n,)).copy()
+        if _add_kernel(np.ascontiguousarray(succ, dtype=np.int64),
+                       np.ascontiguousarray(prob, dtype=np.float64), xs, w, self.keys,
+                       self.indptr, self.nX, self.m, self.s2) < 0:
+            raise AssertionError("Moments.add: a transition outside the given support")
 
     def add_flat(self, key: np.ndarray, val: np.ndarray, weight: float | np.ndarray,
                  states: np.ndarray | None = None) -> None:
@@ -698,6 +718,8 @@ class Moments:
         known = pos < self.keys.size
         known[known] = self.keys[pos[known]] == key[known]
         if not known.all():  # new transitions join the accumulator (zero so far)
+            if self.fixed:
+                raise AssertionError("Moments.add_flat: a transition outside the support")
             keys = np.union1d(self.keys, key)
             m = np.zeros(keys.size)
             m[np.searchsorted(keys, self.keys)] = self.m
@@ -716,6 +738,57 @@ class Moments:
         m = np.zeros(self.nX * self.nU * self.nX)
         m[self.keys] = self.m
         return m.reshape(self.nX, self.nU, self.nX), self.s2.reshape(self.nX, self.nU)
+
+
+@njit(cache=True, error_model="numpy")
+def _add_kernel(succ, prob, xs, w, keys, indptr, n_states, m, s2):
+    """:meth:`Moments.add` on a fixed support, in :func:`merged`'s and
+    :meth:`Moments.add_flat`'s arithmetic: each row's probabilities summed per successor
+    in the kernel's order, then per successor in increasing order ``m += w·val`` and the
+    row's ``Σ (w·val)·val`` added to ``s2``. -1 if a transition is not in ``keys`` (whose
+    row ``r`` is ``keys[indptr[r]:indptr[r + 1]]``)."""
+    n, nU, K = succ.shape
+    ys = np.empty(K, dtype=np.int64)
+    vs = np.empty(K)
+    for i in range(n):
+        x = xs[i]
+        for u in range(nU):
+            cnt = 0
+            for k in range(K):
+                p = prob[i, u, k]
+                if p > 0:
+                    y = succ[i, u, k]
+                    j = 0
+                    while j < cnt and ys[j] != y:
+                        j += 1
+                    if j == cnt:
+                        ys[cnt] = y
+                        vs[cnt] = 0.0
+                        cnt += 1
+                    vs[j] += p
+            for a in range(1, cnt):  # increasing successors
+                yv, vv = ys[a], vs[a]
+                b = a - 1
+                while b >= 0 and ys[b] > yv:
+                    ys[b + 1] = ys[b]
+                    vs[b + 1] = vs[b]
+                    b -= 1
+                ys[b + 1] = yv
+                vs[b + 1] = vv
+            row = x * nU + u
+            total = 0.0
+            pos = indptr[row]  # the row's transitions: keys[indptr[row]:indptr[row + 1]]
+            for j in range(cnt):
+                key = row * n_states + ys[j]
+                while pos < indptr[row + 1] and keys[pos] < key:
+                    pos += 1
+                if pos >= indptr[row + 1] or keys[pos] != key:
+                    return -1
+                wv = w[i] * vs[j]
+                m[pos] += wv
+                total += wv * vs[j]
+            s2[row] += total
+    return 0
 
 
 def moment_matched(m: np.ndarray, s2: np.ndarray, concentration: float) -> np.ndarray:
@@ -989,16 +1062,26 @@ class FamilyDistribution:
         """Monte-Carlo :meth:`_moments`: ``draws`` structures from the generator seeded
         ``SeedSequence([PRIOR_SEED, id_hash64(short_name)])``, plus one pseudo-draw
         uniform over each row's :meth:`support`, all weighted equally."""
+        path = _moments_path(self.short_name, draws)
+        if path is not None:
+            try:
+                with np.load(path, allow_pickle=False) as z:
+                    return z["keys"], z["m"], z["s2"]
+            except (OSError, ValueError, KeyError):
+                pass
         rng = np.random.default_rng(np.random.SeedSequence(
             [PRIOR_SEED, id_hash64(self.short_name)]))
-        acc = Moments(self.n_states, self.n_actions)
+        key = self.support_keys()
+        acc = Moments(self.n_states, self.n_actions, key)
         w = 1.0 / (draws + 1)
         for _ in range(draws):
             acc.add(self.controlled_kernel(self.draw_structure(rng)), w)
-        key = self.support_keys()
         row = key // self.n_states
         acc.add_flat(key, 1.0 / np.bincount(row)[row], w)
-        return acc.result()
+        keys, m, s2 = acc.result()
+        if path is not None:
+            _store_npz(path, keys=keys, m=m, s2=s2)
+        return keys, m, s2
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form; :func:`bbrlcore.mdp.families.from_dict` rebuilds it from the
@@ -1029,6 +1112,36 @@ class FamilyDistribution:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.short_name!r})"
+
+
+def _moments_path(short_name: str, draws: int) -> Path | None:
+    """Where the Monte-Carlo moments of a family's distribution are kept
+    (``cache_base()/moments-<sources>/<key>.npz``): a pure function of the name (the
+    parameters), the draws and the code, which a workflow's every start would otherwise
+    recompute (FrozenLake-59: 4,000 lakes, seconds). ``BBRL_COST_CACHE=0``: none."""
+    if os.environ.get("BBRL_COST_CACHE", "1") == "0":
+        return None
+    import hashlib
+
+    from bbrlcore import cache_base, source_digest
+
+    h = hashlib.sha256(f"{source_digest()}:{np.__version__}:{short_name}:{draws}".encode())
+    return Path(cache_base()) / f"moments-{source_digest()[:12]}" / f"{h.hexdigest()[:32]}.npz"
+
+
+def _store_npz(path: Path, **arrays: np.ndarray) -> None:
+    """Written to a temporary file, then renamed; a cache that cannot be written is
+    skipped."""
+    import tempfile
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.stem, suffix=".tmp.npz")
+        with os.fdopen(fd, "wb") as fh:
+            np.savez(fh, **arrays)
+        os.replace(tmp, path)
+    except OSError:
+        pass
 
 
 def exact_mean(dist: FamilyDistribution) -> np.ndarray:
