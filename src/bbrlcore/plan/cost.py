@@ -600,7 +600,12 @@ def _disk_cache_path(recs: list[Record], dists: Distributions) -> Path | None:
             h.update(f"{name}:{registry.entry(name).fingerprint}".encode())
         except BBRLError:
             h.update(f"{name}:?".encode())
+    from bbrlcore.mdp import distributions as D
+    from bbrlcore.mdp import families
+
     for name in sorted({n for r in recs for n in (r.test, r.prior)} & set(dists.extra)):
+        if name in D.BUILTINS or families.parse_name(name) is not None:
+            continue  # (named: the sources and the name decide it; nothing to build)
         d = as_fdm(dists.extra[name])
         try:  # (the stored entries: a large prior's dense arrays are never built)
             h.update(repr((d.n_states, d.n_actions)).encode())
