@@ -66,6 +66,19 @@ Priors
   one pseudo-draw uniform on the support (so :math:`\theta > 0` exactly on
   :func:`support`), a deterministic Monte-Carlo estimate.
 
+Storage
+-------
+A family builds nothing dense: its kernels, support (:func:`support_keys`), rewards
+(:class:`Rewards`), moments and priors live on the transitions that exist (flat indices
+``(x·nU + u)·nX + y``), in the arithmetic of the dense arrays they replace (the same
+values, bit for bit); a :class:`Problem` builds its test distribution and the values of
+its priors (:meth:`FDMDistribution.lazy`) when first read. The dense views
+(``reward``, :meth:`~FamilyDistribution.mean_model`, :meth:`~FamilyDistribution.support`,
+a prior's ``theta``) are for small instances; the size limit (``MAX_ENTRIES``) keeps them
+possible. A reward is stored on the transitions that can happen and, where the published
+problem pays it so, a few beside them (RiverSwim's last state pays its right move
+whatever the successor).
+
 Examples
 --------
 >>> from bbrlcore.mdp.families import make
