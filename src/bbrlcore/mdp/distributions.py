@@ -170,16 +170,17 @@ class FDMDistribution:
         src = f"distribution {self.short_name!r}"
         nX, nU = _check_size(n_states, n_actions, src)
         k = np.asarray(keys)
-        if k.ndim != 1 or k.dtype.kind not in "iu":
+        if k.ndim != 1 or (k.size and k.dtype.kind not in "iu"):
             raise BBRLError(f"{src}: entries must be a list of integer indices")
-        k = k.astype(np.int64, copy=False)
+        k = np.array(k, dtype=np.int64)  # (copies: the distribution's own, read-only)
         vals = []
         for what, v in (("theta", theta), ("reward", reward), ("reward_variance",
                                                                 reward_variance)):
             if v is None:
                 vals.append(None)
                 continue
-            a = as_real_array(v, f"{src}: {what}").reshape(-1) if np.ndim(v) else None
+            a = (np.array(as_real_array(v, f"{src}: {what}")).reshape(-1) if np.ndim(v)
+                 else None)
             if a is None or a.shape != k.shape:
                 raise BBRLError(f"{src}: {what} holds {0 if a is None else a.size} values, "
                                 f"expected {k.size} (one per entry)")
