@@ -56,7 +56,10 @@ def test_at_the_horizon_the_curves_are_the_summary(score):
         assert r["regret"] == pytest.approx(row["regret"], abs=1e-9)
         g = m.filter((pl.col("experiment") == r["experiment"])
                      & (pl.col("agent") == r["agent"]))
-        assert r["cumulative"] == pytest.approx(g["undiscounted_return"].mean(), abs=1e-9)
+        # the cumulative view is the score's (issue 33: one score everywhere), not
+        # always the undiscounted sum
+        col = "discounted_return" if score == "discounted" else "undiscounted_return"
+        assert r["cumulative"] == pytest.approx(g[col].mean(), abs=1e-9)
         if score == "discounted":  # the recorded return, exactly (same accumulation)
             R = C.reward_matrix(g)
             assert np.array_equal(C.cumulative(R, 0.9, score)[:, -1],
@@ -267,3 +270,66 @@ def test_what_has_no_curve_is_said_with_the_reason(tmp_path, capsys):
         "experiment GC-UGC: no learning curves: Optimal (agent optimal) has no per-step "
         "rewards on any test MDP (a table written before bbrl recorded them, or a player "
         "that records none)")
+
+def _late_runs(T: int = 30, n: int = 12, delay: int = 5) -> pl.DataFrame:
+    """Random earns nothing; Optimal nothing for ``delay`` steps, then 1 a step (a far
+    reward, as RiverSwim's); a learner in between. Per-MDP noise: a random step skipped."""
+    rng = np.random.default_rng(5)
+    rows = []
+    for alg, agent in (("random", "random"), ("optimal", "optimal"),
+                       ("e-greedy", "e-greedy__epsilon=0.1")):
+        for i in range(n):
+            r = np.zeros(T, dtype=np.float32)
+            if alg != "random":
+                r[delay:] = 1.0 if alg == "optimal" else (rng.random(T - delay) < 0.6)
+                r[int(rng.integers(delay, T))] = 0.0
+            rows.append({"experiment": "GC-GC", "test": "GC", "prior": "GC", "algorithm": alg,
+                         "agent": agent, "params": "{}", "compat": False, "mdp_index": i,
+                         "discounted_return": float(sum(0.9 ** s * float(x)
+                                                        for s, x in enumerate(r))),
+                         "undiscounted_return": float(r.sum()), "online_time_s": 1e-3,
+                         "n_steps": T, "offline_time_s": 0.0, "gamma": 0.9, "horizon": T,
+                         "test_seed": 0, "seed": i, "bbrlcore_version": "0",
+                         "rewards": r.tolist()})
+    return pl.DataFrame(rows).with_columns(pl.col("rewards").cast(pl.List(pl.Float32)))
+
+
+def test_the_normalised_score_starts_where_optimal_has_gained():
+    """Issue 33: the first steps' normalised score divides by a gap near 0 and its noise set
+    the figures' scale. It is defined once Optimal's mean gain over Random reaches
+    MIN_GAIN_FRACTION of its gain at T: here the gain is t - 5 (less the skipped steps),
+    so from t = 8 on at T = 30, never at t <= 5 where it is 0."""
+    m = _late_runs()
+    t = C.curves(m, score="undiscounted", n_resamples=100, seed=0).tables["curves"]
+    opt = m.filter(pl.col("algorithm") == "optimal")
+    gain = np.cumsum(C.reward_matrix(opt), axis=1).mean(axis=0)  # Random earns 0
+    want = {s for s in range(1, 31) if gain[s - 1] >= C.MIN_GAIN_FRACTION * gain[-1]
+            and gain[s - 1] > 0}
+    assert min(want) == 8
+    for (fam,), g in t.group_by(["family"]):
+        defined = set(g.filter(pl.col("normalised").is_not_null())["t"].to_list())
+        assert defined == want, fam
+        # the other views are drawn from t = 1 (no ratio: nothing to hide)
+        assert g["regret"].null_count() == 0 and g["cumulative"].null_count() == 0
+
+
+def test_the_curves_reference_is_the_optimal_of_the_score():
+    """With two Optimal agents (discounted, undiscounted criterion), each score's curves
+    are normalised by its own: that one ends at exactly 1, regret 0."""
+    m = runs(experiments=("GC-GC",))
+    und = (m.filter(pl.col("algorithm") == "optimal")
+           .with_columns(pl.lit("optimal__criterion=undiscounted").alias("agent"),
+                         (pl.col("undiscounted_return") + 0.5 * T).alias(
+                             "undiscounted_return"),
+                         pl.col("rewards").list.eval(pl.element() + 0.5)))
+    m2 = pl.concat([m, und])
+    for score, ref in (("discounted", "optimal"),
+                       ("undiscounted", "optimal__criterion=undiscounted")):
+        t = C.curves(m2, score=score, n_resamples=100, seed=0).tables["curves"]
+        o = t.filter((pl.col("family") == "Optimal") & (pl.col("t") == T))
+        assert o["agent"].to_list() == [ref]
+        assert o["normalised"][0] == pytest.approx(1.0) and o["regret"][0] == 0.0
+        s = summary_table(m2, score)
+        for r in t.filter(pl.col("t") == T).iter_rows(named=True):
+            row = s.filter(pl.col("agent") == r["agent"]).row(0, named=True)
+            assert r["normalised"] == pytest.approx(row["normalised_score"], abs=1e-9)

@@ -378,7 +378,10 @@ def test_simplegrid_structure_and_rewards():
     mask = np.ones(t.reward.shape, dtype=bool)
     for r, c in corners:
         mask[r * s + c, :, r * s + c] = False
-    assert (t.reward[mask] == 0.2).all()
+    # 0.2 on every other transition that can happen; one that cannot pays (stores) nothing
+    sup = F.support(t)
+    assert (t.reward[mask & sup] == 0.2).all() and (t.reward[mask & ~sup] == 0).all()
+    assert t.entries.nnz == int(sup.sum()) + 2 * 2  # + each good corner's two moves away
     assert F.make("simplegrid", size=4).test.initial_state == 5
     and_ = F.make("simplegrid", reward_type=0).test.reward
     assert and_[4, 0, 4] == 1 and and_[0, 0, 0] == 0 and and_[24, 0, 24] == 0
@@ -430,6 +433,9 @@ def test_taxi_structure_and_rewards():
     assert P[x, 5, x] == 1 and t.reward[x, 5, x] == 0.0  # nobody on board
     other = next(tile for tile in range(s * s) if tile != locs[0]) * 16 + k
     assert P[other, 4, other] == 1 and t.reward[other, 4, other] == 0.0  # not there
+    # a transition that cannot happen (a jump across the grid) pays and stores nothing
+    assert not F.support(t)[x, 0, z] and t.reward[x, 0, z] == 0.0
+    assert t.rewards.keys.size <= t.support_keys().size
 
 
 def test_gc_gdl_grid_generalise_the_paper():

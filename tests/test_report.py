@@ -227,6 +227,9 @@ def _map_cells_from_table(cmap):
 
 
 def _assert_map_figure_matches_table(fig, cmap):
+    """The map's cells say the table's ``among_best``: the colour counts them, the cell
+    writes their short names (readable without hovering, issue 33), the hover lists them
+    and the families within the bounds that are not."""
     from bbrlcore.report import interactive as I
 
     trace = fig["data"][0]
@@ -234,14 +237,18 @@ def _assert_map_figure_matches_table(fig, cmap):
     offs = sorted(cmap["offline_index"].unique().to_list())
     ons = sorted(cmap["online_index"].unique().to_list())
     assert len(trace["z"]) == len(offs) and all(len(r) == len(ons) for r in trace["z"])
+    assert trace["texttemplate"] == "%{text}"
     for j, off in enumerate(offs):
         for i, on in enumerate(ons):
-            z, text, want = trace["z"][j][i], trace["text"][j][i], cells[(on, off)]
+            z, text, want = trace["z"][j][i], trace["customdata"][j][i], cells[(on, off)]
+            label = trace["text"][j][i]
             if want is None:
-                assert z is None and text == I.MAP_EMPTY, (off, on)
+                assert z is None and text == I.MAP_EMPTY and label == "", (off, on)
                 continue
             best, worse = want
             assert z == len(best), (off, on, z, best)
+            written = {n for line in label.split("<br>") for n in line.split(", ")}
+            assert written == {figures.short_name(f) for f in best}, (off, on, label)
             first, *rest = text.split("<br>")
             assert first.startswith(I.MAP_BEST)
             assert set(first[len(I.MAP_BEST):].split(", ")) == best, (off, on, text)
@@ -261,7 +268,7 @@ def test_interactive_map_shows_what_the_table_says():
     assert cmap.filter(pl.col("among_best") == False).height > 0  # noqa: E712
     fig = I.constraint_map(cmap, "t", figures.style_map(["A", "B", "C"]))
     _assert_map_figure_matches_table(fig, cmap)
-    loose = fig["data"][0]["text"][0][-1]
+    loose = fig["data"][0]["customdata"][0][-1]
     assert loose.split("<br>")[0] == I.MAP_BEST + "B, C" or \
         loose.split("<br>")[0] == I.MAP_BEST + "C, B"
     assert "A" not in loose.split("<br>")[0] and fig["data"][0]["z"][0][-1] == 2
@@ -770,3 +777,255 @@ def test_a_terminated_report_leaves_no_staging_directory(tmp_path, bbrl_cmd, env
     assert r.returncode == 0, r.stderr
     assert _stages(tmp_path) == sorted([alive.name, other.name])
     assert (tmp_path / "rep" / "index.html").exists()
+
+# ---------------------------------------------------------------------------------------
+# The report, read by a researcher (issue 33): one score everywhere, the reference of the
+# score, normalised scores above 1 flagged, readable figures
+
+
+def _axis_titles(fig):
+    """Every axis title and the title of a plotly figure, as one text."""
+    lay = fig["layout"]
+    out = [str(lay.get("title", {}).get("text", ""))]
+    for k, v in lay.items():
+        if k.startswith(("xaxis", "yaxis")) and isinstance(v, dict):
+            out.append(str(v.get("title", {}).get("text", "")))
+    for m in lay.get("updatemenus", []):
+        for b in m.get("buttons", []):
+            for a in b.get("args", [])[1:]:
+                out += [str(x) for x in a.values()] if isinstance(a, dict) else []
+    return " | ".join(out)
+
+
+@pytest.mark.parametrize("score", ["discounted", "undiscounted"])
+def test_every_figure_names_the_score(score, tmp_path):
+    """The score that ranks the agents is the one every figure draws and names: the
+    experiment pages' learning curves accumulate it (not always the sum of rewards)."""
+    from bbrlcore.analysis.results import summary_table
+
+    m = learning_runs(("GC-GC", "DeepSea-5-DeepSea-5", "DeepSea-10-DeepSea-10"), n=8, T=10)
+    index = report.build(m, summary_table(m, score), tmp_path, pdf=False, score=score,
+                         bootstrap_resamples=100, versus="psrl")
+    name = figures.SCORE_NAMES[score]
+    so_far = "discounted return so far" if score == "discounted" else "sum of rewards so far"
+    html = index.read_text()
+    for fig_id in ("fig-metrics", "fig-profiles", "fig-improvement", "fig-versus"):
+        assert name in _axis_titles(_spec(html, fig_id)), fig_id
+    acc = "discounted" if score == "discounted" else "sum of rewards"
+    assert acc in _axis_titles(_spec(html, "fig-curves-iqm"))
+    lad = _axis_titles(_spec(html, "fig-curves-ladder-1"))
+    assert so_far in lad and f"normalised score ({acc})" in lad
+    page = (tmp_path / "experiments" / "GC-GC.html").read_text()
+    assert name in _axis_titles(_spec(page, "fig-map"))
+    assert ("discounted return" if score == "discounted" else "sum of rewards") in \
+        _axis_titles(_spec(page, "fig-online"))
+    curves = _spec(page, "fig-curves")
+    assert so_far in _axis_titles(curves)
+    assert curves["layout"]["updatemenus"][0]["active"] == 0  # the score's cumulative first
+    table = pl.read_parquet(tmp_path / "data" / "curves.parquet")
+    col = "discounted_return" if score == "discounted" else "undiscounted_return"
+    g = m.filter((pl.col("experiment") == "GC-GC") & (pl.col("agent") == "psrl"))
+    end = table.filter((pl.col("experiment") == "GC-GC") & (pl.col("agent") == "psrl")
+                       & (pl.col("t") == 10))
+    assert end["cumulative"][0] == pytest.approx(g[col].mean())
+
+
+def _beaten_runs(n=30, T=20, better=0.97, optimal_agents=("optimal",)):
+    """Synthetic runs in which an agent ('beb__beta=1', p = ``better``) beats Optimal
+    (p = 0.9) on average; ``optimal_agents`` the ids of the Optimal agents (the second,
+    if any, a little better: the undiscounted criterion's)."""
+    from synthetic_runs import ALGORITHMS
+
+    algs = [a for a in ALGORITHMS if a[0] not in ("optimal", "beb")]
+    algs.append(("beb", "beb__beta=1", False, better, better, 1.0, 0.0))
+    for k, agent in enumerate(optimal_agents):
+        algs.append(("optimal", agent, False, 0.9 + 0.02 * k, 0.9 + 0.02 * k, 1.0, 0.0))
+    return learning_runs(("GC-GC", "GC-UGC"), algorithms=tuple(algs), n=n, T=T)
+
+
+def test_normalised_scores_above_one_are_flagged(tmp_path):
+    """An agent that beats Optimal on average is listed at the top of the summary and of
+    its experiment's page, with the paired difference and its interval, marked † in the
+    tables (HTML and LaTeX), and in data/above-reference.parquet; none with an honest
+    reference."""
+    from bbrlcore.analysis.results import above_reference, summary_table
+
+    m = _beaten_runs()
+    s = summary_table(m)
+    index = report.build(m, s, tmp_path / "r", pdf=False, bootstrap_resamples=100)
+    above = pl.read_parquet(tmp_path / "r" / "data" / "above-reference.parquet")
+    assert set(above["agent"]) == {"beb__beta=1"} and above.height == 2
+    assert above["significant"].all() and (above["normalised_score"] > 1).all()
+    for r in above.iter_rows(named=True):
+        d = (m.filter((pl.col("experiment") == r["experiment"])
+                      & (pl.col("agent") == "beb__beta=1")).sort("mdp_index")
+             ["discounted_return"].to_numpy()
+             - m.filter((pl.col("experiment") == r["experiment"])
+                        & (pl.col("agent") == "optimal")).sort("mdp_index")
+             ["discounted_return"].to_numpy())
+        assert r["difference"] == pytest.approx(d.mean())
+        half = 1.96 * d.std(ddof=1) / np.sqrt(len(d))
+        assert r["difference_low"] == pytest.approx(d.mean() - half)
+    html = " ".join(index.read_text().split())
+    assert 'id="above-reference"' in html and "Normalised scores above 1" in html
+    assert "beb__beta=1 scores" in html and "beyond sampling noise" in html
+    page = " ".join((tmp_path / "r" / "experiments" / "GC-GC.html").read_text().split())
+    row = [p for p in page.split("<tr") if ">BEB<" in p][0]
+    assert "†" in row and 'title="beb__beta=1 scores' in row
+    tex = (tmp_path / "r" / "report.tex").read_text()
+    assert "Normalised scores above 1" in tex and "$^\\dagger$" in tex
+    # an agent below Optimal: nothing flagged
+    honest = _beaten_runs(better=0.5)
+    assert above_reference(summary_table(honest), honest).is_empty()
+    index = report.build(honest, summary_table(honest), tmp_path / "h", pdf=False,
+                         bootstrap_resamples=100)
+    assert 'id="above-reference"' not in index.read_text()
+
+
+def test_the_reference_is_the_optimal_of_the_score(tmp_path, bbrl_cmd, env_with_cache):
+    """With the two Optimal agents, each score is normalised by its own (the page names
+    it); with only the discounted one, the undiscounted report warns in one line on the
+    pages and on stderr."""
+    from bbrlcore.analysis.results import summary_table
+    from bbrlcore.formats import artefacts
+
+    both = _beaten_runs(better=0.5, optimal_agents=("optimal",
+                                                    "optimal__criterion=undiscounted"))
+    for score, ref in (("discounted", "optimal"),
+                       ("undiscounted", "optimal__criterion=undiscounted")):
+        s = summary_table(both, score)
+        assert s.filter(pl.col("agent") == ref)["normalised_score"].to_list() == [1.0, 1.0]
+        out = tmp_path / score
+        index = report.build(both, s, out, pdf=False, score=score, bootstrap_resamples=100)
+        html = index.read_text()
+        assert 'id="reference-warning"' not in html
+        assert "Optimal for the sum of rewards over the horizon" in html or score != \
+            "undiscounted"
+        page = (out / "experiments" / "GC-GC.html").read_text()
+        assert f"the\nreference being <code>{ref}</code>" in page or \
+            f"reference being <code>{ref}</code>" in " ".join(page.split())
+        norm = pl.read_parquet(out / "data" / "aggregate-normalised.parquet")
+        r = norm.filter(pl.col("agent") == ref)
+        assert r["normalised_score"].mean() == pytest.approx(1.0)
+    only = _beaten_runs(better=0.5)
+    index = report.build(only, summary_table(only, "undiscounted"), tmp_path / "w",
+                         pdf=False, score="undiscounted", bootstrap_resamples=100)
+    html = " ".join(index.read_text().split())
+    assert 'id="reference-warning"' in html
+    assert "optimal for the discounted criterion, not for the undiscounted score" in html
+    assert "Warning, the reference" in (tmp_path / "w" / "report.tex").read_text()
+    artefacts.write_artefact(tmp_path / "m.parquet", only, "merged", {})
+    r = subprocess.run(bbrl_cmd + ["report", "m.parquet", "--no-pdf", "--score",
+                                   "undiscounted", "--bootstrap-resamples", "100", "-o",
+                                   "cli"], capture_output=True, text=True,
+                       env=env_with_cache, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    warn = [ln for ln in r.stderr.splitlines() if ln.startswith("bbrl: warning:")]
+    assert len(warn) == 1 and "GC-GC, GC-UGC" in warn[0]
+
+
+def test_hardness_boxes_in_size_order_without_overlap():
+    """RiverSwim-12 came before RiverSwim-6 (names sorted as text) and the labels ran into
+    each other: the sizes are in numeric order and no two labels overlap."""
+    rng = np.random.default_rng(0)
+    tests = ["RiverSwim-20", "GC", "RiverSwim-12", "DeepSea-10", "RiverSwim-6",
+             "DeepSea-5", "RiverSwim-6-prand0.1", "UGrid"]
+    h = pl.DataFrame({"test": [t for t in tests for _ in range(5)],
+                      "mdp_index": [i for _ in tests for i in range(5)],
+                      "optimal_value": rng.random(5 * len(tests)),
+                      "diameter": rng.random(5 * len(tests)) * 10 + 1})
+    fig = figures.hardness_figure(h)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        labels = [t.get_text() for t in ax.get_xticklabels()]
+        assert labels == ["GC", "UGrid", "DeepSea-5", "DeepSea-10", "RiverSwim-6",
+                          "RiverSwim-12", "RiverSwim-20", "RiverSwim-6-prand0.1"]
+        boxes = [t.get_window_extent(renderer) for t in ax.get_xticklabels()]
+        for a, b in zip(boxes, boxes[1:], strict=False):
+            assert not a.overlaps(b)
+    figures.plt.close(fig)
+
+
+def test_static_constraint_map_writes_the_algorithms_in_its_cells():
+    """The map's cells showed a marker per algorithm (a count in the HTML): the static
+    figure (PNG, PDF) now writes the short names of the algorithms among the best."""
+    scores, ret = synthetic()
+    cmap = analysis.constraint_map(scores, ret, alpha=0.05, n_bounds=4)
+    styles = figures.style_map(["A", "B", "C"])
+    fig = figures.constraint_map_figure(cmap, "t", styles, "undiscounted")
+    ax = fig.axes[0]
+    written = {(int(t.get_position()[1]), int(t.get_position()[0])): t.get_text()
+               for t in ax.texts}
+    for (off, on), fams in figures.map_cells(cmap, styles).items():
+        assert set(written[(off, on)].replace("\n", ", ").split(", ")) == set(fams)
+    assert written[(0, 3)] in ("B, C", "B\nC")
+    assert "sum of rewards" in ax.get_title()
+    figures.plt.close(fig)
+
+
+def _ladder_scores():
+    """score_table rows of a DeepSea ladder (sizes 5, 10) from synthetic runs and a
+    hand-made hardness table."""
+    from bbrlcore.analysis.results import summary_table
+    from bbrlcore.report import problems as PR
+
+    m = learning_runs(("DeepSea-5-DeepSea-5", "DeepSea-10-DeepSea-10"), n=12, T=10)
+    s = report.constraints.with_family(summary_table(m))
+    h = pl.DataFrame({"test": ["DeepSea-5"] * 3 + ["DeepSea-10"] * 3,
+                      "mdp_index": [0, 1, 2] * 2, "optimal_value": [1.0] * 6,
+                      "diameter": [5.0, 6, 7, 10, 11, 12], "value_norm": [0.1] * 6,
+                      "suboptimality_gaps": [3.0] * 6})
+    fams = report.constraints.family_order(s["family"].to_list())
+    hmap = PR.hardness_map(h, s)
+    scores = PR.score_table(s, hmap, fams)
+    return m, s, scores, PR.ladder_table(scores), figures.style_map(fams)
+
+
+def test_score_against_size_and_hardness_have_intervals():
+    """The normalised scores along a ladder and against hardness carry their 95%
+    interval: the summary's mean ± 1.96·s/√N through the normalisation, drawn as error
+    bars in the static and the interactive figures."""
+    from bbrlcore.report import interactive as I
+
+    m, s, scores, ladder, styles = _ladder_scores()
+    for r in scores.iter_rows(named=True):
+        g = m.filter(pl.col("experiment") == r["experiment"])
+        rand = g.filter(pl.col("algorithm") == "random")["discounted_return"].mean()
+        opt = g.filter(pl.col("algorithm") == "optimal")["discounted_return"].mean()
+        x = g.filter(pl.col("agent") == r["agent"])["discounted_return"].to_numpy()
+        half = 1.96 * x.std(ddof=1) / np.sqrt(len(x))
+        assert r["normalised_low"] == pytest.approx((x.mean() - half - rand) / (opt - rand))
+        assert r["normalised_high"] == pytest.approx((x.mean() + half - rand) / (opt - rand))
+    fig = I.score_vs_size(ladder, styles)
+    for tr in fig["data"]:
+        h = ladder.filter(pl.col("family") == tr["name"]).sort("size")
+        assert tr["error_y"]["array"] == pytest.approx(
+            (h["normalised_high"] - h["normalised_score"]).to_list())
+        assert tr["error_y"]["arrayminus"] == pytest.approx(
+            (h["normalised_score"] - h["normalised_low"]).to_list())
+    assert "discounted return" in _axis_titles(fig)
+    hard = I.score_vs_hardness(scores, styles, "undiscounted")
+    assert all(len(tr["error_y"]["array"]) == len(tr["y"]) for tr in hard["data"])
+    assert "sum of rewards" in _axis_titles(hard)
+    for f in (figures.score_vs_size_figure(ladder, styles),
+              figures.score_vs_hardness_figure(scores, styles)):
+        bars = [c for ax in f.axes for c in ax.containers
+                if isinstance(c, figures.matplotlib.container.ErrorbarContainer)]
+        assert bars and all(c.has_yerr for c in bars)
+        figures.plt.close(f)
+
+
+def test_ladder_panels_share_their_y_range(learning_report):
+    """The ladders' panels had y-ranges of their own: every view of a ladder is on one
+    y-range (static: a shared axis per row; interactive: the axes match the first)."""
+    out, index, _ = learning_report
+    lad = _spec(index.read_text(), "fig-curves-ladder-1")
+    assert lad["layout"]["yaxis2"]["matches"] == "y"
+    table = pl.read_parquet(out / "data" / "curves.parquet")
+    panels = [("DeepSea-5-DeepSea-5", "size 5"), ("DeepSea-10-DeepSea-10", "size 10")]
+    fig = figures.learning_curves_figure(table, panels, figures.style_map(
+        report.constraints.family_order(table["family"].unique().to_list())), "discounted")
+    for row in fig.axes[:0] or [fig.axes[0:2], fig.axes[2:4], fig.axes[4:6]]:
+        assert row[0].get_ylim() == row[1].get_ylim()
+    figures.plt.close(fig)

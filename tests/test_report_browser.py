@@ -162,7 +162,8 @@ async function run(id, spec) {
     assert not errors, errors
     result = dom.split('<pre id="result">')[1].split("</pre>")[0]
     assert result.startswith("done "), result
-    for label in ("cumulative reward:true:mean cumulative reward",
+    # the axis names the score (issue 33): the report's, discounted
+    for label in ("cumulative reward:true:mean discounted return so far",
                   "normalised score:true:normalised score",
                   "cumulative regret:true:cumulative regret"):
         assert result.count(label) == 2, (label, result)

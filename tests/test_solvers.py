@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 from bbrlcore.mdp import distributions as D
 from bbrlcore.mdp.solvers import (
@@ -121,3 +122,101 @@ def test_q_solve_keeps_the_cap_when_it_binds():
     q_solve(P, d.reward, supp, nsupp, 0.95, 3, a)  # T = 3: a 4-step lookahead
     q_iteration(P, d.reward, supp, nsupp, 0.95, 3, b)
     assert np.array_equal(a, b)
+
+
+# ---------------------------------------------------------------------------------------
+# Finite-horizon backward induction (the reference of the undiscounted score)
+
+
+def dense_backward_induction(P, R, T, gamma=1.0):
+    """V_t for t = T..0 by plain numpy, independently of the solver: (T + 1, nX)."""
+    V = np.zeros((T + 1, P.shape[0]))
+    r = (P * R).sum(axis=2)  # expected reward of each (x, u)
+    for t in range(T - 1, -1, -1):
+        V[t] = (r + gamma * P @ V[t + 1]).max(axis=1)
+    return V
+
+
+def policy_return(P, R, T, policy, x0):
+    """Exact expected sum of rewards over T steps of ``policy`` (policy(t, x) -> u) from
+    x0, by propagating the state distribution (dense numpy)."""
+    n = P.shape[0]
+    dist = np.zeros(n)
+    dist[x0] = 1.0
+    total = 0.0
+    r = (P * R).sum(axis=2)
+    for t in range(T):
+        u = np.array([policy(t, x) for x in range(n)])
+        total += float(dist @ r[np.arange(n), u])
+        dist = dist @ P[np.arange(n), u]
+    return total
+
+
+def two_state_mdp():
+    """State 0: stay pays 1; go pays 0 and moves for ever to state 1, which pays 1.5 a
+    step. Discounted at 0.5 staying is optimal (2 > 1.5); over T >= 4 undiscounted steps
+    going at once is (1.5 (T - 1) > T), but not with 3 or fewer steps left."""
+    P = np.zeros((2, 2, 2))
+    R = np.zeros((2, 2, 2))
+    P[0, 0, 0] = 1.0
+    R[0, 0, 0] = 1.0
+    P[0, 1, 1] = 1.0
+    P[1, :, 1] = 1.0
+    R[1, :, 1] = 1.5
+    return P, R
+
+
+def test_finite_horizon_values_two_states_by_hand():
+    from bbrlcore.mdp.solvers import finite_horizon_values, solve_q
+
+    P, R = two_state_mdp()
+    V, pi = finite_horizon_values(P, R, 10)
+    assert V[0, 0] == 13.5 and V[10].tolist() == [0.0, 0.0]  # 0 + 9 x 1.5
+    # go while 4 or more steps remain; stay with 1 or 2 left (3 left: a tie, 3 = 3)
+    assert pi[:7, 0].tolist() == [1] * 7 and pi[8:, 0].tolist() == [0, 0]
+    assert np.allclose(V, dense_backward_induction(P, R, 10))
+    # the discounted criterion's policy is another one, and worse over the 10 steps
+    Q = solve_q(P, R, 0.5, 10_000)
+    stay = int(np.argmax(Q[0]))
+    assert stay == 0
+    got = policy_return(P, R, 10, lambda t, x: int(np.argmax(Q[x])), 0)
+    assert got == 10.0 < V[0, 0]
+
+
+def test_finite_horizon_values_against_dense_numpy():
+    """Random dense models (every row a random distribution over a random support), with
+    gamma 1 and 0.9, against the plain numpy backward induction; the solver's policy
+    reaches V_0 exactly, and no stationary policy does better."""
+    from bbrlcore.mdp.solvers import finite_horizon_values
+
+    rng = np.random.default_rng(7)
+    for _trial in range(6):
+        nX, nU, T = int(rng.integers(2, 7)), int(rng.integers(1, 4)), int(rng.integers(1, 30))
+        P = rng.random((nX, nU, nX)) * (rng.random((nX, nU, nX)) < 0.6)
+        P[:, :, 0] += 1e-3
+        P /= P.sum(axis=2, keepdims=True)
+        R = rng.normal(0, 1, (nX, nU, nX))
+        for gamma in (1.0, 0.9):
+            V, pi = finite_horizon_values(P, R, T, gamma)
+            assert np.allclose(V, dense_backward_induction(P, R, T, gamma), atol=1e-12)
+        V, pi = finite_horizon_values(P, R, T)
+        for x0 in range(nX):
+            assert policy_return(P, R, T, lambda t, x, pi=pi: pi[t, x], x0) == \
+                pytest.approx(V[0, x0], abs=1e-9)
+            for _ in range(3):
+                stationary = rng.integers(0, nU, nX)
+                assert policy_return(P, R, T, lambda t, x, s=stationary: s[x], x0) <= \
+                    V[0, x0] + 1e-9
+
+
+def test_finite_horizon_values_refuses_bad_input():
+    from bbrlcore.errors import BBRLError
+    from bbrlcore.mdp.solvers import finite_horizon_values
+
+    P, R = two_state_mdp()
+    with pytest.raises(BBRLError, match="horizon=-1"):
+        finite_horizon_values(P, R, -1)
+    with pytest.raises(BBRLError, match="same|one shape"):
+        finite_horizon_values(P, R[:, :, :1], 3)
+    V, pi = finite_horizon_values(P, R, 0)
+    assert V.shape == (1, 2) and pi.shape == (0, 2)

@@ -1,5 +1,10 @@
 """User-facing errors: one clear line naming the file, key or parameter at fault."""
 
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 
 class BBRLError(Exception):
     """An error caused by bad input (file, parameter, configuration).
@@ -7,3 +12,33 @@ class BBRLError(Exception):
     The command line prints ``bbrl: error: <message>`` and exits with status 2; the
     message must name what is wrong (the file, key or parameter) on one line.
     """
+
+
+class OutOfMemory(Exception):  # noqa: N818 (what the command line says, not a bug)
+    """Memory ran out while building something (:func:`building`): the command line prints
+    ``bbrl: error: out of memory while building ...`` on one line and exits with status 1.
+    Not a :class:`BBRLError`: the input is not at fault, the machine's memory is."""
+
+
+@contextmanager
+def building(what: str) -> Iterator[None]:
+    """Turn a :class:`MemoryError` raised inside into one :class:`OutOfMemory` line
+    naming ``what`` was being built (the innermost of nested ones names it).
+
+    >>> try:
+    ...     with building("the test set of DeepSea-70"):
+    ...         raise MemoryError("Unable to allocate 7.3 GiB")
+    ... except OutOfMemory as exc:
+    ...     print(exc)
+    out of memory while building the test set of DeepSea-70 (Unable to allocate 7.3 GiB)
+    """
+    try:
+        yield
+    except MemoryError as exc:
+        raise OutOfMemory(f"out of memory while building {what}{memory_detail(exc)}") from None
+
+
+def memory_detail(exc: BaseException) -> str:
+    """`` (the allocator's message)`` of a :class:`MemoryError`, on one line, or ``""``."""
+    text = " ".join(str(exc).split())
+    return f" ({text})" if text else ""

@@ -34,7 +34,7 @@ from bbrlcore import protocol as E
 #: Cheap parameters per algorithm (same kernels and types as any real configuration).
 CHEAP = {
     "random": [{}],
-    "optimal": [{}],
+    "optimal": [{}, {"criterion": "undiscounted"}],
     "e-greedy": [{"epsilon": 0.5}],
     "soft-max": [{"tau": 1.0}, {"tau": 1.0, "compat": True}],
     "beb": [{"beta": 1.0}, {"beta": 1.0, "compat": True}],

@@ -66,7 +66,7 @@ def setting(prior: Any, ep: Episode, extra: Layout | None = None) -> Setting:
     if extra is not None:
         lay = rows.union(lay, extra)
     theta = _values(prior.support_layout, prior.theta_rows, lay)
-    Rm = (rows.gather(prior.reward, lay) if not lay.same_as(prior.support_layout)
+    Rm = (prior.rewards_on(lay) if not lay.same_as(prior.support_layout)
           else np.array(prior.reward_rows))
     same = lay.same_as(test)
     to_agent = None if same else rows.slots_in(lay, test)

@@ -50,6 +50,9 @@ class Param:
     doc: str = ""
     id_value: Callable[[Any], str] | None = None
     normalise: Callable[[Any, str], Any] | None = None
+    #: The agent id leaves the parameter out at its default (as ``compat`` when false): a
+    #: parameter added to an algorithm keeps the ids of its existing configurations.
+    id_omits_default: bool = False
 
 
 @dataclass(frozen=True)
@@ -329,6 +332,8 @@ class Algorithm:
             if p.name == "compat":
                 if v:
                     parts.append("compat=true")
+                continue
+            if p.id_omits_default and v == p.default:
                 continue
             if p.name in rendered:
                 shown = rendered[p.name]

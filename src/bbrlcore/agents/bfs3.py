@@ -850,9 +850,9 @@ def probe_tree_nodes(Pbar, initial_state, gamma, T, succ, nsucc, theta, R, rlo, 
 
 def reward_range(prior: Any) -> tuple[float, float]:
     """The prior's smallest and largest mean rewards, over its whole reward table (the
-    bounds' ``Rmin`` and ``Rmax``; once per player: the table is the prior's own)."""
-    R = np.asarray(prior.reward)
-    return float(R.min()), float(R.max())
+    bounds' ``Rmin`` and ``Rmax``; once per player: the table is the prior's own; a
+    transition the prior does not store pays 0)."""
+    return float(prior.r_min), float(prior.r_max)
 
 
 def _args(prior: Any, params: dict[str, Any], episode: Episode) -> tuple:
@@ -908,7 +908,7 @@ def _mean_test_model(prior: Any, test: Any, gamma: float, horizon: int) -> tuple
     if th is not None:
         Pm = th / th.sum(axis=2, keepdims=True)
     else:
-        Pm = rows.gather(test.mean_model(), lay)
+        Pm = np.array(test.mean_rows())
     ep = Episode(R=np.ascontiguousarray(test.reward_rows),
                  Rstd=np.ascontiguousarray(test.reward_std_rows),
                  gaussian=test.reward_type == "gaussian", initial_state=test.initial_state,

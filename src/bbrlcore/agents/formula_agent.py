@@ -137,7 +137,7 @@ def features(prior: Any, st: Setting, test: Layout) -> Features:
     same = lay1.same_as(st.layout)
     to1 = (np.broadcast_to(np.arange(st.layout.width, dtype=np.int64), st.succ.shape).copy()
            if same else rows.slots_in(lay1, st.layout))
-    Rm1 = np.array(st.Rm) if same else rows.gather(prior.reward, lay1)
+    Rm1 = np.array(st.Rm) if same else prior.rewards_on(lay1)
     selfc = ((lay1.succ == np.arange(nX)[:, None, None]) & lay1.mask).astype(np.float64)
     dense = uniform_dense(nX, nU)
     if dense:
@@ -149,7 +149,7 @@ def features(prior: Any, st: Setting, test: Layout) -> Features:
         usucc = np.zeros((1, 1, 1), dtype=np.int64)
         unsucc = np.zeros((1, 1), dtype=np.int64)
         Rfull = np.zeros((1, 1, 1))
-        Rsum = np.ascontiguousarray(np.asarray(prior.reward, dtype=np.float64).sum(axis=2))
+        Rsum = np.ascontiguousarray(prior.reward_row_sums, dtype=np.float64)
     c = np.ascontiguousarray
     return Features(st.theta, st.Rm, lay1.succ, lay1.nsucc, c(selfc), c(Rm1), c(to1), dense,
                     usucc, unsucc, Rfull, Rsum)

@@ -260,8 +260,9 @@ def _base_seed(seed: int, agent_id: str) -> int:
 
 def _fingerprint(prior, agent_id: str, fs: F.FormulaSet, ctx: TrainContext) -> str:
     h = hashlib.sha256()
-    for a in (prior.theta, prior.reward, prior.reward_std):
-        h.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
+    for which in ("theta", "reward", "reward_std"):  # the dense arrays' bytes, a block at
+        for _, _, block in prior.dense_blocks(which):  # a time (never the whole array)
+            h.update(block.tobytes())
     h.update(str(prior.initial_state).encode())
     h.update("\n".join(fs.rpn).encode())
     rec = {"agent": agent_id, "prior": h.hexdigest(), "seed": int(ctx.seed),

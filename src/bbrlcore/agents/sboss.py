@@ -721,7 +721,7 @@ def mean_rows(test) -> tuple[np.ndarray, rows.Layout]:
         th = np.asarray(test.theta_rows, dtype=np.float64)
         s = th.sum(axis=2, keepdims=True)
         return np.divide(th, s, out=np.zeros_like(th), where=s > 0), lay
-    return rows.gather(test.mean_model(), lay), lay
+    return np.array(test.mean_rows()), lay
 
 
 def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict[str, float]:

@@ -237,6 +237,24 @@ def _check_merged(merged: pl.DataFrame, col: str = "discounted_return") -> None:
     check_coverage(merged, "aggregate")
 
 
+def _summary_of(merged: pl.DataFrame, score: str,
+                summary: pl.DataFrame | None) -> pl.DataFrame:
+    """``summary`` (the caller's summary of ``merged`` by ``score``: ``merged`` checked
+    already), else ``merged`` checked and summarised; without a ``family`` column (the
+    callers add theirs)."""
+    if summary is None:
+        from bbrlcore.analysis.results import summary_table
+
+        _check_merged(merged, score_column(score, merged))
+        return summary_table(merged, score)
+    made = set(summary["score"].drop_nulls().to_list()) if "score" in summary.columns \
+        else set()
+    if made - {score}:
+        raise BBRLError(f"aggregate: the summary given was made with score="
+                        f"{sorted(made - {score})[0]}, expected score={score}")
+    return summary.drop("family", strict=False)
+
+
 def _family(algorithm: str, compat: bool, separate_compat: bool) -> str:
     from bbrlcore.analysis.constraints import display_name, family
 
@@ -268,13 +286,20 @@ def _bound(value: float | None, name: str) -> float:
     return v
 
 
-def _references(merged: pl.DataFrame, col: str = "discounted_return") -> pl.DataFrame:
-    """Per experiment: Random's and Optimal's mean return (checked)."""
+def _references(merged: pl.DataFrame, col: str = "discounted_return",
+                score: str = "discounted") -> pl.DataFrame:
+    """Per experiment: Random's and Optimal's mean return (checked); the Optimal is the
+    score's reference (:func:`bbrlcore.analysis.results.reference_agents`)."""
+    from bbrlcore.analysis.results import reference_agents
+
+    refs = dict(reference_agents(merged, score).select("experiment", "agent").iter_rows())
     rows = []
     for (exp,), g in merged.group_by(["experiment"], maintain_order=True):
         ref = {}
         for alg, nice in (("random", "Random"), ("optimal", "Optimal")):
             a = g.filter(pl.col("algorithm") == alg)
+            if alg == "optimal" and exp in refs:
+                a = a.filter(pl.col("agent") == refs[exp])
             agents = a["agent"].unique().to_list()
             if not agents:
                 raise BBRLError(f"experiment {exp}: no {nice} agent (algorithm {alg!r}); "
@@ -321,7 +346,7 @@ def normalised_scores(merged: pl.DataFrame, separate_compat: bool = True,
     """
     col = score_column(score, merged)
     _check_merged(merged, col)
-    ref = _references(merged, col)
+    ref = _references(merged, col, score)
     t = _with_family(merged, separate_compat).join(ref, on="experiment", how="left")
     t = t.with_columns(
         ((pl.col(col).cast(pl.Float64) - pl.col("random_mean"))
@@ -339,6 +364,7 @@ def best_agents(
     online_bound: float | None = None,
     separate_compat: bool = True,
     score: str = "discounted",
+    summary: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Each family's best agent in each experiment within the time bounds, by ``score``.
 
@@ -359,13 +385,14 @@ def best_agents(
     --------
     With e-greedy agents of means 6 (0.001 s per decision) and 9 (0.1 s per decision),
     ``online_bound=0.01`` selects the first, no bound the second.
-    """
-    from bbrlcore.analysis.results import summary_table
 
-    _check_merged(merged, score_column(score, merged))
+    ``summary``: the :func:`~bbrlcore.analysis.results.summary_table` of ``merged`` by
+    ``score``, when the caller has it (then ``merged`` is taken as checked, and neither
+    is computed again).
+    """
     off = _bound(offline_bound, "offline_bound")
     on = _bound(online_bound, "online_bound")
-    s = summary_table(merged, score).filter(pl.col("algorithm") != "optimal")
+    s = _summary_of(merged, score, summary).filter(pl.col("algorithm") != "optimal")
     s = _with_family(s, separate_compat).filter(
         (pl.col("offline_time_s") <= off) & (pl.col("online_time_per_decision_s") <= on))
     cols = ["experiment", "test", "prior", "family", "algorithm", "compat", "agent", "n",
@@ -468,9 +495,10 @@ def among_best_table(
     online_bound: float | None = None,
     separate_compat: bool = True,
     score: str = "discounted",
+    summary: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """The paper's "among the best" in every experiment, with a correction option (agents
-    ranked and compared by ``score``).
+    ranked and compared by ``score``; ``summary`` as :func:`best_agents` takes it).
 
     Per experiment, :func:`bbrlcore.analysis.constraints.among_best` (Optimal left out) with
     one-sided p-values ``1 − Φ(z)``, Holm-adjusted ones when ``correction="holm"``, and
@@ -484,16 +512,14 @@ def among_best_table(
         correction, alpha, familywise_error``.
     """
     from bbrlcore.analysis.constraints import among_best
-    from bbrlcore.analysis.results import summary_table
 
     col = score_column(score, merged)
-    _check_merged(merged, col)
     stats.check_correction(correction)
     stats.z_threshold(alpha)  # checks alpha
     off = _bound(offline_bound, "offline_bound")
     on = _bound(online_bound, "online_bound")
-    s = _with_family(summary_table(merged, score).filter(pl.col("algorithm") != "optimal"),
-                     separate_compat)
+    s = _with_family(_summary_of(merged, score, summary).filter(
+        pl.col("algorithm") != "optimal"), separate_compat)
     parts = []
     for exp in sorted(s["experiment"].unique().to_list()):
         se = s.filter(pl.col("experiment") == exp)
@@ -544,6 +570,9 @@ def compute(
     separate_compat: bool = True,
     score: str = "discounted",
     resamples_option: str = "n_resamples",
+    summary: pl.DataFrame | None = None,
+    best: pl.DataFrame | None = None,
+    among: pl.DataFrame | None = None,
 ) -> Aggregates:
     """All the tables of the module docstring from a merged run table.
 
@@ -570,6 +599,11 @@ def compute(
         How the caller names ``n_resamples`` (``--resamples``): more resamples than
         memory holds are refused before the bootstrap, in one line naming it, the memory
         needed and the limit (:func:`bbrlcore.analysis.estimators.check_memory`).
+    summary, best, among : polars.DataFrame, optional
+        What the caller has already computed from ``merged`` with these settings: its
+        :func:`~bbrlcore.analysis.results.summary_table` by ``score``, its
+        :func:`best_agents` and its :func:`among_best_table` (a report computes them once
+        for every section); each is computed here when not given.
 
     Returns
     -------
@@ -585,8 +619,14 @@ def compute(
     _check_resampling(n_resamples, seed, confidence)
     stats.check_correction(correction)
     stats.z_threshold(alpha)
-    norm = normalised_scores(merged, separate_compat, score)
-    best = best_agents(merged, offline_bound, online_bound, separate_compat, score)
+    norm = normalised_scores(merged, separate_compat, score)  # (checks merged)
+    if summary is None:
+        from bbrlcore.analysis.results import summary_table
+
+        summary = summary_table(merged, score)
+    if best is None:
+        best = best_agents(merged, offline_bound, online_bound, separate_compat, score,
+                           summary)
     if best.is_empty():
         raise BBRLError("aggregate: no agent within the time bounds "
                         f"(offline <= {offline_bound} s, online <= {online_bound} s)")
@@ -633,8 +673,9 @@ def compute(
     improvement_t = pl.DataFrame(rows, schema=imp_schema).sort(
         pl.col("family_x").replace_strict(rank, return_dtype=pl.Int64),
         pl.col("family_y").replace_strict(rank, return_dtype=pl.Int64))
-    among = among_best_table(merged, alpha, correction, offline_bound, online_bound,
-                             separate_compat, score)
+    if among is None:
+        among = among_best_table(merged, alpha, correction, offline_bound, online_bound,
+                                 separate_compat, score, summary)
     meta = {
         "seed": int(seed), "n_resamples": int(n_resamples), "confidence": float(confidence),
         "offline_bound_s": offline_bound, "online_bound_s": online_bound,

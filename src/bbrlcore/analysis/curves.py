@@ -13,12 +13,15 @@ Dearden et al. 1998 and Guez et al. 2012) or the discounted return accumulated s
 Per experiment and family (its best agent, as :func:`bbrlcore.analysis.aggregate.best_agents`
 selects it; and Optimal, the reference), at every time *t* of a grid:
 
-* the **mean cumulative reward** :math:`\bar C_{a,e}(t)` (undiscounted, always);
+* the **mean cumulative reward** :math:`\bar C_{a,e}(t)` of the score (the discounted
+  return so far, or the sum of rewards so far: the score everywhere, as the rest of the
+  report);
 * the **normalised score** against time, Random = 0 and Optimal = 1 *at each t*, on the
   same test MDPs, :math:`x_{a,e,i}(t) = (C_{a,e,i}(t) - \bar C_{R,e}(t)) / (\bar
-  C_{O,e}(t) - \bar C_{R,e}(t))` — undefined (null) while Optimal has not yet gained on
-  Random (the first steps of many problems); at *t* = T it is the summary's
-  ``normalised_score`` (with the score of the same kind);
+  C_{O,e}(t) - \bar C_{R,e}(t))` — undefined (null) while Optimal's gain over Random is
+  below :data:`MIN_GAIN_FRACTION` of its gain at T (the first steps of many problems,
+  where the ratio is noise); at *t* = T it is the summary's ``normalised_score`` (with
+  the score of the same kind);
 * the **cumulative regret** against Optimal, paired on the test MDPs,
   :math:`\frac1{N_e}\sum_i (C_{O,e,i}(t) - C_{a,e,i}(t))` (Colosseum's per-step
   regret, App. C of its paper, here against the Optimal agent's own trajectory, which
@@ -30,15 +33,19 @@ pairs); the normalising means of Random and Optimal are held at their values, as
 aggregates hold them (:mod:`bbrlcore.analysis.aggregate`): the bands are conditional on
 them. The band is the percentile interval. Each experiment's replicates come from the
 bootstrap seed and the experiment's name, so its bands do not depend on which other
-experiments are drawn with it. Where Optimal has barely gained on Random (the first steps
-of a problem), the normalised score divides by a small gap: its bands are then wide, and
-say so.
+experiments are drawn with it. Where Optimal has gained little on Random, the normalised
+score divides by a small gap: its bands are then wide, and say so (below a tenth of the
+final gain it is left undefined, above).
 
-With ``score="undiscounted"`` the reference is still the Optimal agent, which plays the
-policy optimal for the *discounted* return (the benchmark's agents all plan for γ): on
-a problem where that policy gives up early reward, an agent may collect more undiscounted
-reward than Optimal over some horizon — normalised scores above 1 and negative regret
-are then real, not errors.
+The reference is the Optimal agent of the score
+(:func:`bbrlcore.analysis.results.reference_agents`): with ``score="undiscounted"``, the
+policy optimal for the sum of rewards over the horizon (backward induction,
+``optimal__criterion=undiscounted``), whose expected sum no agent exceeds at t = T. Runs
+that hold only the discounted Optimal are normalised by it, and the report says so: an
+agent may then collect more undiscounted reward than that reference (normalised scores
+above 1 and negative regret that a true reference would not give). At t < T even the
+right reference can be beaten for a while (it plans for T, not for t): a normalised
+score above 1 early on is not an error.
 
 An agent without per-step rewards (a table written before bbrl recorded them, or a
 player that records none) has no curve; an experiment without Random or Optimal, or whose
@@ -83,6 +90,7 @@ from bbrlcore.analysis.estimators import (
     _pooled_kernel,
     check_memory,
 )
+from bbrlcore.analysis.results import reference_agents
 from bbrlcore.errors import BBRLError
 
 #: What a curve accumulates: the discounted return so far (the paper's score) or the sum
@@ -91,6 +99,14 @@ SCORES = ("discounted", "undiscounted")
 #: Most time points of a per-experiment curve and of the aggregate curve.
 MAX_POINTS = 100
 AGGREGATE_POINTS = 25
+#: The normalised score at t is defined once Optimal's mean gain over Random has reached
+#: this fraction of its gain at T. Before, it divides by a small and noisy gap (the first
+#: steps of a problem whose reward is far from the start: RiverSwim's gap is 0 until the
+#: far end is reached): a per-MDP score of ±100 at t = 3 would set the scale of a figure
+#: whose question is the score after learning. With a tenth, that ratio's noise is at
+#: most ten times the final one's; on a problem whose rewards come at an even rate it
+#: leaves out the first tenth of the horizon.
+MIN_GAIN_FRACTION = 0.1
 #: Tables of :func:`curves`, and the file each gets from :func:`write_tables`.
 TABLE_FILES = {"curves": "curves.parquet", "aggregate": "curves-aggregate.parquet"}
 
@@ -212,6 +228,7 @@ def curves(
     points: int = MAX_POINTS,
     aggregate_points: int = AGGREGATE_POINTS,
     resamples_option: str = "n_resamples",
+    best: pl.DataFrame | None = None,
 ) -> Curves:
     """Learning curves of every family's best agent, per experiment and across them.
 
@@ -232,6 +249,10 @@ def curves(
         How the caller names ``n_resamples`` (``--resamples``): more resamples than memory
         holds (:func:`bootstrap_bytes`) are refused before the bootstrap, in one line
         naming it.
+    best : polars.DataFrame, optional
+        The best agents (:func:`bbrlcore.analysis.aggregate.best_agents` of ``merged``
+        with these settings) when the caller has them: ``merged`` is then taken as
+        checked, and they are not chosen again.
 
     Returns
     -------
@@ -250,13 +271,15 @@ def curves(
 
     check_score(score)
     _check_resampling(n_resamples, seed, confidence)
-    A._check_merged(merged)
+    if best is None:
+        A._check_merged(merged)
     horizons = sorted(set(merged["horizon"].to_list()))
     if len(horizons) > 1:
         raise BBRLError(f"curves: the experiments have horizons {horizons}: learning curves "
                         "across experiments need one horizon (give experiments of one T)")
-    best = A.best_agents(merged, offline_bound=offline_bound, online_bound=online_bound,
-                         separate_compat=separate_compat, score=score)
+    if best is None:
+        best = A.best_agents(merged, offline_bound=offline_bound, online_bound=online_bound,
+                             separate_compat=separate_compat, score=score)
     left_out: list[LeftOut] = []
     # an experiment without Random or Optimal has no normalised score nor regret: its
     # curves are left out (and said: left_out); none left is an error
@@ -350,31 +373,29 @@ def curves(
             g = m.filter(pl.col("agent") == agent).sort("mdp_index")
             return cumulative(R[g["_row"].to_numpy()], gamma, score)
 
-        def und_of(agent: str, m: pl.DataFrame = m) -> np.ndarray:
-            g = m.filter(pl.col("agent") == agent).sort("mdp_index")
-            return np.cumsum(R[g["_row"].to_numpy()], axis=1)
-
         rand = m.filter(pl.col("algorithm") == "random")["agent"][0]
-        opt = m.filter(pl.col("algorithm") == "optimal")["agent"][0]
+        opt = reference_agents(m, score)["agent"][0]
         Cr, Co = cum_of(rand), cum_of(opt)
         N = Cr.shape[0]
         span = Co.mean(axis=0) - Cr.mean(axis=0)  # (T,)
-        ok = span > 1e-12 * max(1.0, float(np.abs(Co).max(initial=0.0)))
+        ok = (span > 1e-12 * max(1.0, float(np.abs(Co).max(initial=0.0))))
+        ok &= span >= MIN_GAIN_FRACTION * span[-1]
         key = (str(m["test"][0]), int(m["test_seed"][0]) if "test_seed" in m.columns
                else -1, N)
         if key not in strata:
             strata[key] = len(agg_sizes)
             agg_sizes.append(N)
         agg_stratum.append(strata[key])
-        blocks = [_counts(i[0]) for i in _index_blocks([N], n_resamples,
-                                                        _experiment_seed(seed, exp))]
+        # every replicate's counts of the test MDPs, one row each (the same draws for
+        # every family: paired)
+        W = np.concatenate([_counts(i[0]) for i in _index_blocks(
+            [N], n_resamples, _experiment_seed(seed, exp))])
         g0 = grid - 1
         opt_row = {"test": str(m["test"][0]), "prior": str(m["prior"][0]),
                    "family": "Optimal", "algorithm": "optimal", "compat": False,
                    "agent": opt}
         for r in [*best.filter(pl.col("experiment") == exp).iter_rows(named=True), opt_row]:
             C = cum_of(r["agent"])
-            U = und_of(r["agent"])
             X = np.where(ok, (C - Cr.mean(axis=0)) / np.where(ok, span, 1.0), np.nan)
             regret = Co - C
             # bands on the grid: paired replicates (the same MDP draws for every family);
@@ -382,12 +403,12 @@ def curves(
             # conditional on them)
             Cg, Cog = C[:, g0], Co[:, g0]
             Xg = np.where(ok[g0], X[:, g0], 0.0)
-            reps_c = np.concatenate([c @ U[:, g0] / N for c in blocks])
-            reps_x = np.concatenate([c @ Xg / N for c in blocks])
-            reps_r = np.concatenate([c @ (Cog - Cg) / N for c in blocks])
-            lc, hc = np.quantile(reps_c, [a, 1 - a], axis=0)
-            lx, hx = np.quantile(reps_x, [a, 1 - a], axis=0)
-            lr, hr = np.quantile(reps_r, [a, 1 - a], axis=0)
+            # the three views' replicates by one product (a third of the time of three)
+            G = grid.size
+            reps = W @ np.hstack([Cg, Xg, Cog - Cg]) / N
+            lo_, hi_ = np.quantile(reps, [a, 1 - a], axis=0)
+            lc, lx, lr = lo_[:G], lo_[G:2 * G], lo_[2 * G:]
+            hc, hx, hr = hi_[:G], hi_[G:2 * G], hi_[2 * G:]
             with np.errstate(invalid="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # (columns of no score)
                 xm = (np.nanmean(X[:, g0], axis=0) if ok[g0].any()
@@ -398,7 +419,7 @@ def curves(
                     "experiment": exp, "test": r["test"], "prior": r["prior"],
                     "family": r["family"], "algorithm": r["algorithm"],
                     "compat": r["compat"], "agent": r["agent"], "n": N, "t": int(t),
-                    "cumulative": float(U[:, t - 1].mean()),
+                    "cumulative": float(C[:, t - 1].mean()),
                     "cumulative_low": float(lc[k]), "cumulative_high": float(hc[k]),
                     "normalised": float(xm[k]) if valid else None,
                     "normalised_low": float(lx[k]) if valid else None,
@@ -529,16 +550,18 @@ def _needed(merged: pl.DataFrame, best: pl.DataFrame) -> pl.DataFrame:
 
 def curve_agents(merged: pl.DataFrame, score: str = "discounted",
                  offline_bound: float | None = None, online_bound: float | None = None,
-                 separate_compat: bool = True) -> set[tuple[str, str]]:
+                 separate_compat: bool = True, summary: pl.DataFrame | None = None
+                 ) -> set[tuple[str, str]]:
     """The (experiment, agent) pairs whose per-step rewards :func:`curves` reads (each
     family's best agent by ``score``, Random and Optimal), so that a caller reads only
     those (:func:`bbrlcore.analysis.results.attach_rewards`); empty when the best agents
-    cannot be chosen (the curves then say why)."""
+    cannot be chosen (the curves then say why). ``summary``: as
+    :func:`bbrlcore.analysis.aggregate.best_agents` takes it."""
     from bbrlcore.analysis import aggregate as A
 
     try:
         best = A.best_agents(merged, offline_bound=offline_bound, online_bound=online_bound,
-                             separate_compat=separate_compat, score=score)
+                             separate_compat=separate_compat, score=score, summary=summary)
     except BBRLError:
         return set()
     return set(_needed(merged, best).iter_rows())

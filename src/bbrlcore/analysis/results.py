@@ -12,7 +12,9 @@
   online_time_per_decision_s, normalised_score, regret``. The interval is
   mean ± 1.96·s/√N; the normalised score puts Random at 0 and Optimal at 1 within each
   experiment (null when either is missing); the regret is the Optimal agent's mean minus
-  the agent's mean (null without Optimal).
+  the agent's mean (null without Optimal). The Optimal is the score's reference
+  (:func:`reference_agents`: optimal for the discounted return, or for the sum of
+  rewards over the horizon).
 """
 
 from __future__ import annotations
@@ -72,6 +74,143 @@ def score_column(score: str, table: pl.DataFrame | None = None) -> str:
         raise BBRLError(f"score={score}: the run tables have no {col} column (written before "
                         "bbrl recorded it); run them again, or use score=discounted")
     return col
+
+
+def optimal_criterion(agent: str) -> str:
+    """What an Optimal agent's policy is optimal for, from its id
+    (:mod:`bbrlcore.agents.optimal`: ``optimal`` is the discounted criterion, the
+    paper's; ``optimal__criterion=undiscounted`` the sum of rewards over the horizon).
+
+    >>> optimal_criterion("optimal"), optimal_criterion("optimal__criterion=undiscounted")
+    ('discounted', 'undiscounted')
+    """
+    for part in agent.split("__")[1:]:
+        key, _, value = part.partition("=")
+        if key == "criterion":
+            return value
+    return "discounted"
+
+
+#: What each score's reference is, as the report says it.
+REFERENCE_TEXT = {
+    "discounted": "Optimal for the discounted return (the BBRL Q-iteration of the test MDP)",
+    "undiscounted": "Optimal for the sum of rewards over the horizon (backward induction "
+                    "over the remaining steps of the test MDP)",
+}
+
+
+def reference_agents(table: pl.DataFrame, score: str = "discounted") -> pl.DataFrame:
+    """The Optimal agent that is the reference of ``score`` in each experiment of
+    ``table`` (a run, merged or summary table): the one whose criterion is the score
+    (:func:`optimal_criterion`), else the only other one, flagged.
+
+    Returns one row per experiment with an Optimal agent: ``experiment``, ``agent`` (the
+    reference), ``criterion`` (what it is optimal for) and ``matched`` (its criterion
+    is the score: false when the runs hold only an Optimal of the other criterion, whose
+    normalised scores may exceed 1 for the wrong reason; :func:`reference_warning`).
+
+    Examples
+    --------
+    >>> t = pl.DataFrame({"experiment": ["E", "E", "F"], "algorithm": ["optimal"] * 3,
+    ...                   "agent": ["optimal", "optimal__criterion=undiscounted", "optimal"]})
+    >>> for row in reference_agents(t, "undiscounted").rows():
+    ...     print(row)
+    ('E', 'optimal__criterion=undiscounted', 'undiscounted', True)
+    ('F', 'optimal', 'discounted', False)
+    """
+    score_column(score)
+    rows = []
+    opt = (table.filter(pl.col("algorithm") == "optimal").select("experiment", "agent")
+           .unique().sort("experiment", "agent"))
+    for (exp,), g in opt.group_by(["experiment"], maintain_order=True):
+        agents = g["agent"].to_list()
+        crit = {a: optimal_criterion(a) for a in agents}
+        match = [a for a in agents if crit[a] == score]
+        agent = match[0] if match else agents[0]
+        rows.append({"experiment": exp, "agent": agent, "criterion": crit[agent],
+                     "matched": bool(match)})
+    return pl.DataFrame(rows, schema={"experiment": pl.Utf8, "agent": pl.Utf8,
+                                      "criterion": pl.Utf8, "matched": pl.Boolean})
+
+
+def reference_warning(refs: pl.DataFrame, score: str) -> str | None:
+    """One line when some experiment's reference (:func:`reference_agents`) is an Optimal
+    of another criterion than ``score``; None when every reference matches."""
+    bad = refs.filter(~pl.col("matched"))
+    if bad.is_empty():
+        return None
+    exps = bad["experiment"].to_list()
+    shown = ", ".join(exps[:3]) + (f" and {len(exps) - 3} more" if len(exps) > 3 else "")
+    other = bad["criterion"][0]
+    return (f"score={score}, but the Optimal of {shown} is optimal for the {other} "
+            f"criterion, not for the {score} score: its normalised scores and regrets are "
+            f"against a reference that can be beaten (run optimal with criterion: {score}; "
+            f"the workflow does when score: {score})")
+
+
+def normalising_means(summary: pl.DataFrame, score: str = "discounted") -> pl.DataFrame:
+    """Per experiment of a summary (:func:`summary_table` of ``score``) with Random and
+    Optimal: ``experiment, random_mean, optimal_mean`` (the score's reference,
+    :func:`reference_agents`), ``optimal_agent, criterion, matched``: what puts Random at
+    0 and Optimal at 1 (a normalised interval is the summary's interval through the same
+    affine map)."""
+    rand = (summary.filter(pl.col("algorithm") == "random").group_by("experiment")
+            .agg(pl.col("mean").first().alias("random_mean")))
+    refs = reference_agents(summary, score)
+    opt = refs.rename({"agent": "optimal_agent"}).join(
+        summary.select("experiment", pl.col("agent").alias("optimal_agent"),
+                       pl.col("mean").alias("optimal_mean")),
+        on=["experiment", "optimal_agent"], how="left")
+    return (rand.join(opt, on="experiment", how="inner")
+            .filter(pl.col("optimal_mean") != pl.col("random_mean"))
+            .select("experiment", "random_mean", "optimal_mean", "optimal_agent",
+                    "criterion", "matched").sort("experiment"))
+
+
+#: Columns of :func:`above_reference`.
+ABOVE_REFERENCE_COLUMNS = ("experiment", "algorithm", "agent", "normalised_score",
+                           "reference", "criterion", "matched", "difference",
+                           "difference_low", "difference_high", "significant")
+
+
+def above_reference(summary: pl.DataFrame, merged: pl.DataFrame,
+                    score: str = "discounted") -> pl.DataFrame:
+    """Every agent whose normalised score is above 1: it beat its experiment's Optimal
+    (:func:`reference_agents`) on average, which a reference optimal for the score allows
+    only by chance. One row each: ``experiment, algorithm, agent, normalised_score``, the
+    ``reference`` (its id, ``criterion``, ``matched``), the paired mean ``difference``
+    agent − reference of the score over the test MDPs with its 95% interval
+    (``difference_low``, ``difference_high``: mean ± 1.96·s/√N of the per-MDP
+    differences) and ``significant`` (the interval is above 0: more than sampling noise,
+    so the reference is not optimal for the score, or the runs are wrong).
+
+    ``summary`` is :func:`summary_table` of ``score``; ``merged`` the run table it was
+    made from."""
+    col = score_column(score, merged)
+    schema = {"experiment": pl.Utf8, "algorithm": pl.Utf8, "agent": pl.Utf8,
+              "normalised_score": pl.Float64, "reference": pl.Utf8, "criterion": pl.Utf8,
+              "matched": pl.Boolean, "difference": pl.Float64, "difference_low": pl.Float64,
+              "difference_high": pl.Float64, "significant": pl.Boolean}
+    over = summary.filter((pl.col("algorithm") != "optimal")
+                          & (pl.col("normalised_score") > 1.0))
+    if over.is_empty():
+        return pl.DataFrame(schema=schema)
+    refs = {r["experiment"]: r for r in reference_agents(summary, score).iter_rows(named=True)}
+    rows = []
+    for r in over.sort("experiment", "agent").iter_rows(named=True):
+        ref = refs[r["experiment"]]
+        m = merged.filter(pl.col("experiment") == r["experiment"])
+        pair = (m.filter(pl.col("agent") == r["agent"]).select("mdp_index", pl.col(col))
+                .join(m.filter(pl.col("agent") == ref["agent"])
+                      .select("mdp_index", pl.col(col).alias("_ref")), on="mdp_index"))
+        d = (pair[col].cast(pl.Float64) - pair["_ref"].cast(pl.Float64)).to_numpy()
+        mean, lo, hi = stats.mean_ci(d)
+        rows.append({"experiment": r["experiment"], "algorithm": r["algorithm"],
+                     "agent": r["agent"], "normalised_score": r["normalised_score"],
+                     "reference": ref["agent"], "criterion": ref["criterion"],
+                     "matched": ref["matched"], "difference": mean, "difference_low": lo,
+                     "difference_high": hi, "significant": bool(lo > 0)})
+    return pl.DataFrame(rows, schema=schema)
 
 
 _KEY = ["experiment", "agent", "mdp_index"]
@@ -692,10 +831,11 @@ def summary_table(merged: pl.DataFrame, score: str = "discounted") -> pl.DataFra
         raise BBRLError("summary: the run tables are empty")
     s = pl.DataFrame(rows)
     ref = s.group_by("experiment").agg(
-        pl.col("mean").filter(pl.col("algorithm") == "random").first().alias("_random"),
-        pl.col("mean").filter(pl.col("algorithm") == "optimal").first().alias("_optimal"),
-    )
-    s = s.join(ref, on="experiment", how="left")
+        pl.col("mean").filter(pl.col("algorithm") == "random").first().alias("_random"))
+    opt = reference_agents(s, score).select("experiment", "agent").join(
+        s.select("experiment", "agent", pl.col("mean").alias("_optimal")),
+        on=["experiment", "agent"], how="left").drop("agent")
+    s = s.join(ref, on="experiment", how="left").join(opt, on="experiment", how="left")
     span = pl.col("_optimal") - pl.col("_random")
     s = s.with_columns(
         pl.when(pl.col("_random").is_not_null() & pl.col("_optimal").is_not_null() & (span != 0))

@@ -2,7 +2,9 @@
 
 Each subcommand group lives in its own module of this package and exposes
 ``register(subparsers)``. Errors caused by bad input (:class:`~bbrlcore.errors.BBRLError`)
-print one line ``bbrl: error: ...`` on stderr and exit with status 2.
+print one line ``bbrl: error: ...`` on stderr and exit with status 2; running out of
+memory prints one line naming what was being built (:func:`bbrlcore.errors.building`, or
+the package's function on the traceback) and exits with status 1.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import os
 import sys
 import traceback
 
-from bbrlcore.errors import BBRLError
+from bbrlcore.errors import BBRLError, OutOfMemory, memory_detail
 
 _STARTED = __import__("time").time()
 
@@ -109,11 +111,12 @@ def _run(args: argparse.Namespace) -> tuple[int, str | None]:
             remove_fresh(fresh)
     except BBRLError as exc:
         return 2, f"bbrl: error: {exc}"
+    except OutOfMemory as exc:
+        return 1, f"bbrl: error: {exc}"
+    except MemoryError as exc:  # out of memory outside any `building` block
+        return 1, f"bbrl: error: out of memory {_where(exc)}{memory_detail(exc)}"
     except KeyboardInterrupt:
         return 130, "bbrl: interrupted"
-    except MemoryError:  # what no up-front bound foresaw: one line, not a traceback
-        return 2, (f"bbrl: error: {getattr(args, 'command', 'bbrl')}: out of memory; give "
-                   "it smaller inputs or more memory")
     except BrokenPipeError:  # `bbrl agents | head`
         sys.stderr.close()
         return 0, None
@@ -123,6 +126,17 @@ def _run(args: argparse.Namespace) -> tuple[int, str | None]:
         what = f"{exc.filename}: cannot write" if exc.filename else "cannot write its output"
         return 2, f"bbrl: error: {what} ({exc.strerror})"
     return int(rc or 0), None
+
+
+def _where(exc: BaseException) -> str:
+    """Where a :class:`MemoryError` happened: the innermost function of the package on its
+    traceback (``in bbrlcore.mdp.rows.scatter``)."""
+    where = ""
+    for frame, _ in traceback.walk_tb(exc.__traceback__):
+        module = frame.f_globals.get("__name__", "")
+        if module.startswith("bbrlcore.") and not module.startswith("bbrlcore.cli"):
+            where = f"in {module}.{frame.f_code.co_name}"
+    return where or "(in a library the command called)"
 
 
 def _say(line: str) -> None:

@@ -198,6 +198,18 @@ def render_versus(v: pl.DataFrame, confidence: float = 0.95) -> str:
         right={1, 2, 3})
 
 
+def _warn_reference(merged, score: str) -> None:
+    """One line on stderr when some experiment's only Optimal is of another criterion
+    than ``score`` (the normalisation's reference)."""
+    import sys
+
+    from bbrlcore.analysis.results import reference_agents, reference_warning
+
+    line = reference_warning(reference_agents(merged, score), score)
+    if line:
+        print(f"bbrl: warning: {line}", file=sys.stderr)
+
+
 def _aggregate(args: argparse.Namespace) -> int:
     from bbrlcore.analysis.results import read_runs
 
@@ -217,6 +229,7 @@ def _aggregate(args: argparse.Namespace) -> int:
     from bbrlcore.analysis.constraints import display_names
 
     merged = read_runs(args.merged, "aggregate", rewards=False)
+    _warn_reference(merged, args.score)
     algorithms = merged["algorithm"].unique().sort().to_list()
     names = registry.display_names(algorithms, args.plugins)  # as the report shows them
     with display_names(names):

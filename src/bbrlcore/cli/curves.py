@@ -42,7 +42,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _curves(args: argparse.Namespace) -> int:
     from bbrlcore.analysis import curves as C
-    from bbrlcore.analysis.results import attach_rewards, read_runs
+    from bbrlcore.analysis.results import (
+        attach_rewards,
+        read_runs,
+        reference_agents,
+        reference_warning,
+    )
 
     if args.points < 2:
         raise BBRLError(f"--points {args.points}: must be >= 2")
@@ -55,6 +60,9 @@ def _curves(args: argparse.Namespace) -> int:
     merged = read_runs(args.merged, "curves", rewards=False)
     # more resamples than memory holds: refused before reading a single reward
     C.check_bootstrap_memory(merged, args.resamples, "--resamples", args.points)
+    line = reference_warning(reference_agents(merged, args.score), args.score)
+    if line:  # normalised against an Optimal of the other criterion
+        print(f"bbrl: warning: {line}", file=sys.stderr)
     merged = attach_rewards(merged, list(args.merged), C.curve_agents(merged, args.score))
     c = C.curves(merged, score=args.score, n_resamples=args.resamples, seed=args.seed,
                  points=args.points, resamples_option="--resamples")

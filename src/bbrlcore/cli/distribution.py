@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from bbrlcore.cli._io import IO
-from bbrlcore.errors import BBRLError
+from bbrlcore.errors import BBRLError, building
 from bbrlcore.mdp import distributions as D
 
 
@@ -83,9 +83,10 @@ def _new(args: argparse.Namespace) -> int:
         elif msg.startswith(head):
             msg = f"--param: {msg}"
         raise BBRLError(msg) from None
-    d = problem.test if args.prior is None else problem.prior(args.prior)
-    D.write_parquet(d, args.output)
     what = "test distribution" if args.prior is None else f"{args.prior} prior"
+    with building(f"the {what} of {problem.short_name}"):
+        d = problem.test if args.prior is None else problem.prior(args.prior)
+        D.write_parquet(d, args.output)
     drawn = "" if isinstance(d, D.FDMDistribution) else ", structure drawn per MDP"
     print(f"wrote {args.output} ({d.short_name}: {what} of family {spec.name}, "
           f"{d.n_states} states, {d.n_actions} actions{drawn})")

@@ -55,7 +55,9 @@ def _report(args: argparse.Namespace) -> int:
     # each algorithm, Random, Optimal): a whole configuration's would be gigabytes
     merged, n_mdps = read_runs_with_sizes(args.merged, "report", rewards=False)
     summary = summary_table(merged, args.score)
-    merged = attach_rewards(merged, list(args.merged), curve_agents(merged, args.score))
+    warn_reference(summary, args.score)
+    merged = attach_rewards(merged, list(args.merged),
+                            curve_agents(merged, args.score, summary=summary))
     test_sets = [E.read_test_set(p) for p in args.test_sets]
     check_test_sets(merged, test_sets, list(args.test_sets), n_mdps)
     if args.bootstrap_resamples < 100:
@@ -71,6 +73,18 @@ def _report(args: argparse.Namespace) -> int:
                          resamples_option="--bootstrap-resamples")
     print(f"wrote {index}")
     return 0
+
+
+def warn_reference(summary, score: str) -> None:
+    """One line on stderr when the runs hold only an Optimal of another criterion than
+    ``score`` in some experiment (the report says it too)."""
+    import sys
+
+    from bbrlcore.analysis.results import reference_agents, reference_warning
+
+    line = reference_warning(reference_agents(summary, score), score)
+    if line:
+        print(f"bbrl: warning: {line}", file=sys.stderr)
 
 
 def display_names(algorithms: list[str], refs: list[str]) -> dict[str, str]:

@@ -8,12 +8,15 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from bbrlcore.analysis.results import (
     markdown,
     read_runs,
     read_runs_with_sizes,
+    reference_agents,
+    reference_warning,
     summary_table,
 )
 from bbrlcore.cli._io import IO
@@ -51,6 +54,9 @@ def _merge(args: argparse.Namespace) -> int:
 def _summary(args: argparse.Namespace) -> int:
     merged = read_runs(args.merged, "summary", rewards=False)
     s = summary_table(merged, args.score)
+    line = reference_warning(reference_agents(s, args.score), args.score)
+    if line:  # the normalised scores are against a reference of another criterion
+        print(f"bbrl: warning: {line}", file=sys.stderr)
     artefacts.write_artefact(args.output, s, "summary", {"inputs": len(args.merged),
                                                           "score": args.score})
     if args.markdown:

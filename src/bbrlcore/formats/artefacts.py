@@ -139,6 +139,15 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
 ZSTD_LEVELS = {"run": 9, "merged": 9}
 
 
+#: The metadata of an artefact (its JSON record, in the Parquet footer) is refused above
+#: this size when written, and read up to Thrift's largest sizes: the footers of
+#: artefacts written before the distributions stored only their entries (an agent on
+#: UTaxi-8 embedded 94 MB of dense prior) exceed the readers' default limit (100 MB).
+MAX_META_BYTES = 1_000_000_000
+THRIFT_LIMITS = {"thrift_string_size_limit": 2**31 - 1,
+                 "thrift_container_size_limit": 2**31 - 1}
+
+
 def write_artefact(
     path: str | os.PathLike[str],
     table: pl.DataFrame | pa.Table,
@@ -152,6 +161,10 @@ def write_artefact(
     arrow = table.to_arrow() if isinstance(table, pl.DataFrame) else table
     existing = dict(arrow.schema.metadata or {})
     existing[META_KEY] = json.dumps(record, sort_keys=True).encode()
+    if len(existing[META_KEY]) > MAX_META_BYTES:  # a footer no reader would accept
+        raise BBRLError(f"{path}: its metadata would hold {len(existing[META_KEY]) / 1e6:,.0f} "
+                        f"MB (an embedded distribution of that many transitions), more than "
+                        f"the {MAX_META_BYTES / 1e6:,.0f} MB a Parquet footer may hold")
     arrow = arrow.replace_schema_metadata(existing)
     with atomic_path(path) as tmp:
         pq.write_table(arrow, tmp, compression="zstd", compression_level=ZSTD_LEVELS.get(kind))
@@ -162,7 +175,8 @@ def read_meta(path: str | os.PathLike[str], kind: str | None = None) -> dict[str
     p = Path(path)
     _check_exists(p, kind)
     try:
-        schema = pq.read_schema(p)
+        with pq.ParquetFile(p, **THRIFT_LIMITS) as f:
+            schema = f.schema_arrow
     except Exception as exc:  # pyarrow raises several types for corrupt files
         raise BBRLError(_corrupt_message(p, kind, exc)) from None
     return _meta_from_schema(p, schema.metadata, kind)
@@ -182,7 +196,7 @@ def read_artefact(
     try:
         # ParquetFile, not read_table: read_table imports pyarrow.dataset (0.7 s of every
         # command's start-up) for what one file needs nothing of
-        with pq.ParquetFile(p) as f:
+        with pq.ParquetFile(p, **THRIFT_LIMITS) as f:
             names = f.schema_arrow.names
             arrow = f.read(columns=[c for c in names if c not in exclude] if exclude
                            else None)

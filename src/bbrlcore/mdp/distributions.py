@@ -24,12 +24,12 @@ Learning", PLOS ONE 11(6), 2016, §5.1.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import numbers
 import re
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -54,6 +54,30 @@ MAX_ENTRIES = 50_000_000
 
 
 @dataclass(frozen=True, eq=False)
+class Entries:
+    """What an FDM distribution stores: its **entries**, the transitions with a non-zero
+    concentration, mean reward or reward variance, as flat indices ``keys`` (``(x·nU + u)
+    ·nX + y``, strictly increasing) with the values aligned with them (``variance`` None:
+    constant rewards, or no variance given). Every other transition has a zero
+    concentration, reward and variance. A family's distribution has its support and the
+    few rewards beside it; the paper's files add the rewards they give to impossible
+    transitions; only a distribution with every transition possible stores them all."""
+
+    keys: np.ndarray
+    theta: np.ndarray
+    reward: np.ndarray
+    variance: np.ndarray | None = None
+
+    @property
+    def size(self) -> int:
+        return int(self.keys.size)
+
+
+#: Entries of a dense (nX, nU, nX) block handled at once where a computation must follow
+#: the dense arrays' arithmetic exactly (draws, row sums): 16 MB per float64 array.
+CHUNK_ENTRIES = 1 << 21
+
+
 class FDMDistribution:
     """A Dirichlet distribution over MDPs with known rewards.
 
@@ -73,6 +97,18 @@ class FDMDistribution:
     reward_variance
         Variances for Gaussian rewards (None: zero).
 
+    A distribution is held as its **entries** (:class:`Entries`: the transitions with a
+    non-zero concentration, reward or variance, and their values), so that a large
+    problem whose rows have few successors costs memory in proportion to the transitions
+    that exist. Built from dense arrays (above), it keeps them; built from its entries
+    (:meth:`from_entries`, :meth:`from_rows`: every problem family, every file read back)
+    it never holds a dense array unless one is asked for: :attr:`theta`, :attr:`reward`,
+    :attr:`reward_variance`, :attr:`reward_std`, :meth:`mean_model` and :meth:`draw_mdp`
+    are the dense (nX, nU, nX) views, for small problems and code written for them;
+    :attr:`support_layout`, :attr:`theta_rows`, :attr:`reward_rows`,
+    :attr:`reward_std_rows`, :meth:`rewards_on` and :meth:`draw_rows` are what the
+    test sets, the agents and the cost model use. A distribution is immutable.
+
     Examples
     --------
     >>> gc = builtin("GC")
@@ -81,47 +117,234 @@ class FDMDistribution:
     >>> P = gc.draw_mdp(np.random.default_rng(0))
     >>> bool(np.allclose(P.sum(axis=2), 1.0)), bool((P[gc.theta == 0] == 0).all())
     (True, True)
+    >>> gc.entries.nnz, gc.support_layout.nnz  # the support, and rewards beside it
+    (39, 30)
     """
 
     name: str
     short_name: str
-    theta: np.ndarray
-    reward: np.ndarray
-    initial_state: int = 0
-    reward_type: str = "constant"
-    reward_variance: np.ndarray | None = field(default=None)
+    initial_state: int
+    reward_type: str
 
-    def __post_init__(self) -> None:
-        _normalise(self)
-        validate(self)
+    def __init__(
+        self, name: str, short_name: str, theta: Any, reward: Any, initial_state: int = 0,
+        reward_type: str = "constant", reward_variance: Any = None,
+    ) -> None:
+        _set_fields(self, name, short_name, initial_state, reward_type)
+        src = f"distribution {self.short_name!r}"
+        th = as_real_array(theta, f"{src}: theta")
+        r = as_real_array(reward, f"{src}: reward")
+        var = None if reward_variance is None else as_real_array(
+            reward_variance, f"{src}: reward_variance")
+        _validate_dense(self, th, r, var, src)
+        keep = (th > 0) | (r != 0)
+        if var is not None:
+            keep |= var != 0
+        keys = np.flatnonzero(keep)
+        d = self.__dict__
+        d["n_states"], d["n_actions"] = int(th.shape[0]), int(th.shape[1])
+        d["_data"] = Entries(keys, th.ravel()[keys], r.ravel()[keys],
+                             None if var is None else var.ravel()[keys])
+        d["theta"], d["reward"], d["reward_variance"] = th, r, var
+
+    # -- other constructors ------------------------------------------------------------
+    @classmethod
+    def from_entries(
+        cls, name: str, short_name: str, n_states: int, n_actions: int, keys: Any,
+        theta: Any, reward: Any, initial_state: int = 0, reward_type: str = "constant",
+        reward_variance: Any = None,
+    ) -> FDMDistribution:
+        """A distribution given by its entries: ``keys`` the flat indices ``(x·nU + u)·nX
+        + y`` of the transitions it stores (strictly increasing), ``theta``, ``reward``
+        (and ``reward_variance``) their values; every other transition has a zero
+        concentration, reward and variance. Checked as the dense constructor checks its
+        arrays (one :class:`BBRLError` naming the distribution and the transition).
+
+        >>> d = FDMDistribution.from_entries("two states", "Two", 2, 1, [0, 1, 3],
+        ...                                  [2.0, 6.0, 1.0], [0.0, 1.0, 0.0])
+        >>> d.theta[:, 0].tolist(), d.support_layout.nnz
+        ([[2.0, 6.0], [0.0, 1.0]], 3)
+        """
+        self = cls.__new__(cls)
+        _set_fields(self, name, short_name, initial_state, reward_type)
+        src = f"distribution {self.short_name!r}"
+        nX, nU = _check_size(n_states, n_actions, src)
+        k = np.asarray(keys)
+        if k.ndim != 1 or (k.size and k.dtype.kind not in "iu"):
+            raise BBRLError(f"{src}: entries must be a list of integer indices")
+        k = np.array(k, dtype=np.int64)  # (copies: the distribution's own, read-only)
+        vals = []
+        for what, v in (("theta", theta), ("reward", reward), ("reward_variance",
+                                                                reward_variance)):
+            if v is None:
+                vals.append(None)
+                continue
+            a = (np.array(as_real_array(v, f"{src}: {what}")).reshape(-1) if np.ndim(v)
+                 else None)
+            if a is None or a.shape != k.shape:
+                raise BBRLError(f"{src}: {what} holds {0 if a is None else a.size} values, "
+                                f"expected {k.size} (one per entry)")
+            vals.append(a)
+        th, r, var = vals
+        if len(k) and (k[0] < 0 or k[-1] >= nX * nU * nX or (np.diff(k) <= 0).any()):
+            raise BBRLError(f"{src}: entries must be increasing transition indices in "
+                            f"[0, {nX * nU * nX}) ({nX} states x {nU} actions)")
+        _validate_entries(self, nX, nU, k, th, r, var, src)
+        keep = (th > 0) | (r != 0)
+        if var is not None:
+            keep |= var != 0
+        if not keep.all():
+            k, th, r = k[keep], th[keep], r[keep]
+            var = None if var is None else var[keep]
+        d = self.__dict__
+        d["n_states"], d["n_actions"] = nX, nU
+        d["_data"] = Entries(_frozen(k), _frozen(th), _frozen(r),
+                             None if var is None else _frozen(var))
+        return self
+
+    @classmethod
+    def from_rows(
+        cls, name: str, short_name: str, layout: Layout, theta: Any, reward: Any,
+        initial_state: int = 0, reward_type: str = "constant", reward_variance: Any = None,
+    ) -> FDMDistribution:
+        """A distribution given by its values on padded rows ``layout``
+        (:mod:`bbrlcore.mdp.rows`): concentrations ``theta``, rewards ``reward`` (and
+        variances), each of the layout's shape (nX, nU, K); every transition outside the
+        layout has a zero concentration, reward and variance.
+
+        >>> from bbrlcore.mdp import rows
+        >>> lay = builtin("GC").support_layout
+        >>> u = FDMDistribution.from_rows("ones", "Ones", lay, lay.mask * 1.0, lay.mask * 0.0)
+        >>> u.support_layout.same_as(lay), float(u.theta.sum())
+        (True, 30.0)
+        """
+        src = f"distribution {short_name!r}"
+        vals = [None if v is None else rows.check_values(as_real_array(v, src), layout, src)
+                for v in (theta, reward, reward_variance)]
+        keys = rows.keys_of(layout)
+        m = layout.mask
+        return cls.from_entries(name, short_name, layout.n_states, layout.n_actions, keys,
+                                vals[0][m], vals[1][m], initial_state, reward_type,
+                                None if vals[2] is None else vals[2][m])
+
+    @classmethod
+    def lazy(
+        cls, name: str, short_name: str, n_states: int, n_actions: int, initial_state: int,
+        build: Any, support: Any = None,
+    ) -> FDMDistribution:
+        """A distribution whose names and sizes are known now and whose entries are
+        computed by ``build()`` (an :class:`FDMDistribution` of the same names and sizes)
+        when first needed: a problem family's priors, so that checking a configuration
+        of many ladder points builds none of them. ``support()``, if given, gives
+        :attr:`support_layout` (which must be that of ``build()``) without the values."""
+        self = cls.__new__(cls)
+        _set_fields(self, name, short_name, initial_state, "constant")
+        d = self.__dict__
+        d["n_states"], d["n_actions"] = int(n_states), int(n_actions)
+        d["_build"], d["_support_fn"] = build, support
+        return self
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        raise AttributeError(f"FDMDistribution is immutable (cannot set {key!r})")
+
+    def __delattr__(self, key: str) -> None:
+        raise AttributeError(f"FDMDistribution is immutable (cannot delete {key!r})")
+
+    def __repr__(self) -> str:
+        return f"FDMDistribution({self.short_name!r}, {self.n_states} states, " \
+               f"{self.n_actions} actions)"
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        if "_build" in state:  # (a function need not pickle: build now)
+            state["_data"] = self._data
+            state.pop("_build")
+            state.pop("_support_fn", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    @cached_property
+    def _data(self) -> Entries:
+        built = self.__dict__["_build"]()
+        if (built.n_states, built.n_actions, built.short_name) != (
+                self.n_states, self.n_actions, self.short_name):
+            raise AssertionError(f"{self.short_name}: the lazy distribution built another")
+        return built._data
 
     # ----------------------------------------------------------------------------------
     @property
-    def n_states(self) -> int:
-        return int(self.theta.shape[0])
+    def entry_keys(self) -> np.ndarray:
+        """The flat indices ``(x·nU + u)·nX + y`` of the stored transitions (read-only)."""
+        return self._data.keys
 
-    @property
-    def n_actions(self) -> int:
-        return int(self.theta.shape[1])
+    @cached_property
+    def entries(self) -> Layout:
+        """The transitions the distribution stores (:class:`Entries`) as padded rows:
+        every one with a non-zero concentration, mean reward or reward variance (its
+        support, plus the rewards the original files give to impossible transitions);
+        what :meth:`to_dict` and :meth:`to_table` write. (Padded to the widest row: a
+        row with a reward on every successor makes it as wide as a dense array; the
+        package itself uses :attr:`entry_keys`.)"""
+        return rows.from_keys(self._data.keys, self.n_states, self.n_actions)
 
     @property
     def r_max(self) -> float:
-        """The largest mean reward (used for horizons and bounds)."""
-        return float(self.reward.max())
+        """The largest mean reward over every transition (used for horizons and bounds)."""
+        return self._extreme(np.max)
 
     @property
+    def r_min(self) -> float:
+        """The smallest mean reward over every transition."""
+        return self._extreme(np.min)
+
+    def _extreme(self, fn: Any) -> float:
+        r = self._data.reward
+        total = self.n_states * self.n_actions * self.n_states
+        if r.size < total:  # a transition not stored has reward 0
+            return float(fn(r, initial=0.0))
+        return float(fn(r))
+
+    @cached_property
+    def theta(self) -> np.ndarray:
+        """Dense (nX, nU, nX) concentrations (built on first use for a distribution given
+        by its entries: nX²·nU values; the package works on :attr:`theta_rows`)."""
+        return _frozen(self._dense(self._data.theta))
+
+    @cached_property
+    def reward(self) -> np.ndarray:
+        """Dense (nX, nU, nX) mean rewards (see :attr:`theta`)."""
+        return _frozen(self._dense(self._data.reward))
+
+    @cached_property
+    def reward_variance(self) -> np.ndarray | None:
+        """Dense (nX, nU, nX) reward variances, or None (see :attr:`theta`)."""
+        v = self._data.variance
+        return None if v is None else _frozen(self._dense(v))
+
+    @cached_property
     def reward_std(self) -> np.ndarray:
-        """Standard deviation of each transition's reward (zeros for constant rewards)."""
+        """Standard deviation of each transition's reward (zeros for constant rewards),
+        dense (see :attr:`theta`)."""
         if self.reward_variance is None:
-            return np.zeros_like(self.reward)
-        return np.sqrt(self.reward_variance)
+            return _frozen(np.zeros((self.n_states, self.n_actions, self.n_states)))
+        return _frozen(np.sqrt(self.reward_variance))
+
+    def _dense(self, values: np.ndarray) -> np.ndarray:
+        nX, nU = self.n_states, self.n_actions
+        out = np.zeros(nX * nU * nX)
+        out[self._data.keys] = values
+        return out.reshape(nX, nU, nX)
 
     def mean_model(self) -> np.ndarray:
-        """The posterior mean :math:`\\theta/\\sum_y \\theta` (the prior's mean MDP)."""
+        """The posterior mean :math:`\\theta/\\sum_y \\theta` (the prior's mean MDP),
+        dense."""
         return self.theta / self.theta.sum(axis=2, keepdims=True)
 
     def draw_mdp(self, rng: np.random.Generator) -> np.ndarray:
-        """Draw one transition matrix P[x, u, y] (a Dirichlet per (x, u) row)."""
+        """Draw one transition matrix P[x, u, y] (a Dirichlet per (x, u) row), dense;
+        :meth:`draw_rows` draws the same MDP on the support."""
         theta = self.theta
         pos = theta > 0
         g = np.where(pos, rng.standard_gamma(np.where(pos, theta, 1.0)), 0.0)
@@ -139,30 +362,125 @@ class FDMDistribution:
     # Sparse rows (bbrlcore.mdp.rows): what the test sets and the agents' kernels use
 
     @cached_property
+    def _support(self) -> tuple[np.ndarray, np.ndarray]:
+        """Positions in the entries of the support's transitions (``theta > 0``), and
+        their flat indices."""
+        e = self._data
+        at = np.flatnonzero(e.theta > 0)
+        return at, e.keys[at]
+
+    @cached_property
     def support_layout(self) -> Layout:
         """The Dirichlet's support as padded rows: the transitions with ``theta > 0``
         (every transition a drawn MDP can have), increasing in each row."""
-        return rows.layout_of(self.theta > 0)
+        fn = self.__dict__.get("_support_fn")
+        if fn is not None and "_data" not in self.__dict__:
+            return fn()
+        return rows.from_keys(self._support[1], self.n_states, self.n_actions)
+
+    def _on_support(self, values: np.ndarray) -> np.ndarray:
+        lay = self.support_layout
+        out = np.zeros(lay.succ.shape)
+        out[lay.mask] = values[self._support[0]]
+        return _frozen(out)
 
     @cached_property
     def theta_rows(self) -> np.ndarray:
         """``theta`` on :attr:`support_layout` (read-only)."""
-        return _frozen(rows.gather(self.theta, self.support_layout))
+        return self._on_support(self._data.theta)
 
     @cached_property
     def reward_rows(self) -> np.ndarray:
         """The mean rewards on :attr:`support_layout` (read-only)."""
-        return _frozen(rows.gather(self.reward, self.support_layout))
+        return self._on_support(self._data.reward)
 
     @cached_property
     def reward_std_rows(self) -> np.ndarray:
         """The rewards' standard deviations on :attr:`support_layout` (read-only)."""
-        return _frozen(rows.gather(self.reward_std, self.support_layout))
+        v = self._data.variance
+        if v is None:
+            return _frozen(np.zeros(self.support_layout.succ.shape))
+        return self._on_support(np.sqrt(v))
+
+    def rewards_on(self, layout: Layout) -> np.ndarray:
+        """The mean rewards on another layout (of the same sizes), 0 on its padding:
+        ``rows.gather(self.reward, layout)`` without the dense array."""
+        e = self._data
+        keys = rows.keys_of(layout)
+        pos = np.minimum(np.searchsorted(e.keys, keys), max(e.keys.size - 1, 0))
+        found = e.keys[pos] == keys if e.keys.size else np.zeros(keys.size, dtype=bool)
+        out = np.zeros(layout.succ.shape)
+        out[layout.mask] = np.where(found, e.reward[pos] if e.keys.size else 0.0, 0.0)
+        return out
+
+    @cached_property
+    def reward_row_sums(self) -> np.ndarray:
+        """:math:`\\sum_y R(x, u, y)` over every successor ``y`` of each (x, u), shape
+        (nX, nU) (read-only): the sums of the dense reward array's rows, in its
+        arithmetic (computed a block of rows at a time, never the whole array)."""
+        nX, nU = self.n_states, self.n_actions
+        out = np.empty((nX, nU))
+        for x0, x1, block in self.dense_blocks("reward"):
+            out[x0:x1] = block.sum(axis=2)
+        return _frozen(out)
+
+    def dense_blocks(self, which: str = "theta") -> Iterator[tuple[int, int, np.ndarray]]:
+        """The dense array ``which`` (``theta``, ``reward``, ``reward_std``) a block of
+        states at a time: ``(x0, x1, block)`` with ``block`` the rows ``x0 <= x < x1``,
+        shape (x1 - x0, nU, nX), about :data:`CHUNK_ENTRIES` values each (hash or reduce a
+        large distribution's dense arrays in their own arithmetic without holding them).
+
+        >>> gc = builtin("GC")
+        >>> b = np.concatenate([blk for _, _, blk in gc.dense_blocks("reward")])
+        >>> bool(np.array_equal(b, gc.reward))
+        True
+        """
+        e = self._data
+        values = {"theta": e.theta, "reward": e.reward, "reward_std": _std(e)}[which]
+        nX, nU = self.n_states, self.n_actions
+        per_x = nU * nX
+        step = max(1, CHUNK_ENTRIES // per_x)
+        for x0 in range(0, nX, step):
+            x1 = min(nX, x0 + step)
+            lo, hi = np.searchsorted(e.keys, [x0 * per_x, x1 * per_x])
+            block = np.zeros((x1 - x0) * per_x)
+            block[e.keys[lo:hi] - x0 * per_x] = values[lo:hi]
+            yield x0, x1, block.reshape(x1 - x0, nU, nX)
 
     def draw_rows(self, rng: np.random.Generator) -> np.ndarray:
-        """:meth:`draw_mdp`'s MDP (the same draws of ``rng``) as its values on
-        :attr:`support_layout`, shape (nX, nU, K)."""
-        return rows.gather(self.draw_mdp(rng), self.support_layout)
+        """:meth:`draw_mdp`'s MDP (the same draws of ``rng``, bit for bit) as its values on
+        :attr:`support_layout`, shape (nX, nU, K). The gamma draws of :meth:`draw_mdp`
+        cover every transition (a unit shape where ``theta`` is zero), so they are made
+        here too, a block of rows at a time, and only the support's are kept."""
+        nX, nU = self.n_states, self.n_actions
+        at, keys = self._support
+        th = self._data.theta[at]
+        g = np.empty(keys.size)
+        s = np.empty(nX * nU)
+        per_x = nU * nX
+        step = max(1, CHUNK_ENTRIES // per_x)
+        for x0 in range(0, nX, step):
+            x1 = min(nX, x0 + step)
+            lo, hi = np.searchsorted(keys, [x0 * per_x, x1 * per_x])
+            loc = keys[lo:hi] - x0 * per_x
+            shape = np.ones((x1 - x0) * per_x)
+            shape[loc] = th[lo:hi]
+            draws = rng.standard_gamma(shape)
+            kept = np.zeros_like(shape)
+            kept[loc] = draws[loc]
+            g[lo:hi] = kept[loc]
+            s[x0 * nU:x1 * nU] = kept.reshape(x1 - x0, nU, nX).sum(axis=2).reshape(-1)
+        row = keys // nX
+        for r in np.flatnonzero(s < 1e-300):  # all mass on one uniformly chosen entry
+            lo, hi = np.searchsorted(row, [r, r + 1])
+            support = keys[lo:hi] - r * nX
+            g[lo:hi] = 0.0
+            g[lo + int(np.searchsorted(support, rng.choice(support)))] = 1.0
+            s[r] = 1.0
+        lay = self.support_layout
+        out = np.zeros(lay.succ.shape)
+        out[lay.mask] = g / s[row]
+        return out
 
     @classmethod
     def centred_on(
@@ -182,10 +500,7 @@ class FDMDistribution:
         ([2.0, 6.0], True)
         """
         P = np.asarray(P, dtype=np.float64)
-        if not (isinstance(concentration, (int, float)) and concentration > 0
-                and math.isfinite(concentration)):
-            raise BBRLError(f"distribution {short_name!r}: concentration must be > 0 and "
-                            f"finite, got {concentration!r}")
+        check_concentration(concentration, short_name)
         if P.ndim != 3 or not np.isfinite(P).all() or (P < 0).any() or not np.allclose(
                 P.sum(axis=2), 1.0, atol=1e-9):
             raise BBRLError(f"distribution {short_name!r}: P must have shape (nX, nU, nX) "
@@ -195,29 +510,44 @@ class FDMDistribution:
 
     def same_as(self, other: FDMDistribution) -> bool:
         """Equal names, sizes, initial state, reward type and arrays."""
+        a, b = self._data, other._data
         return (
             self.name == other.name
             and self.short_name == other.short_name
             and self.initial_state == other.initial_state
             and self.reward_type == other.reward_type
-            and self.theta.shape == other.theta.shape
-            and np.array_equal(self.theta, other.theta)
-            and np.array_equal(self.reward, other.reward)
-            and np.array_equal(self.reward_std, other.reward_std)
+            and (self.n_states, self.n_actions) == (other.n_states, other.n_actions)
+            and np.array_equal(a.keys, b.keys)
+            and np.array_equal(a.theta, b.theta)
+            and np.array_equal(a.reward, b.reward)
+            and np.array_equal(_std(a), _std(b))
         )
+
+    def renamed(self, short_name: str) -> FDMDistribution:
+        """The same distribution under another short name (no check: see
+        :func:`renamed`)."""
+        twin = type(self).__new__(type(self))
+        twin.__dict__.update(self.__dict__)
+        twin.__dict__["short_name"] = short_name
+        twin.__dict__.pop("_build", None)
+        twin.__dict__["_data"] = self._data
+        return twin
 
     def describe(self) -> str:
         """A few human-readable lines (``bbrl distribution show``)."""
-        nnz = (self.theta > 0).sum(axis=2)
+        e = self._data
+        nX, nU = self.n_states, self.n_actions
+        at, keys = self._support
+        nnz = np.bincount(keys // nX, minlength=nX * nU)
         det = int((nnz == 1).sum())
         ini = "uniform at random" if self.initial_state < 0 else str(self.initial_state)
         return "\n".join(
             [
                 f"{self.short_name}: {self.name}",
-                f"  states {self.n_states}, actions {self.n_actions}, initial state {ini}",
+                f"  states {nX}, actions {nU}, initial state {ini}",
                 f"  rewards {self.reward_type}, Rmax {self.r_max:g}",
-                f"  concentrations: total {self.theta.sum():g}, "
-                f"{int((self.theta > 0).sum())} non-zero of {self.theta.size}; "
+                f"  concentrations: total {e.theta.sum():g}, "
+                f"{at.size} non-zero of {nX * nU * nX}; "
                 f"{det} deterministic (x,u) rows of {nnz.size}",
             ]
         )
@@ -225,40 +555,32 @@ class FDMDistribution:
     # ----------------------------------------------------------------------------------
     # Serialisation
 
-    @cached_property
-    def entries(self) -> Layout:
-        """The transitions the distribution stores: every one with a non-zero
-        concentration, mean reward or reward variance (its support, plus the rewards the
-        original files give to impossible transitions); what :meth:`to_dict` and
-        :meth:`to_table` write."""
-        keep = (self.theta > 0) | (self.reward != 0)
-        if self.reward_variance is not None:
-            keep |= self.reward_variance != 0
-        return rows.layout_of(keep)
-
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form (embedded in test-set and agent artefacts): the names, sizes and
         the values of the stored transitions (:attr:`entries`, in (x, u, y) order)."""
-        lay = self.entries
+        e = self._data
+        nX, nU = self.n_states, self.n_actions
         d: dict[str, Any] = {
             "name": self.name,
             "short_name": self.short_name,
-            "n_states": self.n_states,
-            "n_actions": self.n_actions,
+            "n_states": nX,
+            "n_actions": nU,
             "initial_state": self.initial_state,
             "reward_type": self.reward_type,
-            "entries": rows.encode(lay),
-            "theta": rows.gather(self.theta, lay)[lay.mask].tolist(),
-            "reward": rows.gather(self.reward, lay)[lay.mask].tolist(),
+            "entries": {"nsucc": np.bincount(e.keys // nX, minlength=nX * nU).tolist(),
+                        "succ": (e.keys % nX).tolist()},
+            "theta": e.theta.tolist(),
+            "reward": e.reward.tolist(),
         }
-        if self.reward_variance is not None:
-            d["reward_variance"] = rows.gather(self.reward_variance, lay)[lay.mask].tolist()
+        if e.variance is not None:
+            d["reward_variance"] = e.variance.tolist()
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], source: str = "distribution") -> FDMDistribution:
         """The inverse of :meth:`to_dict`; any problem is one :class:`BBRLError` naming
-        ``source`` (the file the dictionary came from)."""
+        ``source`` (the file the dictionary came from). A dictionary written before
+        sparse rows (dense lists of nX·nU·nX values) still reads."""
         if not isinstance(d, dict):
             raise BBRLError(f"{source}: malformed embedded distribution (not a JSON object)")
         try:
@@ -271,11 +593,13 @@ class FDMDistribution:
             nX, nU = d["n_states"], d["n_actions"]
             if not (1 <= nX and 1 <= nU and nX * nU * nX <= MAX_ENTRIES):
                 raise ValueError(f"bad size {nX} states x {nU} actions")
-            shape = (nX, nU, nX)
             var = d.get("reward_variance")
-            lay = (rows.decode(d["entries"], nX, nU, f"{source}: entries")
-                   if "entries" in d else None)  # (before sparse rows: dense lists)
-            n = nX * nU * nX if lay is None else lay.nnz
+            if "entries" in d:
+                nsucc, succ = rows.decode_csr(d["entries"], nX, nU, f"{source}: entries")
+                keys = np.repeat(np.arange(nsucc.size, dtype=np.int64), nsucc) * nX + succ
+                n = keys.size
+            else:  # (before sparse rows: dense lists)
+                keys, n = None, nX * nU * nX
 
             def arr(v: Any, what: str) -> np.ndarray:
                 if not isinstance(v, list):
@@ -283,21 +607,17 @@ class FDMDistribution:
                 a = np.asarray(v, dtype=np.float64)
                 if a.shape != (n,):
                     raise ValueError(f"{what} holds {a.size} values, expected {n}")
-                if lay is None:
-                    return a.reshape(shape)
-                vals = np.zeros(lay.succ.shape)
-                vals[lay.mask] = a
-                return rows.scatter(vals, lay)
+                return a if keys is not None else a.reshape(nX, nU, nX)
 
-            return cls(
-                name=d["name"],
-                short_name=d["short_name"],
-                theta=arr(d["theta"], "theta"),
-                reward=arr(d["reward"], "reward"),
-                initial_state=d["initial_state"],
-                reward_type=d.get("reward_type", "constant"),
-                reward_variance=None if var is None else arr(var, "reward_variance"),
-            )
+            theta, reward = arr(d["theta"], "theta"), arr(d["reward"], "reward")
+            variance = None if var is None else arr(var, "reward_variance")
+            common = dict(initial_state=d["initial_state"],
+                          reward_type=d.get("reward_type", "constant"),
+                          reward_variance=variance)
+            if keys is None:
+                return cls(d["name"], d["short_name"], theta, reward, **common)
+            return cls.from_entries(d["name"], d["short_name"], nX, nU, keys, theta, reward,
+                                    **common)
         except (KeyError, ValueError, TypeError) as exc:
             raise BBRLError(f"{source}: malformed embedded distribution ({exc})") from None
         except BBRLError as exc:
@@ -322,19 +642,28 @@ class FDMDistribution:
     def to_table(self) -> pl.DataFrame:
         """Long form: one row per stored transition (x, u, y) (:attr:`entries`; a
         transition left out has a zero concentration, reward and variance)."""
-        lay = self.entries
-        x, u, k = np.nonzero(lay.mask)
-        y = lay.succ[x, u, k]
-        cols = {
-            "x": x.astype(np.int64),
-            "u": u.astype(np.int64),
-            "y": y.astype(np.int64),
-            "theta": self.theta[x, u, y],
-            "reward": self.reward[x, u, y],
-        }
-        if self.reward_variance is not None:
-            cols["reward_variance"] = self.reward_variance[x, u, y]
+        e = self._data
+        nX, nU = self.n_states, self.n_actions
+        row, y = np.divmod(e.keys, nX)
+        x, u = np.divmod(row, nU)
+        cols = {"x": x.astype(np.int64), "u": u.astype(np.int64), "y": y.astype(np.int64),
+                "theta": np.array(e.theta), "reward": np.array(e.reward)}
+        if e.variance is not None:
+            cols["reward_variance"] = np.array(e.variance)
         return pl.DataFrame(cols)
+
+
+def _std(e: Entries) -> np.ndarray:
+    return np.zeros(e.keys.size) if e.variance is None else np.sqrt(e.variance)
+
+
+def check_concentration(concentration: Any, short_name: str) -> float:
+    """``concentration`` if it is a number > 0 and finite, else one :class:`BBRLError`."""
+    if not (isinstance(concentration, (int, float)) and concentration > 0
+            and math.isfinite(concentration)):
+        raise BBRLError(f"distribution {short_name!r}: concentration must be > 0 and "
+                        f"finite, got {concentration!r}")
+    return float(concentration)
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -368,13 +697,12 @@ def as_real_array(value: Any, what: str) -> np.ndarray:
         raise BBRLError(f"{what} must be an array of real numbers ({why})") from None
 
 
-def _normalise(d: FDMDistribution) -> None:
-    """Array-likes (lists, tuples, arrays of any numeric dtype) as float64 arrays and a
-    NumPy integer initial state as an int, in place; anything else of the wrong type is
-    one :class:`BBRLError` naming the field (so that what is accepted can be written and
-    read back)."""
-    for key in ("name", "short_name"):
-        v = getattr(d, key)
+def _set_fields(d: FDMDistribution, name: Any, short_name: Any, initial_state: Any,
+                reward_type: Any) -> None:
+    """Check and set the names, the reward type and the initial state (a NumPy integer
+    as an int); anything of the wrong type is one :class:`BBRLError` naming the field (so
+    that what is accepted can be written and read back)."""
+    for key, v in (("name", name), ("short_name", short_name)):
         if not isinstance(v, str):
             raise BBRLError(f"distribution: {key} must be a string, got {_show(v)}")
         if "\n" in v or "\r" in v:
@@ -383,29 +711,33 @@ def _normalise(d: FDMDistribution) -> None:
             v.encode("utf-8")
         except UnicodeEncodeError:
             raise BBRLError(f"distribution: {key} {v!r} is not valid Unicode text") from None
-    src = f"distribution {d.short_name!r}"
-    for key in ("theta", "reward", "reward_variance"):
-        v = getattr(d, key)
-        if v is None and key == "reward_variance":
-            continue
-        a = as_real_array(v, f"{src}: {key}")
-        if a is not v:
-            object.__setattr__(d, key, a)
-    if not isinstance(d.reward_type, str):
+    src = f"distribution {short_name!r}"
+    if not isinstance(reward_type, str):
         raise BBRLError(f"{src}: reward type must be one of {', '.join(REWARD_TYPES)}, got "
-                        f"{_show(d.reward_type)}")
-    ini = d.initial_state
+                        f"{_show(reward_type)}")
+    ini = initial_state
     if isinstance(ini, (bool, np.bool_)) or not isinstance(ini, (int, np.integer)):
         raise BBRLError(f"{src}: initial state must be an integer (-1 for a uniformly drawn "
                         f"one), got {_show(ini)}")
-    if type(ini) is not int:
-        object.__setattr__(d, "initial_state", int(ini))
+    d.__dict__.update(name=name, short_name=short_name, initial_state=int(ini),
+                      reward_type=reward_type)
 
 
-def validate(d: FDMDistribution, source: str | None = None) -> None:
-    """Check shapes and values; raise :class:`BBRLError` naming the problem."""
-    src = source or f"distribution {d.short_name!r}"
-    th, r = d.theta, d.reward
+def _check_size(n_states: Any, n_actions: Any, src: str) -> tuple[int, int]:
+    for what, v in (("n_states", n_states), ("n_actions", n_actions)):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise BBRLError(f"{src}: {what} must be an integer >= 1, got {_show(v)}")
+    nX, nU = int(n_states), int(n_actions)
+    if nX * nU * nX > MAX_ENTRIES:
+        raise BBRLError(f"{src}: {nX} states x {nU} actions is too large "
+                        f"({nX * nU * nX:,} transitions; limit {MAX_ENTRIES:,})")
+    return nX, nU
+
+
+def _validate_dense(d: FDMDistribution, th: np.ndarray, r: np.ndarray,
+                    var: np.ndarray | None, src: str) -> None:
+    """Check dense arrays' shapes and values; raise :class:`BBRLError` naming the
+    problem."""
     if th.ndim != 3 or th.shape[0] != th.shape[2] or th.shape[0] < 1 or th.shape[1] < 1:
         raise BBRLError(f"{src}: concentrations must have shape (nX, nU, nX), got {th.shape}")
     if r.shape != th.shape:
@@ -424,6 +756,19 @@ def validate(d: FDMDistribution, source: str | None = None) -> None:
         )
     with np.errstate(over="ignore"):
         sums = th.sum(axis=2)
+    _check_row_sums(sums, src)
+    if not np.isfinite(r).all():
+        raise BBRLError(f"{src}: non-finite reward")
+    if np.abs(r).max() > MAX_REWARD:
+        x, u, y = np.argwhere(np.abs(r) > MAX_REWARD)[0]
+        raise BBRLError(
+            f"{src}: reward R({x},{u},{y}) = {r[x, u, y]:g} is out of range "
+            f"(|R| <= {MAX_REWARD:g})"
+        )
+    _check_rest(d, var, th.shape, src)
+
+
+def _check_row_sums(sums: np.ndarray, src: str) -> None:
     empty = sums <= 0
     if empty.any():
         x, u = np.argwhere(empty)[0]
@@ -436,28 +781,62 @@ def validate(d: FDMDistribution, source: str | None = None) -> None:
             f"{MAX_CONCENTRATION:g} (numerically a point mass; agents' posterior arithmetic "
             "would overflow): scale the row down"
         )
-    if not np.isfinite(r).all():
-        raise BBRLError(f"{src}: non-finite reward")
-    if np.abs(r).max() > MAX_REWARD:
-        x, u, y = np.argwhere(np.abs(r) > MAX_REWARD)[0]
-        raise BBRLError(
-            f"{src}: reward R({x},{u},{y}) = {r[x, u, y]:g} is out of range "
-            f"(|R| <= {MAX_REWARD:g})"
-        )
+
+
+def _check_rest(d: FDMDistribution, var: np.ndarray | None, shape: tuple[int, ...],
+                src: str) -> None:
+    """The reward type, the variances and the initial state."""
     if d.reward_type not in REWARD_TYPES:
         raise BBRLError(f"{src}: unknown reward type {d.reward_type!r}")
-    if d.reward_variance is not None:
-        v = d.reward_variance
-        if (v.shape != th.shape or not np.isfinite(v).all() or (v < 0).any()
-                or (v > MAX_REWARD**2).any()):
+    if var is not None:
+        if (var.shape != shape or not np.isfinite(var).all() or (var < 0).any()
+                or (var > MAX_REWARD**2).any()):
             raise BBRLError(
                 f"{src}: reward variances must be finite, in [0, {MAX_REWARD**2:g}], "
-                f"shape {th.shape}"
+                f"shape {shape}"
             )
-    if not (-1 <= d.initial_state < th.shape[0]):
-        raise BBRLError(
-            f"{src}: initial state {d.initial_state} outside -1..{th.shape[0] - 1}"
-        )
+    nX = shape[0]
+    if not (-1 <= d.initial_state < nX):
+        raise BBRLError(f"{src}: initial state {d.initial_state} outside -1..{nX - 1}")
+
+
+def _validate_entries(d: FDMDistribution, nX: int, nU: int, keys: np.ndarray,
+                      th: np.ndarray, r: np.ndarray, var: np.ndarray | None,
+                      src: str) -> None:
+    """:func:`_validate_dense`'s checks on a distribution's entries (the same messages:
+    a transition ``(x, u, y)`` of a flat index ``keys[i]``)."""
+
+    def at(i: int) -> tuple[int, int, int]:
+        row, y = divmod(int(keys[i]), nX)
+        return row // nU, row % nU, y
+
+    if not np.isfinite(th).all():
+        raise BBRLError(f"{src}: non-finite Dirichlet concentration")
+    if (th < 0).any():
+        i = int(np.flatnonzero(th < 0)[0])
+        x, u, y = at(i)
+        raise BBRLError(f"{src}: negative Dirichlet concentration theta({x},{u},{y}) = "
+                        f"{th[i]:g}")
+    with np.errstate(over="ignore", invalid="ignore"):
+        sums = np.bincount(keys // nX, weights=th, minlength=nX * nU).reshape(nX, nU)
+    _check_row_sums(sums, src)
+    if not np.isfinite(r).all():
+        raise BBRLError(f"{src}: non-finite reward")
+    if r.size and np.abs(r).max() > MAX_REWARD:
+        i = int(np.flatnonzero(np.abs(r) > MAX_REWARD)[0])
+        x, u, y = at(i)
+        raise BBRLError(f"{src}: reward R({x},{u},{y}) = {r[i]:g} is out of range "
+                        f"(|R| <= {MAX_REWARD:g})")
+    _check_rest(d, var, th.shape, src)
+
+
+def validate(d: FDMDistribution, source: str | None = None) -> None:
+    """Check a distribution's values (its entries: concentrations, rewards, variances,
+    initial state); raise :class:`BBRLError` naming the problem. Every distribution is
+    checked when built: this checks one again under another name (``source``)."""
+    e = d._data
+    _validate_entries(d, d.n_states, d.n_actions, e.keys, e.theta, e.reward, e.variance,
+                      source or f"distribution {d.short_name!r}")
 
 
 # ---------------------------------------------------------------------------------------
@@ -547,8 +926,9 @@ def write_parquet(d: Any, path: str | Path) -> None:
     if not isinstance(d, FDMDistribution):
         family = d.to_dict()
         d = d.accurate_prior()
-    meta = {k: v for k, v in d.to_dict().items()
-            if k not in ("theta", "reward", "reward_variance", "entries")}
+    meta = {"name": d.name, "short_name": d.short_name, "n_states": d.n_states,
+            "n_actions": d.n_actions, "initial_state": d.initial_state,
+            "reward_type": d.reward_type}
     if family is not None:
         meta["family"] = family
     artefacts.write_artefact(path, d.to_table(), "distribution", meta)
@@ -579,7 +959,6 @@ def read_parquet(path: str | Path) -> FDMDistribution:
                         f"{artefacts.REGENERATE['distribution']}")
     try:
         t = table.sort(["x", "u", "y"])
-        shape = (nX, nU, nX)
         xs, us, ys = (t[c].to_numpy().astype(np.int64) for c in ("x", "u", "y"))
         if len(t) and (xs.min() < 0 or ys.min() < 0 or us.min() < 0 or xs.max() >= nX
                        or ys.max() >= nX or us.max() >= nU):
@@ -589,17 +968,12 @@ def read_parquet(path: str | Path) -> FDMDistribution:
             raise BBRLError(f"{path}: the (x, u, y) columns list a transition of {nX} states "
                             f"x {nU} actions more than once")
 
-        def dense(col: str) -> np.ndarray:
-            a = np.zeros(nX * nU * nX)
-            a[flat] = t[col].to_numpy().astype(np.float64)
-            return a.reshape(shape)
+        def col(name: str) -> np.ndarray:
+            return t[name].to_numpy().astype(np.float64)
 
-        var = dense("reward_variance") if "reward_variance" in t.columns else None
-        return FDMDistribution(
-            name=m.str("name"),
-            short_name=m.str("short_name"),
-            theta=dense("theta"),
-            reward=dense("reward"),
+        var = col("reward_variance") if "reward_variance" in t.columns else None
+        return FDMDistribution.from_entries(
+            m.str("name"), m.str("short_name"), nX, nU, flat, col("theta"), col("reward"),
             initial_state=m.int("initial_state", lo=-1, hi=nX - 1),
             reward_type=m.str("reward_type", default="constant"),
             reward_variance=var,
@@ -767,7 +1141,7 @@ def renamed(d: Any, short_name: str) -> Any:
     why = reserved(short_name)
     if why:
         raise BBRLError(f"--short-name {short_name!r}: {why}; give it another name")
-    return dataclasses.replace(d, short_name=short_name)
+    return d.renamed(short_name)
 
 
 def reserved(short_name: str) -> str | None:

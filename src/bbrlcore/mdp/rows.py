@@ -283,8 +283,12 @@ def encode(layout: Layout) -> dict[str, list[int]]:
             "succ": layout.succ[layout.mask].tolist()}
 
 
-def decode(d: dict, n_states: int, n_actions: int, source: str) -> Layout:
-    """The inverse of :func:`encode`, checked (one error naming ``source``)."""
+def decode_csr(d: dict, n_states: int, n_actions: int,
+               source: str) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`encode`'s ``(nsucc, succ)`` as arrays (row lengths, successors), checked
+    (one error naming ``source``), without building the padded layout: a row much wider
+    than the others (a distribution's rewards on every successor of one row) costs its
+    entries only."""
     try:
         nsucc = np.asarray(d["nsucc"], dtype=np.int64)
         succ = np.asarray(d["succ"], dtype=np.int64)
@@ -295,10 +299,33 @@ def decode(d: dict, n_states: int, n_actions: int, source: str) -> Layout:
                         f"{n_actions} actions")
     if succ.shape != (int(nsucc.sum()),) or (succ < 0).any() or (succ >= n_states).any():
         raise BBRLError(f"{source}: layout successors do not fit {n_states} states")
-    indptr = np.zeros(nsucc.size + 1, dtype=np.int64)
-    np.cumsum(nsucc, out=indptr[1:])
     row_of = np.repeat(np.arange(nsucc.size), nsucc)
     same_row = row_of[1:] == row_of[:-1]
     if (np.diff(succ)[same_row] <= 0).any():
         raise BBRLError(f"{source}: layout successors are not increasing within a row")
+    return nsucc, succ
+
+
+def decode(d: dict, n_states: int, n_actions: int, source: str) -> Layout:
+    """The inverse of :func:`encode`, checked (one error naming ``source``)."""
+    nsucc, succ = decode_csr(d, n_states, n_actions, source)
+    indptr = np.zeros(nsucc.size + 1, dtype=np.int64)
+    np.cumsum(nsucc, out=indptr[1:])
     return from_csr(indptr, succ, n_states, n_actions)
+
+
+def keys_of(layout: Layout) -> np.ndarray:
+    """The flat indices ``(x·nU + u)·nX + y`` of the layout's transitions, in slot order
+    (row-major, increasing): the positions they have in a dense (nX, nU, nX) array."""
+    x, u, k = np.nonzero(layout.mask)
+    return (x * layout.n_actions + u) * layout.n_states + layout.succ[x, u, k]
+
+
+def from_keys(keys: np.ndarray, n_states: int, n_actions: int) -> Layout:
+    """The layout of the transitions with flat indices ``keys`` (strictly increasing,
+    as :func:`keys_of` gives them)."""
+    keys = np.asarray(keys, dtype=np.int64)
+    row, y = np.divmod(keys, n_states)
+    indptr = np.zeros(n_states * n_actions + 1, dtype=np.int64)
+    np.cumsum(np.bincount(row, minlength=n_states * n_actions), out=indptr[1:])
+    return from_csr(indptr, y, n_states, n_actions)

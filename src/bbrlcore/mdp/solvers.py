@@ -24,16 +24,32 @@ the previous decision's solution reaches the same stopping test in far fewer swe
 (``supp[x, u, :nsupp[x, u]]``, the successors with non-zero probability) in increasing
 order, like the reference.
 
+**Finite-horizon backward induction** (Optimal with ``criterion="undiscounted"``, and
+any measure of the best return over H steps) computes the optimal values of every
+remaining number of steps,
+
+.. math::  V_T(x) = 0, \qquad
+           V_t(x) = \max_u \sum_y P(x,u,y)\,\bigl(R(x,u,y) + \gamma V_{t+1}(y)\bigr),
+           \quad t = T-1, \dots, 0,
+
+exactly (T sweeps, no tolerance): :math:`V_0(x_0)` is the largest expected sum of
+rewards over T steps from :math:`x_0` (with γ = 1), and the policy that maximises it is
+non-stationary, :math:`\pi_t(x) = \arg\max_u Q_t(x, u)`
+(:func:`finite_horizon_rows`, :func:`finite_horizon_values`).
+
 References
 ----------
 Castronovo et al., "Benchmarking for Bayesian Reinforcement Learning", PLOS ONE 2016.
-Puterman, "Markov Decision Processes", Wiley 1994, §6.3 (value iteration).
+Puterman, "Markov Decision Processes", Wiley 1994, §4.5 (backward induction), §6.3
+(value iteration).
 """
 
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+from bbrlcore.errors import BBRLError
 
 #: Absolute sup-norm tolerance of the BBRL Q-iteration (``ACCURACY`` in the reference).
 Q_ACCURACY = 0.01
@@ -386,6 +402,44 @@ def q_solve_rows(P, R, succ, nsucc, gamma, horizon, Q):
     return sweeps + q_iteration_rows(P, R, succ, nsucc, gamma, horizon, Q)
 
 
+@njit(cache=True, error_model="numpy")
+def finite_horizon_q_row(P, R, succ, nsucc, gamma, Vnext, x, q):
+    """``q[u] = sum_k P(x,u,k) (R(x,u,k) + gamma Vnext[succ(x,u,k)])`` for every action u of
+    state ``x`` (the Q-values of a step whose successors are worth ``Vnext``; the sums of
+    :func:`finite_horizon_rows`, in the same order, so a policy read from them sees the
+    same exact ties)."""
+    for u in range(P.shape[1]):
+        acc = 0.0
+        for k in range(nsucc[x, u]):
+            acc += P[x, u, k] * (R[x, u, k] + gamma * Vnext[succ[x, u, k]])
+        q[u] = acc
+
+
+@njit(cache=True, error_model="numpy")
+def finite_horizon_rows(P, R, succ, nsucc, gamma, V):
+    r"""Backward induction on sparse rows: fills ``V`` (T + 1, nX) with the optimal
+    values of the remaining steps, ``V[T] = 0`` and, for t = T-1, ..., 0,
+    :math:`V_t(x) = \max_u \sum_k P(x,u,k)\,(R(x,u,k) + \gamma V_{t+1}(succ(x,u,k)))`
+    (module docstring): ``V[t, x]`` is the largest expected (γ-discounted) sum of the
+    rewards of steps t, ..., T-1 from state x at step t. Exact, T sweeps of the
+    transitions; the optimal action at step t is a maximiser of
+    :func:`finite_horizon_q_row` with ``Vnext = V[t + 1]``."""
+    T = V.shape[0] - 1
+    nX, nU, _ = P.shape
+    q = np.empty(nU)
+    for x in range(nX):
+        V[T, x] = 0.0
+    for t in range(T - 1, -1, -1):
+        Vnext = V[t + 1]
+        for x in range(nX):
+            finite_horizon_q_row(P, R, succ, nsucc, gamma, Vnext, x, q)
+            best = q[0]
+            for u in range(1, nU):
+                if q[u] > best:
+                    best = q[u]
+            V[t, x] = best
+
+
 # ---------------------------------------------------------------------------------------
 # Dense models: P[x, u, y] and R[x, u, y], (nX, nU, nX), with the support lists of
 # :func:`support_of` (the kernels of bbrlcore.agents.bayes's public API). Each gathers
@@ -468,3 +522,64 @@ def solve_q(P: np.ndarray, R: np.ndarray, gamma: float, horizon: int) -> np.ndar
     Q = np.zeros(P.shape[:2])
     q_iteration(P, R, supp, nsupp, float(gamma), int(horizon), Q)
     return Q
+
+
+def finite_horizon_values(P: np.ndarray, R: np.ndarray, horizon: int, gamma: float = 1.0
+                          ) -> tuple[np.ndarray, np.ndarray]:
+    r"""The exact optimal values and policy of the model ``(P, R)`` over ``horizon`` steps,
+    by backward induction (module docstring; :func:`finite_horizon_rows`).
+
+    Parameters
+    ----------
+    P, R : numpy.ndarray
+        Dense (nX, nU, nX) transition probabilities and mean rewards.
+    horizon : int
+        T >= 0, the number of steps.
+    gamma : float
+        Discount of the steps' rewards within the horizon (1: the undiscounted sum of
+        rewards over T steps, the ``undiscounted`` score).
+
+    Returns
+    -------
+    V : numpy.ndarray
+        (T + 1, nX): ``V[t, x]`` the largest expected sum of the rewards of steps
+        t, ..., T-1 from state x (``V[0, x0]``: the best expected T-step return from x0;
+        ``V[T] = 0``).
+    policy : numpy.ndarray
+        (T, nX) int64: an optimal action at step t in state x (the lowest-index
+        maximiser); the optimal policy is in general non-stationary.
+
+    Examples
+    --------
+    Two states: staying in state 0 pays 1 a step; going to state 1 pays nothing once,
+    then 3 a step. With 1 step left the best is to stay; with 2 or 3, to go at once
+    (over 3 steps: 0 + 3 + 3 = 6 against 1 + 0 + 3 = 4 or 1 + 1 + 1 = 3):
+
+    >>> import numpy as np
+    >>> P = np.zeros((2, 2, 2)); R = np.zeros((2, 2, 2))
+    >>> P[0, 0, 0] = 1.0; R[0, 0, 0] = 1.0  # stay
+    >>> P[0, 1, 1] = 1.0                      # go
+    >>> P[1, :, 1] = 1.0; R[1, :, 1] = 3.0
+    >>> V, pi = finite_horizon_values(P, R, 3)
+    >>> V[:, 0].tolist(), pi[:, 0].tolist()
+    ([6.0, 3.0, 1.0, 0.0], [1, 1, 0])
+    """
+    P = np.ascontiguousarray(P, dtype=np.float64)
+    R = np.ascontiguousarray(R, dtype=np.float64)
+    if P.ndim != 3 or P.shape[0] != P.shape[2] or R.shape != P.shape:
+        raise BBRLError(f"finite_horizon_values: P and R must be (nX, nU, nX) arrays of one "
+                        f"shape, got {P.shape} and {R.shape}")
+    if isinstance(horizon, bool) or int(horizon) != horizon or horizon < 0:
+        raise BBRLError(f"finite_horizon_values: horizon={horizon}: must be an integer >= 0")
+    supp, nsupp = support_of(P)
+    Pr, Rr = _on_support(P, R, supp, nsupp)
+    T, nX, nU = int(horizon), P.shape[0], P.shape[1]
+    V = np.empty((T + 1, nX))
+    finite_horizon_rows(Pr, Rr, supp, nsupp, float(gamma), V)
+    policy = np.empty((T, nX), dtype=np.int64)
+    q = np.empty(nU)
+    for t in range(T):
+        for x in range(nX):
+            finite_horizon_q_row(Pr, Rr, supp, nsupp, float(gamma), V[t + 1], x, q)
+            policy[t, x] = int(np.argmax(q))
+    return V, policy

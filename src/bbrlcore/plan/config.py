@@ -227,7 +227,7 @@ def load(
     def configs_of(algs: Any, key: str) -> list[AgentConfig]:
         if not isinstance(algs, Mapping) or not algs:
             raise fail(key, "must be a non-empty mapping algorithm -> grid")
-        return _agent_configs(algs, key, cfg["compat_variants"], fail, fsets)
+        return _agent_configs(algs, key, cfg["compat_variants"], fail, fsets, cfg["score"])
 
     default_agents = configs_of(cfg["algorithms"], "algorithms")
     ext = cfg["extended_algorithms"]
@@ -441,9 +441,12 @@ def _family_ladder(test: Mapping[str, Any], key: str, fail) -> list[Any]:
 
 
 def _agent_configs(algs: Mapping[str, Any], key: str, compat_variants: bool, fail,
-                   fsets: Mapping[str, Any]) -> list[AgentConfig]:
+                   fsets: Mapping[str, Any], score: str = "discounted") -> list[AgentConfig]:
     """The configurations of an ``algorithms`` block (names or plugin references ->
-    grids), checked by each algorithm's parameters; ``key`` names the block in errors."""
+    grids), checked by each algorithm's parameters; ``key`` names the block in errors.
+    An ``optimal`` grid that does not give ``criterion`` gets the configuration's
+    ``score``: the reference of the normalised scores is optimal for the score that
+    ranks the agents (:mod:`bbrlcore.agents.optimal`)."""
     from bbrlcore import agents as agents_mod
 
     out: list[AgentConfig] = []
@@ -467,6 +470,8 @@ def _agent_configs(algs: Mapping[str, Any], key: str, compat_variants: bool, fai
             if not isinstance(grid, Mapping):
                 raise fail(gkey, "must be a mapping parameter -> value or list of values")
             combos = _expand(name, params, grid, gkey, fail, fsets)
+            if entry.builtin and name == "optimal" and "criterion" not in grid:
+                combos = [{**c, "criterion": score} for c in combos]
             for combo in combos:
                 variants = [combo]
                 if compat_variants and has_compat and "compat" not in grid:
@@ -633,6 +638,8 @@ def _agent_id(alg: Any, params: tuple[tuple[str, Any], ...], fsets: Mapping[str,
         if p.name == "compat":
             if v:
                 parts.append("compat=true")
+            continue
+        if p.id_omits_default and v == p.default:
             continue
         if p.name == "formula_set" and isinstance(v, str) and v in fsets:
             fs = fsets[v] or {}

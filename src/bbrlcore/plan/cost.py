@@ -236,8 +236,11 @@ def as_fdm(d: Any) -> Any:
     Dirichlet concentrations (``theta``); a problem family's test distribution that draws
     its structure (no ``theta``) is represented by its accurate prior, an FDM with the
     test's mean model (:meth:`mean_model`), support (``theta > 0``), rewards and initial
-    state: what an algorithm's ``cost_features`` reads of a test distribution."""
-    if hasattr(d, "theta") or not hasattr(d, "accurate_prior"):
+    state: what an algorithm's ``cost_features`` reads of a test distribution (its values
+    computed only if they are read)."""
+    from bbrlcore.mdp.distributions import FDMDistribution
+
+    if isinstance(d, FDMDistribution) or not hasattr(d, "accurate_prior"):
         return d
     return d.accurate_prior()
 
@@ -597,11 +600,17 @@ def _disk_cache_path(recs: list[Record], dists: Distributions) -> Path | None:
             h.update(f"{name}:{registry.entry(name).fingerprint}".encode())
         except BBRLError:
             h.update(f"{name}:?".encode())
+    from bbrlcore.mdp import distributions as D
+    from bbrlcore.mdp import families
+
     for name in sorted({n for r in recs for n in (r.test, r.prior)} & set(dists.extra)):
+        if name in D.BUILTINS or families.parse_name(name) is not None:
+            continue  # (named: the sources and the name decide it; nothing to build)
         d = as_fdm(dists.extra[name])
-        try:
-            for arr in (d.theta, d.reward):
-                h.update(np.ascontiguousarray(arr, dtype=np.float64).tobytes())
+        try:  # (the stored entries: a large prior's dense arrays are never built)
+            h.update(repr((d.n_states, d.n_actions)).encode())
+            for arr in (d.entry_keys, d._data.theta, d._data.reward):
+                h.update(np.ascontiguousarray(arr).tobytes())
             h.update(repr(getattr(d, "initial_state", None)).encode())
         except AttributeError:
             return None

@@ -20,7 +20,7 @@ import polars as pl
 
 from bbrlcore import __version__, agents, crash, seeds
 from bbrlcore.agents.base import on_rows, records_rewards
-from bbrlcore.errors import BBRLError
+from bbrlcore.errors import BBRLError, building
 from bbrlcore.formats import artefacts
 
 # ---------------------------------------------------------------------------------------
@@ -144,7 +144,9 @@ def run_agent(
     def mdp(i: int) -> np.ndarray:
         return np.ascontiguousarray(ts.mdps[i] if sparse else ts.dense(i))
 
-    play = alg.make_player(agent.prior, agent.params, trained, ts.episode(dense=not sparse))
+    with building(f"the player of {agent.agent_id} on {ts.test.short_name}"):
+        play = alg.make_player(agent.prior, agent.params, trained,
+                               ts.episode(dense=not sparse))
     records = records_rewards(play)  # (a third party's play(P, seed) records none)
     call = on_rows(play) if records else play  # (this function's rows need no check)
     tseeds = seeds.trajectory_seeds(ts.seed, agent.agent_id, idx)
@@ -156,8 +158,9 @@ def run_agent(
     # compile (or load from the numba cache) outside the timed region
     if len(idx):
         crash.at_mdp(int(idx[0]))
-        warm = alg.make_player(agent.prior, agent.params, trained,
-                               ts.episode(horizon=1, dense=not sparse))
+        with building(f"the player of {agent.agent_id} on {ts.test.short_name}"):
+            warm = alg.make_player(agent.prior, agent.params, trained,
+                                   ts.episode(horizon=1, dense=not sparse))
         try:
             with plugin_output():
                 if records_rewards(warm):
@@ -168,7 +171,8 @@ def run_agent(
             raise BBRLError(f"agent {agent.agent_id}, test MDP {int(idx[0])}: {exc}") from None
     n = len(idx)
     # one row per trajectory, written by the kernel (NaN: a step the player left unset)
-    rewards = np.full((n, ts.horizon) if records else (0, 0), np.nan)
+    with building(f"the rewards of {n} trajectories of {ts.horizon} steps"):
+        rewards = np.full((n, ts.horizon) if records else (0, 0), np.nan)
     returns = np.empty(n)
     times = np.empty(n)
     counters = np.zeros((n, len(alg.counters)), dtype=np.int64)

@@ -25,7 +25,7 @@ import polars as pl
 
 from bbrlcore import seeds
 from bbrlcore.agents.base import Episode
-from bbrlcore.errors import BBRLError
+from bbrlcore.errors import BBRLError, building
 from bbrlcore.formats import artefacts
 from bbrlcore.mdp import rows
 from bbrlcore.mdp.distributions import FDMDistribution
@@ -118,10 +118,11 @@ def new_test_set(
         raise BBRLError(f"--horizon must be in [1, {MAX_HORIZON}], got {horizon}")
     seeds.check_seed(seed, "--seed")
     check_fits(test, n_mdps)
-    lay = test.support_layout
-    mdps = np.empty((n_mdps, *lay.succ.shape))
-    for i in range(n_mdps):
-        mdps[i] = test.draw_rows(seeds.mdp_rng(seed, i))
+    with building(f"the test set of {n_mdps} MDPs of {test.short_name}"):
+        lay = test.support_layout
+        mdps = np.empty((n_mdps, *lay.succ.shape))
+        for i in range(n_mdps):
+            mdps[i] = test.draw_rows(seeds.mdp_rng(seed, i))
     return TestSet(test, mdps, float(gamma), int(horizon), int(seed), lay)
 
 
@@ -177,6 +178,11 @@ def read_test_set(path: str | Path) -> TestSet:
     on the test distribution's support. Any problem is one :class:`BBRLError` naming the
     file (and the MDP and row). Files written before sparse rows (dense ``P``) still
     read."""
+    with building(f"the test set of {path}"):
+        return _read_test_set(path)
+
+
+def _read_test_set(path: str | Path) -> TestSet:
     table, meta = artefacts.read_artefact(path, "test-set")
     m = artefacts.MetaReader(path, meta, "test-set")
     regen = artefacts.REGENERATE["test-set"]

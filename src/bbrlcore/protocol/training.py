@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from bbrlcore import agents, crash, seeds
-from bbrlcore.errors import BBRLError
+from bbrlcore.errors import BBRLError, building
 from bbrlcore.formats import artefacts
 from bbrlcore.mdp.distributions import FDMDistribution
 from bbrlcore.protocol.runner import Expected, Overrun
@@ -101,7 +102,8 @@ def train_agent(
         trained, elapsed = Trained(), 0.0
     else:
         t0 = time.perf_counter()
-        trained = alg.train(prior, params, ctx)
+        with building(f"the training of {alg.agent_id(params)} on {prior.short_name}"):
+            trained = alg.train(prior, params, ctx)
         elapsed = time.perf_counter() - t0
         overrun.check(elapsed, final=True)
     elapsed = float(trained.info.pop("_offline_time_s", elapsed))
@@ -112,11 +114,19 @@ def train_agent(
         raise BBRLError(f"{alg.name}: training named the agent {claimed!r}, but its "
                         f"parameters make it {agent_id!r}")
     if alg.prepare is not None and not entry.builtin:  # a compiled plugin compiles now:
-        # code that cannot run fails here, and the run jobs find it compiled
+        # code that cannot run fails here, and the run jobs find it compiled (on the
+        # prior's sparse rows, as its runs will be, unless it wants dense arrays)
+        common = dict(gaussian=prior.reward_type == "gaussian",
+                      initial_state=prior.initial_state, gamma=gamma, horizon=horizon)
+        if alg.sparse:
+            lay = prior.support_layout
+            ep = Episode(R=np.array(prior.reward_rows), Rstd=np.array(prior.reward_std_rows),
+                         succ=lay.succ, nsucc=lay.nsucc, **common)
+        else:
+            ep = Episode(R=prior.reward, Rstd=prior.reward_std, **common)
         crash.doing(f"compiling agent {agent_id} ({origin}) for {prior.short_name}")
-        alg.prepare(prior, params, trained, Episode(
-            R=prior.reward, Rstd=prior.reward_std, gaussian=prior.reward_type == "gaussian",
-            initial_state=prior.initial_state, gamma=gamma, horizon=horizon))
+        with building(f"the player of {alg.agent_id(params)} on {prior.short_name}"):
+            alg.prepare(prior, params, trained, ep)
     return TrainedAgent(
         algorithm=alg.name,
         agent_id=agent_id,
@@ -269,7 +279,8 @@ def read_agent(path: str | Path) -> TrainedAgent:
         if err:
             raise m.fail("params", f"{key}={value!r}: {err}")
     params = alg.parse_params(raw, source=f"{path}: params", stored=True)
-    prior = FDMDistribution.from_dict(m.dict("prior_distribution"), str(path))
+    with building(f"the prior of agent file {path}"):
+        prior = FDMDistribution.from_dict(m.dict("prior_distribution"), str(path))
     agent_id = m.str("agent")
     if agent_id.split("__", 1)[0] != alg.name:
         raise m.fail("agent", f"{agent_id!r} is not an id of {alg.name}")

@@ -43,6 +43,7 @@ import sys
 import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,8 +54,12 @@ from bbrlcore import __version__
 from bbrlcore.analysis import constraints, stats
 from bbrlcore.analysis import published as P
 from bbrlcore.analysis.results import (
+    REFERENCE_TEXT,
+    above_reference,
     check_coverage,
     check_test_sets,
+    reference_agents,
+    reference_warning,
     score_column,
     summary_table,
 )
@@ -111,10 +116,16 @@ def experiment_section(
     exp: str, summary: pl.DataFrame, merged: pl.DataFrame, out: Path, alpha: float,
     n_bounds: int, styles: dict[str, Any], correction: str = "none",
     score: str = "discounted", curves: dict[str, Any] | None = None,
+    above: pl.DataFrame | None = None, among: pl.DataFrame | None = None,
 ) -> dict[str, Any]:
     """Tables and figures of one experiment (static for LaTeX, interactive for HTML),
     ranked by ``score`` (``summary`` must be of that score). ``curves``: the learning
-    curves (``{"table": the curves table}``, or ``{"reason": why there are none}``)."""
+    curves (``{"table": the curves table}``, or ``{"reason": why there are none}``);
+    ``above``: the agents above their reference
+    (:func:`bbrlcore.analysis.results.above_reference`), flagged in the table; ``among``:
+    "among the best" of every experiment
+    (:func:`bbrlcore.analysis.aggregate.among_best_table`, computed once by
+    :func:`analyse`; computed here for this experiment when not given)."""
     col = score_column(score, merged)
     s = summary.filter(pl.col("experiment") == exp)
     m = merged.filter(pl.col("experiment") == exp).sort("mdp_index")
@@ -145,7 +156,7 @@ def experiment_section(
     contenders = s.filter(pl.col("algorithm") != "optimal")
     cmap = constraints.constraint_map(contenders, returns, alpha, n_bounds, correction)
     _write_parquet(cmap, data_dir / f"{exp}-constraint-map.parquet")
-    fig_map = _save(figures.constraint_map_figure(cmap, title, styles),
+    fig_map = _save(figures.constraint_map_figure(cmap, title, styles, score),
                     fig_dir / f"{exp}-constraint-map")
     times = s.select("agent", "offline_time_s", "online_time_per_decision_s")
     yaxis = f"score ({SCORE_AXIS[score]})"
@@ -154,7 +165,7 @@ def experiment_section(
             d2.join(times.drop("online_time_per_decision_s"), on="agent", how="left"),
             "online time per decision (s)", f"{title}: score against online time", styles,
             yaxis)),
-        "map": I.to_json(I.constraint_map(cmap, title, styles)),
+        "map": I.to_json(I.constraint_map(cmap, title, styles, score)),
     }
     if offline_shown:
         interactive["offline"] = I.to_json(I.time_vs_score(
@@ -186,7 +197,11 @@ def experiment_section(
     curve_sec["left_out"] = [f"{w.family} (agent {w.agent}): {w.reason}" for w in mine
                              if w.agent is not None]
 
-    best = constraints.among_best(contenders, returns, alpha, correction=correction)
+    if among is None:
+        best = constraints.among_best(contenders, returns, alpha, correction=correction)
+    else:
+        best = among.filter(pl.col("experiment") == exp).select(
+            "family", "agent", "mean", "z", "among_best", "reference")
     oracle = s.filter(pl.col("algorithm") == "optimal").select(
         "family", "agent", "mean", pl.lit(None, pl.Float64).alias("z"),
         pl.lit(False).alias("among_best"), pl.lit(False).alias("reference"))
@@ -198,9 +213,14 @@ def experiment_section(
         .sort("_o").drop("_o")
     )
     _write_parquet(table, data_dir / f"{exp}-best.parquet")
+    refs = reference_agents(s, score)
+    reference = refs["agent"][0] if refs.height else None
+    over = {} if above is None else {
+        r["agent"]: r for r in above.filter(pl.col("experiment") == exp).iter_rows(named=True)}
     rows = []
     for r in table.iter_rows(named=True):
         half = (r["ci_high"] - r["ci_low"]) / 2
+        flag = over.get(r["agent"])
         rows.append({
             "family": r["family"], "params": _params_text(r["agent"]),
             "mean": f"{r['mean']:.2f}", "half": f"{half:.2f}",
@@ -210,10 +230,15 @@ def experiment_section(
             else f"{r['normalised_score']:.3f}",
             "regret": "–" if r["regret"] is None else f"{r['regret']:.2f}",
             "bold": bool(r["among_best"]), "z": r["z"],
+            "above": None if flag is None else _above_text(flag),
+            "reference": r["agent"] == reference,
         })
     empty_cells = int(cmap.filter(pl.col("family").is_null()).height)
     n_compared = max(int(best.height) - 1, 0)
+    ref_row = refs.row(0, named=True) if refs.height else None
     return {"name": exp, "test": test, "prior": prior, "kind": kind, "title": title,
+            "reference": ref_row,
+            "above": [_above_text(r) for r in over.values()],
             "page": f"experiments/{exp}.html",
             "n_agents": s.height, "n_mdps": int(s["n"].max()), "rows": rows,
             "fig_offline": fig_off, "fig_online": fig_on, "fig_map": fig_map,
@@ -223,6 +248,16 @@ def experiment_section(
             "best_by_family": {r["family"]: r for r in rows},
             "empty_cells": empty_cells, "n_cells": int(cmap.select(
                 "offline_index", "online_index").unique().height)}
+
+
+def _above_text(r: dict[str, Any]) -> str:
+    """One flagged agent (a row of :func:`bbrlcore.analysis.results.above_reference`) as
+    the pages say it."""
+    sig = ("significantly: the reference is not optimal for this score, or the runs are "
+           "wrong" if r["significant"] else "within sampling noise")
+    return (f"{r['agent']} scores {r['normalised_score']:.3f} in {r['experiment']}: "
+            f"{r['difference']:+.3g} [{r['difference_low']:+.3g}, "
+            f"{r['difference_high']:+.3g}] above {r['reference']} per test MDP, {sig}")
 
 
 #: The paper's experiments in the order of its tables.
@@ -292,9 +327,22 @@ def published_section(
                                 key=lambda r: rank.get(r["experiment"], 99))}
 
 
+def reference_section(summary: pl.DataFrame, score: str,
+                      above: pl.DataFrame) -> dict[str, Any]:
+    """What the pages say about the reference of the normalised scores: ``text`` (the
+    Optimal of ``score``: :data:`bbrlcore.analysis.results.REFERENCE_TEXT`), ``warning``
+    (one line when some experiment has only an Optimal of the other criterion:
+    :func:`bbrlcore.analysis.results.reference_warning`; else None), and ``above`` (every
+    agent whose normalised score is above 1, as a sentence)."""
+    refs = reference_agents(summary, score)
+    return {"text": REFERENCE_TEXT[score], "warning": reference_warning(refs, score),
+            "above": [_above_text(r) for r in above.iter_rows(named=True)],
+            "n_significant": int(above["significant"].sum()) if above.height else 0}
+
+
 def problems_section(
     h: pl.DataFrame, summary: pl.DataFrame, out: Path, styles: dict[str, Any],
-    families: list[str],
+    families: list[str], score: str = "discounted",
 ) -> dict[str, Any] | None:
     """"Problems and hardness" (:mod:`bbrlcore.report.problems`): the hardness map, the
     scores against hardness and along the ladders, their tables written to
@@ -318,34 +366,41 @@ def problems_section(
         "map": I.to_json(I.hardness_map(hmap)), "scored": not scored.is_empty(),
         "ladders": PR.ladders(ladder)}
     if sec["scored"]:
-        sec["fig_scores"] = _save(figures.score_vs_hardness_figure(scores, styles),
+        sec["fig_scores"] = _save(figures.score_vs_hardness_figure(scores, styles, score),
                                   figs / "score-hardness")
-        sec["scores"] = I.to_json(I.score_vs_hardness(scores, styles))
+        sec["scores"] = I.to_json(I.score_vs_hardness(scores, styles, score))
     if sec["scored"] and not ladder.filter(pl.col("normalised_score").is_not_null()).is_empty():
-        sec["fig_sizes"] = _save(figures.score_vs_size_figure(ladder, styles),
+        sec["fig_sizes"] = _save(figures.score_vs_size_figure(ladder, styles, score),
                                  figs / "score-size")
-        sec["sizes"] = I.to_json(I.score_vs_size(ladder, styles))
+        sec["sizes"] = I.to_json(I.score_vs_size(ladder, styles, score))
     return sec
 
 
 def aggregates_section(
     merged: pl.DataFrame, out: Path, styles: dict[str, Any], alpha: float, correction: str,
     n_resamples: int, seed: int, score: str = "discounted", versus: str | None = None,
+    aggregates: Any = None,
 ) -> dict[str, Any]:
     """Statistics across experiments (:mod:`bbrlcore.analysis.aggregate`, by ``score``): the
     tables written to ``data/aggregate-*.parquet``, interactive figures (the probability of
     improvement as a matrix), and rows for the pages; without Random and Optimal in every
     experiment (the normalisation), a note saying so. ``versus`` (a family): that
     algorithm against every other (:func:`bbrlcore.analysis.aggregate.versus`, written to
-    ``data/versus.parquet``)."""
+    ``data/versus.parquet``). ``aggregates``: what :func:`analyse` computed (the
+    :class:`~bbrlcore.analysis.aggregate.Aggregates`, or the reason there are none);
+    computed here when not given."""
     from bbrlcore.analysis import aggregate as A
     from bbrlcore.errors import BBRLError
 
-    try:
-        agg = A.compute(merged, n_resamples=n_resamples, seed=seed, alpha=alpha,
-                        correction=correction, score=score)
-    except BBRLError as exc:
-        return {"available": False, "reason": str(exc)}
+    if aggregates is None:
+        try:
+            aggregates = A.compute(merged, n_resamples=n_resamples, seed=seed, alpha=alpha,
+                                   correction=correction, score=score)
+        except BBRLError as exc:
+            aggregates = str(exc)
+    if isinstance(aggregates, str):
+        return {"available": False, "reason": aggregates}
+    agg = aggregates
     A.write_tables(agg, out / "data")
     metrics = agg.tables["metrics"]
     if metrics.is_empty():
@@ -362,15 +417,16 @@ def aggregates_section(
                         f"{r['paired_ci_high']:.3f}]"}
              for r in imp.iter_rows(named=True)]
     order = metrics["family"].to_list()  # best IQM first
-    figs = {"metrics": I.to_json(I.aggregate_metrics(metrics, styles)),
-            "profiles": I.to_json(I.performance_profiles(agg.tables["profiles"], styles)),
-            "improvement": I.to_json(I.improvement(imp, order))}
+    figs = {"metrics": I.to_json(I.aggregate_metrics(metrics, styles, score)),
+            "profiles": I.to_json(I.performance_profiles(agg.tables["profiles"], styles,
+                                                         score)),
+            "improvement": I.to_json(I.improvement(imp, order, score))}
     sec: dict[str, Any] = {
         "available": True, "rows": rows, "pairs": pairs,
         "excluded": agg.excluded, "meta": agg.meta,
         "n_resamples": n_resamples, "seed": seed, "n_families": len(order),
         "figures": figs,
-        "fig_improvement": _save(figures.improvement_matrix_figure(imp, order),
+        "fig_improvement": _save(figures.improvement_matrix_figure(imp, order, score),
                                  out / "figures" / "improvement-matrix"),
         "versus": None}
     if versus is not None:
@@ -380,17 +436,18 @@ def aggregates_section(
             sec["versus"] = {"available": False, "name": versus, "reason": str(exc)}
         else:
             _write_parquet(v, out / "data" / "versus.parquet")
-            figs["versus"] = I.to_json(I.versus(v))
+            figs["versus"] = I.to_json(I.versus(v, score))
             counts = {k: int((v["verdict"] == k).sum()) for k in ("better", "worse", "unclear")}
             sec["versus"] = {"available": True, "name": v["family"][0], **counts,
                              "n": v.height,
-                             "fig": _save(figures.versus_figure(v), out / "figures" / "versus")}
+                             "fig": _save(figures.versus_figure(v, score),
+                                          out / "figures" / "versus")}
     return sec
 
 
 def curves_section(
     merged: pl.DataFrame, summary: pl.DataFrame, out: Path, styles: dict[str, Any],
-    score: str, n_resamples: int, seed: int,
+    score: str, n_resamples: int, seed: int, curves: Any = None,
 ) -> dict[str, Any]:
     """Learning curves (:mod:`bbrlcore.analysis.curves`, by ``score``, with the report's
     bootstrap settings): the tables written to ``data/curves.parquet`` and
@@ -401,17 +458,17 @@ def curves_section(
     rewards (:data:`NO_REWARDS`) or the curves cannot be made; ``table`` is the curves
     table for the experiment pages; ``left_out`` says, one line each, which experiments
     and agents have no curve and why (:attr:`bbrlcore.analysis.curves.Curves.left_out`;
-    also printed on stderr)."""
+    also printed on stderr). ``curves``: what :func:`analyse` computed (the
+    :class:`~bbrlcore.analysis.curves.Curves`, or the reason there are none); computed
+    here when not given."""
     from bbrlcore.analysis import curves as C
     from bbrlcore.report.problems import experiment_ladders
 
-    if "rewards" not in merged.columns:
-        return {"available": False, "reason": NO_REWARDS}
-    try:
-        c = C.curves(merged, score=score, n_resamples=n_resamples, seed=seed)
-    except BBRLError as exc:
-        print(f"bbrl: warning: no learning curves in the report: {exc}", file=sys.stderr)
-        return {"available": False, "reason": f"No learning curves: {exc}."}
+    if curves is None:
+        curves = _curves_of(merged, score, n_resamples, seed)
+    if isinstance(curves, str):
+        return {"available": False, "reason": curves}
+    c = curves
     for what in c.left_out:  # said on stderr and on the pages that show the curves
         print(f"bbrl: warning: left out of the learning curves: {what}", file=sys.stderr)
     C.write_tables(c, out / "data")
@@ -441,6 +498,69 @@ def curves_section(
                          figs / f"curves-ladder-{k + 1}"),
             "id": f"fig-curves-ladder-{k + 1}"})
     return sec
+
+
+def _curves_of(merged: pl.DataFrame, score: str, n_resamples: int, seed: int,
+               best: pl.DataFrame | None = None) -> Any:
+    """The learning curves of ``merged`` (:func:`bbrlcore.analysis.curves.curves`), or
+    the one sentence saying why there are none."""
+    from bbrlcore.analysis import curves as C
+
+    if "rewards" not in merged.columns:
+        return NO_REWARDS
+    try:
+        return C.curves(merged, score=score, n_resamples=n_resamples, seed=seed, best=best,
+                        resamples_option="--bootstrap-resamples")
+    except BBRLError as exc:
+        print(f"bbrl: warning: no learning curves in the report: {exc}", file=sys.stderr)
+        return f"No learning curves: {exc}."
+
+
+@dataclass
+class Analysis:
+    """The analysis tables a report draws, each computed once from the merged runs
+    (:func:`analyse`); the sections render from them and compute nothing again.
+
+    ``summary`` (with the report's ``family``), ``best`` (each family's best agent per
+    experiment, :func:`bbrlcore.analysis.aggregate.best_agents`), ``among`` ("among the
+    best" per experiment, :func:`bbrlcore.analysis.aggregate.among_best_table`),
+    ``aggregates`` (:func:`bbrlcore.analysis.aggregate.compute`, or why there are none),
+    ``curves`` (:func:`bbrlcore.analysis.curves.curves`, or why there are none), ``above``
+    (:func:`bbrlcore.analysis.results.above_reference`) and ``published`` (the summary
+    by the discounted return, the published comparison's score)."""
+
+    summary: pl.DataFrame
+    best: pl.DataFrame
+    among: pl.DataFrame
+    aggregates: Any
+    curves: Any
+    above: pl.DataFrame
+    published: pl.DataFrame
+
+
+def analyse(merged: pl.DataFrame, summary: pl.DataFrame, score: str = "discounted",
+            alpha: float = 0.05, correction: str = "none", n_resamples: int = 2000,
+            seed: int = 0) -> Analysis:
+    """Every analysis table of a report, once: the summary of ``merged`` by ``score``
+    (``summary``, checked by :func:`build`) feeds the best agents, "among the best", the
+    aggregates and the learning curves, which used to choose the best agents and
+    summarise the runs again each (:class:`Analysis`)."""
+    from bbrlcore.analysis import aggregate as A
+
+    summary = constraints.with_family(summary)
+    best = A.best_agents(merged, score=score, summary=summary)
+    among = A.among_best_table(merged, alpha, correction, score=score, summary=summary)
+    try:
+        aggregates: Any = A.compute(merged, n_resamples=n_resamples, seed=seed, alpha=alpha,
+                                    correction=correction, score=score, summary=summary,
+                                    best=best, among=among)
+    except BBRLError as exc:
+        aggregates = str(exc)
+    published = summary if score == "discounted" else constraints.with_family(
+        summary_table(merged, "discounted"))
+    return Analysis(summary=summary, best=best, among=among, aggregates=aggregates,
+                    curves=_curves_of(merged, score, n_resamples, seed, best),
+                    above=above_reference(summary, merged, score), published=published)
 
 
 def build(
@@ -532,15 +652,21 @@ def _build_into(out: Path, merged: pl.DataFrame, summary: pl.DataFrame,
     """:func:`build`'s work, in the (empty, staging) directory ``out``."""
     import jinja2
 
-    summary = constraints.with_family(summary)
+    # every analysis table once; the sections below only draw them
+    an = analyse(merged, summary, score, alpha, correction, bootstrap_resamples,
+                 bootstrap_seed)
+    summary = an.summary
     fams = constraints.family_order(summary["family"].to_list())
     styles = figures.style_map(fams)
     _write_parquet(summary, out / "data" / "summary.parquet")
     exps = summary["experiment"].unique().to_list()
+    # the reference of the normalised scores, and who beats it (never silent)
+    _write_parquet(an.above, out / "data" / "above-reference.parquet")
+    reference = reference_section(summary, score, an.above)
     curves = curves_section(merged, summary, out, styles, score, bootstrap_resamples,
-                            bootstrap_seed)
+                            bootstrap_seed, an.curves)
     sections = {e: experiment_section(e, summary, merged, out, alpha, n_bounds, styles,
-                                      correction, score, curves)
+                                      correction, score, curves, an.above, an.among)
                 for e in exps}
     # group by test distribution: accurate and inaccurate side by side
     tests: dict[str, dict[str, Any]] = {}
@@ -558,7 +684,11 @@ def _build_into(out: Path, merged: pl.DataFrame, summary: pl.DataFrame,
                ([g["accurate"]] if g["accurate"] else []) + g["inaccurate"]]
     hard = problems_sec = None
     if test_sets:
+        from bbrlcore.report.problems import test_order
+
         h = pl.concat([hardness.hardness_table(ts, progress=_progress) for ts in test_sets])
+        order = {t: i for i, t in enumerate(test_order(h["test"].unique().to_list()))}
+        h = h.sort(pl.col("test").replace_strict(order, return_dtype=pl.Int64), "mdp_index")
         _write_parquet(h, out / "data" / "hardness.parquet")
         stats_rows = []
         for (t,), g in h.group_by(["test"], maintain_order=True):
@@ -576,13 +706,11 @@ def _build_into(out: Path, merged: pl.DataFrame, summary: pl.DataFrame,
             })
         hard = {"rows": stats_rows,
                 "fig": _save(figures.hardness_figure(h), out / "figures" / "hardness")}
-        problems_sec = problems_section(h, summary, out, styles, fams)
+        problems_sec = problems_section(h, summary, out, styles, fams, score)
     # the paper's numbers are discounted returns: compared on that score whatever the report's
-    published = published_section(
-        summary if score == "discounted" else constraints.with_family(
-            summary_table(merged, "discounted")), merged, out, alpha)
+    published = published_section(an.published, merged, out, alpha)
     agg = aggregates_section(merged, out, styles, alpha, correction, bootstrap_resamples,
-                             bootstrap_seed, score, versus)
+                             bootstrap_seed, score, versus, an.aggregates)
     I.write_library(out)
     matrix_families = [f for f in fams if any(f in sec["best_by_family"] for sec in ordered)]
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES),
@@ -594,6 +722,7 @@ def _build_into(out: Path, merged: pl.DataFrame, summary: pl.DataFrame,
            "families": fams, "score": score, "score_text": SCORE_TEXT[score],
            "horizon": horizon, "curves": {k: v for k, v in curves.items()
                                            if k not in ("table", "left_out_items")},
+           "reference": reference,
            "fwer_over": bool(fwer_over),
            "matrix_families": matrix_families, "aggregates": agg,
            "notes": (__doc__ or "").split("\n\n", 2)[2], "published": published}

@@ -16,6 +16,33 @@ import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+#: What each score is, as the figures' axes say it (:data:`score_label`).
+SCORE_NAMES = {"discounted": "discounted return", "undiscounted": "sum of rewards over T"}
+
+
+def score_label(what: str, score: str) -> str:
+    """An axis title naming the score the figure shows: ``what`` followed by the score.
+
+    >>> score_label("normalised score", "undiscounted")
+    'normalised score (sum of rewards over T)'
+    """
+    return f"{what} ({SCORE_NAMES.get(score, score)})"
+
+
+def short_name(family: str, limit: int = 10) -> str:
+    """An algorithm's name short enough for a cell of the time-constraint map: the compat
+    variant as ``NAME-c``, names longer than ``limit`` characters cut with an ellipsis.
+
+    >>> short_name("BEB (compat)"), short_name("e-Greedy"), short_name("PM + count bonus")
+    ('BEB-c', 'e-Greedy', 'PM + coun…')
+    """
+    base = family[:-len(" (compat)")] if family.endswith(" (compat)") else family
+    suffix = "-c" if base != family else ""
+    if len(base) + len(suffix) > limit:
+        base = base[:max(1, limit - len(suffix) - 1)] + "…"
+    return base + suffix
+
+
 _COLOURS = ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3",
             "#8c8c8c", "#ccb974", "#64b5cd", "#1b9e77", "#d95f02", "#7570b3"]
 _MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "*", "p", "d"]
@@ -104,40 +131,61 @@ def _fmt_time(s: float) -> str:
     return f"{s * 1e6:.3g} µs"
 
 
+def map_cells(cmap: pl.DataFrame, styles: dict[str, Any]) -> dict[tuple[int, int], list[str]]:
+    """(offline index, online index) -> the families among the best in that cell, in the
+    order of ``styles`` (then by name): what the map's cells say."""
+    order = {f: i for i, f in enumerate(styles)}
+    cells: dict[tuple[int, int], list[str]] = {}
+    for r in cmap.filter(pl.col("among_best").fill_null(False)).iter_rows(named=True):
+        cells.setdefault((r["offline_index"], r["online_index"]), []).append(r["family"])
+    return {k: sorted(set(v), key=lambda f: (order.get(f, len(order)), f))
+            for k, v in cells.items()}
+
+
+def cell_lines(names: list[str], per_line: int) -> list[str]:
+    """Short names (:func:`short_name`) of a cell, ``per_line`` to a line.
+
+    >>> cell_lines(["BEB", "BEB (compat)", "Random"], 2)
+    ['BEB, BEB-c', 'Random']
+    """
+    short = [short_name(n) for n in names]
+    return [", ".join(short[i:i + per_line]) for i in range(0, len(short), per_line)]
+
+
 def constraint_map_figure(
-    cmap: pl.DataFrame, title: str, styles: dict[str, tuple[str, str, bool]]
+    cmap: pl.DataFrame, title: str, styles: dict[str, tuple[str, str, bool]],
+    score: str = "discounted",
 ) -> Figure:
-    """One cell per (online bound, offline bound); inside, a marker for each family
-    among the best with agents within both bounds. Empty cells stay empty (grey)."""
+    """One cell per (online bound, offline bound); inside, the (short) names of the
+    algorithms among the best with agents within both bounds, so that the figure reads
+    without hovering (PNG, PDF). Empty cells (no agent within the bounds) are grey and
+    say "none"; cells whose algorithms are all significantly worse than the best say
+    nothing."""
     off = cmap.select("offline_index", "offline_bound_s").unique().sort("offline_index")
     on = cmap.select("online_index", "online_bound_s").unique().sort("online_index")
     n_off, n_on = len(off), len(on)
-    best_somewhere = set(cmap.filter(pl.col("among_best").fill_null(False))["family"])
-    fams = [f for f in styles if f in best_somewhere]
-    fig, ax = plt.subplots(figsize=(max(6.5, 0.9 * n_on + 3.2), max(4.0, 0.6 * n_off + 1.6)),
-                           dpi=110)
-    k = max(1, len(fams))
-    cols = math.ceil(math.sqrt(k))
-    rows = math.ceil(k / cols)
-    best = cmap.filter(pl.col("among_best").fill_null(False))
+    cells = map_cells(cmap, styles)
+    most = max((len(v) for v in cells.values()), default=1)
+    per_line = max(1, math.ceil(math.sqrt(most)))
+    lines = {k: cell_lines(v, per_line) for k, v in cells.items()}
+    widest = max((len(ln) for v in lines.values() for ln in v), default=4)
+    n_lines = max((len(v) for v in lines.values()), default=1)
+    # a cell wide and tall enough for its names at 6 pt (about 0.06 inch a character)
+    cw, ch = max(0.75, 0.062 * widest + 0.15), max(0.45, 0.12 * n_lines + 0.15)
+    fig, ax = plt.subplots(figsize=(cw * n_on + 2.0, ch * n_off + 1.6), dpi=110)
+    empty = {(r["offline_index"], r["online_index"]) for r in cmap.iter_rows(named=True)
+             if r["family"] is None}
     for i in range(n_off):
         for j in range(n_on):
-            cell = cmap.filter((pl.col("offline_index") == i) & (pl.col("online_index") == j))
-            empty = cell["family"].null_count() == len(cell)
-            ax.add_patch(plt.Rectangle((j, i), 1, 1, fc="0.93" if empty else "white",
+            gap = (i, j) in empty
+            ax.add_patch(plt.Rectangle((j, i), 1, 1, fc="0.93" if gap else "white",
                                        ec="0.75", lw=0.5))
-            if empty:
+            if gap:
                 ax.text(j + 0.5, i + 0.5, "none", ha="center", va="center", fontsize=6,
                         color="0.6")
-            winners = set(best.filter((pl.col("offline_index") == i)
-                                      & (pl.col("online_index") == j))["family"])
-            for n, fam in enumerate(fams):
-                if fam not in winners:
-                    continue
-                r, c = divmod(n, cols)
-                col, mk, filled = styles[fam]
-                ax.plot(j + (c + 0.5) / cols, i + 1 - (r + 0.5) / rows, mk, color=col,
-                        mfc=col if filled else "white", mec=col, ms=max(3, 9 - k // 2))
+            elif (i, j) in lines:
+                ax.text(j + 0.5, i + 0.5, "\n".join(lines[(i, j)]), ha="center",
+                        va="center", fontsize=6, linespacing=1.15)
     ax.set_xlim(0, n_on)
     ax.set_ylim(0, n_off)
     ax.set_xticks(np.arange(n_on) + 0.5)
@@ -147,29 +195,37 @@ def constraint_map_figure(
     ax.set_yticklabels([_fmt_time(v) for v in off["offline_bound_s"]], fontsize=7)
     ax.set_xlabel("online time bound (per decision)")
     ax.set_ylabel("offline time bound")
-    ax.set_title(title, fontsize=11)
-    for fam in fams:
-        col, mk, filled = styles[fam]
-        ax.plot([], [], mk, color=col, mfc=col if filled else "white", mec=col, label=fam)
-    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False,
-              title="among the best", title_fontsize=7)
+    ax.set_title(f"{title}: among the best by the {SCORE_NAMES.get(score, score)}",
+                 fontsize=10)
     fig.tight_layout()
     return fig
 
 
 def hardness_figure(h: pl.DataFrame) -> Figure:
-    """Spread of the optimal value and of the diameter over each test set's MDPs."""
-    tests = h["test"].unique(maintain_order=True).to_list()
-    fig, axes = plt.subplots(1, 2, figsize=(8, 3.2), dpi=110)
+    """Spread of the optimal value and of the diameter over each test set's MDPs, the test
+    sets in reading order (:func:`bbrlcore.report.problems.test_order`: a family's sizes
+    by number), one box each; the figure as wide as its names need, none overlapping."""
+    from bbrlcore.report.problems import test_order
+
+    tests = test_order(h["test"].unique(maintain_order=True).to_list())
+    n = len(tests)
+    longest = max((len(t) for t in tests), default=4)
+    fig, axes = plt.subplots(1, 2, figsize=(max(8.0, 2 * (1.2 + 0.32 * n)),
+                                            3.0 + 0.055 * longest), dpi=110)
     vals = [h.filter(pl.col("test") == t)["optimal_value"].to_numpy() for t in tests]
-    axes[0].boxplot(vals, tick_labels=tests)
+    axes[0].boxplot(vals)
     axes[0].set_ylabel("optimal value from the initial state")
     diam = [h.filter(pl.col("test") == t)["diameter"].to_numpy() for t in tests]
     diam = [d[np.isfinite(d)] for d in diam]
-    axes[1].boxplot(diam, tick_labels=tests)
+    axes[1].boxplot(diam)
     axes[1].set_yscale("log")
     axes[1].set_ylabel("diameter (expected steps)")
+    # upright names unless they could touch: then vertical (0.32 inch a box is more than
+    # a line of 7 pt text, so vertical names never overlap)
+    upright = n <= 3 and longest <= 8
     for ax in axes:
+        ax.set_xticks(np.arange(1, n + 1))
+        ax.set_xticklabels(tests, rotation=0 if upright else 90, fontsize=7)
         ax.grid(True, axis="y", lw=0.4, alpha=0.5)
     fig.tight_layout()
     return fig
@@ -210,11 +266,22 @@ def hardness_map_figure(hmap: pl.DataFrame) -> Figure:
     return fig
 
 
+def _normalised_err(g: pl.DataFrame) -> np.ndarray:
+    """(2, n) error bars of the normalised scores of ``g`` (its ``normalised_low`` and
+    ``normalised_high``: the 95% interval; 0 where there is none)."""
+    y = g["normalised_score"].to_numpy().astype(float)
+    lo = g["normalised_low"].fill_null(float("nan")).to_numpy().astype(float)
+    hi = g["normalised_high"].fill_null(float("nan")).to_numpy().astype(float)
+    err = np.vstack([y - lo, hi - y])
+    return np.where(np.isfinite(err), np.maximum(err, 0.0), 0.0)
+
+
 def score_vs_hardness_figure(scores: pl.DataFrame,
-                             styles: dict[str, tuple[str, str, bool]]) -> Figure:
-    """Each algorithm's normalised score (best agent per experiment) against the
-    diameter, the value norm and the sum of reciprocal gaps of the test set, one panel
-    each."""
+                             styles: dict[str, tuple[str, str, bool]],
+                             score: str = "discounted") -> Figure:
+    """Each algorithm's normalised score (best agent per experiment) with its 95%
+    interval against the diameter, the value norm and the sum of reciprocal gaps of the
+    test set, one panel each."""
     from bbrlcore.report.problems import MEASURES
 
     s = scores.filter(pl.col("normalised_score").is_not_null())
@@ -223,14 +290,17 @@ def score_vs_hardness_figure(scores: pl.DataFrame,
         for fam in [f for f in styles if f in set(s["family"])]:
             g = s.filter(pl.col("family") == fam)
             col, mk, filled = styles[fam]
-            ax.plot(g[m].to_numpy(), g["normalised_score"].to_numpy(), mk, color=col,
-                    mfc=col if filled else "white", mec=col, ms=5, alpha=0.85, label=fam)
+            ax.errorbar(g[m].to_numpy(), g["normalised_score"].to_numpy(),
+                        yerr=_normalised_err(g), fmt=mk, color=col,
+                        mfc=col if filled else "white", mec=col, ms=5, lw=0.7, capsize=1.5,
+                        alpha=0.85, label=fam)
         ax.set_xlabel(label)
         xs = s[m].to_numpy().astype(float)
         if m == "suboptimality_gaps" and xs.size and (xs[np.isfinite(xs)] > 0).all():
             ax.set_xscale("log")  # sums of reciprocals span decades
         ax.grid(True, lw=0.4, alpha=0.5)
-    axes[0].set_ylabel("normalised score")
+    axes[0].set_ylabel(score_label("normalised score", score) + ", 95% interval",
+                       fontsize=8)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5),
                frameon=False)
@@ -239,28 +309,37 @@ def score_vs_hardness_figure(scores: pl.DataFrame,
 
 
 def score_vs_size_figure(ladder: pl.DataFrame,
-                         styles: dict[str, tuple[str, str, bool]]) -> Figure:
-    """One panel per ladder: each algorithm's normalised score against the size."""
+                         styles: dict[str, tuple[str, str, bool]],
+                         score: str = "discounted") -> Figure:
+    """One panel per ladder: each algorithm's normalised score with its 95% interval
+    against the size."""
     from bbrlcore.report.problems import ladders
 
     names = ladders(ladder)
     cols = 2 if len(names) > 1 else 1
     rows = max(1, -(-len(names) // cols))
+    # one y-range for every ladder: normalised scores compare across problems
     fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols + 2, 2.8 * rows), dpi=110,
-                             squeeze=False)
+                             squeeze=False, sharey=True)
     for k, name in enumerate(names):
         ax = axes[k // cols][k % cols]
         g = ladder.filter(pl.col("ladder") == name)
-        for fam in [f for f in styles if f in set(g["family"])]:
+        fams = [f for f in styles if f in set(g["family"])]
+        # the algorithms side by side at each size (dodged), so that their intervals show
+        width = float(g["size"].max() - g["size"].min()) or 1.0
+        for k, fam in enumerate(fams):
             h = g.filter(pl.col("family") == fam).sort("size")
             col, mk, filled = styles[fam]
             y = h["normalised_score"].to_numpy().astype(float)
-            ax.plot(h["size"].to_numpy(), y, "-" + mk if filled else "--" + mk, color=col,
-                    mfc=col if filled else "white", mec=col, ms=4, lw=1, label=fam)
+            dodge = (k - (len(fams) - 1) / 2) * 0.012 * width
+            ax.errorbar(h["size"].to_numpy() + dodge, y, yerr=_normalised_err(h),
+                        fmt="-" + mk if filled else "--" + mk, color=col,
+                        mfc=col if filled else "white", mec=col, ms=4, lw=1, capsize=1.5,
+                        label=fam)
         ax.set_title(name, fontsize=8)
         ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
         ax.set_xlabel("size", fontsize=8)
-        ax.set_ylabel("normalised score", fontsize=8)
+        ax.set_ylabel(score_label("normalised score", score), fontsize=7)
         ax.tick_params(labelsize=7)
         ax.grid(True, lw=0.4, alpha=0.5)
     for k in range(len(names), rows * cols):
@@ -296,7 +375,11 @@ def learning_curves_figure(table: pl.DataFrame, panels: list[tuple[str, str]],
                            ) -> Figure:
     """Learning curves with their bands (the ``curves`` table): one experiment of
     ``panels`` gives one row of the ``views``; several (a ladder) give a column per
-    experiment and a row per view (small multiples)."""
+    experiment and a row per view (small multiples), each row on one y-range so that the
+    sizes compare at a glance. The normalised score starts where it is defined (Optimal
+    has gained a tenth of its final lead over Random:
+    :data:`bbrlcore.analysis.curves.MIN_GAIN_FRACTION`), so the noise of the first steps
+    does not set the scale; the axes name the score."""
     from bbrlcore.report.interactive import curve_labels
 
     labels = curve_labels(score, short=True)
@@ -304,7 +387,7 @@ def learning_curves_figure(table: pl.DataFrame, panels: list[tuple[str, str]],
     single = n == 1
     nrows, ncols = (1, len(views)) if single else (len(views), n)
     fig, axes = plt.subplots(nrows, ncols, figsize=(3.6 * ncols + 1.8, 2.7 * nrows + 0.3),
-                             dpi=110, squeeze=False)
+                             dpi=110, squeeze=False, sharey=False if single else "row")
     for k, (exp, name) in enumerate(panels):
         g = table.filter(pl.col("experiment") == exp)
         fams = [f for f in styles if f in set(g["family"])]
@@ -358,7 +441,8 @@ def iqm_curves_figure(agg: pl.DataFrame, styles: dict[str, tuple[str, str, bool]
     return fig
 
 
-def improvement_matrix_figure(table: pl.DataFrame, order: list[str]) -> Figure:
+def improvement_matrix_figure(table: pl.DataFrame, order: list[str],
+                              score: str = "discounted") -> Figure:
     """P(X > Y) as a matrix (row X, column Y, the diagonal empty), each cell labelled."""
     n = len(order)
     cell = {(r["family_x"], r["family_y"]): r["probability"]
@@ -383,12 +467,13 @@ def improvement_matrix_figure(table: pl.DataFrame, order: list[str]) -> Figure:
     ax.set_yticklabels(order, fontsize=7)
     ax.set_xlabel("Y")
     ax.set_ylabel("X")
-    fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="P(X > Y)")
+    fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04,
+                 label=score_label("P(X > Y)", score))
     fig.tight_layout()
     return fig
 
 
-def versus_figure(v: pl.DataFrame) -> Figure:
+def versus_figure(v: pl.DataFrame, score: str = "discounted") -> Figure:
     """One algorithm against every other (the table of
     :func:`bbrlcore.analysis.aggregate.versus`): P(NAME > Y) with its interval per row,
     coloured by the verdict, the paired version hollow below it."""
@@ -413,8 +498,8 @@ def versus_figure(v: pl.DataFrame) -> Figure:
     ax.set_yticklabels(v["opponent"].to_list(), fontsize=8)
     ax.set_ylim(n - 0.5, -0.6)
     ax.set_xlim(-0.02, 1.02)
-    ax.set_xlabel(f"P({name} > Y): probability that {name} beats Y (0.5: no difference)",
-                  fontsize=8)
+    ax.set_xlabel(f"P({name} > Y): probability that {name} beats Y (0.5: no difference; "
+                  f"{SCORE_NAMES.get(score, score)})", fontsize=8)
     ax.grid(True, axis="x", lw=0.4, alpha=0.5)
     ax.legend(fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2,
               frameon=False)

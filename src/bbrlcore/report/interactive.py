@@ -124,15 +124,19 @@ MAP_WORSE = "within the bounds, not among the best: "
 
 
 def constraint_map(cmap: pl.DataFrame, title: str,
-                   styles: dict[str, tuple[str, str, bool]]) -> dict[str, Any]:
+                   styles: dict[str, tuple[str, str, bool]],
+                   score: str = "discounted") -> dict[str, Any]:
     """The time-constraint map as a grid, drawn from the table of
     :func:`bbrlcore.analysis.constraints.constraint_map` and nothing else.
 
-    A cell's colour (``z``) counts the families whose ``among_best`` is true in that cell
-    (the static figure's markers); hovering lists them, then the families whose best agent
+    Each cell shows the (short) names of the families whose ``among_best`` is true in it
+    (as the static figure: :func:`bbrlcore.report.figures.cell_lines`), its colour
+    (``z``) their number; hovering lists them in full, then the families whose best agent
     fits the bounds but is significantly worse than the reference. A cell where no agent
     fits (``family`` null) is a gap: ``z`` null, "no agent within these bounds".
     """
+    from bbrlcore.report.figures import SCORE_NAMES, cell_lines, map_cells
+
     best: dict[tuple[int, int], list[str]] = {}
     worse: dict[tuple[int, int], list[str]] = {}
     xb: dict[int, float] = {}
@@ -146,34 +150,47 @@ def constraint_map(cmap: pl.DataFrame, title: str,
         if r.get("family") is not None:
             (best if r["among_best"] else worse)[key].append(r["family"])
     xs, ys = sorted(xb), sorted(yb)
-    z, text = [], []
+    names = map_cells(cmap, styles)
+    most = max((len(v) for v in names.values()), default=1)
+    per_line = max(1, math.ceil(math.sqrt(most)))
+    z, hover, label = [], [], []
     for j in ys:
-        zr, tr = [], []
+        zr, tr, lr = [], [], []
         for i in xs:
             b, w = best.get((i, j), []), worse.get((i, j), [])
             if not b and not w:
                 zr.append(None)
                 tr.append(MAP_EMPTY)
+                lr.append("")
                 continue
             zr.append(len(b))
             tr.append(MAP_BEST + ", ".join(b)
                       + (f"<br>{MAP_WORSE}" + ", ".join(w) if w else ""))
+            lr.append("<br>".join(cell_lines(names.get((j, i), []), per_line)))
         z.append(zr)
-        text.append(tr)
+        hover.append(tr)
+        label.append(lr)
+    n_lines = max((len(t.split("<br>")) for row in label for t in row if t), default=1)
     return {
-        "data": [{"type": "heatmap", "z": z, "text": text,
+        "data": [{"type": "heatmap", "z": z, "text": label, "customdata": hover,
+                  "texttemplate": "%{text}", "textfont": {"size": 10, "color": "#111"},
                   "x": [_fmt(xb[i]) for i in xs], "y": [_fmt(yb[j]) for j in ys],
-                  "colorscale": "Blues", "reversescale": True, "zauto": False, "zmin": 0,
+                  # light colours: the names stay readable on every cell
+                  "colorscale": [[0.0, "#f7fbff"], [1.0, "#9ecae1"]], "zauto": False,
+                  "zmin": 0,
                   "zmax": max([v for row in z for v in row if v is not None], default=1),
-                  "showscale": True, "hoverongaps": False,
+                  "showscale": True, "hoverongaps": False, "xgap": 1, "ygap": 1,
                   "colorbar": {"title": {"text": "among the best"}, "dtick": 1},
-                  "hovertemplate": "offline ≤ %{y}, online/decision ≤ %{x}<br>%{text}"
-                                   "<extra></extra>"}],
-        "layout": {"title": {"text": f"time-constraint map, {title}", "font": {"size": 14}},
+                  "hovertemplate": "offline ≤ %{y}, online/decision ≤ %{x}<br>"
+                                   "%{customdata}<extra></extra>"}],
+        "layout": {"title": {"text": f"time-constraint map, {title}: among the best by the "
+                                     f"{SCORE_NAMES.get(score, score)}",
+                             "font": {"size": 14}},
                    "xaxis": {"title": {"text": "online time per decision bound"},
                              "type": "category"},
                    "yaxis": {"title": {"text": "offline time bound"}, "type": "category"},
-                   "height": 420, "margin": {"t": 50, "r": 10}},
+                   "height": max(420, 120 + len(ys) * (16 * n_lines + 14)),
+                   "margin": {"t": 50, "r": 10}},
     }
 
 
@@ -183,7 +200,8 @@ METRICS = {"iqm": "IQM", "median": "median", "mean": "mean",
 
 
 def aggregate_metrics(metrics: pl.DataFrame,
-                      styles: dict[str, tuple[str, str, bool]]) -> dict[str, Any]:
+                      styles: dict[str, tuple[str, str, bool]],
+                      score: str = "discounted") -> dict[str, Any]:
     """Each algorithm's aggregate normalised scores across experiments, one panel per
     metric, with their 95% stratified-bootstrap intervals."""
     traces = []
@@ -211,14 +229,16 @@ def aggregate_metrics(metrics: pl.DataFrame,
         axis = "" if k == 0 else str(k + 1)
         lo, hi = k / n + 0.02, (k + 1) / n - 0.02
         layout[f"xaxis{axis}"] = {"domain": [lo, hi], "anchor": f"y{axis}",
-                                  "title": {"text": f"{label} (normalised)"}}
+                                  "title": {"text": f"{label} (normalised, "
+                                                    f"{_score_name(score)})"}}
         layout[f"yaxis{axis}"] = {"anchor": f"x{axis}", "showticklabels": k == 0,
                                   "autorange": "reversed", "type": "category"}
     return {"data": traces, "layout": layout}
 
 
 def performance_profiles(profiles: pl.DataFrame,
-                         styles: dict[str, tuple[str, str, bool]]) -> dict[str, Any]:
+                         styles: dict[str, tuple[str, str, bool]],
+                         score: str = "discounted") -> dict[str, Any]:
     """Fraction of (experiment, test MDP) normalised scores above τ, per algorithm, with
     its 95% band."""
     traces = []
@@ -238,7 +258,8 @@ def performance_profiles(profiles: pl.DataFrame,
                        "hovertemplate": f"<b>{fam}</b><br>τ %{{x:.2f}}: %{{y:.3f}}"
                                         "<extra></extra>"})
     return {"data": traces, "layout": {
-        "xaxis": {"title": {"text": "normalised score τ (Random = 0, Optimal = 1)"}},
+        "xaxis": {"title": {"text": f"normalised score τ ({_score_name(score)}; Random = 0, "
+                                    "Optimal = 1)"}},
         "yaxis": {"title": {"text": "fraction of runs with score > τ"}, "range": [0, 1.02]},
         "height": 420, "margin": {"t": 30}, "legend": {"itemclick": "toggle"}}}
 
@@ -248,7 +269,8 @@ def performance_profiles(profiles: pl.DataFrame,
 VERDICT_COLOURS = {"better": "#1a7f37", "worse": "#c0392b", "unclear": "#7f7f7f"}
 
 
-def improvement(table: pl.DataFrame, order: list[str] | None = None) -> dict[str, Any]:
+def improvement(table: pl.DataFrame, order: list[str] | None = None,
+                score: str = "discounted") -> dict[str, Any]:
     """P(X > Y) as a matrix: row X, column Y (``order``: the families' order, default
     their order in ``table``), the cell's colour and label the probability (0.5: no
     difference; blue above, red below), its hover the 95% interval and the paired version
@@ -288,11 +310,12 @@ def improvement(table: pl.DataFrame, order: list[str] | None = None) -> dict[str
                    "yaxis": {"type": "category", "autorange": "reversed"},
                    "height": 170 + 30 * n + 6 * width,
                    "margin": {"t": 30, "l": 40 + 7 * width, "b": 60 + 6 * width},
-                   "title": {"text": "probability of improvement P(X > Y): row X, column Y",
+                   "title": {"text": "probability of improvement P(X > Y): row X, column Y "
+                                     f"({_score_name(score)})",
                              "font": {"size": 13}, "x": 0.0, "xanchor": "left"}}}
 
 
-def versus(v: pl.DataFrame) -> dict[str, Any]:
+def versus(v: pl.DataFrame, score: str = "discounted") -> dict[str, Any]:
     """One algorithm against every other (the table of
     :func:`bbrlcore.analysis.aggregate.versus`, in its order): a row per opponent Y with
     P(NAME > Y) and its 95% interval (filled circle, coloured by the verdict of
@@ -349,7 +372,8 @@ def versus(v: pl.DataFrame) -> dict[str, Any]:
     return {"data": traces, "layout": {
         "title": {"text": f"{name} against every other algorithm: P({name} > Y)",
                   "font": {"size": 14}, "x": 0.0, "xanchor": "left"},
-        "xaxis": {"title": {"text": f"probability that {name} beats Y (0.5: no difference)"},
+        "xaxis": {"title": {"text": f"probability that {name} beats Y (0.5: no difference; "
+                                    f"normalised {_score_name(score)})"},
                   "range": [-0.02, 1.02], "dtick": 0.1, "zeroline": False},
         "yaxis": {"tickvals": ys, "ticktext": opp, "range": [len(opp) - 0.4, -0.6],
                   "zeroline": False},
@@ -360,6 +384,12 @@ def versus(v: pl.DataFrame) -> dict[str, Any]:
                    "yanchor": "top"},
         "height": 150 + 34 * len(opp),
         "margin": {"t": 60, "l": 30 + 7 * width, "r": 130, "b": 90}}}
+
+
+def _score_name(score: str) -> str:
+    from bbrlcore.report.figures import SCORE_NAMES
+
+    return SCORE_NAMES.get(score, score)
 
 
 def _rgba(hex_colour: str, alpha: float) -> str:
@@ -448,11 +478,20 @@ def _log_buttons() -> list[dict[str, Any]]:
                   "args": [{"xaxis.type": "log", "yaxis.type": "log"}]}]}]
 
 
+def _normalised_error(g: pl.DataFrame) -> dict[str, Any]:
+    """Plotly error bars of the 95% intervals of ``g``'s normalised scores."""
+    y = g["normalised_score"].to_list()
+    return {"type": "data", "symmetric": False, "thickness": 1, "width": 2,
+            "array": [_gap(h, v) for h, v in zip(g["normalised_high"], y, strict=True)],
+            "arrayminus": [_gap(v, lo) for lo, v in zip(g["normalised_low"], y, strict=True)]}
+
+
 def score_vs_hardness(scores: pl.DataFrame,
-                      styles: dict[str, tuple[str, str, bool]]) -> dict[str, Any]:
-    """Each algorithm's normalised score (its best agent per experiment) against a
-    hardness measure of the experiment's test set; buttons switch the measure (diameter,
-    value norm, gaps) and the axis scale (the table of
+                      styles: dict[str, tuple[str, str, bool]],
+                      score: str = "discounted") -> dict[str, Any]:
+    """Each algorithm's normalised score (its best agent per experiment) with its 95%
+    interval against a hardness measure of the experiment's test set; buttons switch the
+    measure (diameter, value norm, gaps) and the axis scale (the table of
     :func:`bbrlcore.report.problems.score_table`)."""
     from bbrlcore.report.problems import MEASURES
 
@@ -467,10 +506,13 @@ def score_vs_hardness(scores: pl.DataFrame,
             "type": "scatter", "mode": "markers", "name": fam,
             "x": g["diameter"].to_list(), "y": g["normalised_score"].to_list(),
             "marker": _marker(styles[fam]),
-            "customdata": [[r["experiment"], r["agent"], r["prior_kind"]]
+            "error_y": {**_normalised_error(g), "color": styles[fam][0]},
+            "customdata": [[r["experiment"], r["agent"], r["prior_kind"],
+                            _num(r["normalised_low"]), _num(r["normalised_high"])]
                            for r in g.iter_rows(named=True)],
             "hovertemplate": "<b>%{customdata[0]}</b> (%{customdata[2]} prior)<br>"
-                             "%{customdata[1]}<br>normalised score %{y:.3f}<br>x %{x:.4g}"
+                             "%{customdata[1]}<br>normalised score %{y:.3f} "
+                             "[%{customdata[3]:.3f}, %{customdata[4]:.3f}]<br>x %{x:.4g}"
                              f"<extra>{fam}</extra>"})
     measure_menu = {
         "type": "buttons", "direction": "right", "x": 0.0, "xanchor": "left", "y": 1.02,
@@ -481,17 +523,20 @@ def score_vs_hardness(scores: pl.DataFrame,
                     for m, label in MEASURES.items()]}
     return {"data": traces, "layout": {
         "xaxis": {"title": {"text": MEASURES["diameter"]}},
-        "yaxis": {"title": {"text": "normalised score (Random = 0, Optimal = 1)"}},
+        "yaxis": {"title": {"text": f"normalised score ({_score_name(score)}; Random = 0, "
+                                    "Optimal = 1), 95% interval"}},
         "updatemenus": [measure_menu, *_log_buttons()], "height": 480,
         "margin": {"t": 50, "r": 10},
         "legend": {"itemclick": "toggle", "itemdoubleclick": "toggleothers"}}}
 
 
 def score_vs_size(ladder: pl.DataFrame,
-                  styles: dict[str, tuple[str, str, bool]]) -> dict[str, Any]:
+                  styles: dict[str, tuple[str, str, bool]],
+                  score: str = "discounted") -> dict[str, Any]:
     """Along each ladder (a problem, a setting, a kind of prior): each algorithm's
-    normalised score against the size, one panel per ladder, two panels a row (the table
-    of :func:`bbrlcore.report.problems.ladder_table`)."""
+    normalised score with its 95% interval against the size, one panel per ladder, two
+    panels a row, all on one y-range (the table of
+    :func:`bbrlcore.report.problems.ladder_table`)."""
     from bbrlcore.report.problems import ladders
 
     names = ladders(ladder)
@@ -513,7 +558,10 @@ def score_vs_size(ladder: pl.DataFrame,
                                   "title": {"text": "size", "font": {"size": 10},
                                             "standoff": 4}}
         layout[f"yaxis{axis}"] = {"domain": [y0, y1], "anchor": f"x{axis}",
-                                  "title": {"text": "normalised score", "font": {"size": 10}}}
+                                  "title": {"text": f"normalised score ({_score_name(score)})",
+                                            "font": {"size": 10}}}
+        if k:
+            layout[f"yaxis{axis}"]["matches"] = "y"
         layout["annotations"].append({
             "text": f"<b>{name}</b>", "showarrow": False, "xref": "paper", "yref": "paper",
             "x": (x0 + x1) / 2, "y": y1, "xanchor": "center", "yanchor": "bottom",
@@ -526,12 +574,15 @@ def score_vs_size(ladder: pl.DataFrame,
                 "type": "scatter", "mode": "lines+markers", "name": fam,
                 "legendgroup": fam, "showlegend": fam not in shown,
                 "x": h["size"].to_list(), "y": h["normalised_score"].to_list(),
+                "error_y": {**_normalised_error(h), "color": colour},
                 "xaxis": f"x{axis}", "yaxis": f"y{axis}", "marker": _marker(styles[fam]),
                 "line": {"color": colour, "width": 1.5,
                          "dash": "dash" if fam.endswith("(compat)") else "solid"},
-                "customdata": [[r["experiment"], r["agent"]] for r in h.iter_rows(named=True)],
+                "customdata": [[r["experiment"], r["agent"], _num(r["normalised_low"]),
+                                _num(r["normalised_high"])] for r in h.iter_rows(named=True)],
                 "hovertemplate": "<b>%{customdata[0]}</b><br>%{customdata[1]}<br>size %{x}: "
-                                 f"%{{y:.3f}}<extra>{fam}</extra>"})
+                                 "%{y:.3f} [%{customdata[2]:.3f}, %{customdata[3]:.3f}]"
+                                 f"<extra>{fam}</extra>"})
             shown.add(fam)
     return {"data": traces, "layout": layout}
 
@@ -546,13 +597,18 @@ CURVE_VIEWS = {"cumulative": "cumulative reward", "normalised": "normalised scor
 
 
 def curve_labels(score: str, short: bool = False) -> dict[str, str]:
-    """The y-axis label of each view of :data:`CURVE_VIEWS` for ``score`` (``short``: for
-    small panels, without the details)."""
-    if short:
-        return {"cumulative": "mean cumulative reward", "normalised": "normalised score",
-                "regret": "cumulative regret"}
+    """The y-axis label of each view of :data:`CURVE_VIEWS` for ``score``, which every
+    view names (``short``: for small panels, without the details).
+
+    >>> curve_labels("undiscounted", short=True)["cumulative"]
+    'mean sum of rewards so far'
+    """
     acc = "discounted" if score == "discounted" else "sum of rewards"
-    return {"cumulative": "mean cumulative reward (sum of rewards)",
+    so_far = "discounted return so far" if score == "discounted" else "sum of rewards so far"
+    if short:
+        return {"cumulative": f"mean {so_far}", "normalised": f"normalised score ({acc})",
+                "regret": f"cumulative regret ({acc})"}
+    return {"cumulative": f"mean {so_far} (cumulative reward)",
             "normalised": f"normalised score ({acc}; Random = 0, Optimal = 1 at each t)",
             "regret": f"cumulative regret against Optimal ({acc})"}
 
@@ -578,7 +634,8 @@ def learning_curves(table: pl.DataFrame, panels: list[tuple[str, str]],
                     view: str = "cumulative", title: str | None = None) -> dict[str, Any]:
     """Learning curves of each family's best agent and Optimal, one panel per experiment
     of ``panels`` (``(experiment, panel title)``; several: small multiples, up to four a
-    row), from the ``curves`` table of :func:`bbrlcore.analysis.curves.curves`: each
+    row, on one y-range), from the ``curves`` table of
+    :func:`bbrlcore.analysis.curves.curves`: each
     family a line with its paired bootstrap band (clicking the legend hides or shows it
     in every panel); buttons switch the view (:data:`CURVE_VIEWS`: mean cumulative reward,
     normalised score, cumulative regret against Optimal), ``view`` is the first shown.
@@ -646,6 +703,8 @@ def learning_curves(table: pl.DataFrame, panels: list[tuple[str, str]],
             tr[key] = views[view][key][i]
     axes = [f"yaxis{'' if k == 0 else k + 1}" for k in range(n)]
     first_col = [a for k, a in enumerate(axes) if k % cols == 0]
+    for a in axes[1:]:  # small multiples on one y-range (whichever view is shown)
+        layout[a]["matches"] = "y"
 
     def titles(v: str) -> dict[str, Any]:
         return {f"{a}.title.text": labels[v] if a in first_col else "" for a in axes}

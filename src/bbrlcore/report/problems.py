@@ -18,7 +18,9 @@ Three tables (written under ``data/``, drawn by :mod:`bbrlcore.report.figures` a
   their ``*_q05``/``*_q95``, and ``experiments`` (their names, comma-separated);
 * :func:`score_table`: one row per experiment × algorithm: ``experiment, test, prior,
   prior_kind, problem, size, setting, ladder, family`` (the algorithm as the report names
-  it), ``agent`` (its best), ``mean, normalised_score`` and the test set's hardness;
+  it), ``agent`` (its best), ``mean, normalised_score`` with its 95% interval
+  ``normalised_low, normalised_high`` (the summary's mean ± 1.96·s/√N, normalised by the
+  experiment's Random and Optimal means) and the test set's hardness;
 * :func:`ladder_table`: the rows of :func:`score_table` on a ladder of at least two
   sizes, sorted by ladder, algorithm and size.
 """
@@ -55,6 +57,35 @@ def problem_of(test: str) -> dict[str, Any]:
     setting = ", ".join(f"{p.name}={fmt(params[p.name])}" for p in spec.params
                         if p.name != "size" and params[p.name] != p.default)
     return {"problem": spec.display, "size": params.get("size"), "setting": setting}
+
+
+def test_order(tests: list[str]) -> list[str]:
+    """Test distributions in reading order: the paper's (GC, GDL, Grid, then UGC, UGDL,
+    UGrid), then other distributions (a file of one's own) as given, then each problem
+    family's by its name, its other parameters (as numbers, not as text) and its size, so
+    that RiverSwim-6 comes before RiverSwim-12 (:func:`bbrlcore.mdp.families.parse_name`
+    reads the names back).
+
+    >>> test_order(["RiverSwim-12", "GC", "RiverSwim-6-prand0.1", "RiverSwim-6", "DeepSea-5"])
+    ['GC', 'DeepSea-5', 'RiverSwim-6', 'RiverSwim-12', 'RiverSwim-6-prand0.1']
+    """
+    from bbrlcore.mdp.families import parse_name
+
+    paper = {n: i for i, n in enumerate(["GC", "GDL", "Grid", "UGC", "UGDL", "UGrid"])}
+
+    def key(item: tuple[int, str]) -> tuple[Any, ...]:
+        k, test = item
+        if test in paper:
+            return (0, paper[test])
+        parsed = parse_name(test)
+        if parsed is None:
+            return (1, k)
+        spec, params, uniform = parsed
+        others = tuple((str(type(v).__name__), v) for name, v in
+                       ((q.name, params[q.name]) for q in spec.params) if name != "size")
+        return (2, spec.display, others, bool(uniform), params.get("size") or 0, test)
+
+    return [t for _, t in sorted(enumerate(dict.fromkeys(tests)), key=key)]
 
 
 def prior_kind(test: str, prior: str) -> str:
@@ -108,6 +139,7 @@ _SCORE_SCHEMA = {"experiment": pl.Utf8, "test": pl.Utf8, "prior": pl.Utf8,
                  "prior_kind": pl.Utf8, "problem": pl.Utf8, "size": pl.Int64,
                  "setting": pl.Utf8, "ladder": pl.Utf8, "family": pl.Utf8, "agent": pl.Utf8,
                  "mean": pl.Float64, "normalised_score": pl.Float64,
+                 "normalised_low": pl.Float64, "normalised_high": pl.Float64,
                  "diameter": pl.Float64, "value_norm": pl.Float64,
                  "suboptimality_gaps": pl.Float64}
 
@@ -117,17 +149,30 @@ def score_table(summary: pl.DataFrame, hmap: pl.DataFrame,
     """Each algorithm's best agent (highest mean) per experiment whose test set is in
     ``hmap``, with its normalised score and the test set's hardness; ``summary`` carries
     the report's ``family`` column, ``families`` their order (module docstring)."""
+    from bbrlcore.analysis.results import normalising_means
+
     hard = {r["test"]: r for r in hmap.iter_rows(named=True)}
     rank = {f: i for i, f in enumerate(families)}
+    score = str(summary["score"][0]) if "score" in summary.columns and summary.height \
+        else "discounted"
+    means = {r["experiment"]: r for r in
+             normalising_means(summary, score).iter_rows(named=True)}
     rows = []
     for r in summary.sort(["experiment", "mean"], descending=[False, True]).iter_rows(
             named=True):
         h = hard.get(r["test"])
         if h is None:
             continue
+        ref = means.get(r["experiment"])
+        low = high = None
+        if r["normalised_score"] is not None and ref is not None:
+            span = ref["optimal_mean"] - ref["random_mean"]
+            low = (r["ci_low"] - ref["random_mean"]) / span
+            high = (r["ci_high"] - ref["random_mean"]) / span
         rows.append({"experiment": r["experiment"], "test": r["test"], "prior": r["prior"],
                      "family": r["family"], "agent": r["agent"], "mean": r["mean"],
                      "normalised_score": r["normalised_score"],
+                     "normalised_low": low, "normalised_high": high,
                      "prior_kind": prior_kind(r["test"], r["prior"]),
                      "problem": h["problem"], "size": h["size"], "setting": h["setting"],
                      "diameter": h["diameter"], "value_norm": h["value_norm"],

@@ -56,10 +56,19 @@ from bbrlcore.mdp.families import (
     sixarms,
     taxi,
 )
-from bbrlcore.mdp.families._base import Family, FamilyDistribution, Param, Problem, support
+from bbrlcore.mdp.families._base import (
+    Family,
+    FamilyDistribution,
+    Param,
+    Problem,
+    Rewards,
+    support,
+    support_keys,
+)
 
-__all__ = ["FAMILIES", "Family", "FamilyDistribution", "Param", "Problem", "accurate_prior",
-           "from_dict", "from_name", "get_family", "make", "parse_name", "support"]
+__all__ = ["FAMILIES", "Family", "FamilyDistribution", "Param", "Problem", "Rewards",
+           "accurate_prior", "from_dict", "from_name", "get_family", "make", "parse_name",
+           "support", "support_keys"]
 
 #: Every family, by id.
 FAMILIES: dict[str, Family] = {

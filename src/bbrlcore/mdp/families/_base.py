@@ -66,6 +66,19 @@ Priors
   one pseudo-draw uniform on the support (so :math:`\theta > 0` exactly on
   :func:`support`), a deterministic Monte-Carlo estimate.
 
+Storage
+-------
+A family builds nothing dense: its kernels, support (:func:`support_keys`), rewards
+(:class:`Rewards`), moments and priors live on the transitions that exist (flat indices
+``(x·nU + u)·nX + y``), in the arithmetic of the dense arrays they replace (the same
+values, bit for bit); a :class:`Problem` builds its test distribution and the values of
+its priors (:meth:`FDMDistribution.lazy`) when first read. The dense views
+(``reward``, :meth:`~FamilyDistribution.mean_model`, :meth:`~FamilyDistribution.support`,
+a prior's ``theta``) are for small instances; the size limit (``MAX_ENTRIES``) keeps them
+possible. A reward is stored on the transitions that can happen and, where the published
+problem pays it so, a few beside them (RiverSwim's last state pays its right move
+whatever the successor).
+
 Examples
 --------
 >>> from bbrlcore.mdp.families import make
@@ -82,16 +95,25 @@ Examples
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from bbrlcore.errors import BBRLError
-from bbrlcore.mdp.distributions import MAX_ENTRIES, FDMDistribution
-from bbrlcore.mdp.rows import Layout, gather, layout_of
+from bbrlcore.mdp import rows
+from bbrlcore.mdp.distributions import (
+    CHUNK_ENTRIES,
+    MAX_ENTRIES,
+    FDMDistribution,
+    check_concentration,
+)
+from bbrlcore.mdp.rows import Layout
 from bbrlcore.seeds import id_hash64
 
 #: Range of a family's ``concentration``: above, a row's total nears FDM's 1e15 limit;
@@ -368,7 +390,12 @@ class Problem:
         The test distribution's names.
     test
         The test distribution: an :class:`FDMDistribution` (fixed structure) or a
-        :class:`FamilyDistribution` (drawn structure).
+        :class:`FamilyDistribution` (drawn structure), built when first asked for.
+
+    Nothing is built until it is needed: a configuration's ladder of problems is checked
+    from the parameters (names, sizes), and a prior's values
+    (:meth:`FDMDistribution.lazy`) are computed when an agent or the cost model reads
+    them.
 
     Examples
     --------
@@ -385,15 +412,25 @@ class Problem:
         self.family = spec.name
         self.params = dict(params)
         self.short_name, self.name = spec.names(params)
-        self.test = spec.build(dict(params), self.short_name, self.name)
+        self.n_states, self.n_actions = (int(v) for v in spec.shape(self.params))
         self._priors: dict[str, FDMDistribution] = {}
 
     def __repr__(self) -> str:
         return f"Problem({self.short_name!r})"
 
+    @cached_property
+    def test(self) -> Any:
+        """The test distribution (built on first use)."""
+        return self.spec.build(dict(self.params), self.short_name, self.name)
+
+    @property
+    def initial_state(self) -> int:
+        return int(self.test.initial_state)
+
     def prior(self, kind: str) -> FDMDistribution:
         """The ``"accurate"`` prior (named like the test distribution) or the
-        ``"uniform"`` one (named ``U`` + the test's short name)."""
+        ``"uniform"`` one (named ``U`` + the test's short name); its values are computed
+        when first read (:meth:`FDMDistribution.lazy`)."""
         if kind not in PRIOR_KINDS:
             raise BBRLError(f"prior kind {kind!r}: must be one of {', '.join(PRIOR_KINDS)}")
         if kind not in self._priors:
@@ -401,18 +438,37 @@ class Problem:
             if kind == "accurate":
                 d = t if isinstance(t, FDMDistribution) else t.accurate_prior()
             else:
-                sup = (np.ones((t.n_states, t.n_actions, t.n_states), dtype=bool)
-                       if self.spec.paper else support(t))
-                d = FDMDistribution("Uniform " + t.name, "U" + t.short_name,
-                                    sup.astype(np.float64), np.array(t.reward),
-                                    t.initial_state)
+                d = FDMDistribution.lazy(
+                    "Uniform " + t.name, "U" + t.short_name, t.n_states, t.n_actions,
+                    t.initial_state, lambda: uniform_prior(t, self.spec.paper),
+                    None if self.spec.paper else (lambda: t.support_layout))
             self._priors[kind] = d
         return self._priors[kind]
 
 
+def uniform_prior(test: Any, every: bool = False) -> FDMDistribution:
+    """The uniform prior of a test distribution: one pseudo-count on each transition of
+    its support (on every transition when ``every``: the paper's UGC, UGDL, UGrid), its
+    rewards, named ``U`` + its short name."""
+    nX, nU = test.n_states, test.n_actions
+    rk, rv = reward_entries(test)
+    if every:
+        keys = np.arange(nX * nU * nX, dtype=np.int64)
+    else:
+        keys = support_keys(test)
+    allk = np.union1d(keys, rk)
+    theta = np.zeros(allk.size)
+    theta[np.searchsorted(allk, keys)] = 1.0
+    reward = np.zeros(allk.size)
+    reward[np.searchsorted(allk, rk)] = rv
+    return FDMDistribution.from_entries("Uniform " + test.name, "U" + test.short_name, nX, nU,
+                                        allk, theta, reward, test.initial_state)
+
+
 def support(dist: Any) -> np.ndarray:
     """Boolean (nX, nU, nX): the transitions some MDP drawn from ``dist`` can have
-    (``theta > 0`` for an FDM).
+    (``theta > 0`` for an FDM); dense, for small problems (:func:`support_keys` is the
+    same without the dense array).
 
     >>> from bbrlcore.mdp.distributions import builtin
     >>> int(support(builtin("GC")).sum())
@@ -421,6 +477,127 @@ def support(dist: Any) -> np.ndarray:
     if isinstance(dist, FDMDistribution):
         return dist.theta > 0
     return dist.support()
+
+
+def support_keys(dist: Any) -> np.ndarray:
+    """The flat indices ``(x·nU + u)·nX + y`` of :func:`support`'s transitions, increasing.
+
+    >>> from bbrlcore.mdp.distributions import builtin
+    >>> support_keys(builtin("GC"))[:4].tolist()
+    [0, 1, 5, 6]
+    """
+    if isinstance(dist, FDMDistribution):
+        e = dist.entry_keys
+        return e[np.asarray(dist._data.theta) > 0]
+    return dist.support_keys()
+
+
+def reward_entries(dist: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The non-zero mean rewards of a test distribution: flat indices (increasing) and
+    values (an FDM's stored rewards; a family's :class:`Rewards`)."""
+    if isinstance(dist, FDMDistribution):
+        e = dist._data
+        nz = e.reward != 0
+        return e.keys[nz], e.reward[nz]
+    r = dist.rewards
+    return r.keys, r.values
+
+
+# ---------------------------------------------------------------------------------------
+# Rewards
+
+
+@dataclass(frozen=True, eq=False)
+class Rewards:
+    """A reward function of the transitions (x, u, y), sparse: its non-zero values
+    ``values`` at the flat indices ``keys`` (``(x·nU + u)·nX + y``, increasing); every
+    other transition pays 0. A family gives its rewards on the transitions that can
+    happen, and (where the published problem pays them so) on a few beside them.
+
+    >>> r = Rewards.assign(2, 1, (0, 0, [0, 1], 1.0), (0, 0, 1, 5.0))
+    >>> r.keys.tolist(), r.values.tolist(), r.dense()[0, 0].tolist()
+    ([0, 1], [1.0, 5.0], [1.0, 5.0])
+    """
+
+    n_states: int
+    n_actions: int
+    keys: np.ndarray
+    values: np.ndarray
+
+    @classmethod
+    def assign(cls, n_states: int, n_actions: int, *parts: tuple[Any, Any, Any, Any]
+               ) -> Rewards:
+        """The rewards of ``R[x, u, y] = v`` for each part ``(x, u, y, v)`` in turn
+        (broadcast index arrays; a later part overrides an earlier one), from all zeros."""
+        nX, nU = int(n_states), int(n_actions)
+        ks, vs = [], []
+        for x, u, y, v in parts:
+            x, u, y, v = np.broadcast_arrays(np.asarray(x, np.int64), np.asarray(u, np.int64),
+                                             np.asarray(y, np.int64),
+                                             np.asarray(v, np.float64))
+            ks.append(((x * nU + u) * nX + y).reshape(-1))
+            vs.append(v.reshape(-1))
+        k = np.concatenate(ks) if ks else np.zeros(0, np.int64)
+        v = np.concatenate(vs) if vs else np.zeros(0)
+        # the last assignment of each transition: the first in reversed order
+        uniq, first = np.unique(k[::-1], return_index=True)
+        vals = v[::-1][first]
+        keep = vals != 0
+        return cls(nX, nU, uniq[keep], vals[keep])
+
+    @classmethod
+    def on_keys(cls, n_states: int, n_actions: int, keys: np.ndarray,
+                values: np.ndarray) -> Rewards:
+        """The rewards ``values`` at ``keys`` (increasing), zeros dropped."""
+        keys = np.asarray(keys, np.int64)
+        values = np.asarray(values, np.float64)
+        keep = values != 0
+        return cls(int(n_states), int(n_actions), keys[keep], values[keep])
+
+    def at(self, keys: np.ndarray) -> np.ndarray:
+        """The rewards of the transitions ``keys`` (0 where none is given)."""
+        keys = np.asarray(keys, np.int64)
+        if self.keys.size == 0:
+            return np.zeros(keys.size)
+        pos = np.minimum(np.searchsorted(self.keys, keys), self.keys.size - 1)
+        return np.where(self.keys[pos] == keys, self.values[pos], 0.0)
+
+    def extreme(self, fn: Callable[..., Any]) -> float:
+        """``fn`` (np.min, np.max) over every transition's reward."""
+        total = self.n_states * self.n_actions * self.n_states
+        if self.values.size < total:
+            return float(fn(self.values, initial=0.0))
+        return float(fn(self.values))
+
+    def dense(self) -> np.ndarray:
+        """The (nX, nU, nX) array (small problems)."""
+        nX, nU = self.n_states, self.n_actions
+        R = np.zeros(nX * nU * nX)
+        R[self.keys] = self.values
+        return R.reshape(nX, nU, nX)
+
+
+def transition_keys(n_states: int, n_actions: int, *parts: tuple[Any, Any, Any]
+                    ) -> np.ndarray:
+    """The flat indices ``(x·nU + u)·nX + y`` (increasing, each once) of the transitions
+    ``(x, u, y)`` of each part (broadcast index arrays).
+
+    >>> transition_keys(3, 2, (0, [0, 1], 2), (1, 0, 1)).tolist()
+    [2, 5, 7]
+    """
+    return Rewards.assign(n_states, n_actions, *((x, u, y, 1.0) for x, u, y in parts)).keys
+
+
+def paper_family(name: str, short_name: str, n_states: int, n_actions: int,
+                 allowed: np.ndarray, rewards: Rewards,
+                 concentration: float) -> FDMDistribution:
+    """A paper family's test distribution (GC, GDL, Grid): ``concentration`` on each
+    allowed transition (flat indices), and the rewards."""
+    keys = np.union1d(allowed, rewards.keys)
+    theta = np.zeros(keys.size)
+    theta[np.searchsorted(keys, allowed)] = float(concentration)
+    return FDMDistribution.from_entries(name, short_name, n_states, n_actions, keys, theta,
+                                        rewards.at(keys), 0)
 
 
 # ---------------------------------------------------------------------------------------
@@ -474,12 +651,22 @@ def dense(kernel: Kernel) -> np.ndarray:
 
 
 def centred(params: Mapping[str, Any], short_name: str, name: str, kernel: Kernel,
-            reward: np.ndarray, initial_state: int = 0) -> FDMDistribution:
+            rewards: Rewards, initial_state: int = 0) -> FDMDistribution:
     """The test distribution of a fixed-structure family: the FDM centred on the kernel
-    with ``p_rand`` and ``p_lazy`` applied, ``theta = concentration · P``."""
-    P = dense(controlled(kernel, params.get("p_rand", 0.0), params.get("p_lazy", 0.0)))
-    return FDMDistribution.centred_on(name, short_name, P, reward,
-                                      float(params["concentration"]), initial_state)
+    with ``p_rand`` and ``p_lazy`` applied, ``theta = concentration · P``
+    (:meth:`FDMDistribution.centred_on`, without the dense array), and its rewards."""
+    nX, nU, _ = kernel[0].shape
+    key, val = merged(controlled(kernel, params.get("p_rand", 0.0), params.get("p_lazy", 0.0)),
+                      nX)
+    c = check_concentration(float(params["concentration"]), short_name)
+    sums = np.bincount(key // nX, weights=val, minlength=nX * nU)
+    if not np.allclose(sums, 1.0, atol=1e-9):
+        raise AssertionError(f"{short_name}: the nominal kernel's rows do not sum to one")
+    keys = np.union1d(key, rewards.keys)
+    theta = np.zeros(keys.size)
+    theta[np.searchsorted(keys, key)] = c * val
+    return FDMDistribution.from_entries(name, short_name, nX, nU, keys, theta,
+                                        rewards.at(keys), initial_state)
 
 
 def dirichlet_rows(rng: np.random.Generator, key: np.ndarray, val: np.ndarray,
@@ -510,20 +697,39 @@ def dirichlet_values(rng: np.random.Generator, key: np.ndarray, val: np.ndarray,
 
 
 class Moments:
-    """Accumulates, per row, the mean ``m`` (nX, nU, nX) and ``s2`` = E[Σ_y P(y)²]
-    (nX, nU) of a mixture of kernels (for the accurate prior)."""
+    """Accumulates, per row, the mean ``m`` and ``s2`` = E[Σ_y P(y)²] (nX, nU) of a
+    mixture of kernels (for the accurate prior); ``m`` is kept on the transitions the
+    kernels have (sparse), in the arithmetic of a dense (nX, nU, nX) array. Given the
+    transitions every kernel stays within (``support``, flat indices), it adds a kernel
+    in one compiled pass (Monte-Carlo moments: thousands of kernels)."""
 
-    def __init__(self, nX: int, nU: int) -> None:
+    def __init__(self, nX: int, nU: int, support: np.ndarray | None = None) -> None:
         self.nX, self.nU = nX, nU
-        self.m = np.zeros(nX * nU * nX)
+        self.fixed = support is not None
+        self.keys = (np.zeros(0, dtype=np.int64) if support is None
+                     else np.asarray(support, dtype=np.int64))
+        self.m = np.zeros(self.keys.size)
         self.s2 = np.zeros(nX * nU)
+        self.indptr = np.zeros(nX * nU + 1, dtype=np.int64)
+        if support is not None:
+            np.cumsum(np.bincount(self.keys // nX, minlength=nX * nU), out=self.indptr[1:])
 
     def add(self, kernel: Kernel, weight: float | np.ndarray,
             states: np.ndarray | None = None) -> None:
         """Add ``weight`` × the (controlled) kernel; ``weight`` per state (array over
         ``states``, or over all states) or one number; ``states`` as in :func:`merged`."""
-        key, val = merged(kernel, self.nX, states)
-        self.add_flat(key, val, weight, states)
+        if not self.fixed:
+            key, val = merged(kernel, self.nX, states)
+            self.add_flat(key, val, weight, states)
+            return
+        succ, prob = kernel
+        n = succ.shape[0]
+        xs = np.arange(n, dtype=np.int64) if states is None else np.asarray(states, np.int64)
+        w = np.broadcast_to(np.asarray(weight, dtype=np.float64), (n,)).copy()
+        if _add_kernel(np.ascontiguousarray(succ, dtype=np.int64),
+                       np.ascontiguousarray(prob, dtype=np.float64), xs, w, self.keys,
+                       self.indptr, self.nX, self.m, self.s2) < 0:
+            raise AssertionError("Moments.add: a transition outside the given support")
 
     def add_flat(self, key: np.ndarray, val: np.ndarray, weight: float | np.ndarray,
                  states: np.ndarray | None = None) -> None:
@@ -537,28 +743,123 @@ class Moments:
             w = w[row // self.nU]
         else:
             w = float(weight)
-        self.m[key] += w * val
+        pos = np.searchsorted(self.keys, key)
+        known = pos < self.keys.size
+        known[known] = self.keys[pos[known]] == key[known]
+        if not known.all():  # new transitions join the accumulator (zero so far)
+            if self.fixed:
+                raise AssertionError("Moments.add_flat: a transition outside the support")
+            keys = np.union1d(self.keys, key)
+            m = np.zeros(keys.size)
+            m[np.searchsorted(keys, self.keys)] = self.m
+            self.keys, self.m = keys, m
+            pos = np.searchsorted(keys, key)
+        self.m[pos] += w * val
         self.s2 += np.bincount(row, weights=w * val * val, minlength=self.nX * self.nU)
 
-    def result(self) -> tuple[np.ndarray, np.ndarray]:
-        return (self.m.reshape(self.nX, self.nU, self.nX),
-                self.s2.reshape(self.nX, self.nU))
+    def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(keys, m, s2)``: the transitions seen (flat indices, increasing), the mean on
+        them, and ``s2`` (nX, nU)."""
+        return self.keys, self.m, self.s2.reshape(self.nX, self.nU)
+
+    def dense(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(m, s2)`` with ``m`` as a dense (nX, nU, nX) array (small problems)."""
+        m = np.zeros(self.nX * self.nU * self.nX)
+        m[self.keys] = self.m
+        return m.reshape(self.nX, self.nU, self.nX), self.s2.reshape(self.nX, self.nU)
+
+
+@njit(cache=True, error_model="numpy")
+def _add_kernel(succ, prob, xs, w, keys, indptr, n_states, m, s2):
+    """:meth:`Moments.add` on a fixed support, in :func:`merged`'s and
+    :meth:`Moments.add_flat`'s arithmetic: each row's probabilities summed per successor
+    in the kernel's order, then per successor in increasing order ``m += w·val`` and the
+    row's ``Σ (w·val)·val`` added to ``s2``. -1 if a transition is not in ``keys`` (whose
+    row ``r`` is ``keys[indptr[r]:indptr[r + 1]]``)."""
+    n, nU, K = succ.shape
+    ys = np.empty(K, dtype=np.int64)
+    vs = np.empty(K)
+    for i in range(n):
+        x = xs[i]
+        for u in range(nU):
+            cnt = 0
+            for k in range(K):
+                p = prob[i, u, k]
+                if p > 0:
+                    y = succ[i, u, k]
+                    j = 0
+                    while j < cnt and ys[j] != y:
+                        j += 1
+                    if j == cnt:
+                        ys[cnt] = y
+                        vs[cnt] = 0.0
+                        cnt += 1
+                    vs[j] += p
+            for a in range(1, cnt):  # increasing successors
+                yv, vv = ys[a], vs[a]
+                b = a - 1
+                while b >= 0 and ys[b] > yv:
+                    ys[b + 1] = ys[b]
+                    vs[b + 1] = vs[b]
+                    b -= 1
+                ys[b + 1] = yv
+                vs[b + 1] = vv
+            row = x * nU + u
+            total = 0.0
+            pos = indptr[row]  # the row's transitions: keys[indptr[row]:indptr[row + 1]]
+            for j in range(cnt):
+                key = row * n_states + ys[j]
+                while pos < indptr[row + 1] and keys[pos] < key:
+                    pos += 1
+                if pos >= indptr[row + 1] or keys[pos] != key:
+                    return -1
+                wv = w[i] * vs[j]
+                m[pos] += wv
+                total += wv * vs[j]
+            s2[row] += total
+    return 0
 
 
 def moment_matched(m: np.ndarray, s2: np.ndarray, concentration: float) -> np.ndarray:
-    """The accurate prior's concentrations from the per-row mean ``m`` and ``s2`` (module
-    docstring): :math:`\\theta = a\\,m` with the moment-matched total ``a``."""
-    c = float(concentration)
+    """The accurate prior's concentrations from the per-row mean ``m`` (dense) and
+    ``s2`` (module docstring): :math:`\\theta = a\\,m` with the moment-matched total
+    ``a``; :func:`moment_matched_keys` is the same on sparse means."""
     sum_m2 = np.einsum("xuy,xuy->xu", m, m)
+    a = _matched_totals(sum_m2, s2, (m > 0).sum(axis=2), concentration)
+    return a[..., None] * m
+
+
+def moment_matched_keys(keys: np.ndarray, m: np.ndarray, s2: np.ndarray,
+                        concentration: float, nX: int, nU: int) -> np.ndarray:
+    """:func:`moment_matched` on a mean given at the flat indices ``keys`` (0
+    elsewhere), bit for bit: the concentrations at ``keys``. The sums of squares follow
+    the dense array's arithmetic, a block of rows at a time."""
+    sum_m2 = np.empty((nX, nU))
+    per_x = nU * nX
+    step = max(1, CHUNK_ENTRIES // per_x)
+    for x0 in range(0, nX, step):
+        x1 = min(nX, x0 + step)
+        lo, hi = np.searchsorted(keys, [x0 * per_x, x1 * per_x])
+        block = np.zeros((x1 - x0) * per_x)
+        block[keys[lo:hi] - x0 * per_x] = m[lo:hi]
+        block = block.reshape(x1 - x0, nU, nX)
+        sum_m2[x0:x1] = np.einsum("xuy,xuy->xu", block, block)
+    row = keys // nX
+    k = np.bincount(row[m > 0], minlength=nX * nU).reshape(nX, nU)
+    a = _matched_totals(sum_m2, s2, k, concentration)
+    return a.reshape(-1)[row] * m
+
+
+def _matched_totals(sum_m2: np.ndarray, s2: np.ndarray, k: np.ndarray,
+                    concentration: float) -> np.ndarray:
+    c = float(concentration)
     M = np.clip(1.0 - sum_m2, 0.0, None)
     V = np.clip(s2 - sum_m2, 0.0, None)
     a = np.full(M.shape, c)
     varying = V > _VAR_EPS
     tot = np.clip(M - V, 0.0, None) / (c + 1.0) + V
     a[varying] = np.minimum(c, M[varying] / tot[varying] - 1.0)
-    k = (m > 0).sum(axis=2)
-    a = np.maximum(a, np.minimum(c, 0.5 * k))
-    return a[..., None] * m
+    return np.maximum(a, np.minimum(c, 0.5 * k))
 
 
 # ---------------------------------------------------------------------------------------
@@ -571,26 +872,32 @@ class FamilyDistribution:
     A subclass (one per family) implements :meth:`draw_structure`, :meth:`kernel`
     (the nominal kernel of a structure, before ``p_rand`` and ``p_lazy``),
     :meth:`_moments` (exact or Monte-Carlo mean and spread of the controlled kernel over
-    the structures) and, for small instances, :meth:`structures` (every structure with its
-    probability, used to check the rest). It has the interface a
-    :class:`~bbrlcore.protocol.TestSet` uses, like an FDM distribution.
+    the structures, sparse: :class:`Moments`), its rewards (:class:`Rewards`, given to
+    the constructor or by :meth:`_rewards`) and, for small instances, :meth:`structures`
+    (every structure with its probability, used to check the rest). It has the interface
+    a :class:`~bbrlcore.protocol.TestSet` uses, like an FDM distribution, on the
+    transitions that exist: :attr:`support_layout`, :attr:`reward_rows`,
+    :meth:`draw_rows`, :meth:`mean_rows` (and, for small instances, the dense views
+    :attr:`reward`, :meth:`mean_model`, :meth:`support`, :meth:`draw_mdp`).
     """
 
     reward_type = "constant"
     reward_variance = None
 
     def __init__(self, family: str, params: Mapping[str, Any], short_name: str, name: str,
-                 reward: np.ndarray, initial_state: int) -> None:
+                 n_states: int, n_actions: int, initial_state: int,
+                 rewards: Rewards | None = None) -> None:
         self.family = family
         self.params = dict(params)
         self.short_name = short_name
         self.name = name
-        self.reward = np.asarray(reward, dtype=np.float64)
-        self.reward.setflags(write=False)
+        self.n_states, self.n_actions = int(n_states), int(n_actions)
         self.initial_state = int(initial_state)
         self.concentration = float(params["concentration"])
         self.p_rand = float(params.get("p_rand", 0.0))
         self.p_lazy = float(params.get("p_lazy", 0.0))
+        if rewards is not None:
+            self.__dict__["rewards"] = rewards
 
     # -- the family's part ----------------------------------------------------------------
     def draw_structure(self, rng: np.random.Generator) -> Any:
@@ -603,28 +910,43 @@ class FamilyDistribution:
         """Every structure with its probability (small instances only)."""
         raise NotImplementedError
 
-    def _moments(self) -> tuple[np.ndarray, np.ndarray]:
+    def _moments(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(keys, m, s2)`` as :meth:`Moments.result` gives them."""
         raise NotImplementedError
 
-    def _support(self) -> np.ndarray:
-        return self.mean_model() > 0
+    def _rewards(self) -> Rewards:
+        """The rewards, when not given to the constructor (they may depend on
+        :meth:`support_keys`)."""
+        raise NotImplementedError
+
+    def _support_keys(self) -> np.ndarray:
+        keys, m, _ = self._moments_cached
+        return keys[m > 0]
 
     # -- the interface --------------------------------------------------------------------
-    @property
-    def n_states(self) -> int:
-        return int(self.reward.shape[0])
-
-    @property
-    def n_actions(self) -> int:
-        return int(self.reward.shape[1])
+    @cached_property
+    def rewards(self) -> Rewards:
+        """The rewards of the transitions (:class:`Rewards`), the same in every MDP."""
+        return self._rewards()
 
     @property
     def r_max(self) -> float:
-        return float(self.reward.max())
+        return self.rewards.extreme(np.max)
+
+    @property
+    def r_min(self) -> float:
+        return self.rewards.extreme(np.min)
+
+    @cached_property
+    def reward(self) -> np.ndarray:
+        """Dense (nX, nU, nX) rewards (read-only; built on first use: small instances)."""
+        R = self.rewards.dense()
+        R.setflags(write=False)
+        return R
 
     @cached_property
     def reward_std(self) -> np.ndarray:
-        z = np.zeros_like(self.reward)
+        z = np.zeros((self.n_states, self.n_actions, self.n_states))
         z.setflags(write=False)
         return z
 
@@ -661,24 +983,25 @@ class FamilyDistribution:
     @cached_property
     def support_layout(self) -> Layout:
         """:meth:`support` as padded rows (:mod:`bbrlcore.mdp.rows`)."""
-        return layout_of(self.support())
+        return rows.from_keys(self.support_keys(), self.n_states, self.n_actions)
 
     @cached_property
     def _layout_keys(self) -> tuple[np.ndarray, np.ndarray]:
         """The flat slots of the layout's transitions and their dense flat indices
         ``(x·nU + u)·nX + y`` (both in increasing order)."""
+        return np.flatnonzero(self.support_layout.mask), self.support_keys()
+
+    def _on_layout(self, values: np.ndarray) -> np.ndarray:
         lay = self.support_layout
-        slots = np.flatnonzero(lay.mask)
-        x, u, k = np.unravel_index(slots, lay.mask.shape)
-        keys = (x * self.n_actions + u) * self.n_states + lay.succ[x, u, k]
-        return slots, keys
+        out = np.zeros(lay.succ.shape)
+        out[lay.mask] = values
+        out.setflags(write=False)
+        return out
 
     @cached_property
     def reward_rows(self) -> np.ndarray:
         """The rewards on :attr:`support_layout` (read-only)."""
-        r = gather(self.reward, self.support_layout)
-        r.setflags(write=False)
-        return r
+        return self._on_layout(self.rewards.at(self.support_keys()))
 
     @cached_property
     def reward_std_rows(self) -> np.ndarray:
@@ -687,55 +1010,107 @@ class FamilyDistribution:
         return z
 
     @cached_property
-    def _moments_cached(self) -> tuple[np.ndarray, np.ndarray]:
-        m, s2 = self._moments()
-        m.setflags(write=False)
-        return m, s2
+    def _moments_cached(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        keys, m, s2 = self._moments()
+        for a in (keys, m, s2):
+            a.setflags(write=False)
+        return keys, m, s2
 
     def mean_model(self) -> np.ndarray:
-        """E[P]: the expected transition probabilities of a drawn MDP (read-only)."""
-        return self._moments_cached[0]
+        """E[P]: the expected transition probabilities of a drawn MDP, dense (small
+        instances; :meth:`mean_rows` on the support)."""
+        keys, m, _ = self._moments_cached
+        out = np.zeros(self.n_states * self.n_actions * self.n_states)
+        out[keys] = m
+        return out.reshape(self.n_states, self.n_actions, self.n_states)
+
+    def mean_rows(self) -> np.ndarray:
+        """E[P] on :attr:`support_layout` (the mean is zero outside the support)."""
+        keys, m, _ = self._moments_cached
+        sk = self.support_keys()
+        pos = np.minimum(np.searchsorted(keys, sk), max(keys.size - 1, 0))
+        return self._on_layout(np.where(keys[pos] == sk, m[pos], 0.0))
 
     @cached_property
     def _support_cached(self) -> np.ndarray:
-        s = np.asarray(self._support(), dtype=bool)
+        s = np.asarray(self._support_keys(), dtype=np.int64)
         s.setflags(write=False)
         return s
 
-    def support(self) -> np.ndarray:
-        """Boolean (nX, nU, nX): every transition some drawn MDP can have (read-only)."""
+    def support_keys(self) -> np.ndarray:
+        """The flat indices ``(x·nU + u)·nX + y`` (increasing) of every transition some
+        drawn MDP can have (read-only)."""
         return self._support_cached
 
+    def support(self) -> np.ndarray:
+        """Boolean (nX, nU, nX): every transition some drawn MDP can have (dense, small
+        instances; :meth:`support_keys` without the dense array)."""
+        out = np.zeros(self.n_states * self.n_actions * self.n_states, dtype=bool)
+        out[self.support_keys()] = True
+        return out.reshape(self.n_states, self.n_actions, self.n_states)
+
+    def _accurate_keys(self) -> tuple[np.ndarray, np.ndarray]:
+        """The accurate prior's concentrations at the transitions of the moments."""
+        keys, m, s2 = self._moments_cached
+        return keys, moment_matched_keys(keys, m, s2, self.concentration, self.n_states,
+                                         self.n_actions)
+
     def accurate_theta(self) -> np.ndarray:
-        """The accurate prior's concentrations (module docstring)."""
-        m, s2 = self._moments_cached
-        return moment_matched(m, s2, self.concentration)
+        """The accurate prior's concentrations (module docstring), dense (small
+        instances)."""
+        keys, theta = self._accurate_keys()
+        out = np.zeros(self.n_states * self.n_actions * self.n_states)
+        out[keys] = theta
+        return out.reshape(self.n_states, self.n_actions, self.n_states)
 
     def accurate_prior(self) -> FDMDistribution:
-        """The accurate prior as an FDM named like this distribution (computed once):
-        ``theta`` = :meth:`accurate_theta`, so its mean model is :meth:`mean_model` and
-        it is positive exactly on :meth:`support`."""
+        """The accurate prior as an FDM named like this distribution (its values
+        computed once, when first read): ``theta`` = :meth:`accurate_theta`, so its mean
+        model is :meth:`mean_model` and it is positive exactly on :meth:`support`."""
         return self._accurate_prior_cached
 
     @cached_property
     def _accurate_prior_cached(self) -> FDMDistribution:
-        return FDMDistribution(self.name, self.short_name, self.accurate_theta(),
-                               np.array(self.reward), self.initial_state)
+        return FDMDistribution.lazy(self.name, self.short_name, self.n_states,
+                                    self.n_actions, self.initial_state,
+                                    self._build_accurate_prior,
+                                    lambda: self.support_layout)
 
-    def mc_moments(self, draws: int = PRIOR_DRAWS) -> tuple[np.ndarray, np.ndarray]:
+    def _build_accurate_prior(self) -> FDMDistribution:
+        tk, tv = self._accurate_keys()
+        r = self.rewards
+        keys = np.union1d(tk, r.keys)
+        theta = np.zeros(keys.size)
+        theta[np.searchsorted(keys, tk)] = tv
+        return FDMDistribution.from_entries(self.name, self.short_name, self.n_states,
+                                            self.n_actions, keys, theta, r.at(keys),
+                                            self.initial_state)
+
+    def mc_moments(self, draws: int = PRIOR_DRAWS) -> tuple[np.ndarray, np.ndarray,
+                                                            np.ndarray]:
         """Monte-Carlo :meth:`_moments`: ``draws`` structures from the generator seeded
         ``SeedSequence([PRIOR_SEED, id_hash64(short_name)])``, plus one pseudo-draw
         uniform over each row's :meth:`support`, all weighted equally."""
+        path = _moments_path(self.short_name, draws)
+        if path is not None:
+            try:
+                with np.load(path, allow_pickle=False) as z:
+                    return z["keys"], z["m"], z["s2"]
+            except (OSError, ValueError, KeyError):
+                pass
         rng = np.random.default_rng(np.random.SeedSequence(
             [PRIOR_SEED, id_hash64(self.short_name)]))
-        acc = Moments(self.n_states, self.n_actions)
+        key = self.support_keys()
+        acc = Moments(self.n_states, self.n_actions, key)
         w = 1.0 / (draws + 1)
         for _ in range(draws):
             acc.add(self.controlled_kernel(self.draw_structure(rng)), w)
-        key = np.flatnonzero(self.support())
         row = key // self.n_states
         acc.add_flat(key, 1.0 / np.bincount(row)[row], w)
-        return acc.result()
+        keys, m, s2 = acc.result()
+        if path is not None:
+            _store_npz(path, keys=keys, m=m, s2=s2)
+        return keys, m, s2
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form; :func:`bbrlcore.mdp.families.from_dict` rebuilds it from the
@@ -751,21 +1126,51 @@ class FamilyDistribution:
 
     def describe(self) -> str:
         """A few human-readable lines."""
-        sup = self.support()
-        det = int((sup.sum(axis=2) == 1).sum())
+        nX, nU = self.n_states, self.n_actions
+        sk = self.support_keys()
+        det = int((np.bincount(sk // nX, minlength=nX * nU) == 1).sum())
         params = ", ".join(f"{k}={fmt(v)}" for k, v in self.params.items())
         return "\n".join([
             f"{self.short_name}: {self.name}",
             f"  family {self.family} ({params}); structure drawn per MDP",
-            f"  states {self.n_states}, actions {self.n_actions}, "
-            f"initial state {self.initial_state}",
+            f"  states {nX}, actions {nU}, initial state {self.initial_state}",
             f"  rewards {self.reward_type}, Rmax {self.r_max:g}",
-            f"  possible transitions {int(sup.sum())} of {sup.size}; "
-            f"{det} (x,u) rows of {sup.shape[0] * sup.shape[1]} deterministic in every MDP",
+            f"  possible transitions {sk.size} of {nX * nU * nX}; "
+            f"{det} (x,u) rows of {nX * nU} deterministic in every MDP",
         ])
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.short_name!r})"
+
+
+def _moments_path(short_name: str, draws: int) -> Path | None:
+    """Where the Monte-Carlo moments of a family's distribution are kept
+    (``cache_base()/moments-<sources>/<key>.npz``): a pure function of the name (the
+    parameters), the draws and the code, which a workflow's every start would otherwise
+    recompute (FrozenLake-59: 4,000 lakes, seconds). ``BBRL_COST_CACHE=0``: none."""
+    if os.environ.get("BBRL_COST_CACHE", "1") == "0":
+        return None
+    import hashlib
+
+    from bbrlcore import cache_base, source_digest
+
+    h = hashlib.sha256(f"{source_digest()}:{np.__version__}:{short_name}:{draws}".encode())
+    return Path(cache_base()) / f"moments-{source_digest()[:12]}" / f"{h.hexdigest()[:32]}.npz"
+
+
+def _store_npz(path: Path, **arrays: np.ndarray) -> None:
+    """Written to a temporary file, then renamed; a cache that cannot be written is
+    skipped."""
+    import tempfile
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.stem, suffix=".tmp.npz")
+        with os.fdopen(fd, "wb") as fh:
+            np.savez(fh, **arrays)
+        os.replace(tmp, path)
+    except OSError:
+        pass
 
 
 def exact_mean(dist: FamilyDistribution) -> np.ndarray:

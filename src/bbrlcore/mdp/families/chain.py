@@ -48,6 +48,7 @@ from bbrlcore.mdp.families._base import (
     Family,
     Kernel,
     Param,
+    Rewards,
     centred,
     concentration_param,
     max_size,
@@ -80,11 +81,9 @@ def kernel(n: int, slip: float) -> Kernel:
     return succ, prob
 
 
-def reward(n: int) -> np.ndarray:
-    R = np.zeros((n, 2, n))
-    R[:, :, 0] = 2.0
-    R[n - 1, :, n - 1] = 10.0
-    return R
+def reward(n: int) -> Rewards:
+    x = np.arange(n)[:, None]
+    return Rewards.assign(n, 2, (x, [A, B], 0, 2.0), (n - 1, [A, B], n - 1, 10.0))
 
 
 def build(p: dict[str, Any], short_name: str, name: str) -> FDMDistribution:

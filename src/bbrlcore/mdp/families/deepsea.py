@@ -90,6 +90,7 @@ from bbrlcore.mdp.families._base import (
     FamilyDistribution,
     Kernel,
     Moments,
+    Rewards,
     concentration_param,
     controlled,
     max_size,
@@ -127,12 +128,12 @@ class DeepSeaDistribution(FamilyDistribution):
         self.right = np.where(last, n_cells, (r + 1) * N + np.minimum(c + 1, N - 1))
         self.left = np.where(last, n_cells + 1, (r + 1) * N + np.maximum(c - 1, 0))
         nX = n_cells + 2
-        R = np.zeros((nX, 2, nX))
         cells = np.arange(n_cells)
-        R[cells[:, None], np.arange(2)[None, :], self.right[:, None]] = -MOVE_COST / N
         edge = cells[c == N - 1]  # bsuite pays a right move from any last-column cell
-        R[edge[:, None], np.arange(2)[None, :], self.right[edge][:, None]] += 1.0
-        super().__init__("deepsea", p, short_name, name, R, 0)
+        R = Rewards.assign(nX, 2, (cells[:, None], [0, 1], self.right[:, None], -MOVE_COST / N),
+                           (edge[:, None], [0, 1], self.right[edge][:, None],
+                            -MOVE_COST / N + 1.0))
+        super().__init__("deepsea", p, short_name, name, nX, 2, 0, R)
 
     def draw_structure(self, rng: np.random.Generator) -> np.ndarray:
         return rng.integers(0, 2, size=(self.N, self.N))
@@ -153,7 +154,7 @@ class DeepSeaDistribution(FamilyDistribution):
         for bits in itertools.product((0, 1), repeat=n):
             yield 0.5**n, np.array(bits).reshape(self.N, self.N)
 
-    def _moments(self) -> tuple[np.ndarray, np.ndarray]:
+    def _moments(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         # a cell's rows depend on its own mapping only: right or left with 1/2 each
         acc = Moments(self.n_states, 2)
         for v in (0, 1):

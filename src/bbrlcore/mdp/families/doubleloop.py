@@ -47,6 +47,7 @@ from bbrlcore.mdp.distributions import FDMDistribution
 from bbrlcore.mdp.families._base import (
     Family,
     Kernel,
+    Rewards,
     centred,
     concentration_param,
     max_size,
@@ -79,12 +80,9 @@ def kernel(L: int) -> Kernel:
     return succ, np.ones((n, 2, 1))
 
 
-def reward(L: int) -> np.ndarray:
+def reward(L: int) -> Rewards:
     n = 2 * L + 1
-    R = np.zeros((n, 2, n))
-    R[L, :, 0] = 1.0
-    R[2 * L, :, 0] = 2.0
-    return R
+    return Rewards.assign(n, 2, (L, [A, B], 0, 1.0), (2 * L, [A, B], 0, 2.0))
 
 
 def build(p: dict[str, Any], short_name: str, name: str) -> FDMDistribution:

@@ -51,9 +51,12 @@ from bbrlcore.mdp.distributions import FDMDistribution
 from bbrlcore.mdp.families._base import (
     Family,
     Param,
+    Rewards,
     concentration_param,
     max_size,
+    paper_family,
     size_param,
+    transition_keys,
 )
 
 
@@ -66,25 +69,20 @@ MAX_SIZE = max_size(lambda n: _shape({"size": n}), 2)
 
 
 def allowed(n: int) -> np.ndarray:
-    """The possible transitions: back to 0, or one state forward (the last stays)."""
-    a = np.zeros((n, 3, n), dtype=bool)
-    x = np.arange(n)
-    a[:, :, 0] = True
-    a[x, :, np.minimum(x + 1, n - 1)] = True
-    return a
+    """The possible transitions (flat indices): back to 0, or one state forward (the
+    last stays)."""
+    x = np.arange(n)[:, None]
+    return transition_keys(n, 3, (x, np.arange(3), 0), (x, np.arange(3), np.minimum(x + 1, n - 1)))
 
 
-def reward(n: int) -> np.ndarray:
-    R = np.zeros((n, 3, n))
-    R[:, :, 0] = 2.0
-    R[:, :, n - 1] = 10.0
-    return R
+def reward(n: int) -> Rewards:
+    x = np.arange(n)[:, None]
+    return Rewards.assign(n, 3, (x, np.arange(3), 0, 2.0), (x, np.arange(3), n - 1, 10.0))
 
 
 def build(p: dict[str, Any], short_name: str, name: str) -> FDMDistribution:
     n = p["size"]
-    theta = np.where(allowed(n), float(p["concentration"]), 0.0)
-    return FDMDistribution(name, short_name, theta, reward(n), 0)
+    return paper_family(name, short_name, n, 3, allowed(n), reward(n), p["concentration"])
 
 
 def concentration_per_transition() -> Param:

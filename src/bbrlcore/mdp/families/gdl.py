@@ -45,7 +45,14 @@ from typing import Any
 import numpy as np
 
 from bbrlcore.mdp.distributions import FDMDistribution
-from bbrlcore.mdp.families._base import Family, max_size, size_param
+from bbrlcore.mdp.families._base import (
+    Family,
+    Rewards,
+    max_size,
+    paper_family,
+    size_param,
+    transition_keys,
+)
 from bbrlcore.mdp.families.gc import concentration_per_transition
 
 
@@ -58,31 +65,25 @@ MAX_SIZE = max_size(lambda n: _shape({"size": n}), 1)
 
 
 def allowed(L: int) -> np.ndarray:
-    """The possible transitions (the same for both actions)."""
+    """The possible transitions (flat indices; the same for both actions)."""
     n = 2 * L + 1
-    a = np.zeros((n, 2, n), dtype=bool)
-    a[0, :, [1, L + 1]] = True
-    for i in range(1, L + 1):
-        a[i, :, i + 1 if i < L else 0] = True
-    for j in range(L + 1, 2 * L + 1):
-        a[j, :, 0] = True
-        if j < 2 * L:
-            a[j, :, j + 1] = True
-    return a
+    u = np.arange(2)
+    right = np.arange(1, L + 1)[:, None]  # the right loop moves on, its last back to 0
+    left = np.arange(L + 1, 2 * L + 1)[:, None]  # the left loop: back to 0, or on
+    return transition_keys(n, 2, (0, u[:, None], [1, L + 1]),
+                           (right, u, np.where(right < L, right + 1, 0)),
+                           (left, u, 0), (left[:-1], u, left[:-1] + 1))
 
 
-def reward(L: int) -> np.ndarray:
+def reward(L: int) -> Rewards:
     n = 2 * L + 1
-    R = np.zeros((n, 2, n))
-    R[L, :, 0] = 1.0
-    R[2 * L, :, 0] = 2.0
-    return R
+    return Rewards.assign(n, 2, (L, [0, 1], 0, 1.0), (2 * L, [0, 1], 0, 2.0))
 
 
 def build(p: dict[str, Any], short_name: str, name: str) -> FDMDistribution:
     L = p["size"]
-    theta = np.where(allowed(L), float(p["concentration"]), 0.0)
-    return FDMDistribution(name, short_name, theta, reward(L), 0)
+    return paper_family(name, short_name, 2 * L + 1, 2, allowed(L), reward(L),
+                        p["concentration"])
 
 
 FAMILY = Family(

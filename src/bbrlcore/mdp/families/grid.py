@@ -44,7 +44,14 @@ from typing import Any
 import numpy as np
 
 from bbrlcore.mdp.distributions import FDMDistribution
-from bbrlcore.mdp.families._base import Family, max_size, size_param
+from bbrlcore.mdp.families._base import (
+    Family,
+    Rewards,
+    max_size,
+    paper_family,
+    size_param,
+    transition_keys,
+)
 from bbrlcore.mdp.families.gc import concentration_per_transition
 
 LEFT, RIGHT, UP, DOWN = 0, 1, 2, 3
@@ -60,32 +67,29 @@ MAX_SIZE = max_size(lambda n: _shape({"size": n}), 2)
 
 
 def allowed(s: int) -> np.ndarray:
-    """Stay, or move to the neighbour (the goal cell's moves lead to the start)."""
+    """Stay, or move to the neighbour (the goal cell's moves lead to the start), as
+    flat indices."""
     n = s * s
-    a = np.zeros((n, 4, n), dtype=bool)
-    for x in range(n):
-        row, col = divmod(x, s)
-        moves = [(row, col - 1), (row, col + 1), (row - 1, col), (row + 1, col)]
-        for u, (r2, c2) in enumerate(moves):
-            a[x, u, x] = True
-            if 0 <= r2 < s and 0 <= c2 < s:
-                target = r2 * s + c2
-                a[x, u, 0 if target == n - 1 else target] = True
-    return a
+    x = np.arange(n)[:, None]
+    row, col = np.divmod(x, s)
+    r2 = row + np.array([0, 0, -1, 1])  # left, right, up, down
+    c2 = col + np.array([-1, 1, 0, 0])
+    inside = (r2 >= 0) & (r2 < s) & (c2 >= 0) & (c2 < s)
+    target = r2 * s + c2
+    target = np.where(target == n - 1, 0, target)
+    xs, us = np.nonzero(inside)
+    return transition_keys(n, 4, (x, np.arange(4), x), (xs, us, target[xs, us]))
 
 
-def reward(s: int) -> np.ndarray:
+def reward(s: int) -> Rewards:
     n = s * s
-    R = np.zeros((n, 4, n))
-    R[n - 2, RIGHT, 0] = 10.0  # from the goal's left neighbour
-    R[n - 1 - s, DOWN, 0] = 10.0  # from the cell above the goal
-    return R
+    return Rewards.assign(n, 4, (n - 2, RIGHT, 0, 10.0),  # from the goal's left neighbour
+                          (n - 1 - s, DOWN, 0, 10.0))  # from the cell above the goal
 
 
 def build(p: dict[str, Any], short_name: str, name: str) -> FDMDistribution:
     s = p["size"]
-    theta = np.where(allowed(s), float(p["concentration"]), 0.0)
-    return FDMDistribution(name, short_name, theta, reward(s), 0)
+    return paper_family(name, short_name, s * s, 4, allowed(s), reward(s), p["concentration"])
 
 
 FAMILY = Family(

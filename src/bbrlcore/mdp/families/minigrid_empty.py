@@ -93,6 +93,7 @@ from bbrlcore.mdp.families._base import (
     FamilyDistribution,
     Kernel,
     Moments,
+    Rewards,
     concentration_param,
     controlled,
     max_size,
@@ -154,9 +155,8 @@ class MiniGridEmptyDistribution(FamilyDistribution):
         self._p_goal = np.zeros(n_tiles)
         for side in range(4):
             self._p_goal[side_tiles(s, side)] += 1.0 / (4 * s)
-        R = np.zeros((nX, 3, nX))
-        R[: self.home, :, self.home] = 1.0
-        super().__init__("minigrid_empty", p, short_name, name, R, self.home)
+        R = Rewards.assign(nX, 3, (np.arange(self.home)[:, None], [0, 1, 2], self.home, 1.0))
+        super().__init__("minigrid_empty", p, short_name, name, nX, 3, self.home, R)
 
     def draw_structure(self, rng: np.random.Generator) -> tuple[int, int]:
         s = self.side
@@ -187,7 +187,7 @@ class MiniGridEmptyDistribution(FamilyDistribution):
             start = int(side_tiles(s, side)[j])
             yield w, (4 * start + heading, int(side_tiles(s, (side + 2) % 4)[g]))
 
-    def _moments(self) -> tuple[np.ndarray, np.ndarray]:
+    def _moments(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         s = self.side
         acc = Moments(self.n_states, 3)
         cells = np.arange(self.home)

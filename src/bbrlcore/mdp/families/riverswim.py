@@ -57,6 +57,7 @@ from bbrlcore.mdp.distributions import FDMDistribution
 from bbrlcore.mdp.families._base import (
     Family,
     Kernel,
+    Rewards,
     centred,
     concentration_param,
     max_size,
@@ -89,21 +90,19 @@ def kernel(n: int) -> Kernel:
     return succ, prob
 
 
-def reward(n: int, p_rand: float = 0.0) -> np.ndarray:
+def reward(n: int, p_rand: float = 0.0) -> Rewards:
     """The rewards of a river of ``n`` states: 0.005 on every transition of (0, left) (to
     state 0, and to state 1 when ``p_rand`` > 0 may play a right), 1 on every transition
     of (n - 1, right): the chosen action's reward, whatever the outcome.
 
-    >>> R = reward(4, p_rand=0.1)
-    >>> R[0, LEFT].tolist(), reward(4)[0, LEFT].tolist()
+    >>> R = reward(4, p_rand=0.1).dense()
+    >>> R[0, LEFT].tolist(), reward(4).dense()[0, LEFT].tolist()
     ([0.005, 0.005, 0.0, 0.0], [0.005, 0.0, 0.0, 0.0])
     """
-    R = np.zeros((n, 2, n))
-    R[0, LEFT, 0] = 0.005
+    parts = [(0, LEFT, 0, 0.005), (n - 1, RIGHT, np.arange(n), 1.0)]
     if p_rand > 0 and n > 1:  # a random right from the left bank: to state 1
-        R[0, LEFT, 1] = 0.005
-    R[n - 1, RIGHT, :] = 1.0
-    return R
+        parts.append((0, LEFT, 1, 0.005))
+    return Rewards.assign(n, 2, *parts)
 
 
 def build(p: dict[str, Any], short_name: str, name: str) -> FDMDistribution:

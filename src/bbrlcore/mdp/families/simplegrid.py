@@ -60,9 +60,12 @@ from bbrlcore.mdp.families._base import (
     Family,
     Kernel,
     Param,
+    Rewards,
     centred,
     concentration_param,
+    controlled,
     max_size,
+    merged,
     p_lazy_param,
     p_rand_param,
     size_param,
@@ -103,21 +106,26 @@ def rewarding(X: int, Y: int, reward_type: int) -> bool:
     return bool(X ^ Y)
 
 
-def reward(s: int, reward_type: int) -> np.ndarray:
+def reward(s: int, reward_type: int, p_rand: float = 0.0, p_lazy: float = 0.0) -> Rewards:
+    """The rewards: 0.2 on every transition that can happen (with ``p_rand`` and
+    ``p_lazy``), then staying in a corner pays its value, 1 or 0 (on every action: the
+    one transition beside the support a corner's row may pay)."""
     n = s * s
-    R = np.full((n, 5, n), OTHER)
-    for r in (0, s - 1):
-        for c in (0, s - 1):
-            x = r * s + c
-            good = rewarding(c, s - 1 - r, reward_type)
-            R[x, :, x] = CORNER_GOOD if good else CORNER_BAD
-    return R
+    key, _ = merged(controlled(kernel(s), p_rand, p_lazy), n)
+    row, y = np.divmod(key, n)
+    corners = [r * s + c for r in (0, s - 1) for c in (0, s - 1)]
+    values = [CORNER_GOOD if rewarding(x % s, s - 1 - x // s, reward_type) else CORNER_BAD
+              for x in corners]
+    return Rewards.assign(n, 5, (row // 5, row % 5, y, OTHER),
+                          (np.array(corners)[:, None], np.arange(5),
+                           np.array(corners)[:, None], np.array(values)[:, None]))
 
 
 def build(p: dict[str, Any], short_name: str, name: str) -> FDMDistribution:
     s = p["size"]
     start = ((s - 1) // 2) * s + (s - 1) // 2
-    return centred(p, short_name, name, kernel(s), reward(s, p["reward_type"]), start)
+    R = reward(s, p["reward_type"], p.get("p_rand", 0.0), p.get("p_lazy", 0.0))
+    return centred(p, short_name, name, kernel(s), R, start)
 
 
 FAMILY = Family(

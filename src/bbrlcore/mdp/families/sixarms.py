@@ -45,6 +45,7 @@ from bbrlcore.mdp.distributions import FDMDistribution
 from bbrlcore.mdp.families._base import (
     Family,
     Kernel,
+    Rewards,
     centred,
     concentration_param,
     p_lazy_param,
@@ -77,11 +78,10 @@ def kernel() -> Kernel:
     return succ, prob
 
 
-def reward() -> np.ndarray:
-    R = np.zeros((7, 6, 7))
-    for room in range(1, 7):
-        R[room, :, room] = ROOM_REWARD[room - 1]
-    return R
+def reward() -> Rewards:
+    rooms = np.arange(1, 7)[:, None]
+    return Rewards.assign(7, 6, (rooms, np.arange(6), rooms,
+                                 np.asarray(ROOM_REWARD, dtype=np.float64)[:, None]))
 
 
 def build(p: dict[str, Any], short_name: str, name: str) -> FDMDistribution:
