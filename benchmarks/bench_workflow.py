@@ -13,7 +13,8 @@ Runs ``snakemake --cores CORES --config preset=PRESET`` from a fresh working dir
 
 A first pass (default; ``--no-warm`` skips it) runs the same preset once, untimed, so
 that numba's cache and the cost model's probes hold this source tree's entries, as the
-goal states ("with numba's cache warm"); its results are deleted before the timed run. ``--source DIR`` times another checkout (its ``.venv``), e.g. the tree
+goal states ("with numba's cache warm"); its results are deleted before the timed run.
+``--source DIR`` times another checkout (its ``.venv``), e.g. the tree
 before a change, on the same machine in the same session:
 
     .venv/bin/python benchmarks/bench_workflow.py --preset quick
