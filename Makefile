@@ -34,7 +34,7 @@ run: install
 # The others are spread over every core, a test file per worker (pytest-xdist): a file's
 # module fixtures (a workflow run, a report) are built once.
 test: install $(VENV)/.examples
-	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/ruff check src tests benchmarks examples docs
 	@tmp=$${TMPDIR:-/tmp}/bbrl-slurm-tests-$$$$; mkdir -p $$tmp; \
 	$(BIN)/python -m pytest -q -m slurm --basetemp=$$tmp/t -p no:cacheprovider \
 	  > $$tmp/log 2>&1 & slurm=$$!; \
@@ -49,7 +49,7 @@ docs: install
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 lint: install
-	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/ruff check src tests benchmarks examples docs
 
 clean:
 	rm -rf $(VENV) results .snakemake site

@@ -42,6 +42,9 @@ class Block:
     expected: str | None = None
     #: the file a ``python`` block is written to (``# file: NAME``), or None
     file: str | None = None
+    #: the repository's file a block shows whole (``--8<-- "path"``), or None: it runs as
+    #: that file (numba caches the functions of a file, not of a string)
+    source: str | None = None
 
 
 def pages() -> list[Path]:
@@ -65,14 +68,17 @@ def blocks(path: Path) -> list[Block]:
     prev_end, prev = 0, None
     for m in FENCE.finditer(text):
         lang = (m.group("info").strip().split() or [""])[0]
-        code = include_snippets(textwrap.dedent(m.group("body")))
+        body = textwrap.dedent(m.group("body"))
+        whole = SNIPPET.fullmatch(body.strip())
+        code = include_snippets(body)
         adjacent = prev is not None and not text[prev_end:m.start()].strip()
         if lang == "text" and adjacent and prev.lang in ("sh", "python"):
             prev.expected = code
         else:
             first = code.splitlines()[0] if code.strip() else ""
             f = re.match(r"#\s*file:\s*(\S+)", first)
-            block = Block(lang, code, file=f.group(1) if f else None)
+            block = Block(lang, code, file=f.group(1) if f else None,
+                          source=whole.group(1) if whole else None)
             out.append(block)
             prev = block
         prev_end = m.end()

@@ -160,8 +160,8 @@ def test_every_example_of_the_page_runs(page, tmp_path, shared, small_results):
         elif b.lang == "python":
             if b.file:
                 (work / b.file).write_text(b.code)
-            output = _run([sys.executable, "-c", b.code], work,
-                          f"{page_id(page)}: python block\n{b.code}")
+            run = [sys.executable, b.source] if b.source else [sys.executable, "-c", b.code]
+            output = _run(run, work, f"{page_id(page)}: python block\n{b.code}")
         else:
             continue
         if b.expected is not None:

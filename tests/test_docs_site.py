@@ -45,7 +45,6 @@ def reference():
 # The build
 
 
-@pytest.mark.slow
 def test_the_site_builds_strictly_offline_with_every_page(tmp_path):
     """``mkdocs build --strict`` (what ``make docs`` runs): a warning (a broken link or
     anchor, a page outside the navigation, a docstring griffe cannot read) fails it. The

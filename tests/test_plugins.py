@@ -613,21 +613,25 @@ def test_the_agents_of_the_documentation_play(tmp_path, monkeypatch):
     own problem" run as written (from a directory holding the examples, as their commands
     assume; the example file they include as well), and every agent they define plays.
     (tests/test_docs_examples.py runs them as scripts too.)"""
+    import runpy
     import shutil
 
     from docs_blocks import blocks as doc_blocks
 
-    blocks = [b.code for page in ("README.md", "docs/tutorials/own-algorithm.md",
-                                  "docs/tutorials/own-problem.md")
+    blocks = [b for page in ("README.md", "docs/tutorials/own-algorithm.md",
+                             "docs/tutorials/own-problem.md")
               for b in doc_blocks(ROOT / page) if b.lang == "python"]
     assert len(blocks) >= 4
     shutil.copytree(ROOT / "examples", tmp_path / "examples",
                     ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     monkeypatch.chdir(tmp_path)
     spaces = []
-    for code in blocks:
-        ns: dict = {"__name__": "readme"}
-        exec(compile(code, "docs", "exec"), ns)
+    for b in blocks:
+        if b.source:  # a file of the repository, shown whole: run as that file
+            spaces.append(runpy.run_path(str(ROOT / b.source), run_name="docs"))
+            continue
+        ns: dict = {"__name__": "docs"}
+        exec(compile(b.code, "docs", "exec"), ns)
         spaces.append(ns)
     classes = [v for ns in spaces for v in ns.values()
                if isinstance(v, type) and issubclass(v, agents.PythonAgent | agents.CompiledAgent)
