@@ -1,11 +1,12 @@
 # Two commands do everything on a fresh machine with Python >= 3.11:
 #   make run    install into .venv, then run the main job (the workflow's quick preset)
 #   make test   install into .venv (with test tools), then run every test
+#   make docs   build the documentation site into site/ (opens from disk)
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install run test lint clean
+.PHONY: install run test lint docs clean
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -33,7 +34,7 @@ run: install
 # The others are spread over every core, a test file per worker (pytest-xdist): a file's
 # module fixtures (a workflow run, a report) are built once.
 test: install $(VENV)/.examples
-	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/ruff check src tests benchmarks examples docs
 	@tmp=$${TMPDIR:-/tmp}/bbrl-slurm-tests-$$$$; mkdir -p $$tmp; \
 	$(BIN)/python -m pytest -q -m slurm --basetemp=$$tmp/t -p no:cacheprovider \
 	  > $$tmp/log 2>&1 & slurm=$$!; \
@@ -42,8 +43,13 @@ test: install $(VENV)/.examples
 	echo "== the real-Slurm tests (run beside the others) =="; cat $$tmp/log; \
 	rm -rf $$tmp; test $$rest -eq 0 && test $$s -eq 0
 
+# the documentation site (docs/, mkdocs.yml) into site/: a warning is an error; nothing is
+# fetched from the network (the theme's fonts are the system's)
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 lint: install
-	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/ruff check src tests benchmarks examples docs
 
 clean:
-	rm -rf $(VENV) results .snakemake
+	rm -rf $(VENV) results .snakemake site

@@ -1,5 +1,5 @@
 """Your own algorithm in one file: e-Greedy written as a Python agent and as a compiled
-agent, for the README's "Benchmark your own algorithm".
+agent, for the documentation's tutorial "Your own algorithm".
 
 Use it by reference wherever bbrl takes an algorithm name::
 

@@ -33,13 +33,15 @@ def env_with_cache() -> dict[str, str]:
     return dict(os.environ)
 
 
-#: The longest test files, longest first (measured in CI: workflow runs, the README's
-#: commands, kills and resumes). ``make test`` gives each pytest-xdist worker whole files
-#: in collection order (``--dist loadfile --no-loadscope-reorder``): starting with these,
-#: the workers end together instead of one of them finishing the README's commands alone.
+#: The longest test files, longest first (measured in CI: workflow runs, the
+#: documentation's examples, kills and resumes). ``make test`` gives each pytest-xdist
+#: worker whole files in collection order (``--dist loadfile --no-loadscope-reorder``):
+#: starting with these, the workers end together instead of one of them finishing the
+#: documentation's examples alone.
 LONGEST_FIRST = (
-    "test_workflow.py", "test_readme.py", "test_reliability.py", "test_bad_input.py",
-    "test_families_integration.py", "test_rewards.py", "test_docs.py", "test_report.py",
+    "test_docs_examples.py", "test_workflow.py", "test_reliability.py", "test_bad_input.py",
+    "test_families_integration.py", "test_rewards.py", "test_docs.py", "test_docs_site.py",
+    "test_report.py",
     "test_report_browser.py", "test_cost.py", "test_families.py", "test_fidelity.py",
     "test_extended_agents.py",
 )

@@ -605,46 +605,46 @@ def test_a_plugin_that_exits_is_a_failure_naming_it(capsys, tmp_path, body, stag
 
 
 # ---------------------------------------------------------------------------------------
-# The README's examples, and display names
+# The documentation's examples of an algorithm of one's own, and display names
 
 
-def _section(title: str) -> str:
-    text = (ROOT / "README.md").read_text()
-    start = text.index(f"\n## {title}\n")
-    end = text.index("\n## ", start + 1)
-    return text[start:end]
-
-
-def test_every_python_example_of_the_readme_section_runs(tmp_path, monkeypatch):
-    """The python blocks of README "Benchmark your own algorithm" run as written (from a
-    directory holding the examples, as the README's commands assume), and the agent the
-    first defines plays."""
-    import re
+def test_the_agents_of_the_documentation_play(tmp_path, monkeypatch):
+    """The python blocks of the README and of the tutorials "Your own algorithm" and "Your
+    own problem" run as written (from a directory holding the examples, as their commands
+    assume; the example file they include as well), and every agent they define plays.
+    (tests/test_docs_examples.py runs them as scripts too.)"""
+    import runpy
     import shutil
 
-    blocks = re.findall(r"```python\n(.*?)```", _section("Benchmark your own algorithm"),
-                        re.S)
-    assert len(blocks) >= 2
+    from docs_blocks import blocks as doc_blocks
+
+    blocks = [b for page in ("README.md", "docs/tutorials/own-algorithm.md",
+                             "docs/tutorials/own-problem.md")
+              for b in doc_blocks(ROOT / page) if b.lang == "python"]
+    assert len(blocks) >= 4
     shutil.copytree(ROOT / "examples", tmp_path / "examples",
                     ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     monkeypatch.chdir(tmp_path)
     spaces = []
-    for code in blocks:
-        ns: dict = {"__name__": "readme"}
-        exec(compile(code, "README.md", "exec"), ns)
+    for b in blocks:
+        if b.source:  # a file of the repository, shown whole: run as that file
+            spaces.append(runpy.run_path(str(ROOT / b.source), run_name="docs"))
+            continue
+        ns: dict = {"__name__": "docs"}
+        exec(compile(b.code, "docs", "exec"), ns)
         spaces.append(ns)
     classes = [v for ns in spaces for v in ns.values()
                if isinstance(v, type) and issubclass(v, agents.PythonAgent | agents.CompiledAgent)
                and v not in (agents.PythonAgent, agents.CompiledAgent)]
-    assert classes
+    assert len(classes) >= 4  # the README's, the tutorial's and the example file's two
     ts = E.new_test_set(D.builtin("GC"), 3, 0.95, 30, seed=0)
     for cls in classes:
-        alg = registry.as_algorithm(cls, "README")
+        alg = registry.as_algorithm(cls, "docs")
         raw = {p.name: "0.1" for p in alg.params if p.required}
         play = alg.make_player(D.builtin("GC"), alg.parse_params(raw), None, ts.episode())
         rets = [play(np.ascontiguousarray(ts.mdps[i]), i)[0] for i in range(3)]
         assert all(np.isfinite(rets)) and max(rets) > 0
-    assert (tmp_path / "riverswim.parquet").exists()  # the second block's output
+    assert (tmp_path / "riverswim.parquet").exists()  # the own-problem block's output
 
 
 def test_the_report_shows_a_plugins_display_name(tmp_path, capsys):

@@ -48,7 +48,7 @@ from bbrlcore.agents.base import (
 #: Names of the paper's algorithms and Optimal, in the paper's order.
 NAMES: tuple[str, ...] = ("random", "e-greedy", "soft-max", "beb", "sboss", "opps-ds", "bamcp",
                           "bfs3", "optimal")
-#: Built-in algorithms beyond the paper (README "Beyond the paper"): PSRL, BOSS, BOLT and
+#: Built-in algorithms beyond the paper (documentation: "The algorithms"): PSRL, BOSS, BOLT and
 #: MBIE-EB, compiled agents written with the public API (:class:`CompiledAgent`).
 EXTENDED: tuple[str, ...] = ("psrl", "boss", "bolt", "mbie-eb")
 #: Every built-in algorithm: the paper's, the fixed-formula agent ``formula`` (the

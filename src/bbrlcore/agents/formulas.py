@@ -816,6 +816,16 @@ def numpy_points(n_points: int, lo: float, hi: float, seed: int) -> np.ndarray:
 # Formula sets
 
 
+#: The columns of a formula-set artefact: type and meaning (the documentation's column
+#: reference is generated from this; a test checks it against a written formula set).
+FORMULA_SET_COLUMNS: dict[str, tuple[str, str]] = {
+    "arm": ("Int64", "the formula's index: its arm in OPPS-DS's bandit"),
+    "rpn": ("String", "the formula in the original's RPN tokens (`X2 X0 DIV`)"),
+    "infix": ("String", "the same in the paper's notation (`Q2/Q0`)"),
+    "size": ("Int64", "its size: the number of tokens"),
+}
+
+
 @dataclass
 class FormulaSet:
     """An ordered set of formulas (the arms of OPPS-DS).
@@ -849,6 +859,7 @@ class FormulaSet:
         return str(self.meta.get("label") or _label(self.meta, self.rpn))
 
     def to_table(self) -> pl.DataFrame:
+        """The formula set's table (columns :data:`FORMULA_SET_COLUMNS`)."""
         return pl.DataFrame(
             {
                 "arm": np.arange(len(self.rpn), dtype=np.int64),

@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -49,6 +50,31 @@ SUMMARY_COLUMNS = (
     "regret",
     "score",
 )
+
+#: Each column of the summary table: its type and what it holds (the documentation's
+#: column reference is generated from this; a test checks it against a real summary).
+SUMMARY_COLUMN_DOCS: dict[str, tuple[Any, str]] = {
+    "experiment": (pl.String, "the experiment's name, `{test}-{prior}`"),
+    "test": (pl.String, "the test distribution's name"),
+    "prior": (pl.String, "the prior's name"),
+    "algorithm": (pl.String, "the algorithm's name"),
+    "agent": (pl.String, "the agent's id (the algorithm and every parameter, defaults "
+                         "included)"),
+    "params": (pl.String, "the agent's parameters, as a JSON object"),
+    "compat": (pl.Boolean, "whether the agent runs in compat mode"),
+    "n": (pl.Int64, "test MDPs, N"),
+    "mean": (pl.Float64, "the mean score over the test MDPs (the score `score` names)"),
+    "ci_low": (pl.Float64, "the low end of its 95% interval, mean − 1.96·s/√N"),
+    "ci_high": (pl.Float64, "the high end of its 95% interval, mean + 1.96·s/√N"),
+    "offline_time_s": (pl.Float64, "the agent's offline learning time, seconds"),
+    "online_time_per_decision_s": (pl.Float64, "online time per decision, seconds: the "
+                                   "trajectories' time over the steps taken"),
+    "normalised_score": (pl.Float64, "(mean − Random's mean) / (Optimal's mean − Random's "
+                         "mean) in the experiment; null without both references"),
+    "regret": (pl.Float64, "Optimal's mean − mean in the experiment; null without Optimal"),
+    "score": (pl.String, "the score `mean`, its interval, `normalised_score` and `regret` "
+                         "measure: `discounted` (Σ γᵗ rₜ) or `undiscounted` (Σ rₜ)"),
+}
 
 #: The scores an analysis can rank agents by: the discounted return over the horizon (the
 #: paper's, the default) or the undiscounted sum of rewards (Dearden et al. 1998, Guez et

@@ -51,8 +51,8 @@ HEADER = """\
 #
 # Given with --configfile, this file is the whole configuration: the workflow does not
 # read the repository's config.yaml, and keys not set here take bbrl's defaults (the
-# paper's protocol, jobs and statistics), as `bbrl estimate` reads it (README, "Your own
-# study"). Everything is checked before any job runs; an error names the key.
+# paper's protocol, jobs and statistics), as `bbrl estimate` reads it (documentation: "Running
+# the workflow"). Everything is checked before any job runs; an error names the key.
 """
 
 #: (comment, keys) of each section of the file, in order.

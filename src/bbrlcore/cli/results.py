@@ -1,8 +1,8 @@
 """``bbrl merge`` and ``bbrl summary``: thin shells over :mod:`bbrlcore.analysis.results`.
 
 * ``bbrl merge RUN... -o merged.parquet``: concatenate run tables (chunks or whole runs).
-* ``bbrl summary MERGED... -o summary.parquet [--markdown summary.md]``: the tidy summary
-  of the README's results tables, one row per experiment × agent.
+* ``bbrl summary MERGED... -o summary.parquet [--markdown summary.md]``: the tidy summary,
+  one row per experiment × agent (its columns: the documentation's "Columns of the tables").
 """
 
 from __future__ import annotations

@@ -913,6 +913,20 @@ def write_dat(d: FDMDistribution, path: str | Path, compress: bool = False) -> N
 # Parquet artefact
 
 
+#: The columns of a distribution artefact: type and meaning (the documentation's column
+#: reference is generated from this; a test checks it against a written distribution).
+#: The metadata holds the name, the sizes and the initial state.
+DISTRIBUTION_COLUMNS: dict[str, tuple[str, str]] = {
+    "x": ("Int64", "the state"),
+    "u": ("Int64", "the action"),
+    "y": ("Int64", "the next state (one row per transition the distribution allows)"),
+    "theta": ("Float64", "the Dirichlet concentration of (x, u, y)"),
+    "reward": ("Float64", "the known reward of (x, u, y)"),
+    "reward_variance": ("Float64", "only for Gaussian rewards (`reward_type` gaussian in the "
+                                   "metadata): their variance"),
+}
+
+
 def write_parquet(d: Any, path: str | Path) -> None:
     """Write a distribution artefact.
 

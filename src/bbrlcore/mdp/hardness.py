@@ -1928,6 +1928,37 @@ _TABLE_SCHEMA = {"test": pl.Utf8, "mdp_index": pl.Int64, "optimal_value": pl.Flo
                  "diameter": pl.Float64, "unreachable_states": pl.Int64,
                  "value_norm": pl.Float64, "suboptimality_gaps": pl.Float64}
 
+#: What each column of :func:`hardness_table` (`bbrl hardness -o`) holds (the
+#: documentation's column reference is generated from this and the table's types).
+HARDNESS_COLUMN_DOCS: dict[str, str] = {
+    "test": "the test distribution's name",
+    "mdp_index": "the test MDP's index in its test set",
+    "optimal_value": "V* of the initial state, the optimal discounted value (the mean over "
+                     "the states when the initial state is drawn)",
+    "diameter": "the largest, over ordered pairs of states reachable from the initial state, "
+                "of the least expected number of steps from one to the other (undiscounted)",
+    "unreachable_states": "states that cannot be reached from the initial state (left out of "
+                          "every measure)",
+    "value_norm": "the environmental value norm: the largest standard deviation of V* over a "
+                  "transition's next state",
+    "suboptimality_gaps": "Σ 1/Δ(x, u) over the sub-optimal state-action pairs (Δ the gap of "
+                          "Q* to the best action)",
+}
+
+#: What each column of :func:`hardness_summary` (`bbrl hardness --summary`) holds.
+HARDNESS_SUMMARY_COLUMN_DOCS: dict[str, str] = {
+    "test": "the test distribution's name",
+    "measure": "the measure (a column of the hardness table)",
+    "n_mdps": "test MDPs measured",
+    "n_infinite": "MDPs whose measure is infinite",
+    "mean": "its mean",
+    "median": "its median",
+    "q05": "its 5 % quantile (linear interpolation)",
+    "q95": "its 95 % quantile (linear interpolation)",
+    "min": "its smallest value",
+    "max": "its largest value",
+}
+
 
 #: Why :func:`hardness_table` leaves the value measures out at γ = 1.
 UNDEFINED_AT_GAMMA_1 = ("at gamma = 1 the optimal value, value norm and sub-optimality gaps "

@@ -136,6 +136,17 @@ def check_transitions(P: np.ndarray, what: str) -> None:
 class MDPEnv(gymnasium.Env):
     """One MDP ``P[x, u, y]`` with rewards ``R[x, u, y]`` (see the module docstring).
 
+    Any bad argument is one :class:`~bbrlcore.errors.BBRLError` naming it, and so is an
+    action that is not an integer in ``[0, nU)`` (a bool included, as the benchmark's
+    agents are refused one). ``step`` before ``reset`` (or after the end of an episode)
+    raises :class:`gymnasium.error.ResetNeeded`, as gymnasium's ``OrderEnforcing``
+    wrapper does.
+
+    ``info`` (from ``reset`` and ``step``) holds ``"step"``, the number of steps taken in
+    the episode (0 after ``reset``, T at its end) and, at the end of the episode
+    (``truncated``), ``"discounted_return"``: :math:`\\sum_{t<T} \\gamma^t r_t`, the
+    return the benchmark scores. :class:`TestSetEnv` adds ``"mdp_index"``.
+
     Parameters
     ----------
     P
@@ -155,17 +166,6 @@ class MDPEnv(gymnasium.Env):
         The prior an agent may use (``env.prior``): an
         :class:`~bbrlcore.mdp.distributions.FDMDistribution` with the MDP's numbers of
         states and actions, a name or a file loaded as ``--prior`` is, or None.
-
-    Any bad argument is one :class:`~bbrlcore.errors.BBRLError` naming it, and so is an
-    action that is not an integer in ``[0, nU)`` (a bool included, as the benchmark's
-    agents are refused one). ``step`` before ``reset`` (or after the end of an episode)
-    raises :class:`gymnasium.error.ResetNeeded`, as gymnasium's ``OrderEnforcing``
-    wrapper does.
-
-    ``info`` (from ``reset`` and ``step``) holds ``"step"``, the number of steps taken in
-    the episode (0 after ``reset``, T at its end) and, at the end of the episode
-    (``truncated``), ``"discounted_return"``: :math:`\\sum_{t<T} \\gamma^t r_t`, the
-    return the benchmark scores. :class:`TestSetEnv` adds ``"mdp_index"``.
     """
 
     metadata = {"render_modes": []}

@@ -326,6 +326,48 @@ RUN_COLUMNS: dict[str, pl.DataType | type[pl.DataType]] = {
     "rewards": pl.List(pl.Float32),
 }
 
+#: What each column of :data:`RUN_COLUMNS` holds (the documentation's column reference is
+#: generated from this and :data:`RUN_COLUMNS`; a test checks that every column has one).
+RUN_COLUMN_DOCS: dict[str, str] = {
+    "experiment": "the experiment's name, `{test}-{prior}` (e.g. `GC-UGC`)",
+    "test": "the test distribution's name (the test MDPs were drawn from it)",
+    "prior": "the prior's name (the distribution the agent was trained on)",
+    "algorithm": "the algorithm's name: a built-in's (`beb`) or a plugin's",
+    "agent": "the agent's id: the algorithm and every parameter, defaults included "
+             "(`bamcp__K=50__D=15`); also the name of its files",
+    "params": "the agent's parameters, as a JSON object",
+    "compat": "whether the agent runs in compat mode (the original library's quirks)",
+    "mdp_index": "the test MDP's index in its test set, 0 to N − 1",
+    "discounted_return": "the return Σ γᵗ rₜ over the T steps, summed in step order in "
+                         "float64 (the paper's score, `score: discounted`)",
+    "online_time_s": "wall-clock seconds of the trajectory: reset and every decision, "
+                     "numba compilation excluded",
+    "n_steps": "steps played (always the horizon T)",
+    "offline_time_s": "wall-clock seconds of the agent's offline learning (the same on "
+                      "every row of an agent)",
+    "seed": "the integer that seeded the trajectory (from `SeedSequence([test_seed, "
+            "sha256(agent), mdp_index])`)",
+    "gamma": "the discount factor γ of the test set",
+    "horizon": "the horizon T of the test set",
+    "test_seed": "the seed the test set was drawn with",
+    "bbrlcore_version": "the bbrlcore version that played the trajectory",
+    "undiscounted_return": "Σ rₜ over the T steps, float64 (`score: undiscounted`); null "
+                           "where the player records no rewards",
+    "rewards": "the reward of every step, as played (float32: exact for the paper's "
+               "rewards); null where the player records no rewards",
+}
+
+#: Agent counters: extra integer columns of the run tables of the algorithms that count
+#: something per trajectory (:attr:`bbrlcore.agents.base.Algorithm.counters`), with what
+#: each counts (a test checks that every built-in's counters are here).
+COUNTER_DOCS: dict[str, str] = {
+    "formula_failures": "OPPS-DS and `formula`: evaluations of the formula (one per action "
+                        "and decision) that were undefined (NaN, a division by zero, ...) "
+                        "and scored −∞",
+    "resamples": "SBOSS, BOSS and PSRL: how many times the agent drew models from its "
+                 "posterior during the trajectory (the first draw included)",
+}
+
 #: Columns of :data:`RUN_COLUMNS` that run tables written before bbrl recorded per-step
 #: rewards lack (they still read, merge and summarise; the missing values are null).
 RECORDED_SINCE_REWARDS = ("undiscounted_return", "rewards")

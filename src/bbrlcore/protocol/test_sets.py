@@ -147,6 +147,17 @@ def check_fits(test: FDMDistribution | FamilyDistribution, n_mdps: int) -> None:
                         "MDPs or a smaller size")
 
 
+#: The columns of a test-set artefact: type and meaning (the documentation's column
+#: reference is generated from this; a test checks it against a written test set). Its
+#: metadata (key ``bbrl``) holds the test distribution, N, γ, T, the seed and the layout.
+TEST_SET_COLUMNS: dict[str, tuple[str, str]] = {
+    "mdp_index": ("Int64", "the test MDP's index, 0 to N − 1 (its seed is "
+                           "`SeedSequence([seed, mdp_index])`)"),
+    "P": ("Array(Float64)", "its transition probabilities on the test distribution's "
+                            "sparse rows, flattened (nX, nU, K): K the widest row"),
+}
+
+
 def write_test_set(ts: TestSet, path: str | Path) -> None:
     """Write a test-set artefact: one row per MDP, its probabilities on the test
     distribution's layout (``P``, flattened (nX, nU, K); the layout's digest is in the

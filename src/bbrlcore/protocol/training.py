@@ -164,6 +164,26 @@ def _train_progress(agent_id: str, overrun: Overrun) -> Callable[[int, int], Non
     return report
 
 
+#: The columns of an agent artefact (one row): type and meaning (the documentation's
+#: column reference is generated from this; a test checks it against written agents).
+AGENT_COLUMNS: dict[str, tuple[str, str]] = {
+    "algorithm": ("String", "the algorithm's name"),
+    "agent": ("String", "the agent's id (the algorithm and every parameter, defaults "
+                        "included)"),
+    "params": ("String", "its parameters, as a JSON object"),
+    "prior": ("String", "the prior it was trained on"),
+    "offline_time_s": ("Float64", "wall-clock seconds of its offline learning"),
+    "seed": ("Int64", "the training seed"),
+    "gamma": ("Float64", "the discount factor it was trained for"),
+    "horizon": ("Int64", "the horizon it was trained for"),
+    "info": ("String", "what the training reports, as a JSON object (OPPS-DS: the formula "
+                       "selected, the pulls, ...; empty for most algorithms)"),
+    "learned": ("List(Struct)", "only for algorithms that learn a table offline (OPPS-DS: "
+                                "one entry per formula arm: `arm`, `rpn`, `infix`, "
+                                "`pulls`, `mean_return`, `discarded`)"),
+}
+
+
 def write_agent(agent: TrainedAgent, path: str | Path) -> None:
     row = {
         "algorithm": [agent.algorithm],
