@@ -68,15 +68,16 @@ from bbrlcore.agents.api import trajectory_loop_rows
 
 @njit(cache=True, error_model="numpy")
 def trajectory(setup, P, succ, nsucc, R, Rstd, gaussian, initial_state, gamma, horizon, seed,
-               status, rewards=None):
+               status, rewards=None, episode_length=0):
     return trajectory_loop_rows(_reset, _act, _observe, _counters, setup, P,  # noqa
                                 succ, nsucc, R, Rstd, gaussian, initial_state, gamma,
-                                horizon, seed, status, rewards)
+                                horizon, seed, status, rewards, episode_length,
+                                _episode_start)  # noqa
 '''
 
-#: The four globals of the generated module, in the order of :func:`kernel_module`'s
+#: The five globals of the generated module, in the order of :func:`kernel_module`'s
 #: functions.
-GLOBALS = ("_reset", "_act", "_observe", "_counters")
+GLOBALS = ("_reset", "_act", "_observe", "_counters", "_episode_start")
 
 #: Seconds a process waits for another one compiling the same kernel before compiling
 #: it too.
@@ -235,8 +236,9 @@ def _write_once(path: Path, text: str) -> None:
 _MODULES: dict[str, types.ModuleType] = {}
 
 
-def kernel_module(functions: tuple[Any, Any, Any, Any]) -> types.ModuleType:
-    """The generated module of the loop around ``(reset, act, observe, counters)``
+def kernel_module(functions: tuple[Any, Any, Any, Any, Any]) -> types.ModuleType:
+    """The generated module of the loop around ``(reset, act, observe, counters,
+    episode_start)``
     (written if needed, imported once per process); ``module.trajectory`` is the cached
     kernel, ``module.LOCK`` the path of its compile lock. Raises :class:`OSError` when the
     directory cannot be written."""

@@ -4,6 +4,10 @@ It is not a learning agent: at the start of every trajectory it solves the *actu
 MDP with the BBRL Q-iteration (tolerance 0.01, at most T+1 sweeps) and then
 acts greedily, breaking exact ties at random. The solve is part of the
 trajectory's online time. Normalised scores put Optimal at 1.
+
+At an episode's start (an episodic interaction, :attr:`~bbrlcore.agents.base.Episode.episode_length`
+H > 0): nothing but the return to the initial state; it keeps the policy it solved at
+the interaction's start (the discounted one, with the test set's γ).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ _NO_COUNTERS = np.zeros(0, dtype=np.int64)
 
 @njit(cache=True, error_model="numpy")
 def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, succ, nsucc,
-                rewards):
+                rewards, episode_length):
     np.random.seed(seed)
     nX, nU, _ = P.shape
     x = env_reset(initial_state, nX)
@@ -31,6 +35,7 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, succ,
     q_iteration_rows(P, R, succ, nsucc, g, horizon, Q)
     ret = 0.0
     disc = 1.0
+    left = episode_length if episode_length > 0 else -1  # steps left in the episode
     for t in range(horizon):
         u = argmax_random_tie(Q[x])
         k = env_step_rows(P, nsucc, x, u)
@@ -39,6 +44,10 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, succ,
         ret += disc * r
         disc *= gamma
         x = succ[x, u, k]
+        left -= 1
+        if left == 0:  # the episode's end: back to the initial state
+            left = episode_length
+            x = env_reset(initial_state, nX)
     return ret
 
 
@@ -49,11 +58,12 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
 
     # the episode's fields as the closure's own variables (a cheap trajectory: see Random)
     Rstd, gaussian, x0 = ep.Rstd, ep.gaussian, ep.initial_state
-    gamma, horizon = ep.gamma, ep.horizon
+    gamma, horizon, H = ep.gamma, ep.horizon, int(ep.episode_length)
     shape, ndarray = (horizon,), np.ndarray
 
     def rows(P: np.ndarray, seed: int, rewards: np.ndarray) -> tuple[float, np.ndarray]:
-        r = _trajectory(P, R, Rstd, gaussian, x0, gamma, horizon, seed, succ, nsucc, rewards)
+        r = _trajectory(P, R, Rstd, gaussian, x0, gamma, horizon, seed, succ, nsucc, rewards,
+                        H)
         return r, _NO_COUNTERS
 
     def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
@@ -79,4 +89,4 @@ def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict
 
 
 ALGORITHM = Algorithm(name="optimal", params=(), make_player=make_player, doc=__doc__ or "",
-                      cost_features=cost_features, sparse=True)
+                      cost_features=cost_features, sparse=True, episodic=True)
