@@ -79,6 +79,7 @@ wildcard_constraints:
     experiment=one_of(EXPERIMENTS),
     dist=one_of(PLAN.distributions),
     test=one_of(PLAN.tests),
+    testset=one_of(PLAN.test_sets),
     prior=one_of(PLAN.priors),
     agent="[^/]+",
     fs="[^/]+",
@@ -116,7 +117,7 @@ def all_outputs():
     """Every artefact the workflow declares, so that a missing one (a deleted chunk,
     agent or merged table) is regenerated and what depends on it refreshed."""
     out = [f"{R}/distributions/{d}.parquet" for d in PLAN.distributions]
-    out += [f"{R}/test_sets/{t}.parquet" for t in PLAN.tests]
+    out += [f"{R}/test_sets/{t}.parquet" for t in PLAN.test_sets]
     out += list(FORMULA_PATHS.values())
     out += [
         agent_path(prior, a.key) for a in PLAN.agents for prior in PLAN.priors_of(a)
@@ -202,7 +203,7 @@ def run_experiment_of(wildcards):
 def run_inputs(wildcards):
     exp = EXPERIMENTS[wildcards.experiment]
     return {
-        "test_set": f"{R}/test_sets/{exp.test}.parquet",
+        "test_set": f"{R}/test_sets/{exp.test_set}.parquet",
         "agent": agent_path(exp.prior, wildcards.agent),
         "warmup": ancient(warmup_path(AGENTS[wildcards.agent].algorithm)),
     }
@@ -219,6 +220,17 @@ def run_runtime(wildcards, attempt):
     return PLAN.runtime_minutes(
         60.0 * PLAN.run_minutes(exp, AGENTS[wildcards.agent], size), attempt
     )
+
+
+def test_set_input(wildcards):
+    """The test distribution of a test set (``{test}`` or ``{test}@{label}``)."""
+    return f"{R}/distributions/{PLAN.test_sets[wildcards.testset].test}.parquet"
+
+
+def test_set_setting(wildcards):
+    """The options of ``bbrl experiment new`` for the test set's setting of the
+    interaction (horizon, or episodes and episode length; checkpoints; label)."""
+    return PLAN.test_sets[wildcards.testset].test_set_args()
 
 
 def distribution_spec(wildcards):

@@ -24,7 +24,12 @@ import pyarrow.parquet as pq
 from bbrlcore.analysis import stats
 from bbrlcore.errors import BBRLError
 from bbrlcore.formats import artefacts
-from bbrlcore.protocol.runner import RECORDED_SINCE_REWARDS, RUN_COLUMNS
+from bbrlcore.protocol.runner import (
+    RECORDED_SINCE_EPISODES,
+    RECORDED_SINCE_REWARDS,
+    RUN_COLUMNS,
+    with_settings,
+)
 
 #: Columns of the summary table, in order.
 SUMMARY_COLUMNS = (
@@ -75,8 +80,10 @@ def score_column(score: str, table: pl.DataFrame | None = None) -> str:
 _KEY = ["experiment", "agent", "mdp_index"]
 
 #: What must agree between all run tables of one experiment: its test set (test
-#: distribution, seed, γ, T) and the bbrlcore version that ran them.
-SAME_WITHIN_EXPERIMENT = ("test", "test_seed", "gamma", "horizon", "bbrlcore_version")
+#: distribution, seed, γ, T, the interaction's setting: H, E, n) and the bbrlcore version
+#: that ran them.
+SAME_WITHIN_EXPERIMENT = ("test", "test_seed", "gamma", "horizon", "episode_length",
+                          "episodes", "checkpoint_every", "bbrlcore_version")
 
 
 def check_run_table(table: pl.DataFrame, source: str,
@@ -97,7 +104,7 @@ def check_run_table(table: pl.DataFrame, source: str,
     hint = artefacts.REGENERATE["run"]
     for col, dtype in RUN_COLUMNS.items():
         if col not in table.columns:
-            if col in RECORDED_SINCE_REWARDS:
+            if col in RECORDED_SINCE_REWARDS or col in RECORDED_SINCE_EPISODES:
                 continue
             raise BBRLError(f"{source}: run table lacks the column {col!r}; {hint}")
         if table[col].dtype != dtype:
@@ -159,6 +166,51 @@ def check_run_table(table: pl.DataFrame, source: str,
                         f"n_steps {row['n_steps']} differs from the horizon {row['horizon']} "
                         f"(every trajectory lasts the horizon); {hint}")
     _check_rewards(table, source, hint)
+    _check_settings(table, source, hint)
+
+
+def _check_settings(table: pl.DataFrame, source: str, hint: str) -> None:
+    """The interaction's settings and what they record, where the table has them
+    (:data:`~bbrlcore.protocol.runner.RECORDED_SINCE_EPISODES`): H ≥ 0, E ≥ 1, T = E × H
+    (episodic) or E = 1 (continuing), n dividing T (in multiples of H), one checkpoint
+    every n steps (the last one the undiscounted return) and E episode returns."""
+    if not any(c in table.columns for c in RECORDED_SINCE_EPISODES):
+        return
+    t = with_settings(table)
+    H, E, T = t["episode_length"], t["episodes"], t["horizon"]
+    n = t["checkpoint_every"]
+    ck, ep = t["checkpoints"], t["episode_returns"]
+    checks = [
+        ((H.is_null() | (H < 0) | E.is_null() | (E < 1)),
+         "episode_length must be >= 0 and episodes >= 1"),
+        (((H > 0) & (H * E != T)) | ((H == 0) & (E != 1)),
+         "horizon must be episodes x episode_length (episodic) and episodes 1 (continuing)"),
+        (n.is_not_null() & ((n < 1) | (T % n.clip(1) != 0) | ((H > 0) & (n % H.clip(1) != 0))),
+         "checkpoint_every must divide the horizon (in multiples of the episode length)"),
+        (ck.is_not_null() & (n.is_null() | (ck.list.len() != T // n.clip(1))),
+         "checkpoints must hold horizon / checkpoint_every values"),
+        (ep.is_not_null() & (ep.list.len() != E),
+         "episode_returns must hold one value per episode"),
+        ((H > 0) & ep.is_null() & ck.is_not_null(),
+         "an episodic trajectory with checkpoints must record its episode returns"),
+    ]
+    for mask, what in checks:
+        bad = mask.fill_null(False).to_numpy()
+        if bad.any():
+            k = int(np.argmax(bad))
+            row = table.select("agent", "mdp_index").row(k, named=True)
+            raise BBRLError(f"{source}: row {k} (agent {row['agent']}, MDP "
+                            f"{row['mdp_index']}): {what}; {hint}")
+    if "undiscounted_return" in t.columns and ck.null_count() < len(t):
+        last, u = ck.list.last(), t["undiscounted_return"]
+        off = (last.is_not_null() & u.is_not_null()
+               & ((last - u).abs() > 1e-9 * (1.0 + u.abs()))).fill_null(False).to_numpy()
+        if off.any():
+            k = int(np.argmax(off))
+            row = table.select("agent", "mdp_index").row(k, named=True)
+            raise BBRLError(f"{source}: row {k} (agent {row['agent']}, MDP "
+                            f"{row['mdp_index']}): the last checkpoint {last[k]} is not the "
+                            f"undiscounted return {u[k]}; {hint}")
 
 
 def _check_rewards(table: pl.DataFrame, source: str, hint: str) -> None:
@@ -302,6 +354,7 @@ def merge_tables(tables: list[pl.DataFrame], sources: list[str] | None = None,
     sources = sources or [f"table {i}" for i in range(len(tables))]
     seen: dict[str, tuple[tuple[object, ...], str]] = {}
     holders: dict[tuple[str, str], list[str]] = {}
+    tables = [with_settings(t) for t in tables]  # (older tables: continuing)
     for t, src in zip(tables, sources, strict=True):
         cols = [c for c in SAME_WITHIN_EXPERIMENT if c in t.columns]
         groups = t.select(["experiment", *cols]).unique(maintain_order=True)
@@ -428,9 +481,11 @@ def check_test_sets(merged: pl.DataFrame, test_sets: list, sources: list[str],
 
     Each test set (a :class:`bbrlcore.protocol.test_sets.TestSet`, named by its entry of
     ``sources``) must be the test set of at least one experiment of ``merged`` (its
-    ``test`` column), with that experiment's seed, γ, T and size: the size recorded in
-    the run tables' metadata (``n_mdps``, experiment -> N) or, where they do not record
-    it, the largest MDP index + 1. Two test sets of one distribution are refused too.
+    ``test`` column, and the setting its name ends with: ``@label``, see
+    :attr:`bbrlcore.protocol.test_sets.TestSet.tag`), with that experiment's seed, γ, T
+    and size: the size recorded in the run tables' metadata (``n_mdps``, experiment -> N)
+    or, where they do not record it, the largest MDP index + 1. Two test sets of one
+    distribution in one setting are refused too.
     """
     first: dict[str, str] = {}
     recorded = [pl.col(c).first() if c in merged.columns else pl.lit(None).alias(c)
@@ -438,13 +493,18 @@ def check_test_sets(merged: pl.DataFrame, test_sets: list, sources: list[str],
     runs = (merged.group_by("experiment", "test", maintain_order=True)
             .agg(*recorded, pl.col("mdp_index").max().alias("_max"))
             .sort("experiment"))
+    tags = runs["experiment"].map_elements(
+        lambda e: "@" + e.rsplit("@", 1)[1] if "@" in e else "", return_dtype=pl.String)
+    runs = runs.with_columns(tags.alias("_tag"))
     for ts, src in zip(test_sets, sources, strict=True):
         name = ts.test.short_name
-        if name in first:
-            raise BBRLError(f"{src}: a second test set of {name} (also {first[name]}); give "
-                            "one test set per test distribution")
-        first[name] = src
-        mine = runs.filter(pl.col("test") == name)
+        tag = getattr(ts, "tag", "")
+        if name + tag in first:
+            raise BBRLError(f"{src}: a second test set of {name + tag} (also "
+                            f"{first[name + tag]}); give one test set per test distribution "
+                            "and setting")
+        first[name + tag] = src
+        mine = runs.filter((pl.col("test") == name) & (pl.col("_tag") == tag))
         if mine.is_empty():
             have = ", ".join(sorted(set(runs["test"].to_list())))
             raise BBRLError(f"{src}: a test set of {name}, but no run is on {name} (the runs "

@@ -534,7 +534,9 @@ def _build_into(out: Path, merged: pl.DataFrame, summary: pl.DataFrame,
                ([g["accurate"]] if g["accurate"] else []) + g["inaccurate"]]
     hard = problems_sec = None
     if test_sets:
-        h = pl.concat([hardness.hardness_table(ts) for ts in test_sets])
+        # (test sets of one distribution in several settings hold the same MDPs)
+        one = {ts.test.short_name: ts for ts in reversed(test_sets)}
+        h = pl.concat([hardness.hardness_table(ts) for ts in reversed(one.values())])
         _write_parquet(h, out / "data" / "hardness.parquet")
         stats_rows = []
         for (t,), g in h.group_by(["test"], maintain_order=True):
