@@ -248,8 +248,12 @@ def _check_rewards(table: pl.DataFrame, source: str, hint: str) -> None:
             bad = (r.is_not_null() & ~finite.fill_null(True)).to_numpy()
             fail(bad, "rewards must hold finite values (a NaN, an infinity or a null)")
     if len(have) == 2:
-        differ = (table["rewards"].is_null() != table["undiscounted_return"].is_null()
-                  ).to_numpy()
+        differ = (table["rewards"].is_null() != table["undiscounted_return"].is_null())
+        if "checkpoints" in table.columns:  # (a long interaction: checkpoints, no steps)
+            differ = differ & ~(table["rewards"].is_null()
+                                & table["checkpoints"].is_not_null()
+                                & table["undiscounted_return"].is_not_null())
+        differ = differ.to_numpy()
         if differ.any():
             fail(differ, "rewards and undiscounted_return must be both recorded or both "
                          "null")
@@ -527,6 +531,32 @@ def check_test_sets(merged: pl.DataFrame, test_sets: list, sources: list[str],
                     "test set the runs were played on")
 
 
+def check_one_setting(merged: pl.DataFrame, command: str) -> None:
+    """Refuse, in one line naming ``command``, the experiment and both settings, an
+    experiment whose rows were played in different settings of the interaction (T, H,
+    E, γ, checkpoint_every: :data:`SAME_WITHIN_EXPERIMENT`); tables written before the
+    settings were recorded count as continuing.
+
+    >>> t = pl.DataFrame({"experiment": ["E", "E"], "horizon": [250, 1000]})
+    >>> check_one_setting(t, "summary")
+    Traceback (most recent call last):
+    ...
+    bbrlcore.errors.BBRLError: summary: experiment E: rows of different settings (horizon ...
+    """
+    t = with_settings(merged) if "horizon" in merged.columns else merged
+    cols = [c for c in SAME_WITHIN_EXPERIMENT if c in t.columns and c != "bbrlcore_version"]
+    if not cols or t.is_empty():
+        return
+    kinds = t.select("experiment", *cols).unique(maintain_order=True)
+    many = kinds.filter(pl.col("experiment").is_duplicated())
+    if many.is_empty():
+        return
+    a, b = many.row(0, named=True), many.row(1, named=True)
+    diff = [f"{c} {a[c]!r} vs {b[c]!r}" for c in cols if a[c] != b[c]]
+    raise BBRLError(f"{command}: experiment {a['experiment']}: rows of different settings "
+                    f"({', '.join(diff)}): compare experiments of one setting each")
+
+
 def summary_table(merged: pl.DataFrame, score: str = "discounted") -> pl.DataFrame:
     """The summary (one row per experiment × agent: mean score with its 95% interval,
     times, normalised score and regret) from a merged run table (any number of
@@ -541,6 +571,7 @@ def summary_table(merged: pl.DataFrame, score: str = "discounted") -> pl.DataFra
                         f"{r['agent']} has no {col} (run before bbrl recorded it, or by a "
                         "player that does not record rewards); run it again, or use "
                         "score=discounted")
+    check_one_setting(merged, "summary")
     check_coverage(merged, "summary")
     rows = []
     for (exp, agent), g in merged.group_by(["experiment", "agent"], maintain_order=True):

@@ -261,7 +261,7 @@ def default_checkpoint_every(horizon: int) -> int | None:
     >>> default_checkpoint_every(250), default_checkpoint_every(10**6)
     (None, 100)
     >>> default_checkpoint_every(500_000), default_checkpoint_every(10_007 * 3)
-    (50, 3)
+    (50, 10007)
     """
     T = int(horizon)
     if T <= MAX_RECORDED_STEPS:
