@@ -5,8 +5,8 @@ The package plays a :class:`~bbrlcore.agents.api.CompiledAgent` with its traject
 functions. numba caches a function on disk (``cache=True``) only when it is a function of
 a module file, not a closure over other functions; so, for each agent, the package writes
 a small module holding that function (:func:`kernel_module`), whose globals ``_reset``,
-``_act``, ``_observe`` and ``_counters`` are the agent's functions, set before the module
-runs. numba then caches it like any module-level kernel, and every later process (a
+``_act``, ``_observe``, ``_counters`` and ``_episode_start`` are the agent's functions,
+set before the module runs. numba then caches it like any module-level kernel, and every later process (a
 workflow job on any node sharing the cache directory) loads it instead of compiling.
 
 * **Where**: ``<NUMBA_CACHE_DIR>/bbrl-kernels/`` (by default

@@ -197,6 +197,18 @@ draws, the solvers); its ``observe`` still receives the successor state ``y``, w
 :func:`~bbrlcore.mdp.rows.slot_of` finds. The built-in e-Greedy, BEB, PSRL and BOLT are
 written so.
 
+**Episodes.** In an episodic experiment (``episodes: E`` in ``config.yaml``, ``bbrl
+experiment new --episodes E``) the package's loop returns the environment to the initial
+state after every ``episode_length`` H steps (``self.episode_length`` on a Python or
+compiled agent's instance; 0 in a continuing one) and keeps the agent as it is: what it
+learned carries over, ``reset`` is called once per interaction. An agent that acts
+differently at an episode's start (a new posterior sample, a plan over the H steps left)
+defines ``episode_start``: a method ``episode_start(self, k)`` of a Python agent, an
+``@njit`` function ``episode_start(state, k)`` of a compiled one, called before the first
+action of episode k = 0, 1, ..., E−1 (k = 0 right after ``reset``) and never in a
+continuing interaction. Without it nothing changes: a plugin written before episodes
+plays episodic experiments as it is.
+
 Errors of the user's code (an exception in any of its methods, ``SystemExit`` included;
 an action that is not an integer in ``[0, nU)``; functions that do not compile) stop the
 run with one line naming the algorithm (and, while playing, the test MDP and the step).
@@ -305,6 +317,9 @@ class _AgentBase:
         self.learned = learned
         self.gamma = gamma
         self.horizon = horizon
+        #: H: the steps of an episode (0: a continuing interaction; set when the agent is
+        #: placed on a test set)
+        self.episode_length = 0
         self.n_states = int(prior.n_states)
         self.n_actions = int(prior.n_actions)
         self.rng = np.random.default_rng(0)
@@ -470,6 +485,7 @@ def _place(agent: Any, prior: Any, ep: Episode) -> None:
     agent.layout = st.layout
     agent.theta_rows = st.theta
     agent.reward_rows = st.Rm
+    agent.episode_length = int(ep.episode_length)
 
 
 def _trainer(cls: type, name: str) -> Callable[..., Trained]:
