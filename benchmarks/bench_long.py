@@ -2,9 +2,10 @@
 large a run table of 10^6 steps is.
 
 * ``speed``: ns per step of Random and Optimal on DeepSea-20 (accurate prior) along
-  T = 10^3, 10^4, 10^5, 10^6 (the online time ``run_agent`` measures per trajectory,
-  divided by T; median over the MDPs, best of ``--rounds`` rounds). Flat means a long
-  interaction costs per step what a short one does.
+  T = 10^3, 10^4, 10^5, 10^6 (each trajectory played into a reused buffer of T steps, as
+  ``run_agent`` times it; the best of ``--rounds`` rounds alternating between the
+  horizons; wall and CPU time). Flat means a long interaction costs per step what a
+  short one does.
 * ``overhead``: the wall time of ``run_agent`` at T = 10^6 (checkpoints every 100 steps,
   aggregated after each trajectory from the one reused buffer, and the run table built)
   against the same trajectories played by the bare player into that buffer (no
@@ -47,25 +48,53 @@ def _problem():
     return p, p.prior("accurate")
 
 
+def _clock() -> tuple[float, float]:
+    return time.perf_counter(), time.thread_time()
+
+
 def speed(rounds: int) -> list[dict]:
+    """ns per step: each trajectory played by the player into a reused buffer of T steps
+    (what ``run_agent`` times), rounds alternating between the horizons, the best round's
+    mean, as wall time and as this thread's CPU time (the machine is shared: a long
+    trajectory is preempted, a short one mostly not)."""
+    from bbrlcore import agents
+
     p, prior = _problem()
     rows = []
     for alg in ("random", "optimal"):
         agent = E.train_agent(alg, {}, prior, progress=False)
+        setups = {}
         for T in HORIZONS:
             ts = E.new_test_set(p.test, N_OF[T], 0.95, T, 0)
-            best = None
-            for _ in range(rounds):
-                t = E.run_agent(ts, agent, progress=False)
-                ns = 1e9 * statistics.median(t["online_time_s"].to_list()) / T
-                best = ns if best is None else min(best, ns)
-            rows.append({"algorithm": alg, "T": T, "n_mdps": ts.n_mdps,
-                         "ns_per_step": round(best, 2)})
-            print(f"{alg:8s} T={T:>9,}  {best:7.2f} ns/step", flush=True)
+            play = agents.get(alg).make_player(prior, agent.params,
+                                               runner._as_trained(agent), ts.episode())
+            setups[T] = (play, [np.ascontiguousarray(m) for m in ts.mdps], np.empty(T))
+            setups[T][0](setups[T][1][0], 0, setups[T][2])  # (compiled)
+        wall: dict[int, list[float]] = {T: [] for T in HORIZONS}
+        cpu: dict[int, list[float]] = {T: [] for T in HORIZONS}
+        for r in range(rounds):
+            for T, (play, mdps, buf) in setups.items():
+                w0, c0 = _clock()
+                for i, P in enumerate(mdps):
+                    play(P, 1000 * r + i, buf)
+                w1, c1 = _clock()
+                wall[T].append(1e9 * (w1 - w0) / (T * len(mdps)))
+                cpu[T].append(1e9 * (c1 - c0) / (T * len(mdps)))
+        for T in HORIZONS:
+            rows.append({"algorithm": alg, "T": T, "n_mdps": N_OF[T],
+                         "ns_per_step_wall": round(min(wall[T]), 2),
+                         "ns_per_step_cpu": round(min(cpu[T]), 2),
+                         "median_wall": round(statistics.median(wall[T]), 2)})
+            print(f"{alg:8s} T={T:>9,}  {min(wall[T]):7.2f} ns/step wall, "
+                  f"{min(cpu[T]):7.2f} CPU (median wall {statistics.median(wall[T]):.2f})",
+                  flush=True)
     return rows
 
 
 def overhead(rounds: int) -> list[dict]:
+    """``run_agent`` (aggregation after each trajectory, the table built) against the bare
+    player into the same buffer, at T = 10^6 (checkpoints every 100 steps), rounds
+    alternating; the median round, wall and process CPU time."""
     from bbrlcore import agents
 
     p, prior = _problem()
@@ -79,21 +108,26 @@ def overhead(rounds: int) -> list[dict]:
         buf = np.empty(T)
         mdps = [np.ascontiguousarray(ts.mdps[i]) for i in range(ts.n_mdps)]
         E.run_agent(ts, agent, progress=False)  # (compiled, caches warm)
-        bare, full = [], []
+        bare: list[tuple[float, float]] = []
+        full: list[tuple[float, float]] = []
         for _ in range(rounds):
-            t0 = time.perf_counter()
+            w0, c0 = time.perf_counter(), time.process_time()
             for i, P in enumerate(mdps):
                 play(P, 100 + i, buf)
-            bare.append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
+            bare.append((time.perf_counter() - w0, time.process_time() - c0))
+            w0, c0 = time.perf_counter(), time.process_time()
             E.run_agent(ts, agent, progress=False)
-            full.append(time.perf_counter() - t0)
-        b, f = statistics.median(bare), statistics.median(full)
-        rows.append({"algorithm": alg, "T": T, "n_mdps": ts.n_mdps,
-                     "bare_s": round(b, 4), "run_agent_s": round(f, 4),
-                     "overhead_pct": round(100 * (f - b) / b, 2)})
-        print(f"{alg:8s} bare {b:.3f} s, run_agent {f:.3f} s: "
-              f"{100 * (f - b) / b:+.1f} %", flush=True)
+            full.append((time.perf_counter() - w0, time.process_time() - c0))
+        out = {"algorithm": alg, "T": T, "n_mdps": ts.n_mdps}
+        for k, name in ((0, "wall"), (1, "cpu")):
+            b = statistics.median(x[k] for x in bare)
+            f = statistics.median(x[k] for x in full)
+            out |= {f"bare_{name}_s": round(b, 4), f"run_agent_{name}_s": round(f, 4),
+                    f"overhead_{name}_pct": round(100 * (f - b) / b, 2)}
+        rows.append(out)
+        print(f"{alg:8s} overhead {out['overhead_wall_pct']:+.1f} % wall, "
+              f"{out['overhead_cpu_pct']:+.1f} % CPU (bare {out['bare_wall_s']:.3f} s, "
+              f"run_agent {out['run_agent_wall_s']:.3f} s)", flush=True)
     return rows
 
 

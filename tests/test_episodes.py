@@ -547,3 +547,37 @@ def test_test_sets_of_one_distribution_in_two_settings_pass_the_report_check():
     c = dataclasses.replace(b, horizon=24, episode_length=8)
     with pytest.raises(BBRLError, match="horizon 24 vs 12"):
         results.check_test_sets(merged, [a, c], ["a", "c"])
+
+
+LEAVING = """
+import numpy as np
+from bbrlcore.agents import Algorithm
+
+def make(prior, params, trained, ep):
+    def play(P, seed, rewards=None):
+        rewards[:LEAVE] = 1.0
+        return float(LEAVE), np.zeros(0, dtype=np.int64)
+    return play
+
+Leave = Algorithm(name="leave", params=(), make_player=make, sparse=True)
+"""
+
+
+def test_a_step_left_unset_in_the_reused_buffer_of_a_long_run_is_named(tmp_path,
+                                                                       monkeypatch):
+    """The buffer of a long run is reused: a player that fills only its first steps leaves
+    the rest NaN (the previous trajectory's rewards are consumed), and the first such
+    step is named."""
+    monkeypatch.setattr(runner, "MAX_RECORDED_STEPS", 10)
+    d = chain()
+    ts = E.new_test_set(d, 2, 0.95, 40, 0, checkpoint_every=10)
+    ok = f"{_plugin(tmp_path, LEAVING.replace('LEAVE', '40'), 'fills')}:Leave"
+    t = E.run_agent(ts, E.train_agent(ok, {}, d, horizon=40, progress=False),
+                    progress=False)
+    assert t["checkpoints"].to_list() == [[10.0, 20.0, 30.0, 40.0]] * 2
+    registry.reset()
+    bad = f"{_plugin(tmp_path, LEAVING.replace('LEAVE', '23'), 'leaves')}:Leave"
+    with pytest.raises(BBRLError, match=r"agent leave, test MDP 0: the reward of step 23 "
+                                        "is not finite"):
+        E.run_agent(ts, E.train_agent(bad, {}, d, horizon=40, progress=False),
+                    progress=False)

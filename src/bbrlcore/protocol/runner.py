@@ -334,32 +334,35 @@ def aggregate(rewards, every, episode_length, checkpoints, episode_returns, cons
     >>> float(s), int(bad), ck.tolist(), ep.tolist()
     (10.0, -1, [3.0, 10.0], [3.0, 7.0])
     """
+    T = rewards.shape[0]
+    # blocks with no branch inside: an episode (episodic), else a checkpoint interval,
+    # else the whole trajectory (each divides T); a checkpoint ends every `per` blocks
+    block = episode_length if episode_length > 0 else (every if every > 0 else max(T, 1))
+    per = every // block if every > 0 else -1
     s = 0.0
-    e = 0.0
     bad = -1
     j = 0
     m = 0
-    left_c = every if every > 0 else -1
-    left_e = episode_length if episode_length > 0 else -1
-    for t in range(rewards.shape[0]):
-        r = rewards[t]
+    for b in range(T // block):
+        lo = b * block
+        e = 0.0
+        for t in range(lo, lo + block):
+            r = rewards[t]
+            s += r
+            e += r
+        if bad < 0 and not np.isfinite(e):  # (a NaN or an infinity: the first one)
+            for t in range(lo, lo + block):
+                if not np.isfinite(rewards[t]):
+                    bad = t
+                    break
         if consume:
-            rewards[t] = np.nan
-        if bad < 0 and not np.isfinite(r):
-            bad = t
-        s += r
-        e += r
-        left_c -= 1
-        if left_c == 0:
-            checkpoints[j] = s
-            j += 1
-            left_c = every
-        left_e -= 1
-        if left_e == 0:
+            rewards[lo:lo + block] = np.nan
+        if episode_length > 0:
             episode_returns[m] = e
             m += 1
-            e = 0.0
-            left_e = episode_length
+        if per > 0 and (b + 1) % per == 0:
+            checkpoints[j] = s
+            j += 1
     return s, bad
 
 
