@@ -356,16 +356,21 @@ def test_long_runs_record_checkpoints_from_one_buffer_exact_against_every_step(m
     reward at every checkpoint, equal bit for bit to the sums of the rewards a short run
     records, and the episodes' returns; the discounted return is unchanged."""
     prior = chain(stay=True)
+    allocs: list = []
+    real_full = np.full
+
+    def full(shape, *a, **k):
+        allocs.append(shape)
+        return real_full(shape, *a, **k)
+
     for kw in ({"checkpoint_every": 8}, {"episode_length": 4, "checkpoint_every": 8}):
         ts = E.new_test_set(prior, 3, 0.95, 160, 2, **kw)
         for alg in ("random", "psrl"):
             agent = E.train_agent(alg, {}, prior, horizon=160, progress=False)
             short = E.run_agent(ts, agent, progress=False)
             monkeypatch.setattr(runner, "MAX_RECORDED_STEPS", 100)
-            allocs = []
-            real_full = np.full
-            monkeypatch.setattr(runner.np, "full", lambda shape, *a, **k: (
-                allocs.append(shape), real_full(shape, *a, **k))[1])
+            allocs.clear()
+            monkeypatch.setattr(runner.np, "full", full)
             long = E.run_agent(ts, agent, progress=False)
             monkeypatch.undo()
             assert (3, 160) not in allocs  # (one buffer of T steps, no N x T matrix)

@@ -4,10 +4,11 @@ The package plays a :class:`~bbrlcore.agents.api.CompiledAgent` with its traject
 (:func:`~bbrlcore.agents.api.trajectory_loop`) specialised to the agent's ``@njit``
 functions. numba caches a function on disk (``cache=True``) only when it is a function of
 a module file, not a closure over other functions; so, for each agent, the package writes
-a small module holding that function (:func:`kernel_module`), whose globals ``_reset``,
-``_act``, ``_observe``, ``_counters`` and ``_episode_start`` are the agent's functions,
-set before the module runs. numba then caches it like any module-level kernel, and every later process (a
-workflow job on any node sharing the cache directory) loads it instead of compiling.
+a small module holding that function (:func:`kernel_module`), whose globals
+``_reset``, ``_act``, ``_observe``, ``_counters`` and ``_episode_start`` are the agent's
+functions, set before the module runs. numba then caches it like any module-level
+kernel, and every later process (a workflow job on any node sharing the cache
+directory) loads it instead of compiling.
 
 * **Where**: ``<NUMBA_CACHE_DIR>/bbrl-kernels/`` (by default
   ``cache_base()/numba-<version>-<sources>/``, so it is cleared with numba's cache); one
