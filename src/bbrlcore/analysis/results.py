@@ -497,9 +497,11 @@ def check_test_sets(merged: pl.DataFrame, test_sets: list, sources: list[str],
     runs = (merged.group_by("experiment", "test", maintain_order=True)
             .agg(*recorded, pl.col("mdp_index").max().alias("_max"))
             .sort("experiment"))
-    tags = runs["experiment"].map_elements(
-        lambda e: "@" + e.rsplit("@", 1)[1] if "@" in e else "", return_dtype=pl.String)
-    runs = runs.with_columns(tags.alias("_tag"))
+    exp = pl.col("experiment")
+    runs = runs.with_columns(
+        pl.when(exp.str.contains("@", literal=True))
+        .then(pl.lit("@") + exp.str.split("@").list.last())
+        .otherwise(pl.lit("")).alias("_tag"))
     for ts, src in zip(test_sets, sources, strict=True):
         name = ts.test.short_name
         tag = getattr(ts, "tag", "")
