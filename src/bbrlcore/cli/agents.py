@@ -108,7 +108,7 @@ def _run(args: argparse.Namespace) -> int:
         "agent": agent.agent_id,
         "algorithm": agent.algorithm,
         "params": agent.params,
-        "experiment": f"{ts.test.short_name}-{agent.prior.short_name}",
+        "experiment": f"{ts.test.short_name}-{agent.prior.short_name}{ts.tag}",
         "test_seed": ts.seed,
         "n_mdps": ts.n_mdps,
         "mdps": [sel.start, sel.stop],

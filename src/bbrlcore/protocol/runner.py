@@ -199,7 +199,7 @@ def run_agent(
     returns = np.empty(n)
     times = np.empty(n)
     counters = np.zeros((n, len(alg.counters)), dtype=np.int64)
-    name = label or f"{agent.agent_id} {ts.test.short_name}-{agent.prior.short_name}"
+    name = label or f"{agent.agent_id} {ts.test.short_name}-{agent.prior.short_name}{ts.tag}"
     overrun = Overrun(f"run {name}", expected_s)
     expected = overrun.expected if progress else None
     if expected and expected >= 5.0:  # long runs: say what to expect
