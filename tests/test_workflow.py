@@ -811,7 +811,7 @@ def test_families_preset_dry_run(tmp_path):
         len(plan.chunks(e, a)) for e in plan.experiments for a in plan.agents_of(e))
     planned = _planned(r.stdout)
     assert ("distribution", "dist=UDeepSea-10") in planned
-    assert ("test_set", "test=FrozenLake-8") in planned
+    assert ("test_set", "testset=FrozenLake-8") in planned
     assert ("merge", "experiment=DeepSea-15-UDeepSea-15") in planned
 
 
@@ -848,3 +848,44 @@ def test_a_family_ladder_runs_end_to_end(tmp_path):
     ladder = pl.read_parquet(res / "report/data/score-size.parquet")
     assert set(ladder["ladder"]) == {"DeepSea, accurate prior", "DeepSea, uniform prior"}
     assert 'id="fig-score-size"' in (res / "report/index.html").read_text()
+
+
+@pytest.mark.slow
+def test_episodic_and_long_interactions_run_end_to_end_from_the_configuration(tmp_path):
+    """A DeepSea ladder played episodically (bsuite's protocol, E episodes of N steps) and
+    a RiverSwim played continuing for more than MAX_RECORDED_STEPS steps, beside the
+    paper's setting of the same RiverSwim, from the configuration alone: their own test
+    sets, experiments named by their setting, run tables with episode returns and
+    checkpoints instead of every step's rewards."""
+    from bbrlcore import protocol as E
+
+    cfg = _write_cfg(tmp_path, _tiny({
+        "n_mdps": 3,
+        "experiments": [
+            {"test": {"family": "deepsea", "size": [3, 4]}, "prior": "uniform",
+             "episodes": 30},
+            {"test": "RiverSwim-4", "prior": "uniform", "horizon": 20_000},
+            {"test": "RiverSwim-4", "prior": "uniform"}],
+        "algorithms": {"random": {}, "optimal": {}, "e-greedy": {"epsilon": [0.1]}},
+    }))
+    r = _snake(tmp_path, cfg, "--cores", "2")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    res = tmp_path / "results"
+    ts = E.read_test_set(res / "test_sets/DeepSea-4@E30xH4.parquet")
+    assert (ts.horizon, ts.episode_length, ts.checkpoint_every) == (120, 4, 4)
+    long = E.read_test_set(res / "test_sets/RiverSwim-4@T20000.parquet")
+    assert (long.horizon, long.episode_length, long.checkpoint_every) == (20_000, 0, 2)
+    assert E.read_test_set(res / "test_sets/RiverSwim-4.parquet").horizon == 20
+    s = pl.read_parquet(res / "summary.parquet")
+    assert set(s["experiment"]) == {"DeepSea-3-UDeepSea-3@E30xH3",
+                                    "DeepSea-4-UDeepSea-4@E30xH4",
+                                    "RiverSwim-4-URiverSwim-4@T20000",
+                                    "RiverSwim-4-URiverSwim-4"}
+    m = pl.read_parquet(res / "merged/DeepSea-4-UDeepSea-4@E30xH4.parquet")
+    opt = m.filter(pl.col("algorithm") == "optimal")
+    assert opt["episode_returns"].list.len().to_list() == [30] * 3
+    assert all(abs(v - 0.99) < 1e-9 for row in opt["episode_returns"] for v in row)
+    m = pl.read_parquet(res / "merged/RiverSwim-4-URiverSwim-4@T20000.parquet")
+    assert m["rewards"].null_count() == m.height
+    assert m["checkpoints"].list.len().unique().to_list() == [10_000]
+    assert (res / "report/index.html").exists()

@@ -80,6 +80,7 @@ wildcard_constraints:
     experiment=one_of(EXPERIMENTS),
     dist=one_of(PLAN.distributions),
     test=one_of(PLAN.tests),
+    testset=one_of(PLAN.test_sets),
     prior=one_of(PLAN.priors),
     agent="[^/]+",
     fs="[^/]+",
@@ -156,7 +157,7 @@ def all_outputs():
     """Every artefact the workflow declares, so that a missing one (a deleted chunk,
     agent or merged table) is regenerated and what depends on it refreshed."""
     out = [f"{R}/distributions/{d}.parquet" for d in PLAN.distributions]
-    out += [f"{R}/test_sets/{t}.parquet" for t in PLAN.tests]
+    out += [f"{R}/test_sets/{t}.parquet" for t in PLAN.test_sets]
     out += list(FORMULA_PATHS.values())
     out += [p for b in TRAIN_BUNDLES for p in b.outputs(R)]  # agents that learn offline
     out += [p for exp in sorted(EXPERIMENTS) for p in all_chunks(exp)]

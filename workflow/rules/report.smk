@@ -8,7 +8,7 @@ rule report:
         merged=expand(
             f"{R}/merged/{{experiment}}.parquet", experiment=sorted(EXPERIMENTS)
         ),
-        test_sets=expand(f"{R}/test_sets/{{test}}.parquet", test=PLAN.tests),
+        test_sets=expand(f"{R}/test_sets/{{testset}}.parquet", testset=PLAN.test_sets),
     output:
         index=report(
             f"{R}/report/index.html",

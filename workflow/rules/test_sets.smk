@@ -1,14 +1,15 @@
-# Stage 4: one test set per test distribution (shared by its accurate and inaccurate
-# experiments, so agents are paired across priors).
+# Stage 4: one test set per test distribution and setting of the interaction (shared by
+# its accurate and inaccurate experiments, so agents are paired across priors; named
+# {test}@{label} in a setting other than the global one: bbrlcore.plan.model.Experiment).
 
 
 rule test_set:
     input:
-        f"{R}/distributions/{{test}}.parquet",
+        test_set_input,
     output:
-        f"{R}/test_sets/{{test}}.parquet",
+        f"{R}/test_sets/{{testset}}.parquet",
     log:
-        f"{R}/logs/test_sets/{{test}}.log",
+        f"{R}/logs/test_sets/{{testset}}.log",
     conda:
         CONDA_ENV
     resources:
@@ -17,10 +18,10 @@ rule test_set:
     params:
         n=config["n_mdps"],
         gamma=config["gamma"],
-        horizon=config["horizon"],
+        setting=test_set_setting,
         seed=config["test_seed"],
         version=VERSION,
     shell:
         "bbrl --log {log:q} experiment new --test {input:q} --n-mdps {params.n}"
-        " --gamma {params.gamma} --horizon {params.horizon} --seed {params.seed}"
+        " --gamma {params.gamma} {params.setting} --seed {params.seed}"
         " -o {output:q}"

@@ -4,10 +4,11 @@ The package plays a :class:`~bbrlcore.agents.api.CompiledAgent` with its traject
 (:func:`~bbrlcore.agents.api.trajectory_loop`) specialised to the agent's ``@njit``
 functions. numba caches a function on disk (``cache=True``) only when it is a function of
 a module file, not a closure over other functions; so, for each agent, the package writes
-a small module holding that function (:func:`kernel_module`), whose globals ``_reset``,
-``_act``, ``_observe`` and ``_counters`` are the agent's functions, set before the module
-runs. numba then caches it like any module-level kernel, and every later process (a
-workflow job on any node sharing the cache directory) loads it instead of compiling.
+a small module holding that function (:func:`kernel_module`), whose globals
+``_reset``, ``_act``, ``_observe``, ``_counters`` and ``_episode_start`` are the agent's
+functions, set before the module runs. numba then caches it like any module-level
+kernel, and every later process (a workflow job on any node sharing the cache
+directory) loads it instead of compiling.
 
 * **Where**: ``<NUMBA_CACHE_DIR>/bbrl-kernels/`` (by default
   ``cache_base()/numba-<version>-<sources>/``, so it is cleared with numba's cache); one
@@ -68,15 +69,16 @@ from bbrlcore.agents.api import trajectory_loop_rows
 
 @njit(cache=True, error_model="numpy")
 def trajectory(setup, P, succ, nsucc, R, Rstd, gaussian, initial_state, gamma, horizon, seed,
-               status, rewards=None):
+               status, rewards=None, episode_length=0):
     return trajectory_loop_rows(_reset, _act, _observe, _counters, setup, P,  # noqa
                                 succ, nsucc, R, Rstd, gaussian, initial_state, gamma,
-                                horizon, seed, status, rewards)
+                                horizon, seed, status, rewards, episode_length,
+                                _episode_start)  # noqa
 '''
 
-#: The four globals of the generated module, in the order of :func:`kernel_module`'s
+#: The five globals of the generated module, in the order of :func:`kernel_module`'s
 #: functions.
-GLOBALS = ("_reset", "_act", "_observe", "_counters")
+GLOBALS = ("_reset", "_act", "_observe", "_counters", "_episode_start")
 
 #: Seconds a process waits for another one compiling the same kernel before compiling
 #: it too.
@@ -235,8 +237,9 @@ def _write_once(path: Path, text: str) -> None:
 _MODULES: dict[str, types.ModuleType] = {}
 
 
-def kernel_module(functions: tuple[Any, Any, Any, Any]) -> types.ModuleType:
-    """The generated module of the loop around ``(reset, act, observe, counters)``
+def kernel_module(functions: tuple[Any, Any, Any, Any, Any]) -> types.ModuleType:
+    """The generated module of the loop around ``(reset, act, observe, counters,
+    episode_start)``
     (written if needed, imported once per process); ``module.trajectory`` is the cached
     kernel, ``module.LOCK`` the path of its compile lock. Raises :class:`OSError` when the
     directory cannot be written."""

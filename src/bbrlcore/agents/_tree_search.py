@@ -78,11 +78,13 @@ def _writable(a: np.ndarray) -> np.ndarray:
     return a if a.flags.writeable else a.copy()
 
 
-def search_player(kernel: Callable[..., tuple], st: Setting, args: tuple) -> Player:
-    """A player calling ``kernel(st.env(P), *args, seed, rewards)`` once per trajectory
-    (no counters)."""
+def search_player(kernel: Callable[..., tuple], st: Setting, args: tuple,
+                  episode_length: int = 0) -> Player:
+    """A player calling ``kernel(st.env(P), *args, seed, rewards, episode_length)`` once
+    per trajectory (no counters)."""
     empty = np.zeros(0, dtype=np.int64)
     horizon = int(args[5])
+    H = int(episode_length)
     shape = (horizon,)
 
     def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
@@ -90,16 +92,17 @@ def search_player(kernel: Callable[..., tuple], st: Setting, args: tuple) -> Pla
         if not (type(rewards) is np.ndarray and rewards.shape == shape
                 and rewards.dtype is FLOAT64):  # (the runner's rows: no call)
             rewards = reward_buffer(rewards, horizon)
-        ret, _used, _cap = kernel(_env(st, P), *args, int(seed), rewards)
+        ret, _used, _cap = kernel(_env(st, P), *args, int(seed), rewards, H)
         return float(ret), empty
 
     return play
 
 
 def with_stats(kernel: Callable[..., tuple], st: Setting, args: tuple, P: np.ndarray,
-               seed: int) -> tuple[float, int, int]:
+               seed: int, episode_length: int = 0) -> tuple[float, int, int]:
     """One trajectory: ``(return, most nodes used by a search, capacity)``."""
-    ret, used, cap = kernel(_env(st, P), *args, int(seed), np.empty(int(args[5])))
+    ret, used, cap = kernel(_env(st, P), *args, int(seed), np.empty(int(args[5])),
+                            int(episode_length))
     return float(ret), int(used), int(cap)
 
 

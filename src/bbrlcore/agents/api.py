@@ -197,6 +197,18 @@ draws, the solvers); its ``observe`` still receives the successor state ``y``, w
 :func:`~bbrlcore.mdp.rows.slot_of` finds. The built-in e-Greedy, BEB, PSRL and BOLT are
 written so.
 
+**Episodes.** In an episodic experiment (``episodes: E`` in ``config.yaml``, ``bbrl
+experiment new --episodes E``) the package's loop returns the environment to the initial
+state after every ``episode_length`` H steps (``self.episode_length`` on a Python or
+compiled agent's instance; 0 in a continuing one) and keeps the agent as it is: what it
+learned carries over, ``reset`` is called once per interaction. An agent that acts
+differently at an episode's start (a new posterior sample, a plan over the H steps left)
+defines ``episode_start``: a method ``episode_start(self, k)`` of a Python agent, an
+``@njit`` function ``episode_start(state, k)`` of a compiled one, called before the first
+action of episode k = 0, 1, ..., E−1 (k = 0 right after ``reset``) and never in a
+continuing interaction. Without it nothing changes: a plugin written before episodes
+plays episodic experiments as it is.
+
 Errors of the user's code (an exception in any of its methods, ``SystemExit`` included;
 an action that is not an integer in ``[0, nU)``; functions that do not compile) stop the
 run with one line naming the algorithm (and, while playing, the test MDP and the step).
@@ -305,6 +317,9 @@ class _AgentBase:
         self.learned = learned
         self.gamma = gamma
         self.horizon = horizon
+        #: H: the steps of an episode (0: a continuing interaction; set when the agent is
+        #: placed on a test set)
+        self.episode_length = 0
         self.n_states = int(prior.n_states)
         self.n_actions = int(prior.n_actions)
         self.rng = np.random.default_rng(0)
@@ -334,6 +349,12 @@ class PythonAgent(_AgentBase):
     def observe(self, state: int, action: int, next_state: int, reward: float) -> None:
         """Learn from one transition."""
 
+    def episode_start(self, k: int) -> None:
+        """Optional: episode ``k`` (0, 1, ..., E−1) of an episodic interaction starts, the
+        environment being back in its initial state; called before the episode's first
+        :meth:`act` (k = 0 right after :meth:`reset`), never in a continuing interaction.
+        Default: nothing (what the agent learned is kept across episodes)."""
+
     def counter_values(self) -> tuple[int, ...]:
         """The values of :attr:`counters` after a trajectory."""
         return ()
@@ -351,6 +372,11 @@ class CompiledAgent(_AgentBase):
     #: Optional ``@njit`` ``(state) -> int64 array`` of the :attr:`counters` (or a Python
     #: function of the final state, returned to Python after each trajectory).
     counter_values: ClassVar[Any] = None
+    #: Optional ``@njit`` ``(state, k) -> None``: episode ``k`` (0, 1, ..., E−1) of an
+    #: episodic interaction starts (the environment back in its initial state), called
+    #: inside the compiled loop before the episode's first ``act`` (k = 0 right after
+    #: ``reset``), never in a continuing interaction. Default: nothing.
+    episode_start: ClassVar[Any] = None
     #: Optional: a kernel of the package's loop of the class's own (an ``@njit`` function
     #: calling :func:`trajectory_loop`), played instead of :func:`trajectory_kernel`'s:
     #: ``trajectory(setup, P, R, Rstd, gaussian, initial_state, gamma, horizon, seed,
@@ -393,6 +419,10 @@ def algorithm_of(cls: type, what: str) -> Algorithm:
         if missing:
             raise BBRLError(f"{what}: {cls.__name__} must define {', '.join(missing)} as numba "
                             "@njit functions (a CompiledAgent)")
+        start = getattr(cls, "episode_start", None)
+        if start is not None and not hasattr(start, "py_func"):
+            raise BBRLError(f"{what}: {cls.__name__}.episode_start must be a numba @njit "
+                            "function (state, k) (a CompiledAgent), or left out")
         make_player = _compiled_player(cls, name, counters)
 
         def prepare(prior: Any, params: dict, trained: Trained | None, ep: Episode) -> None:
@@ -418,6 +448,9 @@ def algorithm_of(cls: type, what: str) -> Algorithm:
         display_name=display,
         prepare=prepare,
         sparse=sparse,
+        # the package's loops return to the initial state after every episode; a compiled
+        # agent's own dense kernel (written before episodes) does not
+        episodic=sparse,
     )
 
 
@@ -452,6 +485,7 @@ def _place(agent: Any, prior: Any, ep: Episode) -> None:
     agent.layout = st.layout
     agent.theta_rows = st.theta
     agent.reward_rows = st.Rm
+    agent.episode_length = int(ep.episode_length)
 
 
 def _trainer(cls: type, name: str) -> Callable[..., Trained]:
@@ -504,11 +538,15 @@ def _python_player(cls: type, name: str, counters: tuple[str, ...]):
         lay = ep.layout()
         succ, nsucc = lay.succ, lay.nsucc
         nC = len(counters)
+        # (a class written before episodes has no episode_start: nothing to call)
+        start = getattr(agent, "episode_start", None) or (lambda k: None)
 
         def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
                  ) -> tuple[float, np.ndarray]:
             rewards = reward_buffer(rewards, ep.horizon)
             nX, nU, _ = P.shape
+            H = int(ep.episode_length)
+            left = H if H > 0 else -1  # steps left in the episode
             env_ss, agent_ss = np.random.SeedSequence(int(seed)).spawn(2)
             env = np.random.Generator(np.random.PCG64(env_ss))
             agent.rng = np.random.Generator(np.random.PCG64(agent_ss))
@@ -519,6 +557,8 @@ def _python_player(cls: type, name: str, counters: tuple[str, ...]):
             try:
                 agent.reset()
                 x = ep.initial_state if ep.initial_state >= 0 else int(env.integers(nX))
+                if H > 0:
+                    start(0)
                 for step in range(ep.horizon):
                     a = _action(agent.act(x), nU, name, step)
                     row = cdf[x, a]
@@ -535,6 +575,12 @@ def _python_player(cls: type, name: str, counters: tuple[str, ...]):
                     disc *= ep.gamma
                     agent.observe(x, a, y, r)
                     x = y
+                    left -= 1
+                    if left == 0 and step + 1 < ep.horizon:  # the episode's end
+                        left = H
+                        x = (ep.initial_state if ep.initial_state >= 0
+                             else int(env.integers(nX)))
+                        start((step + 1) // H)
                 cnt = np.asarray(agent.counter_values(), dtype=np.int64) if nC else _NONE
             except (AgentError, KeyboardInterrupt):
                 raise
@@ -595,13 +641,48 @@ def _record_reward(rewards, t, r):
     return store
 
 
+def start_episode(episode_start, state, k):  # pragma: no cover - numba's (overload below)
+    """``episode_start(state, k)`` inside a compiled loop; nothing when ``episode_start``
+    is None (an agent without the hook, or a kernel written before episodes): resolved by
+    type when the loop is compiled."""
+    if episode_start is not None:
+        episode_start(state, k)
+
+
+@overload(start_episode, inline="always")
+def _start_episode(episode_start, state, k):
+    if episode_start is None or isinstance(episode_start, (types.NoneType, types.Omitted)):
+        def nothing(episode_start, state, k):
+            return None
+
+        return nothing
+
+    def call(episode_start, state, k):
+        episode_start(state, k)
+
+    return call
+
+
+@njit(cache=True, error_model="numpy")
+def no_episode_start(state, k):
+    """``episode_start`` of a compiled agent without one: nothing."""
+    return None
+
+
 @njit(error_model="numpy", inline="always")
 def trajectory_loop(reset, act, observe, counter_values, setup, P, R, Rstd, gaussian,
-                    initial_state, gamma, horizon, seed, status, rewards=None):
+                    initial_state, gamma, horizon, seed, status, rewards=None,
+                    episode_length=0, episode_start=None):
     """The package's trajectory loop around a compiled agent's functions, returning
     ``(discounted return, counter_values(final state))`` and writing the reward of step
     ``t`` into ``rewards[t]`` (a float64 array of length ``horizon``; optional, for kernels
     written before bbrl recorded rewards).
+
+    ``episode_length`` H > 0 makes the interaction **episodic**: after every H steps the
+    environment returns to the initial state and ``episode_start(state, k)`` (an
+    ``@njit`` function, optional) is called before episode k's first action, k = 0
+    right after ``reset``; the agent's state is kept. H = 0 (the default): one
+    continuing trajectory, as before.
 
     Inlined into its caller at compile time (``inline="always"``), so a kernel that calls
     it with module-level ``@njit`` functions is an ordinary function of arrays and numbers:
@@ -618,17 +699,18 @@ def trajectory_loop(reset, act, observe, counter_values, setup, P, R, Rstd, gaus
     nsucc = np.full((nX, nU), nX, dtype=np.int64)
     return trajectory_loop_rows(reset, act, observe, counter_values, setup, P, succ, nsucc,
                                 R, Rstd, gaussian, initial_state, gamma, horizon, seed,
-                                status, rewards)
+                                status, rewards, episode_length, episode_start)
 
 
 @njit(error_model="numpy", inline="always")
 def trajectory_loop_rows(reset, act, observe, counter_values, setup, P, succ, nsucc, R,
                          Rstd, gaussian, initial_state, gamma, horizon, seed, status,
-                         rewards=None):
+                         rewards=None, episode_length=0, episode_start=None):
     """:func:`trajectory_loop` on a test MDP stored on sparse rows (``P[x, u, k]`` the
     probability of the transition to ``succ[x, u, k]``, ``R`` and ``Rstd`` on the same
     slots, :mod:`bbrlcore.mdp.rows`): the agent's functions see states, actions and
-    rewards only, as with a dense MDP, and the same draws give the same trajectory."""
+    rewards only, as with a dense MDP, and the same draws give the same trajectory
+    (episodes as :func:`trajectory_loop`'s)."""
     np.random.seed(seed)
     nX, nU, _ = P.shape
     status[2] = 0
@@ -636,6 +718,9 @@ def trajectory_loop_rows(reset, act, observe, counter_values, setup, P, succ, ns
     x = env_reset(initial_state, nX)
     ret = 0.0
     disc = 1.0
+    left = episode_length if episode_length > 0 else -1  # steps left in the episode
+    if episode_length > 0:
+        start_episode(episode_start, state, 0)
     for t in range(horizon):
         status[0] = t
         u = act(state, x)
@@ -651,6 +736,11 @@ def trajectory_loop_rows(reset, act, observe, counter_values, setup, P, succ, ns
         y = succ[x, u, k]
         observe(state, x, u, y, r)
         x = y
+        left -= 1
+        if left == 0 and t + 1 < horizon:  # the episode's end: back to the initial state
+            left = episode_length
+            x = env_reset(initial_state, nX)
+            start_episode(episode_start, state, (t + 1) // episode_length)
     return ret, counter_values(state)
 
 
@@ -671,22 +761,23 @@ def final_state(state):
 _KERNELS: dict[tuple[Any, ...], tuple[Any, str | None]] = {}
 
 
-def _closure_kernel(reset: Any, act: Any, observe: Any, count: Any) -> Any:
+def _closure_kernel(reset: Any, act: Any, observe: Any, count: Any, start: Any) -> Any:
     @njit(error_model="numpy")
     def kernel(setup, P, succ, nsucc, R, Rstd, gaussian, initial_state, gamma, horizon, seed,
-               status, rewards=None):
+               status, rewards=None, episode_length=0):
         return trajectory_loop_rows(reset, act, observe, count, setup, P, succ, nsucc, R,
                                     Rstd, gaussian, initial_state, gamma, horizon, seed,
-                                    status, rewards)
+                                    status, rewards, episode_length, start)
 
     return kernel
 
 
 def _kernel_and_lock(reset: Any, act: Any, observe: Any, counter_values: Any,
-                     cache: bool) -> tuple[Any, str | None]:
+                     cache: bool, episode_start: Any = None) -> tuple[Any, str | None]:
     count = counter_values if counter_values is not None else no_counters
+    start = episode_start if episode_start is not None else no_episode_start
     cache = cache and os.environ.get("BBRL_KERNEL_CACHE", "1") != "0"
-    key = (reset, act, observe, count, cache)
+    key = (reset, act, observe, count, start, cache)
     if key in _KERNELS:
         return _KERNELS[key]
     out: tuple[Any, str | None] | None = None
@@ -694,24 +785,26 @@ def _kernel_and_lock(reset: Any, act: Any, observe: Any, counter_values: Any,
         from bbrlcore.agents._kernel_cache import kernel_module
 
         try:
-            module = kernel_module((reset, act, observe, count))
+            module = kernel_module((reset, act, observe, count, start))
             out = (module.trajectory, module.LOCK)
         except Exception:  # noqa: BLE001 - nowhere to write it, code that cannot be keyed
             out = None  # (defined interactively), numba unable to cache: in the process
     if out is None:
-        out = (_closure_kernel(reset, act, observe, count), None)
+        out = (_closure_kernel(reset, act, observe, count, start), None)
     _KERNELS[key] = out
     return out
 
 
 def trajectory_kernel(reset: Any, act: Any, observe: Any, counter_values: Any = None, *,
-                      cache: bool = True) -> Any:
+                      cache: bool = True, episode_start: Any = None) -> Any:
     """The trajectory loop on sparse rows (:func:`trajectory_loop_rows`) specialised to
     one agent's ``@njit`` functions: ``kernel(setup, P, succ, nsucc, R, Rstd, gaussian,
-    initial_state, gamma, horizon, seed, status, rewards=None) -> (discounted return,
-    counters)``, where ``counters`` is ``counter_values(state)`` (an empty int64 array
-    without it) and ``rewards`` (a float64 array of length ``horizon``) receives the
-    reward of each step.
+    initial_state, gamma, horizon, seed, status, rewards=None, episode_length=0) ->
+    (discounted return, counters)``, where ``counters`` is ``counter_values(state)`` (an
+    empty int64 array without it), ``rewards`` (a float64 array of length ``horizon``)
+    receives the reward of each step, and ``episode_length`` H > 0 returns to the initial
+    state after every H steps, calling ``episode_start(state, k)`` (optional) before
+    episode k's first action.
 
     The functions are compile-time constants of the kernel, so a call only passes arrays
     and numbers (no per-call typing of function arguments, the agent's state never boxed
@@ -722,7 +815,7 @@ def trajectory_kernel(reset: Any, act: Any, observe: Any, counter_values: Any = 
     ``cache=False`` and with the environment variable ``BBRL_KERNEL_CACHE=0`` it is a
     closure compiled once per process. Memoised per process.
     """
-    return _kernel_and_lock(reset, act, observe, counter_values, cache)[0]
+    return _kernel_and_lock(reset, act, observe, counter_values, cache, episode_start)[0]
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
@@ -788,7 +881,12 @@ def _compiled_player(cls: type, name: str, counters: tuple[str, ...]):
         gaussian, initial_state = bool(ep.gaussian), int(ep.initial_state)
         gamma, horizon = float(ep.gamma), int(ep.horizon)
         dense_of = None
+        extra: tuple = ()  # (the package's loop: the episode length)
         if own is not None and hasattr(own, "py_func"):
+            if ep.episode_length > 0:
+                raise BBRLError(f"{name}: its own trajectory kernel (CompiledAgent."
+                                "trajectory) cannot play episodic interactions; leave it "
+                                "out (the package's loop does episodes)")
             # the class's own kernel of the dense loop (written before sparse rows: its
             # Algorithm is not sparse, so the runner gives it dense MDPs; given an
             # Episode on rows all the same, it gets its MDPs made dense)
@@ -802,14 +900,16 @@ def _compiled_player(cls: type, name: str, counters: tuple[str, ...]):
                 R = _readonly(np.ascontiguousarray(rows.scatter(ep.R, dense_of)))
                 Rstd = _readonly(np.ascontiguousarray(rows.scatter(ep.Rstd, dense_of)))
         else:
-            kernel, lock = _kernel_and_lock(*fns, True)
+            kernel, lock = _kernel_and_lock(*fns, True, getattr(cls, "episode_start", None))
             records = True
             lay = ep.layout()
             lead = (lay.succ, lay.nsucc)
+            extra = (int(ep.episode_length),)
         # compiled now (or loaded from the cache), outside any timing; R stands for P
         args = (setup, R, *lead, R, Rstd, gaussian, initial_state, gamma, horizon, 0, status)
         shape = (horizon,)
-        _compile(kernel, (*args, np.empty(horizon)) if records else args, lock, name, fns)
+        _compile(kernel, (*args, np.empty(horizon), *extra) if records else args, lock, name,
+                 fns)
 
         def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
                  ) -> tuple[float, np.ndarray]:
@@ -825,7 +925,7 @@ def _compiled_player(cls: type, name: str, counters: tuple[str, ...]):
             try:  # (run_agent sends the user's prints to stderr around the whole run)
                 if records:
                     ret, out = kernel(setup, P, *lead, R, Rstd, gaussian, initial_state,
-                                      gamma, horizon, int(seed), status, rewards)
+                                      gamma, horizon, int(seed), status, rewards, *extra)
                 else:
                     ret, out = kernel(setup, P, *lead, R, Rstd, gaussian, initial_state,
                                       gamma, horizon, int(seed), status)

@@ -64,6 +64,12 @@ costs the number of transitions, and a simulated transition the width of its row
 ``n_X``. The pool cannot overflow (one node per simulation), and the kernel still checks
 it and raises if it would.
 
+At an episode's start (an episodic interaction,
+:attr:`~bbrlcore.agents.base.Episode.episode_length` H > 0): nothing but the return to
+the initial state; the posterior counts and the rollout policy's
+Q-learner are kept, and each search still looks ``D`` steps ahead with the test set's γ
+(the episode's end is not part of the search).
+
 References
 ----------
 A. Guez, D. Silver, P. Dayan, "Efficient Bayes-adaptive reinforcement learning using
@@ -329,10 +335,11 @@ def _ql_update(Qrl, gset, gcount, x, u, y, r, gamma):
 
 @njit(cache=True, error_model="numpy")
 def bamcp_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, succ, nsucc, theta, R,
-                     K, D, seed, rewards):
+                     K, D, seed, rewards, episode_length=0):
     """One whole BAMCP trajectory on test MDP ``P``; the reward of step ``t`` goes to
     ``rewards[t]``. ``P``, ``Renv``, ``Rstd`` (the test MDP), ``theta`` and ``R`` (the
-    prior) are values on the agent's sparse rows ``succ, nsucc``.
+    prior) are values on the agent's sparse rows ``succ, nsucc``. ``episode_length`` H >
+    0: back to the initial state after every H steps, the posterior kept (0: continuing).
 
     Returns ``(discounted_return, max_nodes, capacity)``: the largest number of V-nodes
     any decision used, and the pool size (``K + 1``).
@@ -389,6 +396,7 @@ def bamcp_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, succ, nsu
     disc = 1.0
     sim0 = 0
     max_used = 0
+    left = episode_length if episode_length > 0 else -1  # steps left in the episode
     for t in range(T):
         used = _search(
             x, W, nU, K, D, gamma, rsup_f, acum_f, supp_f, nsupp_f, urn_f,
@@ -409,6 +417,10 @@ def bamcp_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, succ, nsu
         _support_order(alpha, R, succ, supp, nsupp, acum, rsup, sst, x, u)
         _ql_update(Qrl, gset, gcount, x, u, y, r, gamma)
         x = y
+        left -= 1
+        if left == 0:  # the episode's end: back to the initial state (learning kept)
+            left = episode_length
+            x = env_reset(initial_state, nX)
     return ret, max_used, cap
 
 
@@ -424,7 +436,8 @@ def _args(prior: Any, params: dict[str, Any], episode: Episode) -> tuple:
 def make_player(prior: Any, params: dict[str, Any], trained: Trained | None, episode: Episode):
     """A player running one BAMCP trajectory per call (see the module docstring) on the
     agent's sparse rows (:func:`bbrlcore.agents._layout.setting`)."""
-    return search_player(bamcp_trajectory, *_args(prior, params, episode))
+    return search_player(bamcp_trajectory, *_args(prior, params, episode),
+                         episode.episode_length)
 
 
 def play_with_stats(
@@ -432,7 +445,8 @@ def play_with_stats(
 ) -> tuple[float, int, int]:
     """One trajectory, returning ``(return, max V-nodes used by a decision, capacity)``
     (for tests and memory checks)."""
-    return with_stats(bamcp_trajectory, *_args(prior, params, episode), P, seed)
+    return with_stats(bamcp_trajectory, *_args(prior, params, episode), P, seed,
+                      episode.episode_length)
 
 
 def pool_bytes(K: int, n_actions: int) -> int:
@@ -479,4 +493,5 @@ ALGORITHM = Algorithm(
     setting_check=_setting_check,
     cost_features=cost_features,
     sparse=True,
+    episodic=True,
 )

@@ -12,7 +12,10 @@ An agent module (``bbrlcore/agents/<name>.py``) defines one :class:`Algorithm`:
   from the prior (the agent's reset is part of the trajectory), and writes
   the reward of step ``t`` into ``rewards[t]`` (a float64 array of length
   ``episode.horizon``; without one the player records into a buffer of its own). See
-  :data:`Player`;
+  :data:`Player`. In an **episodic** interaction (``episode.episode_length`` H > 0) the
+  environment returns to the initial state after every H steps (after step t when
+  ``(t + 1) % H == 0``), the agent keeping what it learned: an :class:`Algorithm` whose
+  players do that says ``episodic=True`` (every built-in does);
 * ``counters``: names of the integer counters ``play`` returns (extra run-table columns,
   e.g. ``formula_failures``).
 """
@@ -68,6 +71,20 @@ class Episode:
     Episode built before sparse rows, or for a player of an :class:`Algorithm` with
     ``sparse=False``) ``P``, ``R`` and ``Rstd`` are dense (nX, nU, nX) arrays, which is
     the layout whose rows are full (:func:`bbrlcore.mdp.rows.full`).
+
+    ``episode_length`` H: 0 (the default, the paper's protocol) for one **continuing**
+    interaction of ``horizon`` T steps; H > 0 for an **episodic** one, T = E × H: after
+    every H steps (after step t when ``(t + 1) % H == 0``) the environment returns to
+    the initial state (a new draw when ``initial_state`` is -1), and the agent keeps
+    what it learned (its posterior starts from the prior once, at the interaction's
+    start). ``horizon`` stays T, the whole interaction.
+
+    Examples
+    --------
+    >>> ep = Episode(R=np.zeros((2, 1, 2)), Rstd=np.zeros((2, 1, 2)), gaussian=False,
+    ...              initial_state=0, gamma=0.95, horizon=30, episode_length=10)
+    >>> ep.episodes, Episode(**{**ep.__dict__, "episode_length": 0}).episodes
+    (3, 1)
     """
 
     R: np.ndarray
@@ -78,6 +95,13 @@ class Episode:
     horizon: int
     succ: np.ndarray | None = None
     nsucc: np.ndarray | None = None
+    episode_length: int = 0
+
+    @property
+    def episodes(self) -> int:
+        """E: the number of episodes (1 for a continuing interaction)."""
+        H = int(self.episode_length)
+        return self.horizon // H if H > 0 else 1
 
     def layout(self) -> Any:
         """The layout of the test MDPs (:class:`bbrlcore.mdp.rows.Layout`; the full one
@@ -263,6 +287,13 @@ class Algorithm:
     #: before sparse rows): the runner gives it dense arrays (nX, nU, nX), which a large
     #: problem may not afford.
     sparse: bool = False
+    #: Whether its players honour :attr:`Episode.episode_length` (an episodic
+    #: interaction: back to the initial state after every H steps, learning kept): every
+    #: built-in, :class:`~bbrlcore.agents.api.PythonAgent` and
+    #: :class:`~bbrlcore.agents.api.CompiledAgent` (the package's loops do it for them).
+    #: False (an :class:`Algorithm` written before episodes): refused, in one line, in an
+    #: episodic experiment (:meth:`check_episodic`).
+    episodic: bool = False
 
     # -----------------------------------------------------------------------------------
     def parse_params(
@@ -315,6 +346,24 @@ class Algorithm:
         if err:
             where = f"{source}: " if source else ""
             raise BBRLError(f"{where}{self.agent_id(params)} on {prior.short_name}: {err}")
+
+    def check_episodic(self, episode_length: int, *, source: str = "") -> None:
+        """Raise :class:`BBRLError` (prefixed by ``source``) when the interaction is
+        episodic (``episode_length`` > 0) and the algorithm's players do not honour it
+        (:attr:`episodic` False).
+
+        >>> Algorithm("old", (), lambda *a: None).check_episodic(10, source="agent old")
+        Traceback (most recent call last):
+        ...
+        bbrlcore.errors.BBRLError: agent old: algorithm old does not support episodic ...
+        """
+        if episode_length > 0 and not self.episodic:
+            where = f"{source}: " if source else ""
+            raise BBRLError(
+                f"{where}algorithm {self.name} does not support episodic interactions "
+                f"(episode_length {episode_length}): its Algorithm does not say "
+                "episodic=True (its players must return to the initial state after every "
+                "episode_length steps, see bbrlcore.agents.base.Episode)")
 
     def agent_id(self, params: dict[str, Any],
                  rendered: dict[str, str] | None = None) -> str:

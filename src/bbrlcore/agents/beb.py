@@ -18,6 +18,11 @@ observed pair's row and bonus change after a transition.
 ``compat=true`` truncates β to an integer, as the original library does (it stores the
 bonus in an unsigned int): β < 1 gives no bonus at all.
 
+At an episode's start (an episodic interaction,
+:attr:`~bbrlcore.agents.base.Episode.episode_length` H > 0): nothing but the return to
+the initial state; the posterior counts and bonuses are kept, and it plans with the test
+set's γ.
+
 Paper: J. Z. Kolter and A. Y. Ng, "Near-Bayesian exploration in polynomial time", ICML
 2009; Castronovo et al. 2016, §4.1.
 """
@@ -68,7 +73,7 @@ def _set_bonus(Rb, Rm, Np, b, x, u):
 
 @njit(cache=True, error_model="numpy")
 def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, succ, nsucc, theta,
-                Rm, b, tol, rewards):
+                Rm, b, tol, rewards, episode_length):
     np.random.seed(seed)
     nX, nU, _ = P.shape
     x = env_reset(initial_state, nX)
@@ -83,6 +88,7 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, succ,
     work = np.empty(nX)
     ret = 0.0
     disc = 1.0
+    left = episode_length if episode_length > 0 else -1  # steps left in the episode
     for t in range(horizon):
         guez_policy_iteration_rows(Pm, Rb, succ, nsucc, gamma, tol, V, pi, A, work)
         u = pi[x]
@@ -94,6 +100,10 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, succ,
         rows_model_update(N, Np, Pm, nsucc, x, u, k)
         _set_bonus(Rb, Rm, Np, b, x, u)
         x = succ[x, u, k]
+        left -= 1
+        if left == 0:  # the episode's end: back to the initial state (learning kept)
+            left = episode_length
+            x = env_reset(initial_state, nX)
     return ret
 
 
@@ -104,7 +114,7 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
     beta = float(params["beta"])
     b = float(math.floor(beta)) if params["compat"] else beta
 
-    shape = (ep.horizon,)
+    shape, H = (ep.horizon,), int(ep.episode_length)
 
     def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
              ) -> tuple[float, np.ndarray]:
@@ -113,7 +123,7 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
             rewards = reward_buffer(rewards, ep.horizon)
         r = _trajectory(
             st.env(P), st.R, st.Rstd, ep.gaussian, ep.initial_state, ep.gamma, ep.horizon,
-            seed, st.succ, st.nsucc, st.theta, st.Rm, b, GUEZ_TOLERANCE, rewards,
+            seed, st.succ, st.nsucc, st.theta, st.Rm, b, GUEZ_TOLERANCE, rewards, H,
         )
         return r, _NO_COUNTERS
 
@@ -192,4 +202,5 @@ ALGORITHM = Algorithm(
     setting_check=_setting_check,
     cost_features=cost_features,
     sparse=True,
+    episodic=True,
 )

@@ -86,6 +86,12 @@ trajectory costs the number of transitions; and the hash table of binomial
 distribution functions (1,024 slots of ``C`` doubles and four 8-byte fields: about
 150 KB at C = 15).
 
+At an episode's start (an episodic interaction,
+:attr:`~bbrlcore.agents.base.Episode.episode_length` H > 0): nothing but the return to
+the initial state; the counting model is kept, and each FSSS
+tree still looks ``D`` levels ahead with the test set's γ (the episode's end is not part
+of the search).
+
 References
 ----------
 J. Asmuth, M. Littman, "Learning is planning: near Bayes-optimal reinforcement learning
@@ -698,12 +704,14 @@ def _tree(x, a, k1, s1, N, C, D, nU, gamma, vmin, vmax, flat, nodes, path, urn, 
 @njit(cache=True, error_model="numpy")
 def bfs3_trajectory(
     P, Renv, Rstd, gaussian, initial_state, gamma, T, succ, nsucc, theta, R, rlo, rhi, K, C,
-    D, seed, rewards
+    D, seed, rewards, episode_length=0
 ):
     """One whole BFS3 trajectory on test MDP ``P``; the reward of step ``t`` goes to
     ``rewards[t]``. ``P``, ``Renv``, ``Rstd`` (the test MDP), ``theta`` and ``R`` (the
     prior) are values on the agent's sparse rows ``succ, nsucc``; ``rlo``, ``rhi`` the
     prior's smallest and largest mean rewards (of its whole table: :func:`reward_range`).
+    ``episode_length`` H > 0: back to the initial state after every H steps, the
+    posterior kept (0: continuing).
 
     Returns ``(discounted_return, max_nodes, capacity)``: the largest number of V-nodes
     one FSSS tree used, and the pool size (``N·D``).
@@ -725,6 +733,7 @@ def bfs3_trajectory(
     ret = 0.0
     disc = 1.0
     max_used = 0
+    left = episode_length if episode_length > 0 else -1  # steps left in the episode
     for t in range(T):
         for a in range(nU):
             q[a] = 0.0
@@ -743,6 +752,10 @@ def bfs3_trajectory(
         disc *= gamma
         _observe(model, urn, x, u, k)
         x = succ[x, u, k]
+        left -= 1
+        if left == 0:  # the episode's end: back to the initial state (learning kept)
+            left = episode_length
+            x = env_reset(initial_state, nX)
     return ret, max_used, N * D
 
 
@@ -864,7 +877,8 @@ def _args(prior: Any, params: dict[str, Any], episode: Episode) -> tuple:
 def make_player(prior: Any, params: dict[str, Any], trained: Trained | None, episode: Episode):
     """A player running one BFS3 trajectory per call (see the module docstring) on the
     agent's sparse rows (:func:`bbrlcore.agents._layout.setting`)."""
-    return search_player(bfs3_trajectory, *_args(prior, params, episode))
+    return search_player(bfs3_trajectory, *_args(prior, params, episode),
+                         episode.episode_length)
 
 
 def play_with_stats(
@@ -872,7 +886,8 @@ def play_with_stats(
 ) -> tuple[float, int, int]:
     """One trajectory, returning ``(return, max V-nodes used by an FSSS tree, capacity)``
     (for tests and memory checks)."""
-    return with_stats(bfs3_trajectory, *_args(prior, params, episode), P, seed)
+    return with_stats(bfs3_trajectory, *_args(prior, params, episode), P, seed,
+                      episode.episode_length)
 
 
 def pool_bytes(K: int, C: int, D: int, n_actions: int) -> int:
@@ -967,4 +982,5 @@ ALGORITHM = Algorithm(
     setting_check=_setting_check,
     cost_features=cost_features,
     sparse=True,
+    episodic=True,
 )

@@ -57,6 +57,12 @@ With ``η = 0`` the model is the posterior mean and BOLT plays exactly BEB with 
 takes η = H (the horizon) for near-Bayes-optimality in finite-horizon problems; here η
 is a parameter (float ≥ 0, required). γ < 1.
 
+At an episode's start (an episodic interaction,
+:attr:`~bbrlcore.agents.base.Episode.episode_length` H > 0): nothing but the return to
+the initial state (done by the package's loop,
+:func:`~bbrlcore.agents.api.trajectory_loop_rows`); the counts and the optimistic model
+are kept, and it plans with the test set's γ.
+
 Paper: M. Araya-López, V. Thomas and O. Buffet, "Near-optimal BRL using optimistic local
 transitions", ICML 2012.
 """

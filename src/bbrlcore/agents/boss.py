@@ -57,6 +57,13 @@ first included); the models drawn are ``K × resamples``.
 Parameters: ``K`` (int ≥ 1, models per sampling) and ``B`` (int ≥ 0, the visits that make
 a pair known), both required. γ < 1 (the value iteration must converge).
 
+At an episode's start (an episodic interaction,
+:attr:`~bbrlcore.agents.base.Episode.episode_length` H > 0): nothing but the return to
+the initial state (done by the package's loop,
+:func:`~bbrlcore.agents.api.trajectory_loop_rows`); the posterior, the merged model and the
+known pairs are kept (no resampling is triggered by the episode's start), and it plans
+with the test set's γ.
+
 Paper: J. Asmuth, L. Li, M. L. Littman, A. Nouri and D. Wingate, "A Bayesian sampling
 approach to exploration in reinforcement learning", UAI 2009.
 """

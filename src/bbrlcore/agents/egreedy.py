@@ -8,6 +8,10 @@ the previous Q, which reaches the same stopping test in far fewer sweeps). Each 
 draws :math:`f \sim U[0,1]`: if :math:`f \le \varepsilon` a uniformly random action,
 otherwise the greedy action with exact ties broken at random.
 
+At an episode's start (an episodic interaction,
+:attr:`~bbrlcore.agents.base.Episode.episode_length` H > 0): nothing but the return to
+the initial state; the counts and Q are kept, and it plans with the test set's γ.
+
 Paper: Castronovo et al. 2016, §4.1 ("ε-Greedy"); Sutton & Barto, *Reinforcement
 Learning: An Introduction*, 1998, §2.2.
 """
@@ -43,7 +47,7 @@ _NO_COUNTERS = np.zeros(0, dtype=np.int64)
 
 @njit(cache=True, error_model="numpy")
 def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, succ, nsucc,
-                theta, Rm, epsilon, rewards):
+                theta, Rm, epsilon, rewards, episode_length):
     np.random.seed(seed)
     nX, nU, _ = P.shape
     x = env_reset(initial_state, nX)
@@ -52,6 +56,7 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, succ,
     q_solve_rows(Pm, Rm, succ, nsucc, gamma, horizon, Q)
     ret = 0.0
     disc = 1.0
+    left = episode_length if episode_length > 0 else -1  # steps left in the episode
     for t in range(horizon):
         f = np.random.random()
         if f <= epsilon:
@@ -66,6 +71,10 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, succ,
         rows_model_update(N, Np, Pm, nsucc, x, u, k)
         q_solve_rows(Pm, Rm, succ, nsucc, gamma, horizon, Q)
         x = succ[x, u, k]
+        left -= 1
+        if left == 0:  # the episode's end: back to the initial state (learning kept)
+            left = episode_length
+            x = env_reset(initial_state, nX)
     return ret
 
 
@@ -73,7 +82,7 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
     st = setting(prior, ep)
     eps = float(params["epsilon"])
 
-    shape = (ep.horizon,)
+    shape, H = (ep.horizon,), int(ep.episode_length)
 
     def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
              ) -> tuple[float, np.ndarray]:
@@ -82,7 +91,7 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
             rewards = reward_buffer(rewards, ep.horizon)
         r = _trajectory(
             st.env(P), st.R, st.Rstd, ep.gaussian, ep.initial_state, ep.gamma, ep.horizon,
-            seed, st.succ, st.nsucc, st.theta, st.Rm, eps, rewards,
+            seed, st.succ, st.nsucc, st.theta, st.Rm, eps, rewards, H,
         )
         return r, _NO_COUNTERS
 
@@ -143,4 +152,5 @@ ALGORITHM = Algorithm(
     doc=__doc__ or "",
     cost_features=cost_features,
     sparse=True,
+    episodic=True,
 )

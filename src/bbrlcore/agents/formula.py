@@ -22,6 +22,11 @@ Not one of the paper's eight algorithms: the paper's OPPS-DS rows are played by 
 ``paper`` preset (``config.yaml``), so that the published agents can be rerun without
 their formula-set search.
 
+At an episode's start (an episodic interaction,
+:attr:`~bbrlcore.agents.base.Episode.episode_length` H > 0): nothing but the return to
+the initial state; the three features' models are kept
+(:mod:`bbrlcore.agents.formula_agent`).
+
 Paper: Castronovo, Maes, Fonteneau and Ernst, "Learning exploration/exploitation
 strategies for single trajectory reinforcement learning", EWRL 2012 (formula-based E/E
 strategies); Castronovo et al., "Benchmarking for Bayesian Reinforcement Learning",
@@ -111,4 +116,5 @@ ALGORITHM = Algorithm(
     doc=__doc__ or "",
     cost_features=cost_features,
     sparse=True,
+    episodic=True,
 )

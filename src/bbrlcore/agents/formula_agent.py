@@ -45,6 +45,12 @@ choice is uniform. The kernel counts failed evaluations (one per action and deci
 and returns the count as ``formula_failures``. During OPPS-DS training a trajectory stops
 at its first failure (the arm is discarded anyway).
 
+At an episode's start (an episodic interaction,
+:attr:`~bbrlcore.agents.base.Episode.episode_length` H > 0): nothing but the return to
+the initial state; the three counting models and their Q
+are kept, solved with the test set's γ. OPPS-DS's training plays continuing trajectories
+(of the horizon it is trained with).
+
 Paper: Castronovo, Maes, Fonteneau and Ernst, "Learning exploration/exploitation
 strategies for single trajectory reinforcement learning", EWRL 2012; Castronovo et al.,
 "Benchmarking for Bayesian Reinforcement Learning", PLOS ONE 2016, §4.1.
@@ -248,7 +254,7 @@ def initial_q(succ, nsucc, theta, Rm, succ1, nsucc1, self_loop, Rm1, to1, dense,
 def formula_trajectory(
     P, R, Rstd, gaussian, initial_state, gamma, horizon, codes, n_codes, used,
     succ, nsucc, theta, Rm, succ1, nsucc1, self_loop, Rm1, to1, dense, usucc, unsucc,
-    Rfull, Rsum, Qinit, solve_reset, stop_on_failure, rewards,
+    Rfull, Rsum, Qinit, solve_reset, stop_on_failure, rewards, episode_length,
 ):  # fmt: skip
     """One trajectory of the formula agent on MDP ``P`` (numba RNG already seeded),
     writing the reward of step ``t`` into ``rewards[t]``.
@@ -257,8 +263,9 @@ def formula_trajectory(
     (``succ``, ``nsucc``); the arguments from ``theta`` to ``Rsum`` are
     :meth:`Features.args`'s. ``Qinit`` holds the features' Q at reset when
     ``solve_reset`` is False (OPPS-DS training reuses the prior's solution, identical for
-    every pull); otherwise the reset solves each used feature from zero. Returns
-    ``(discounted_return, n_failures)``.
+    every pull); otherwise the reset solves each used feature from zero.
+    ``episode_length`` H > 0: back to the initial state after every H steps, the models
+    kept (0: continuing). Returns ``(discounted_return, n_failures)``.
     """
     nX, nU, K = P.shape
     x = env_reset(initial_state, nX)
@@ -282,6 +289,7 @@ def formula_trajectory(
     fails = 0
     ret = 0.0
     disc = 1.0
+    left = episode_length if episode_length > 0 else -1  # steps left in the episode
     for t in range(horizon):
         for u in range(nU):
             v, ok = eval_rpn(codes, n_codes, Q[0, x, u], Q[1, x, u], Q[2, x, u], stack)
@@ -314,6 +322,10 @@ def formula_trajectory(
             _uniform_solve(dense, N2, Np2, P2, Rm, Rfull, Rsum, succ, nsucc, usucc, unsucc,
                            gamma, horizon, Q[2])
         x = y
+        left -= 1
+        if left == 0:  # the episode's end: back to the initial state (models kept)
+            left = episode_length
+            x = env_reset(initial_state, nX)
     return ret, fails
 
 
@@ -321,7 +333,7 @@ def formula_trajectory(
 def play_formula(
     P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, codes, used,
     succ, nsucc, theta, Rm, succ1, nsucc1, self_loop, Rm1, to1, dense, usucc, unsucc,
-    Rfull, Rsum, rewards,
+    Rfull, Rsum, rewards, episode_length,
 ):  # fmt: skip
     """One test trajectory (reset solve included), seeded with ``seed``; the reward of
     step ``t`` goes to ``rewards[t]``. Arguments as :func:`formula_trajectory`'s."""
@@ -330,7 +342,7 @@ def play_formula(
     return formula_trajectory(
         P, R, Rstd, gaussian, initial_state, gamma, horizon, codes, codes.shape[0], used,
         succ, nsucc, theta, Rm, succ1, nsucc1, self_loop, Rm1, to1, dense, usucc, unsucc,
-        Rfull, Rsum, Qdummy, True, False, rewards,
+        Rfull, Rsum, Qdummy, True, False, rewards, episode_length,
     )  # fmt: skip
 
 
@@ -343,7 +355,7 @@ def formula_player(prior: Any, codes: np.ndarray, ep: Episode):
     st = setting(prior, ep)
     fargs = features(prior, st, ep.layout()).args()
     gaussian, x0 = bool(ep.gaussian), int(ep.initial_state)
-    gamma, horizon = float(ep.gamma), int(ep.horizon)
+    gamma, horizon, H = float(ep.gamma), int(ep.horizon), int(ep.episode_length)
     shape = (horizon,)
 
     def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
@@ -353,7 +365,7 @@ def formula_player(prior: Any, codes: np.ndarray, ep: Episode):
             rewards = reward_buffer(rewards, horizon)
         ret, fails = play_formula(
             st.env(P), st.R, st.Rstd, gaussian, x0, gamma, horizon, int(seed), codes, used,
-            st.succ, st.nsucc, *fargs, rewards,
+            st.succ, st.nsucc, *fargs, rewards, H,
         )  # fmt: skip
         return float(ret), np.array([fails], dtype=np.int64)
 

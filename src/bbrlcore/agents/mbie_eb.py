@@ -41,6 +41,12 @@ the cap never binds).
 With ``β = 0`` the agent is greedy in the empirical model (untried pairs optimistic).
 Parameter: ``beta`` (float ≥ 0, required). γ < 1.
 
+At an episode's start (an episodic interaction,
+:attr:`~bbrlcore.agents.base.Episode.episode_length` H > 0): nothing but the return to
+the initial state (done by the package's loop,
+:func:`~bbrlcore.agents.api.trajectory_loop_rows`); the counts and the optimistic model
+are kept, and it plans with the test set's γ.
+
 Paper: A. L. Strehl and M. L. Littman, "An analysis of model-based Interval Estimation
 for Markov Decision Processes", Journal of Computer and System Sciences 74(8), 2008.
 """

@@ -28,6 +28,12 @@ of an uninterrupted one. The final tie-break uses ``SeedSequence([seed, h(agent 
 Agent ids render the formula set by name and seed, never by path (see
 :func:`bbrlcore.agents.formulas.label_of`): ``opps-ds__formula_set=F3@s1__n_draws=1250__c=660``.
 
+At an episode's start (an episodic interaction,
+:attr:`~bbrlcore.agents.base.Episode.episode_length` H > 0): nothing but the return to
+the initial state; the learned formula agent keeps its
+three models (:mod:`bbrlcore.agents.formula_agent`). Its offline search plays continuing
+trajectories of the training horizon, as in the paper.
+
 Paper: Castronovo, Maes, Fonteneau and Ernst, "Learning exploration/exploitation
 strategies for single trajectory reinforcement learning", EWRL 2012; Castronovo et al.,
 "Benchmarking for Bayesian Reinforcement Learning", PLOS ONE 2016, §4.1; Auer,
@@ -192,7 +198,7 @@ def opps_batch(
             P, R, Rstd, gaussian, initial_state, gamma, horizon,
             codes[arm], lengths[arm], used[arm],
             succ, nsucc, theta, Rm, succ1, nsucc1, self_loop, Rm1, to1, dense, usucc,
-            unsucc, Rfull, Rsum, Qinit[arm], False, True, rewards,
+            unsucc, Rfull, Rsum, Qinit[arm], False, True, rewards, 0,
         )  # fmt: skip
         ucb1_record(mu, npull, disc, st, arm, ret, fails == 0)
         done += 1
@@ -479,4 +485,5 @@ ALGORITHM = Algorithm(
     cost_features=cost_features,
     offline_cost_features=offline_cost_features,
     sparse=True,
+    episodic=True,
 )

@@ -26,6 +26,12 @@ What it is optimal for, ``criterion``:
 The workflow runs the Optimal of the configuration's ``score`` (an ``optimal`` entry
 without ``criterion`` gets it), and the report normalises by the Optimal whose criterion
 matches its score (:func:`bbrlcore.analysis.results.reference_agent`).
+
+At an episode's start (an episodic interaction, :attr:`~bbrlcore.agents.base.Episode.episode_length`
+H > 0): the return to the initial state; the ``discounted`` Optimal keeps the policy it
+solved at the interaction's start (with the test set's γ), the ``undiscounted`` one plays
+the H-step optimal policy of each episode (backward induction over the episode's H steps,
+solved once: every episode's values are the same).
 """
 
 from __future__ import annotations
@@ -55,7 +61,7 @@ CRITERIA = ("discounted", "undiscounted")
 
 @njit(cache=True, error_model="numpy")
 def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, succ, nsucc,
-                rewards):
+                rewards, episode_length):
     np.random.seed(seed)
     nX, nU, _ = P.shape
     x = env_reset(initial_state, nX)
@@ -64,6 +70,7 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, succ,
     q_iteration_rows(P, R, succ, nsucc, g, horizon, Q)
     ret = 0.0
     disc = 1.0
+    left = episode_length if episode_length > 0 else -1  # steps left in the episode
     for t in range(horizon):
         u = argmax_random_tie(Q[x])
         k = env_step_rows(P, nsucc, x, u)
@@ -72,24 +79,31 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, succ,
         ret += disc * r
         disc *= gamma
         x = succ[x, u, k]
+        left -= 1
+        if left == 0:  # the episode's end: back to the initial state
+            left = episode_length
+            x = env_reset(initial_state, nX)
     return ret
 
 
 @njit(cache=True, error_model="numpy")
 def _trajectory_finite(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, succ,
-                       nsucc, rewards):
-    """The undiscounted criterion: backward induction over the horizon at reset, then at
-    step t a maximiser (exact ties at random) of the Q-values of the remaining steps."""
+                       nsucc, rewards, episode_length):
+    """The undiscounted criterion: backward induction over the planning horizon at reset
+    (the interaction's T steps; an episode's H in an episodic one), then at each step a
+    maximiser (exact ties at random) of the Q-values of the steps left in it."""
     np.random.seed(seed)
     nX, nU, _ = P.shape
     x = env_reset(initial_state, nX)
-    V = np.empty((horizon + 1, nX))
+    plan = episode_length if episode_length > 0 else horizon
+    V = np.empty((plan + 1, nX))
     finite_horizon_rows(P, R, succ, nsucc, 1.0, V)
     q = np.empty(nU)
     ret = 0.0
     disc = 1.0
+    step = 0  # steps played in the episode (the interaction when continuing)
     for t in range(horizon):
-        finite_horizon_q_row(P, R, succ, nsucc, 1.0, V[t + 1], x, q)
+        finite_horizon_q_row(P, R, succ, nsucc, 1.0, V[step + 1], x, q)
         u = argmax_random_tie(q)
         k = env_step_rows(P, nsucc, x, u)
         r = env_reward_rows(R, Rstd, gaussian, x, u, k)
@@ -97,6 +111,10 @@ def _trajectory_finite(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed
         ret += disc * r
         disc *= gamma
         x = succ[x, u, k]
+        step += 1
+        if step == plan and episode_length > 0:  # the episode's end: back to the start
+            step = 0
+            x = env_reset(initial_state, nX)
     return ret
 
 
@@ -119,11 +137,11 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
 
     # the episode's fields as the closure's own variables (a cheap trajectory: see Random)
     Rstd, gaussian, x0 = ep.Rstd, ep.gaussian, ep.initial_state
-    gamma, horizon = ep.gamma, ep.horizon
+    gamma, horizon, H = ep.gamma, ep.horizon, int(ep.episode_length)
     shape, ndarray = (horizon,), np.ndarray
 
     def rows(P: np.ndarray, seed: int, rewards: np.ndarray) -> tuple[float, np.ndarray]:
-        r = kernel(P, R, Rstd, gaussian, x0, gamma, horizon, seed, succ, nsucc, rewards)
+        r = kernel(P, R, Rstd, gaussian, x0, gamma, horizon, seed, succ, nsucc, rewards, H)
         return r, _NO_COUNTERS
 
     def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
@@ -161,7 +179,7 @@ def _check_criterion(v: str) -> str | None:
 def _setting_check(params: dict, prior, gamma: float, horizon: int) -> str | None:
     if criterion_of(params) != "undiscounted":
         return None
-    need = 8.0 * (horizon + 1) * prior.n_states
+    need = 8.0 * (horizon + 1) * prior.n_states  # (an episodic one needs H + 1 rows only)
     if need > MAX_AGENT_MEMORY_BYTES:
         return (f"the values of every remaining step would need {need / 2**30:.1f} GiB "
                 f"(limit {MAX_AGENT_MEMORY_BYTES / 2**30:.0f} GiB): choose a shorter horizon")
@@ -176,4 +194,4 @@ ALGORITHM = Algorithm(
                       "the paper's) or undiscounted (the sum of rewards over the horizon, "
                       "by backward induction)"),),
     make_player=make_player, doc=__doc__ or "", cost_features=cost_features, sparse=True,
-    setting_check=_setting_check)
+    setting_check=_setting_check, episodic=True)

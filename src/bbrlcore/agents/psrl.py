@@ -51,6 +51,12 @@ Parameters: ``schedule`` (``doubling`` or ``fixed``, default ``doubling``) and `
 (int ≥ 1, the steps between two samples; required with ``schedule=fixed``, refused with
 ``doubling``). γ < 1 (the value iteration must converge).
 
+At an episode's start (an episodic interaction,
+:attr:`~bbrlcore.agents.base.Episode.episode_length` H > 0): nothing but the return to
+the initial state (done by the package's loop,
+:func:`~bbrlcore.agents.api.trajectory_loop_rows`); the posterior is kept and the
+``schedule`` goes on.
+
 Papers: M. Strens, "A Bayesian framework for reinforcement learning", ICML 2000;
 I. Osband, D. Russo and B. Van Roy, "(More) efficient reinforcement learning via posterior
 sampling", NIPS 2013; Y. Ouyang, M. Gagrani, A. Nayyar and R. Jain, "Learning unknown

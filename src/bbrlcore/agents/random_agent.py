@@ -2,6 +2,9 @@
 
 Offline learning does nothing; online, each decision draws an action uniformly from
 {0, ..., nU-1}. Normalised scores put Random at 0.
+
+At an episode's start (an episodic interaction, :attr:`~bbrlcore.agents.base.Episode.episode_length`
+H > 0): nothing but the return to the initial state.
 """
 
 from __future__ import annotations
@@ -17,12 +20,13 @@ _NO_COUNTERS = np.zeros(0, dtype=np.int64)
 
 @njit(cache=True, error_model="numpy")
 def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, succ, nsucc,
-                rewards):
+                rewards, episode_length):
     np.random.seed(seed)
     nX, nU, _ = P.shape
     x = env_reset(initial_state, nX)
     ret = 0.0
     disc = 1.0
+    left = episode_length if episode_length > 0 else -1  # steps left in the episode
     for t in range(horizon):
         u = np.random.randint(0, nU)
         k = env_step_rows(P, nsucc, x, u)
@@ -31,6 +35,10 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, succ,
         ret += disc * r
         disc *= gamma
         x = succ[x, u, k]
+        left -= 1
+        if left == 0:  # the episode's end: back to the initial state
+            left = episode_length
+            x = env_reset(initial_state, nX)
     return ret
 
 
@@ -41,11 +49,12 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
     # ≈ 10 µs, and six attribute look-ups and a global one per call were 2-3 % of it
     # (benchmarks/bench_rewards.py random)
     R, Rstd, gaussian, x0 = ep.R, ep.Rstd, ep.gaussian, ep.initial_state
-    gamma, horizon = ep.gamma, ep.horizon
+    gamma, horizon, H = ep.gamma, ep.horizon, int(ep.episode_length)
     shape, ndarray = (horizon,), np.ndarray
 
     def rows(P: np.ndarray, seed: int, rewards: np.ndarray) -> tuple[float, np.ndarray]:
-        r = _trajectory(P, R, Rstd, gaussian, x0, gamma, horizon, seed, succ, nsucc, rewards)
+        r = _trajectory(P, R, Rstd, gaussian, x0, gamma, horizon, seed, succ, nsucc, rewards,
+                        H)
         return r, _NO_COUNTERS
 
     def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
@@ -65,4 +74,4 @@ def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict
 
 
 ALGORITHM = Algorithm(name="random", params=(), make_player=make_player, doc=__doc__ or "",
-                      cost_features=cost_features, sparse=True)
+                      cost_features=cost_features, sparse=True, episodic=True)

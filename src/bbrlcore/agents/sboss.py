@@ -95,6 +95,12 @@ only where :func:`~bbrlcore.mdp.solvers.lu_affordable` admits it (:math:`n_X^3` 
 or sparser models are solved by warm-started sweeps alone, whose cost grows with the
 transitions.
 
+At an episode's start (an episodic interaction,
+:attr:`~bbrlcore.agents.base.Episode.episode_length` H > 0): nothing but the return to
+the initial state; the posterior, the merged model and its
+sample counts are kept (no resampling is triggered by the episode's start), and it plans
+with the test set's γ.
+
 Paper: P. S. Castro and D. Precup, "Smarter sampling in model-based Bayesian
 reinforcement learning", ECML PKDD 2010 (LNCS 6321); BOSS: J. Asmuth,
 L. Li, M. L. Littman, A. Nouri, D. Wingate, "A Bayesian sampling approach to exploration
@@ -538,7 +544,7 @@ def prior_values(theta, succ, nsucc, Rm, gamma, epsilon, compat, tol, pi_steps):
 @njit(cache=True, error_model="numpy")
 def _trajectory(
     P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, succ, nsucc,
-    theta, Rm, epsilon, delta, compat, tol, pi_steps, V_init, rewards,
+    theta, Rm, epsilon, delta, compat, tol, pi_steps, V_init, rewards, episode_length,
 ):
     rs = rng_new(seed)
     nX, nU, _ = P.shape
@@ -576,6 +582,7 @@ def _trajectory(
     n_resamples = 0
     ret = 0.0
     disc = 1.0
+    left = episode_length if episode_length > 0 else -1  # steps left in the episode
     for t in range(horizon):
         if resample:
             for i in range(n_dirty):
@@ -629,6 +636,15 @@ def _trajectory(
         elif pair_deviation(snap_alpha, snap_n, alpha, n, nsucc, nX, x, u, compat) > delta:
             resample = True
         x = succ[x, u, k]
+        left -= 1
+        if left == 0:  # the episode's end: back to the initial state (learning kept)
+            left = episode_length
+            if initial_state >= 0:
+                x = initial_state
+            else:  # (a draw of the kernel's generator, whose state is in s0..s3)
+                rs[0], rs[1], rs[2], rs[3] = s0, s1, s2, s3
+                x = rng_randint(rs, nX)
+                s0, s1, s2, s3 = rs[0], rs[1], rs[2], rs[3]
     counters = np.zeros(1, dtype=np.int64)
     counters[0] = n_resamples
     return ret, counters
@@ -809,13 +825,13 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
     env = None if st.to_agent is None else st.env  # (None: the test MDP's own rows)
     R, Rstd, succ, nsucc, theta, Rm = st.R, st.Rstd, st.succ, st.nsucc, st.theta, st.Rm
     gaussian, x0, gamma, horizon = ep.gaussian, ep.initial_state, ep.gamma, ep.horizon
-    tol = GUEZ_TOLERANCE
+    tol, H = GUEZ_TOLERANCE, int(ep.episode_length)
     shape, ndarray = (horizon,), np.ndarray
 
     def rows_(P: np.ndarray, seed: int, rewards: np.ndarray) -> tuple[float, np.ndarray]:
         ret, counters = _trajectory(
             P if env is None else env(P), R, Rstd, gaussian, x0, gamma, horizon, seed, succ,
-            nsucc, theta, Rm, epsilon, delta, compat, tol, pi_steps, V_init, rewards,
+            nsucc, theta, Rm, epsilon, delta, compat, tol, pi_steps, V_init, rewards, H,
         )
         return float(ret), counters
 
@@ -847,4 +863,5 @@ ALGORITHM = Algorithm(
     setting_check=_setting_check,
     cost_features=cost_features,
     sparse=True,
+    episodic=True,
 )

@@ -15,6 +15,10 @@ plays the smallest u with :math:`f \le w_0 + \dots + w_u`. With non-negative rew
 when no prefix reaches f (negative Q) it plays the last action. It still
 solves its model at every step, as the reference does.
 
+At an episode's start (an episodic interaction,
+:attr:`~bbrlcore.agents.base.Episode.episode_length` H > 0): nothing but the return to
+the initial state; the counts and Q are kept, and it plans with the test set's γ.
+
 Paper: Castronovo et al. 2016, §4.1; Sutton & Barto 1998, §2.3.
 """
 
@@ -86,7 +90,7 @@ def compat_action(q, tau):
 
 @njit(cache=True, error_model="numpy")
 def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, succ, nsucc, theta,
-                Rm, tau, compat, rewards):
+                Rm, tau, compat, rewards, episode_length):
     np.random.seed(seed)
     nX, nU, _ = P.shape
     x = env_reset(initial_state, nX)
@@ -95,6 +99,7 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, succ,
     q_solve_rows(Pm, Rm, succ, nsucc, gamma, horizon, Q)
     ret = 0.0
     disc = 1.0
+    left = episode_length if episode_length > 0 else -1  # steps left in the episode
     for t in range(horizon):
         if compat:
             u = compat_action(Q[x], tau)
@@ -108,6 +113,10 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, succ,
         rows_model_update(N, Np, Pm, nsucc, x, u, k)
         q_solve_rows(Pm, Rm, succ, nsucc, gamma, horizon, Q)
         x = succ[x, u, k]
+        left -= 1
+        if left == 0:  # the episode's end: back to the initial state (learning kept)
+            left = episode_length
+            x = env_reset(initial_state, nX)
     return ret
 
 
@@ -116,7 +125,7 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
     tau = float(params["tau"])
     compat = bool(params["compat"])
 
-    shape = (ep.horizon,)
+    shape, H = (ep.horizon,), int(ep.episode_length)
 
     def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
              ) -> tuple[float, np.ndarray]:
@@ -125,7 +134,7 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
             rewards = reward_buffer(rewards, ep.horizon)
         r = _trajectory(
             st.env(P), st.R, st.Rstd, ep.gaussian, ep.initial_state, ep.gamma, ep.horizon,
-            seed, st.succ, st.nsucc, st.theta, st.Rm, tau, compat, rewards,
+            seed, st.succ, st.nsucc, st.theta, st.Rm, tau, compat, rewards, H,
         )
         return r, _NO_COUNTERS
 
@@ -143,4 +152,5 @@ ALGORITHM = Algorithm(
     doc=__doc__ or "",
     cost_features=egreedy_cost_features,  # the same model solved after every step
     sparse=True,
+    episodic=True,
 )

@@ -232,8 +232,9 @@ def _check_merged(merged: pl.DataFrame, col: str = "discounted_return") -> None:
         r = bad.row(0, named=True)
         raise BBRLError(f"aggregate: experiment {r['experiment']}, agent {r['agent']}, MDP "
                         f"{r['mdp_index']}: {col} is {r[col]}")
-    from bbrlcore.analysis.results import check_coverage
+    from bbrlcore.analysis.results import check_coverage, check_one_setting
 
+    check_one_setting(merged, "aggregate")
     check_coverage(merged, "aggregate")
 
 

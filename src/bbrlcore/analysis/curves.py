@@ -52,7 +52,12 @@ player that records none) has no curve; an experiment without Random or Optimal,
 Random or Optimal has none, has no curves; the others are drawn, and what is left out is
 said, with the reason (:attr:`Curves.left_out`; ``bbrl curves`` and the report print
 it). The rewards of the agents drawn are checked against their returns and γ
-(:func:`bbrlcore.analysis.results.check_rewards`).
+(:func:`bbrlcore.analysis.results.check_rewards`). A **long** interaction (more than
+:data:`~bbrlcore.protocol.runner.MAX_RECORDED_STEPS` steps) records its cumulative
+reward at checkpoints instead (``checkpoints``, every ``checkpoint_every`` steps; the
+episode ends of an episodic one): its curves are those of the undiscounted score at the
+checkpoints, exact there (:func:`checkpoint_matrix`; ``score="discounted"`` is refused
+in one line for it).
 
 Across experiments: the **IQM of the normalised score against time** with stratified
 bootstrap bands, rliable's sample-efficiency curve (Agarwal et al. 2021, Fig. 8), using the
@@ -92,6 +97,7 @@ from bbrlcore.analysis.estimators import (
 )
 from bbrlcore.analysis.results import reference_agents
 from bbrlcore.errors import BBRLError
+from bbrlcore.protocol.runner import MAX_RECORDED_STEPS
 
 #: What a curve accumulates: the discounted return so far (the paper's score) or the sum
 #: of rewards (Dearden et al.'s and Guez et al.'s tables).
@@ -147,6 +153,39 @@ def reward_matrix(runs: pl.DataFrame, source: str = "runs") -> np.ndarray:
     T = int(runs["horizon"][0]) if runs.height else 0
     flat = runs["rewards"].explode().cast(pl.Float64).to_numpy()
     return flat.reshape(runs.height, T)
+
+
+def checkpoint_matrix(runs: pl.DataFrame, source: str = "runs"
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """The ``checkpoints`` lists of ``runs`` (one setting: one ``checkpoint_every`` n and
+    horizon T) as a float64 (rows, T / n) matrix of cumulative undiscounted rewards, and
+    the times n, 2n, ..., T they are taken at; one line naming ``source`` when a row has
+    none.
+
+    >>> runs = pl.DataFrame({"checkpoints": [[1.0, 3.0]], "checkpoint_every": [2],
+    ...                      "horizon": [4]})
+    >>> C, t = checkpoint_matrix(runs)
+    >>> C.tolist(), t.tolist()
+    ([[1.0, 3.0]], [2, 4])
+    """
+    if "checkpoints" not in runs.columns or runs["checkpoints"].null_count():
+        raise BBRLError(f"{source}: no checkpoints (column 'checkpoints') where the per-step "
+                        "rewards are not recorded; run them again with checkpoint_every")
+    every = runs["checkpoint_every"].unique().to_list()
+    T = int(runs["horizon"][0]) if runs.height else 0
+    if len(every) != 1 or every[0] is None:
+        raise BBRLError(f"{source}: checkpoints every {sorted(map(str, every))} steps: one "
+                        "setting per experiment")
+    n = int(every[0])
+    flat = runs["checkpoints"].explode().cast(pl.Float64).to_numpy()
+    return flat.reshape(runs.height, T // n), np.arange(n, T + 1, n, dtype=np.int64)
+
+
+def _positions(times: np.ndarray, points: int) -> np.ndarray:
+    """At most ``points`` indices into ``times``, evenly spread, the first and last
+    included (on times 1..T: :func:`time_grid`)."""
+    K = len(times)
+    return np.unique(np.round(np.linspace(0, K - 1, min(K, points))).astype(np.int64))
 
 
 def cumulative(rewards: np.ndarray, gamma: float, score: str) -> np.ndarray:
@@ -300,11 +339,22 @@ def curves(
     best = best.filter(pl.col("experiment").is_in(complete))
     needed = _needed(merged, best)
     table = merged.join(needed, on=["experiment", "agent"], how="semi")
+    # long interactions record checkpoints, not every step: their curves are the
+    # undiscounted score at the checkpoints
+    long = table.filter(pl.col("horizon") > MAX_RECORDED_STEPS)
+    if long.height and score == "discounted":
+        e = long["experiment"][0]
+        raise BBRLError(f"curves: experiment {e} records its rewards at checkpoints (T = "
+                        f"{int(long['horizon'][0]):,} > {MAX_RECORDED_STEPS:,} steps), not at "
+                        "every step: its learning curves are of the undiscounted score "
+                        "(score=undiscounted)")
+    steps = not long.height
+    col = "rewards" if steps else "checkpoints"
     # agents without per-step rewards on some MDP (older tables, players that record
     # none) have no curve; an experiment whose Random or Optimal lacks them has none
-    if "rewards" not in table.columns:
+    if col not in table.columns:
         reward_matrix(table, "merged run table")  # (the error naming the missing column)
-    lacking = (table.filter(pl.col("rewards").is_null())
+    lacking = (table.filter(pl.col(col).is_null())
                .group_by("experiment", "agent", "algorithm", maintain_order=True)
                .agg(pl.col("mdp_index"))
                .join(table.group_by("experiment", "agent").agg(pl.len().alias("_n")),
@@ -343,7 +393,10 @@ def curves(
 
     check_rewards(table, "merged run table")  # (rewards, returns and gamma agree)
     table = table.with_row_index("_row")
-    R = reward_matrix(table, "merged run table")
+    if steps:
+        R = reward_matrix(table, "merged run table")
+    else:
+        R, times = checkpoint_matrix(table, "merged run table")
     a = (1.0 - confidence) / 2.0
     rows: list[dict[str, Any]] = []
     strata: dict[tuple[Any, ...], int] = {}
@@ -354,15 +407,20 @@ def curves(
     exps = best["experiment"].unique(maintain_order=True).to_list()
     sizes = (table.filter(pl.col("experiment").is_in(exps)).group_by("experiment")
              .agg(pl.col("mdp_index").n_unique())["mdp_index"].to_list())
-    check_memory(*bootstrap_bytes(sizes, int(table["horizon"].max() or 1), points,
+    # (the columns of the cumulative matrices: every step, or the checkpoints)
+    check_memory(*bootstrap_bytes(sizes, int(R.shape[1]) or 1, points,
                                   aggregate_points), n_resamples, resamples_option,
                  "the learning curves' bootstrap")
     for e_i, exp in enumerate(exps):
         m = table.filter(pl.col("experiment") == exp)
         gamma = float(m["gamma"][0])
         T = int(m["horizon"][0])
-        grid = time_grid(T, points)
-        ag = time_grid(T, aggregate_points)
+        if steps:
+            times = np.arange(1, T + 1, dtype=np.int64)
+        gi = _positions(times, points)  # (indices into the times of C's columns)
+        grid = times[gi]
+        agi = _positions(times, aggregate_points)
+        ag = times[agi]
         if agg_grid is None:
             agg_grid = ag
         elif not np.array_equal(agg_grid, ag):
@@ -371,6 +429,8 @@ def curves(
 
         def cum_of(agent: str, m: pl.DataFrame = m, gamma: float = gamma) -> np.ndarray:
             g = m.filter(pl.col("agent") == agent).sort("mdp_index")
+            if not steps:  # (cumulative undiscounted rewards at the checkpoints)
+                return R[g["_row"].to_numpy()]
             return cumulative(R[g["_row"].to_numpy()], gamma, score)
 
         rand = m.filter(pl.col("algorithm") == "random")["agent"][0]
@@ -390,7 +450,7 @@ def curves(
         # every family: paired)
         W = np.concatenate([_counts(i[0]) for i in _index_blocks(
             [N], n_resamples, _experiment_seed(seed, exp))])
-        g0 = grid - 1
+        g0 = gi
         opt_row = {"test": str(m["test"][0]), "prior": str(m["prior"][0]),
                    "family": "Optimal", "algorithm": "optimal", "compat": False,
                    "agent": opt}
@@ -413,22 +473,22 @@ def curves(
                 warnings.simplefilter("ignore", RuntimeWarning)  # (columns of no score)
                 xm = (np.nanmean(X[:, g0], axis=0) if ok[g0].any()
                       else np.full(grid.size, np.nan))
-            for k, t in enumerate(grid):
-                valid = bool(ok[t - 1])
+            for k, (t, j) in enumerate(zip(grid, gi, strict=True)):
+                valid = bool(ok[j])
                 rows.append({
                     "experiment": exp, "test": r["test"], "prior": r["prior"],
                     "family": r["family"], "algorithm": r["algorithm"],
                     "compat": r["compat"], "agent": r["agent"], "n": N, "t": int(t),
-                    "cumulative": float(C[:, t - 1].mean()),
+                    "cumulative": float(C[:, j].mean()),
                     "cumulative_low": float(lc[k]), "cumulative_high": float(hc[k]),
                     "normalised": float(xm[k]) if valid else None,
                     "normalised_low": float(lx[k]) if valid else None,
                     "normalised_high": float(hx[k]) if valid else None,
-                    "regret": float(regret[:, t - 1].mean()),
+                    "regret": float(regret[:, j].mean()),
                     "regret_low": float(lr[k]), "regret_high": float(hr[k]),
                     "score": score,
                 })
-            agg_scores.setdefault(r["family"], [None] * len(exps))[e_i] = X[:, ag - 1]
+            agg_scores.setdefault(r["family"], [None] * len(exps))[e_i] = X[:, agi]
     curves_t = pl.DataFrame(rows, schema=_CURVE_SCHEMA)
     for fam, per_exp in agg_scores.items():
         absent = [e for e, x in zip(exps, per_exp, strict=True) if x is None]

@@ -29,7 +29,12 @@ import pyarrow.parquet as pq
 from bbrlcore.analysis import stats
 from bbrlcore.errors import BBRLError
 from bbrlcore.formats import artefacts
-from bbrlcore.protocol.runner import RECORDED_SINCE_REWARDS, RUN_COLUMNS
+from bbrlcore.protocol.runner import (
+    RECORDED_SINCE_EPISODES,
+    RECORDED_SINCE_REWARDS,
+    RUN_COLUMNS,
+    with_settings,
+)
 
 #: Columns of the summary table, in order.
 SUMMARY_COLUMNS = (
@@ -242,8 +247,10 @@ def above_reference(summary: pl.DataFrame, merged: pl.DataFrame,
 _KEY = ["experiment", "agent", "mdp_index"]
 
 #: What must agree between all run tables of one experiment: its test set (test
-#: distribution, seed, γ, T) and the bbrlcore version that ran them.
-SAME_WITHIN_EXPERIMENT = ("test", "test_seed", "gamma", "horizon", "bbrlcore_version")
+#: distribution, seed, γ, T, the interaction's setting: H, E, n) and the bbrlcore version
+#: that ran them.
+SAME_WITHIN_EXPERIMENT = ("test", "test_seed", "gamma", "horizon", "episode_length",
+                          "episodes", "checkpoint_every", "bbrlcore_version")
 
 
 def check_run_table(table: pl.DataFrame, source: str,
@@ -265,7 +272,7 @@ def check_run_table(table: pl.DataFrame, source: str,
     hint = artefacts.REGENERATE["run"]
     for col, dtype in RUN_COLUMNS.items():
         if col not in table.columns:
-            if col in RECORDED_SINCE_REWARDS:
+            if col in RECORDED_SINCE_REWARDS or col in RECORDED_SINCE_EPISODES:
                 continue
             raise BBRLError(f"{source}: run table lacks the column {col!r}; {hint}")
         if table[col].dtype != dtype:
@@ -334,6 +341,51 @@ def check_run_table(table: pl.DataFrame, source: str,
         raise BBRLError(f"{source}: experiment {e}, agent {a}: {have} is null on some test "
                         f"MDPs only (an agent records the rewards of all its trajectories or "
                         f"none: chunks from before and after bbrl recorded them?); {hint}")
+    _check_settings(table, source, hint)
+
+
+def _check_settings(table: pl.DataFrame, source: str, hint: str) -> None:
+    """The interaction's settings and what they record, where the table has them
+    (:data:`~bbrlcore.protocol.runner.RECORDED_SINCE_EPISODES`): H ≥ 0, E ≥ 1, T = E × H
+    (episodic) or E = 1 (continuing), n dividing T (in multiples of H), one checkpoint
+    every n steps (the last one the undiscounted return) and E episode returns."""
+    if not any(c in table.columns for c in RECORDED_SINCE_EPISODES):
+        return
+    t = with_settings(table)
+    H, E, T = t["episode_length"], t["episodes"], t["horizon"]
+    n = t["checkpoint_every"]
+    ck, ep = t["checkpoints"], t["episode_returns"]
+    checks = [
+        ((H.is_null() | (H < 0) | E.is_null() | (E < 1)),
+         "episode_length must be >= 0 and episodes >= 1"),
+        (((H > 0) & (H * E != T)) | ((H == 0) & (E != 1)),
+         "horizon must be episodes x episode_length (episodic) and episodes 1 (continuing)"),
+        (n.is_not_null() & ((n < 1) | (T % n.clip(1) != 0) | ((H > 0) & (n % H.clip(1) != 0))),
+         "checkpoint_every must divide the horizon (in multiples of the episode length)"),
+        (ck.is_not_null() & (n.is_null() | (ck.list.len() != T // n.clip(1))),
+         "checkpoints must hold horizon / checkpoint_every values"),
+        (ep.is_not_null() & (ep.list.len() != E),
+         "episode_returns must hold one value per episode"),
+        ((H > 0) & ep.is_null() & ck.is_not_null(),
+         "an episodic trajectory with checkpoints must record its episode returns"),
+    ]
+    for mask, what in checks:
+        bad = mask.fill_null(False).to_numpy()
+        if bad.any():
+            k = int(np.argmax(bad))
+            row = table.select("agent", "mdp_index").row(k, named=True)
+            raise BBRLError(f"{source}: row {k} (agent {row['agent']}, MDP "
+                            f"{row['mdp_index']}): {what}; {hint}")
+    if "undiscounted_return" in t.columns and ck.null_count() < len(t):
+        last, u = ck.list.last(), t["undiscounted_return"]
+        off = (last.is_not_null() & u.is_not_null()
+               & ((last - u).abs() > 1e-9 * (1.0 + u.abs()))).fill_null(False).to_numpy()
+        if off.any():
+            k = int(np.argmax(off))
+            row = table.select("agent", "mdp_index").row(k, named=True)
+            raise BBRLError(f"{source}: row {k} (agent {row['agent']}, MDP "
+                            f"{row['mdp_index']}): the last checkpoint {last[k]} is not the "
+                            f"undiscounted return {u[k]}; {hint}")
 
 
 #: Tolerance of the agreement between a run table's per-step rewards and its returns
@@ -438,7 +490,11 @@ def _check_rewards_chunk(table: pl.DataFrame, source: str, first_row: int,
         bad = (r.is_not_null() & ~finite.fill_null(True)).to_numpy()
         fail(bad, "rewards must hold finite values (a NaN, an infinity or a null)")
     if len(have) == 2:
-        differ = (r.is_null() != table["undiscounted_return"].is_null()).to_numpy()
+        differ = (r.is_null() != table["undiscounted_return"].is_null())
+        if "checkpoints" in table.columns:  # (a long interaction: checkpoints, no steps)
+            differ = differ & ~(r.is_null() & table["checkpoints"].is_not_null()
+                                & table["undiscounted_return"].is_not_null())
+        differ = differ.to_numpy()
         if differ.any():
             fail(differ, "rewards and undiscounted_return must be both recorded or both "
                          "null")
@@ -594,6 +650,7 @@ def merge_tables(tables: list[pl.DataFrame], sources: list[str] | None = None,
     sources = sources or [f"table {i}" for i in range(len(tables))]
     seen: dict[str, tuple[tuple[object, ...], str, str]] = {}
     holders: dict[tuple[str, str], list[str]] = {}
+    tables = [with_settings(t) for t in tables]  # (older tables: continuing)
     for t, src in zip(tables, sources, strict=True):
         cols = [c for c in SAME_WITHIN_EXPERIMENT if c in t.columns]
         groups = (t.group_by(["experiment", *cols], maintain_order=True)
@@ -775,9 +832,11 @@ def check_test_sets(merged: pl.DataFrame, test_sets: list, sources: list[str],
 
     Each test set (a :class:`bbrlcore.protocol.test_sets.TestSet`, named by its entry of
     ``sources``) must be the test set of at least one experiment of ``merged`` (its
-    ``test`` column), with that experiment's seed, γ, T and size: the size recorded in
-    the run tables' metadata (``n_mdps``, experiment -> N) or, where they do not record
-    it, the largest MDP index + 1. Two test sets of one distribution are refused too.
+    ``test`` column, and the setting its name ends with: ``@label``, see
+    :attr:`bbrlcore.protocol.test_sets.TestSet.tag`), with that experiment's seed, γ, T
+    and size: the size recorded in the run tables' metadata (``n_mdps``, experiment -> N)
+    or, where they do not record it, the largest MDP index + 1. Two test sets of one
+    distribution in one setting are refused too.
     """
     first: dict[str, str] = {}
     recorded = [pl.col(c).first() if c in merged.columns else pl.lit(None).alias(c)
@@ -785,13 +844,20 @@ def check_test_sets(merged: pl.DataFrame, test_sets: list, sources: list[str],
     runs = (merged.group_by("experiment", "test", maintain_order=True)
             .agg(*recorded, pl.col("mdp_index").max().alias("_max"))
             .sort("experiment"))
+    exp = pl.col("experiment")
+    runs = runs.with_columns(
+        pl.when(exp.str.contains("@", literal=True))
+        .then(pl.lit("@") + exp.str.split("@").list.last())
+        .otherwise(pl.lit("")).alias("_tag"))
     for ts, src in zip(test_sets, sources, strict=True):
         name = ts.test.short_name
-        if name in first:
-            raise BBRLError(f"{src}: a second test set of {name} (also {first[name]}); give "
-                            "one test set per test distribution")
-        first[name] = src
-        mine = runs.filter(pl.col("test") == name)
+        tag = getattr(ts, "tag", "")
+        if name + tag in first:
+            raise BBRLError(f"{src}: a second test set of {name + tag} (also "
+                            f"{first[name + tag]}); give one test set per test distribution "
+                            "and setting")
+        first[name + tag] = src
+        mine = runs.filter((pl.col("test") == name) & (pl.col("_tag") == tag))
         if mine.is_empty():
             have = ", ".join(sorted(set(runs["test"].to_list())))
             raise BBRLError(f"{src}: a test set of {name}, but no run is on {name} (the runs "
@@ -814,6 +880,32 @@ def check_test_sets(merged: pl.DataFrame, test_sets: list, sources: list[str],
                     "test set the runs were played on")
 
 
+def check_one_setting(merged: pl.DataFrame, command: str) -> None:
+    """Refuse, in one line naming ``command``, the experiment and both settings, an
+    experiment whose rows were played in different settings of the interaction (T, H,
+    E, γ, checkpoint_every: :data:`SAME_WITHIN_EXPERIMENT`); tables written before the
+    settings were recorded count as continuing.
+
+    >>> t = pl.DataFrame({"experiment": ["E", "E"], "horizon": [250, 1000]})
+    >>> check_one_setting(t, "summary")
+    Traceback (most recent call last):
+    ...
+    bbrlcore.errors.BBRLError: summary: experiment E: rows of different settings (horizon ...
+    """
+    t = with_settings(merged) if "horizon" in merged.columns else merged
+    cols = [c for c in SAME_WITHIN_EXPERIMENT if c in t.columns and c != "bbrlcore_version"]
+    if not cols or t.is_empty():
+        return
+    kinds = t.select("experiment", *cols).unique(maintain_order=True)
+    many = kinds.filter(pl.col("experiment").is_duplicated())
+    if many.is_empty():
+        return
+    a, b = many.row(0, named=True), many.row(1, named=True)
+    diff = [f"{c} {a[c]!r} vs {b[c]!r}" for c in cols if a[c] != b[c]]
+    raise BBRLError(f"{command}: experiment {a['experiment']}: rows of different settings "
+                    f"({', '.join(diff)}): compare experiments of one setting each")
+
+
 def summary_table(merged: pl.DataFrame, score: str = "discounted") -> pl.DataFrame:
     """The summary (one row per experiment × agent: mean score with its 95% interval,
     times, normalised score and regret) from a merged run table (any number of
@@ -828,6 +920,7 @@ def summary_table(merged: pl.DataFrame, score: str = "discounted") -> pl.DataFra
                         f"{r['agent']} has no {col} (run before bbrl recorded it, or by a "
                         "player that does not record rewards); run it again, or use "
                         "score=discounted")
+    check_one_setting(merged, "summary")
     check_coverage(merged, "summary")
     rows = []
     for (exp, agent), g in merged.group_by(["experiment", "agent"], maintain_order=True):

@@ -20,13 +20,28 @@ def register(sub: argparse._SubParsersAction) -> None:
     new.add_argument("--n-mdps", type=int, default=500, help="number of test MDPs (500)")
     new.add_argument("--gamma", type=float, default=0.95, help="discount factor (0.95)")
     h = new.add_mutually_exclusive_group()
-    h.add_argument("--horizon", type=int, help="horizon T (250)")
+    h.add_argument("--horizon", type=int, help="horizon T (250): the steps of one "
+                   "continuing interaction (up to 10^8; beyond 10,000 steps the run tables "
+                   "record checkpoints instead of every step's reward)")
     h.add_argument(
         "--epsilon",
         type=float,
         help="derive T = ceil(log(eps (1-gamma)/Rmax) / log gamma) (paper §3.2)",
     )
+    h.add_argument("--episodes", type=int, metavar="E",
+                   help="an episodic interaction of E episodes (T = E x H), each from the "
+                        "initial state, the agent keeping what it learned")
+    new.add_argument("--episode-length", type=int, metavar="H",
+                     help="steps of an episode (with --episodes; default: the family's "
+                          "natural episode length, e.g. N for DeepSea-N)")
+    new.add_argument("--checkpoint-every", type=int, metavar="N",
+                     help="the run tables record the cumulative reward every N steps (T a "
+                          "multiple of N; default: none up to 10,000 steps, else at most "
+                          "10,000 checkpoints; episodic: every episode end)")
     new.add_argument("--seed", type=int, default=0, help="seed of the test set (0)")
+    new.add_argument("--label", help="what its experiments' names end with after '@' "
+                     "(default: the setting, e.g. E10000xH10 or T1000000; none for a "
+                     "continuing interaction without checkpoints)")
     new.add_argument("-o", "--output", required=True, help="output .parquet")
     new.set_defaults(func=_new, io=IO(inputs=("test",), outputs=("output",)))
 
@@ -45,19 +60,39 @@ def _new(args: argparse.Namespace) -> int:
                 f"T={horizon:,} above {E.MAX_HORIZON:,}: choose a larger epsilon")
     else:
         horizon = 250 if args.horizon is None else args.horizon
-    ts = E.new_test_set(test, args.n_mdps, args.gamma, horizon, args.seed)
+    if args.horizon is not None and not 1 <= args.horizon <= E.MAX_HORIZON:
+        raise BBRLError(f"--horizon must be in [1, {E.MAX_HORIZON:,}], got {args.horizon}")
+    it = E.interaction(test, horizon=None if args.episodes else horizon,
+                       episodes=args.episodes, episode_length=args.episode_length,
+                       checkpoint_every=args.checkpoint_every)
+    ts = E.new_test_set(test, args.n_mdps, args.gamma, it.horizon, args.seed,
+                        episode_length=it.episode_length,
+                        checkpoint_every=it.checkpoint_every,
+                        label=args.label)
     E.write_test_set(ts, args.output)
     print(
         f"wrote {args.output}: {ts.n_mdps} MDPs from {test.short_name}, "
-        f"gamma={ts.gamma}, T={ts.horizon}, seed={ts.seed}"
+        f"gamma={ts.gamma}, T={ts.horizon}{_setting(ts)}, seed={ts.seed}"
     )
     return 0
+
+
+def _setting(ts: E.TestSet) -> str:
+    """`` (E episodes of H steps, checkpoints every n steps, label L)`` or ""."""
+    parts = []
+    if ts.episode_length:
+        parts.append(f"{ts.episodes} episodes of {ts.episode_length} steps")
+    if ts.checkpoint_every:
+        parts.append(f"checkpoints every {ts.checkpoint_every} steps")
+    if ts.label:
+        parts.append(f"experiments named ...@{ts.label}")
+    return f" ({', '.join(parts)})" if parts else ""
 
 
 def _show(args: argparse.Namespace) -> int:
     ts = E.read_test_set(args.file)
     print(
         f"{args.file}: test set of {ts.n_mdps} MDPs from {ts.test.short_name} "
-        f"({ts.test.name}); gamma={ts.gamma}, T={ts.horizon}, seed={ts.seed}"
+        f"({ts.test.name}); gamma={ts.gamma}, T={ts.horizon}{_setting(ts)}, seed={ts.seed}"
     )
     return 0

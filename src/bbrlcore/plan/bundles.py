@@ -253,7 +253,7 @@ def spec(plan: Plan, bundle: Bundle, results_dir: str,
             units.append([a.key, u.prior])
         else:
             exp = u.experiment
-            units.append([a.key, exp.prior, exp.name, exp.test, u.start, u.stop])
+            units.append([a.key, exp.prior, exp.name, exp.test_set, u.start, u.stop])
     out: dict[str, Any] = {"bundle": bundle.name, "kind": bundle.kind,
                            "version": __version__, "root": results_dir, "agents": agents,
                            "units": units, "seed": c["train_seed"], "gamma": c["gamma"],

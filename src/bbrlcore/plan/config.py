@@ -13,7 +13,7 @@ from typing import Any
 from bbrlcore.agents.base import show_value
 from bbrlcore.errors import BBRLError
 from bbrlcore.plan.model import DEFAULTS, AgentConfig, Experiment, Plan, preset_key
-from bbrlcore.protocol.test_sets import MAX_HORIZON, MAX_MDPS
+from bbrlcore.protocol.test_sets import MAX_EPISODES, MAX_HORIZON, MAX_MDPS
 from bbrlcore.seeds import MAX_SEED
 
 # ---------------------------------------------------------------------------------------
@@ -186,10 +186,16 @@ def load(
     entry_of: list[int] = []  # the experiments entry each experiment comes from
     for i, e in enumerate(exps):
         if not isinstance(e, Mapping) or not {"test", "prior"} <= set(e) or not set(e) <= {
-                "test", "prior", "algorithms"}:
+                "test", "prior", "algorithms", *SETTING_KEYS}:
             raise fail(f"experiments[{i}]", "must be a mapping with test, prior and optionally "
-                       "algorithms (its own grids, instead of the global algorithms)")
+                       "algorithms (its own grids, instead of the global algorithms) and "
+                       f"the interaction's settings ({', '.join(SETTING_KEYS)})")
         for ex in _experiments_of(e, i, fail, dists, loaded, test_dists):
+            try:
+                ex = _in_setting(ex, e, i, cfg, where,
+                                 test_dists.get(ex.test, loaded[ex.test]))
+            except BBRLError as exc:
+                raise BBRLError(f"{source}: {exc}") from None
             if ex in experiments:
                 raise fail(f"experiments[{i}]", f"experiment {ex.name} listed twice")
             t, pr = loaded[ex.test], loaded[ex.prior]
@@ -261,12 +267,22 @@ def load(
     for a in out:
         alg = agents_mod.get(a.ref)
         full = alg.parse_params(a.param_dict, stored=True)  # with the defaults
-        for prior in sorted({ex.prior for ex in experiments if a.key in exp_agents[ex.name]}):
+        settings = sorted({(ex.prior, ex.horizon) for ex in experiments
+                           if a.key in exp_agents[ex.name]})
+        for prior, horizon in settings:
             try:
-                alg.check_setting(full, loaded[prior], cfg["gamma"], cfg["horizon"])
+                alg.check_setting(full, loaded[prior], cfg["gamma"], horizon)
             except BBRLError as exc:
                 raise _fail(source, where(a.where), f"{exc} (gamma={cfg['gamma']:g}, "
-                            f"horizon={cfg['horizon']})") from None
+                            f"horizon={horizon})") from None
+        episodic = next((ex for ex in experiments if ex.episode_length
+                         and a.key in exp_agents[ex.name]), None)
+        if episodic is not None:
+            try:
+                alg.check_episodic(episodic.episode_length,
+                                   source=f"experiment {episodic.name}")
+            except BBRLError as exc:
+                raise _fail(source, where(a.where), str(exc)) from None
     # every test set must fit in memory: refused here, with its size, not by a job
     from bbrlcore.protocol.test_sets import check_fits
 
@@ -283,6 +299,41 @@ def load(
                        if any(ex.test == k for ex in experiments)}
     plan.exp_agents = exp_agents
     return plan
+
+
+#: The settings of an interaction: global keys, and keys of an ``experiments`` entry.
+SETTING_KEYS = ("horizon", "episodes", "episode_length", "checkpoint_every")
+
+
+def _in_setting(ex: Experiment, e: Mapping[str, Any], i: int, cfg: Mapping[str, Any],
+                where: Any, test: Any) -> Experiment:
+    """``ex`` in the interaction's setting of its entry ``e`` (its keys, else the global
+    ones; :func:`bbrlcore.protocol.test_sets.interaction`), labelled when it is not the
+    global continuing setting without checkpoints (:attr:`Experiment.label`)."""
+    import dataclasses
+
+    from bbrlcore.protocol.test_sets import interaction
+
+    def pick(k: str) -> tuple[Any, str]:
+        if k in e:
+            return e[k], f"experiments[{i}].{k}"
+        return cfg[k], where(k)
+
+    (E, kE), (H, kH) = pick("episodes"), pick("episode_length")
+    (n, kn), (T, kT) = pick("checkpoint_every"), pick("horizon")
+    if E is None and "episode_length" not in e:
+        H = None  # (a global episode_length applies to episodic experiments only)
+    if E is not None and "horizon" not in e:
+        T = None  # (the global horizon is a continuing experiment's)
+    keys = {"episodes": kE, "episode_length": kH, "checkpoint_every": kn, "horizon": kT}
+    try:
+        it = interaction(test, horizon=T, episodes=E, episode_length=H, checkpoint_every=n,
+                         keys=keys)
+    except BBRLError as exc:
+        raise BBRLError(f"{exc} (experiment {ex.name})") from None
+    label = it.label or ("" if it.horizon == cfg["horizon"] else f"T{it.horizon}")
+    return dataclasses.replace(ex, horizon=it.horizon, episode_length=it.episode_length,
+                               checkpoint_every=it.checkpoint_every, label=label)
 
 
 #: What ``prior`` may say instead of a distribution's name, beside a family or built-in test.
@@ -528,6 +579,11 @@ def _check_scalars(cfg: dict[str, Any], fail) -> None:
         raise fail(f"n_mdps={cfg['n_mdps']}", f"must be <= {MAX_MDPS}")
     if cfg["horizon"] > MAX_HORIZON:
         raise fail(f"horizon={cfg['horizon']}", f"must be <= {MAX_HORIZON}")
+    for k in ("episodes", "episode_length", "checkpoint_every"):
+        if cfg[k] is not None:
+            integer(k, 1)
+    if cfg["episodes"] is not None and cfg["episodes"] > MAX_EPISODES:
+        raise fail(f"episodes={cfg['episodes']}", f"must be <= {MAX_EPISODES}")
     integer("max_chunks", 1)
     integer("bootstrap_resamples", 100)
     integer("bootstrap_seed", 0)

@@ -23,11 +23,16 @@ from bbrlcore.protocol.runner import (
     write_run,
 )
 from bbrlcore.protocol.test_sets import (
+    MAX_EPISODES,
     MAX_HORIZON,
     MAX_MDPS,
+    MAX_RECORDED_STEPS,
     ROW_SUM_TOLERANCE,
+    Interaction,
     TestSet,
     check_mdps,
+    default_checkpoint_every,
+    interaction,
     new_test_set,
     read_test_set,
     write_test_set,
@@ -35,8 +40,9 @@ from bbrlcore.protocol.test_sets import (
 from bbrlcore.protocol.training import TrainedAgent, read_agent, train_agent, write_agent
 
 __all__ = [
-    "MAX_HORIZON", "MAX_MDPS", "OVERRUN_FACTOR", "OVERRUN_MIN_S", "ROW_SUM_TOLERANCE",
-    "RUN_COLUMNS", "TIMING_COLUMNS", "Overrun", "TestSet", "TrainedAgent", "check_mdps",
-    "new_test_set", "parse_slice", "read_agent", "read_run", "read_test_set", "run_agent",
-    "run_meta", "train_agent", "write_agent", "write_run", "write_test_set",
+    "MAX_EPISODES", "MAX_HORIZON", "MAX_MDPS", "MAX_RECORDED_STEPS", "OVERRUN_FACTOR",
+    "OVERRUN_MIN_S", "ROW_SUM_TOLERANCE", "RUN_COLUMNS", "TIMING_COLUMNS", "Interaction",
+    "Overrun", "TestSet", "TrainedAgent", "check_mdps", "default_checkpoint_every",
+    "interaction", "new_test_set", "parse_slice", "read_agent", "read_run", "read_test_set",
+    "run_agent", "run_meta", "train_agent", "write_agent", "write_run", "write_test_set",
 ]

@@ -16,12 +16,13 @@ results directory ``root``, whose files follow the workflow's layout::
                 "opps-ds__...": {"ref": "opps-ds", "params": {...}, "learned": true}},
      "units": [["e-greedy__epsilon=0.1", "UGC", "GC-UGC", "GC", 0, 500], ...]}
 
-A run unit ``[agent, prior, experiment, test, start, stop]`` plays test MDPs
-``start:stop`` of ``root/test_sets/{test}.parquet`` and writes
+A run unit ``[agent, prior, experiment, test set, start, stop]`` plays test MDPs
+``start:stop`` of ``root/test_sets/{test set}.parquet`` and writes
 ``root/runs/{experiment}/{agent}/{start}-{stop}.parquet``; its agent is read from
 ``root/agents/{prior}/{agent}.parquet`` when it is ``learned`` (trained offline by a
 training job), else built from ``root/distributions/{prior}.parquet`` in this process,
-as ``bbrl train`` would build it (the offline time is zero either way). A training unit
+as ``bbrl train`` would build it with the test set's γ and horizon (the offline time is
+zero either way). A training unit
 ``[agent, prior]`` writes ``root/agents/{prior}/{agent}.parquet`` (with a checkpoint in
 ``root/checkpoints/{prior}/`` when the agent asks for one). :func:`expand` gives each
 unit with its files.
@@ -202,15 +203,20 @@ class _Cache:
             self.priors[path] = D.load(path)
         return self.priors[path]
 
-    def agent(self, ag: dict[str, Any]):
-        key = json.dumps(ag, sort_keys=True)
+    def agent(self, ag: dict[str, Any], ts: Any = None):
+        """The agent ``ag``: read from its file, or built from its prior for the test set
+        ``ts`` it will play (with its γ and horizon: what ``bbrl train`` is given for it)."""
+        settings = None if ts is None or "file" in ag else (ts.gamma, ts.horizon)
+        key = json.dumps([ag, settings], sort_keys=True)
         if key not in self.agents:
             if "file" in ag:
                 from bbrlcore.protocol.training import read_agent
 
                 self.agents[key] = read_agent(ag["file"])
             else:
-                self.agents[key] = _train(self.spec, ag, self.prior(ag["prior"]), None)
+                spec = self.spec if settings is None else {
+                    **self.spec, "gamma": settings[0], "horizon": settings[1]}
+                self.agents[key] = _train(spec, ag, self.prior(ag["prior"]), None)
         return self.agents[key]
 
 
@@ -251,7 +257,7 @@ def _do_run(spec: dict[str, Any], unit: dict[str, Any], cache: _Cache,
     from bbrlcore.protocol.runner import run_agent, run_meta, write_run
 
     ts = cache.test_set(unit["test_set"])
-    agent = cache.agent(unit["agent"])
+    agent = cache.agent(unit["agent"], ts)
     a, b = unit["mdps"]
     if not 0 <= a <= b <= ts.n_mdps:
         raise BBRLError(f"MDPs {a}:{b}: the test set has {ts.n_mdps}")

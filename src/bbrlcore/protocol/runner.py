@@ -1,4 +1,15 @@
-"""Running: one trajectory per test MDP, timed; run tables."""
+"""Running: one trajectory per test MDP, timed; run tables.
+
+**Recording.** Every player writes the reward of each step into an array the runner
+gives it. Up to :data:`MAX_RECORDED_STEPS` steps per trajectory the run table keeps them
+all (``rewards``); a longer interaction (up to 10⁸ steps) keeps, per trajectory, the
+cumulative undiscounted reward at its checkpoints (``checkpoints``: every
+``checkpoint_every`` steps, the episode ends of an episodic interaction) and each
+episode's return (``episode_returns``), computed from one buffer of T steps reused for
+every trajectory (never an N × T matrix), outside the timed region. The discounted
+return and the undiscounted sum (``undiscounted_return``) are over all T steps in every
+setting.
+"""
 
 from __future__ import annotations
 
@@ -17,11 +28,15 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+from numba import njit
 
 from bbrlcore import __version__, agents, crash, seeds
 from bbrlcore.agents.base import on_rows, records_rewards
 from bbrlcore.errors import BBRLError, building
 from bbrlcore.formats import artefacts
+from bbrlcore.protocol.test_sets import MAX_RECORDED_STEPS, default_checkpoint_every
+
+__all__ = ["MAX_RECORDED_STEPS", "RUN_COLUMNS", "run_agent", "read_run", "write_run"]
 
 # ---------------------------------------------------------------------------------------
 # Running
@@ -104,10 +119,11 @@ def run_agent(
     expected_s: Expected = None,
 ) -> pl.DataFrame:
     """Play one trajectory of ``agent`` on each selected test MDP; one row per MDP, with
-    its discounted return, its per-step rewards (``rewards``, float32) and their sum
-    (``undiscounted_return``, float64, accumulated step by step from the rewards as
-    played; both null for a player that does not record them, see
-    :func:`bbrlcore.agents.base.records_rewards`).
+    its discounted return, its per-step rewards (``rewards``, float32; up to
+    :data:`MAX_RECORDED_STEPS` steps) and their sum (``undiscounted_return``, float64,
+    accumulated step by step from the rewards as played; both null for a player that does
+    not record them, see :func:`bbrlcore.agents.base.records_rewards`), and the
+    interaction's settings and checkpoints (the module docstring; :data:`RUN_COLUMNS`).
 
     ``expected_s`` (the cost model's estimate for these trajectories, or a function
     computing it when first needed) makes a run that lasts more than
@@ -133,6 +149,7 @@ def run_agent(
             )
     alg.check_setting(agent.params, agent.prior, ts.gamma, ts.horizon,
                       source=f"agent {agent.agent_id}")
+    alg.check_episodic(ts.episode_length, source=f"agent {agent.agent_id}")
     idx = np.arange(ts.n_mdps) if mdps is None else np.asarray(list(mdps), dtype=np.int64)
     trained = _as_trained(agent)
     # a player on sparse rows gets the test MDPs' values on the test layout; one written
@@ -170,13 +187,23 @@ def run_agent(
         except AgentError as exc:
             raise BBRLError(f"agent {agent.agent_id}, test MDP {int(idx[0])}: {exc}") from None
     n = len(idx)
-    # one row per trajectory, written by the kernel (NaN: a step the player left unset)
-    with building(f"the rewards of {n} trajectories of {ts.horizon} steps"):
-        rewards = np.full((n, ts.horizon) if records else (0, 0), np.nan)
+    T, H, E = ts.horizon, ts.episode_length, ts.episodes
+    every = ts.checkpoint_every
+    steps = T <= MAX_RECORDED_STEPS  # every step's reward kept in the table
+    if every is None and not steps:
+        every = default_checkpoint_every(T)
+    # short trajectories: one row per trajectory, written by the kernel; long ones: one
+    # buffer of T steps for all of them, summed after each (NaN: a step left unset)
+    with building(f"the rewards of {n} trajectories of {T} steps"):
+        rewards = np.full((n, T) if records and steps else (0, 0), np.nan)
+    buf = np.full(T if records and not steps else 0, np.nan)
+    ck = np.empty((n, T // every) if records and every else (0, 0))
+    ep_ret = np.empty((n, E) if records and H > 0 else (0, 0))
+    totals = np.empty(n if records else 0)
     returns = np.empty(n)
     times = np.empty(n)
     counters = np.zeros((n, len(alg.counters)), dtype=np.int64)
-    name = label or f"{agent.agent_id} {ts.test.short_name}-{agent.prior.short_name}"
+    name = label or f"{agent.agent_id} {ts.test.short_name}-{agent.prior.short_name}{ts.tag}"
     overrun = Overrun(f"run {name}", expected_s)
     expected = overrun.expected if progress else None
     if expected and expected >= 5.0:  # long runs: say what to expect
@@ -187,7 +214,8 @@ def run_agent(
     with plugin_output():  # the agent's prints go to stderr
         for k, i in enumerate(idx):
             P = mdp(i)
-            row = rewards[k] if records else None  # (the kernel writes into this row)
+            # (the kernel writes into this row)
+            row = (rewards[k] if steps else buf) if records else None
             crash.at_mdp(int(i))
             t0 = time.perf_counter()
             try:
@@ -199,6 +227,14 @@ def run_agent(
                 raise BBRLError(f"agent {agent.agent_id}, test MDP {int(i)}: {exc}") from None
             times[k] = time.perf_counter() - t0
             returns[k] = ret
+            if records:  # (outside the timed region)
+                totals[k], bad = aggregate(row, every or 0, H, ck[k] if every else ck,
+                                           ep_ret[k] if H else ep_ret, not steps)
+                if bad >= 0 and not steps:  # (the table's rows: checked below)
+                    raise BBRLError(f"agent {agent.agent_id}, test MDP {int(i)}: the reward "
+                                    f"of step {bad} is not finite (a player given a rewards "
+                                    "array must fill it with the finite reward of every "
+                                    "step)")
             if len(alg.counters):
                 counters[k, :] = cnt
             now = time.perf_counter()
@@ -223,7 +259,7 @@ def run_agent(
             raise BBRLError(f"agent {agent.agent_id}, test MDP {int(idx[k])}: the reward of "
                             f"step {t} is {rewards[k, t]} (a player given a rewards array "
                             "must fill it with the finite reward of every step)")
-    experiment = f"{ts.test.short_name}-{agent.prior.short_name}"
+    experiment = f"{ts.test.short_name}-{agent.prior.short_name}{ts.tag}"
     cols: dict[str, Any] = {
         "experiment": [experiment] * n,
         "test": [ts.test.short_name] * n,
@@ -235,15 +271,22 @@ def run_agent(
         "mdp_index": idx.astype(np.int64),
         "discounted_return": returns,
         "online_time_s": times,
-        "n_steps": np.full(n, ts.horizon, dtype=np.int64),
+        "n_steps": np.full(n, T, dtype=np.int64),
         "offline_time_s": np.full(n, agent.offline_time_s),
         "seed": tseeds.astype(np.int64),
         "gamma": np.full(n, ts.gamma),
         "horizon": np.full(n, ts.horizon, dtype=np.int64),
         "test_seed": np.full(n, ts.seed, dtype=np.int64),
         "bbrlcore_version": [__version__] * n,
-        "undiscounted_return": undiscounted_returns(rewards) if records else [None] * n,
-        "rewards": rewards_series(rewards) if records else [None] * n,
+        "undiscounted_return": totals if records else [None] * n,
+        "rewards": rewards_series(rewards) if records and steps else [None] * n,
+        "episode_length": np.full(n, H, dtype=np.int64),
+        "episodes": np.full(n, E, dtype=np.int64),
+        "checkpoint_every": np.full(n, every or 0, dtype=np.int64) if every else [None] * n,
+        "checkpoints": (list_series("checkpoints", ck) if records and every
+                        else [None] * n),
+        "episode_returns": (list_series("episode_returns", ep_ret) if records and H
+                            else [None] * n),
     }
     for j, c in enumerate(alg.counters):
         cols[c] = counters[:, j]
@@ -276,6 +319,68 @@ def undiscounted_returns(rewards: np.ndarray) -> np.ndarray:
     if rewards.shape[1] == 0:
         return np.zeros(rewards.shape[0])
     return np.cumsum(rewards, axis=1)[:, -1].copy()
+
+
+@njit(cache=True, error_model="numpy")
+def aggregate(rewards, every, episode_length, checkpoints, episode_returns, consume):
+    """One pass over a trajectory's ``rewards``: their sum (``s += r``, step by step, as
+    :func:`undiscounted_returns`), the cumulative sum after every ``every`` steps into
+    ``checkpoints`` (0: none), each episode's return into ``episode_returns``
+    (``episode_length`` 0: none), and the first step whose reward is not finite (-1:
+    none). ``consume`` sets every value read back to NaN (a buffer reused for the next
+    trajectory then shows a step its player leaves unset).
+
+    Examples
+    --------
+    >>> r = np.array([1.0, 2.0, 3.0, 4.0])
+    >>> ck, ep = np.empty(2), np.empty(2)
+    >>> s, bad = aggregate(r, 2, 2, ck, ep, False)
+    >>> float(s), int(bad), ck.tolist(), ep.tolist()
+    (10.0, -1, [3.0, 10.0], [3.0, 7.0])
+    """
+    T = rewards.shape[0]
+    # blocks with no branch inside: an episode (episodic), else a checkpoint interval,
+    # else the whole trajectory (each divides T); a checkpoint ends every `per` blocks
+    block = episode_length if episode_length > 0 else (every if every > 0 else max(T, 1))
+    per = every // block if every > 0 else -1
+    s = 0.0
+    bad = -1
+    j = 0
+    m = 0
+    for b in range(T // block):
+        lo = b * block
+        e = 0.0
+        for t in range(lo, lo + block):
+            r = rewards[t]
+            s += r
+            e += r
+        if bad < 0 and not np.isfinite(e):  # (a NaN or an infinity: the first one)
+            for t in range(lo, lo + block):
+                if not np.isfinite(rewards[t]):
+                    bad = t
+                    break
+        if consume:
+            rewards[lo:lo + block] = np.nan
+        if episode_length > 0:
+            episode_returns[m] = e
+            m += 1
+        if per > 0 and (b + 1) % per == 0:
+            checkpoints[j] = s
+            j += 1
+    return s, bad
+
+
+def list_series(name: str, values: np.ndarray) -> pl.Series:
+    """Each row of ``values`` (rows × k, float64) as a list of float64.
+
+    >>> list_series("checkpoints", np.array([[1.0, 3.0]])).to_list()
+    [[1.0, 3.0]]
+    """
+    n, k = values.shape
+    if n == 0 or k == 0:
+        return pl.Series(name, [[]] * n, dtype=pl.List(pl.Float64))
+    flat = pl.Series(name, np.ascontiguousarray(values, dtype=np.float64).reshape(-1))
+    return flat.reshape((n, k)).cast(pl.List(pl.Float64))
 
 
 def rewards_series(rewards: np.ndarray) -> pl.Series:
@@ -324,6 +429,16 @@ RUN_COLUMNS: dict[str, pl.DataType | type[pl.DataType]] = {
     # play(P, seed)); absent from run tables written before bbrl recorded them
     "undiscounted_return": pl.Float64,
     "rewards": pl.List(pl.Float32),
+    # the interaction's settings (bbrlcore.protocol.test_sets.Interaction): H (0:
+    # continuing), E (1: continuing), n (null: per-step rewards only); the cumulative
+    # undiscounted reward at steps n, 2n, ..., T (null: not recorded) and, episodic, each
+    # episode's undiscounted return (null otherwise); absent from run tables written
+    # before them, which read as continuing
+    "episode_length": pl.Int64,
+    "episodes": pl.Int64,
+    "checkpoint_every": pl.Int64,
+    "checkpoints": pl.List(pl.Float64),
+    "episode_returns": pl.List(pl.Float64),
 }
 
 #: What each column of :data:`RUN_COLUMNS` holds (the documentation's column reference is
@@ -354,7 +469,17 @@ RUN_COLUMN_DOCS: dict[str, str] = {
     "undiscounted_return": "Σ rₜ over the T steps, float64 (`score: undiscounted`); null "
                            "where the player records no rewards",
     "rewards": "the reward of every step, as played (float32: exact for the paper's "
-               "rewards); null where the player records no rewards",
+               "rewards); null where the player records no rewards, and for interactions "
+               "longer than `MAX_RECORDED_STEPS` (10,000) steps (their checkpoints are kept)",
+    "episode_length": "H, the steps of an episode: the environment returns to its initial "
+                      "state after every H steps (0: a continuing interaction)",
+    "episodes": "E, the episodes of the interaction (T = E × H; 1 when continuing)",
+    "checkpoint_every": "n: `checkpoints` holds the cumulative reward every n steps (null: "
+                        "per-step rewards only)",
+    "checkpoints": "the cumulative undiscounted reward at steps n, 2n, …, T (episodic: at "
+                   "every episode's end unless n says otherwise); null when not recorded",
+    "episode_returns": "each episode's undiscounted return, in order (episodic only; null "
+                       "otherwise)",
 }
 
 #: Agent counters: extra integer columns of the run tables of the algorithms that count
@@ -371,6 +496,29 @@ COUNTER_DOCS: dict[str, str] = {
 #: Columns of :data:`RUN_COLUMNS` that run tables written before bbrl recorded per-step
 #: rewards lack (they still read, merge and summarise; the missing values are null).
 RECORDED_SINCE_REWARDS = ("undiscounted_return", "rewards")
+#: Columns of :data:`RUN_COLUMNS` that run tables written before long and episodic
+#: interactions lack: they read as continuing (:data:`SETTING_DEFAULTS`).
+RECORDED_SINCE_EPISODES = ("episode_length", "episodes", "checkpoint_every", "checkpoints",
+                           "episode_returns")
+#: The values of those columns in a table written before them (a continuing interaction
+#: with per-step rewards only).
+SETTING_DEFAULTS: dict[str, Any] = {"episode_length": 0, "episodes": 1,
+                                    "checkpoint_every": None, "checkpoints": None,
+                                    "episode_returns": None}
+
+
+def with_settings(table: pl.DataFrame) -> pl.DataFrame:
+    """``table`` with the columns of :data:`RECORDED_SINCE_EPISODES` it lacks (a table
+    written before them: continuing, :data:`SETTING_DEFAULTS`).
+
+    >>> with_settings(pl.DataFrame({"agent": ["a"]})).row(0)
+    ('a', 0, 1, None, None, None)
+    """
+    missing = [c for c in RECORDED_SINCE_EPISODES if c not in table.columns]
+    if not missing:
+        return table
+    return table.with_columns(pl.lit(SETTING_DEFAULTS[c], dtype=RUN_COLUMNS[c]).alias(c)
+                              for c in missing)
 
 #: Columns whose values depend on timing (excluded when comparing runs).
 TIMING_COLUMNS = ("online_time_s", "offline_time_s")
@@ -383,7 +531,7 @@ def run_meta(ts: TestSet, agent: TrainedAgent, mdps: range) -> dict[str, Any]:
         "agent": agent.agent_id,
         "algorithm": agent.algorithm,
         "params": agent.params,
-        "experiment": f"{ts.test.short_name}-{agent.prior.short_name}",
+        "experiment": f"{ts.test.short_name}-{agent.prior.short_name}{ts.tag}",
         "test_seed": ts.seed,
         "n_mdps": ts.n_mdps,
         "mdps": [mdps.start, mdps.stop],

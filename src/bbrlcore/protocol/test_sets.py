@@ -12,10 +12,21 @@ then acts for exactly T steps; the trajectory's return is
 transitions only. Each trajectory runs inside one numba call; its wall time (reset, every
 decision and every environment step; not compilation, generator construction nor I/O) is
 the trajectory's ``online_time_s``.
+
+**Settings of an interaction** (:class:`Interaction`, stored in the test set): the
+paper's protocol is one **continuing** trajectory of T steps (``episode_length`` 0). A
+**long** one (T up to :data:`MAX_HORIZON`) records, instead of every step's reward, the
+cumulative reward every ``checkpoint_every`` n steps (T > :data:`MAX_RECORDED_STEPS`:
+n defaults to :func:`default_checkpoint_every`). An **episodic** one plays E episodes of
+H steps (T = E × H): the environment returns to the initial state after every H steps,
+the agent keeping what it learned; H defaults to the family's natural episode length
+(:func:`bbrlcore.mdp.families.episodic_form`), and the checkpoints are the episode ends
+(n = H, or a multiple of H).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -60,6 +71,13 @@ class TestSet:
     horizon: int
     seed: int
     layout: Layout | None = None
+    #: H (0: continuing, the paper's protocol), see :class:`Interaction`
+    episode_length: int = 0
+    #: n: the run tables' checkpoints every n steps (None: per-step rewards only)
+    checkpoint_every: int | None = None
+    #: what tells this setting apart in experiment and file names ("" for the paper's
+    #: protocol): :attr:`Interaction.label`, or one the workflow gives
+    label: str = ""
 
     __test__ = False  # not a pytest class
 
@@ -84,6 +102,27 @@ class TestSet:
     def n_mdps(self) -> int:
         return int(self.mdps.shape[0])
 
+    @property
+    def episodes(self) -> int:
+        """E (1 for a continuing interaction)."""
+        return self.horizon // self.episode_length if self.episode_length > 0 else 1
+
+    @property
+    def interaction(self) -> Interaction:
+        """The settings of its interaction."""
+        return Interaction(self.horizon, self.episode_length, self.checkpoint_every)
+
+    @property
+    def tag(self) -> str:
+        """``@`` + :attr:`label` (what experiment and test-set names end with), or ""."""
+        return f"@{self.label}" if self.label else ""
+
+    @property
+    def name(self) -> str:
+        """The test set's name: the test distribution's, then :attr:`tag`
+        (``DeepSea-10@E10000xH10``)."""
+        return self.test.short_name + self.tag
+
     def dense(self, i: int) -> np.ndarray:
         """MDP ``i`` as a dense (nX, nU, nX) array of transition probabilities."""
         assert self.layout is not None
@@ -95,8 +134,10 @@ class TestSet:
         written before sparse rows, see :attr:`bbrlcore.agents.base.Algorithm.sparse`)."""
         assert self.layout is not None
         T = self.horizon if horizon is None else horizon
+        H = self.episode_length if T % max(self.episode_length, 1) == 0 else 0
         common = dict(gaussian=self.test.reward_type == "gaussian",
-                      initial_state=self.test.initial_state, gamma=self.gamma, horizon=T)
+                      initial_state=self.test.initial_state, gamma=self.gamma, horizon=T,
+                      episode_length=H)
         if dense:
             return Episode(R=np.ascontiguousarray(self.test.reward),
                            Rstd=np.ascontiguousarray(self.test.reward_std), **common)
@@ -107,23 +148,240 @@ class TestSet:
 
 def new_test_set(
     test: FDMDistribution | FamilyDistribution, n_mdps: int, gamma: float, horizon: int,
-    seed: int
+    seed: int, *, episode_length: int = 0, checkpoint_every: int | None = None,
+    label: str | None = None,
 ) -> TestSet:
-    """Draw a test set (checks the parameters with clear errors)."""
+    """Draw a test set (checks the parameters with clear errors).
+
+    ``episode_length`` H > 0 makes its interactions episodic (``horizon`` T a multiple
+    of H: E = T / H episodes); ``checkpoint_every`` n: the run tables record the
+    cumulative reward every n steps (None: the default of :func:`interaction`);
+    ``label``: what its experiments' names end with after ``@`` (None: the default,
+    :attr:`Interaction.label`). The draws do not depend on them: the same seed gives the
+    same MDPs in every setting.
+
+    >>> from bbrlcore.mdp import families
+    >>> ts = new_test_set(families.make("deepsea", size=4).test, 2, 1.0, 40, 0,
+    ...                   episode_length=4)
+    >>> ts.episodes, ts.checkpoint_every, ts.name
+    (10, 4, 'DeepSea-4@E10xH4')
+    """
     if not 1 <= n_mdps <= MAX_MDPS:
         raise BBRLError(f"--n-mdps must be in [1, {MAX_MDPS}], got {n_mdps}")
     if not (0 < gamma <= 1):
         raise BBRLError(f"--gamma must be in (0, 1], got {gamma}")
     if not 1 <= horizon <= MAX_HORIZON:
-        raise BBRLError(f"--horizon must be in [1, {MAX_HORIZON}], got {horizon}")
+        raise BBRLError(f"--horizon must be in [1, {MAX_HORIZON:,}], got {horizon}")
     seeds.check_seed(seed, "--seed")
+    if episode_length:
+        it = interaction(test, episodes=horizon // max(int(episode_length), 1),
+                         episode_length=episode_length, horizon=horizon,
+                         checkpoint_every=checkpoint_every)
+    else:
+        it = interaction(test, horizon=horizon, checkpoint_every=checkpoint_every)
+    lab = it.label if label is None else check_label(label)
     check_fits(test, n_mdps)
     with building(f"the test set of {n_mdps} MDPs of {test.short_name}"):
         lay = test.support_layout
         mdps = np.empty((n_mdps, *lay.succ.shape))
         for i in range(n_mdps):
             mdps[i] = test.draw_rows(seeds.mdp_rng(seed, i))
-    return TestSet(test, mdps, float(gamma), int(horizon), int(seed), lay)
+    return TestSet(test, mdps, float(gamma), int(horizon), int(seed), lay,
+                   it.episode_length, it.checkpoint_every, lab)
+
+
+# ---------------------------------------------------------------------------------------
+# Settings of an interaction
+
+#: Per-step rewards are stored in the run tables only up to this many steps per
+#: trajectory (above, the checkpoints are); re-exported by
+#: :mod:`bbrlcore.protocol.runner`.
+MAX_RECORDED_STEPS = 10_000
+#: Most checkpoints a trajectory records by default (:func:`default_checkpoint_every`).
+DEFAULT_CHECKPOINTS = 10_000
+#: Most episodes of an interaction (each one's return is stored: 8 bytes a value).
+MAX_EPISODES = 1_000_000
+
+
+@dataclass(frozen=True)
+class Interaction:
+    """The settings of one interaction (a trajectory) with a test MDP.
+
+    ``horizon`` T: its steps; ``episode_length`` H: 0 continuing (the paper's), else
+    episodic with E = T / H episodes; ``checkpoint_every`` n: the run tables' checkpoints
+    (the cumulative undiscounted reward at steps n, 2n, ..., T; None: none, per-step
+    rewards only).
+
+    Examples
+    --------
+    >>> Interaction(250).label, Interaction(10**6, 0, 100).label
+    ('', 'T1000000')
+    >>> Interaction(10**5, 10, 10).label, Interaction(10**5, 10, 100).label
+    ('E10000xH10', 'E10000xH10n100')
+    """
+
+    horizon: int
+    episode_length: int = 0
+    checkpoint_every: int | None = None
+
+    @property
+    def episodes(self) -> int:
+        return self.horizon // self.episode_length if self.episode_length > 0 else 1
+
+    @property
+    def episodic(self) -> bool:
+        return self.episode_length > 0
+
+    @property
+    def label(self) -> str:
+        """What tells the setting apart in names ("" for a continuing interaction
+        without checkpoints, the paper's): ``E{E}xH{H}`` (episodic), ``T{T}``
+        (continuing with checkpoints), then ``n{n}`` when n is not the default."""
+        n = self.checkpoint_every
+        if self.episodic:
+            text = f"E{self.episodes}xH{self.episode_length}"
+            return text + (f"n{n}" if n is not None and n != self.episode_length else "")
+        if n is None:
+            return ""
+        default = default_checkpoint_every(self.horizon)
+        return f"T{self.horizon}" + ("" if n == default else f"n{n}")
+
+    def records_steps(self) -> bool:
+        """Whether the run tables store every step's reward (T ≤
+        :data:`MAX_RECORDED_STEPS`)."""
+        return self.horizon <= MAX_RECORDED_STEPS
+
+
+def default_checkpoint_every(horizon: int) -> int | None:
+    """The checkpoint interval of a continuing interaction that does not set one: None
+    (every step's reward is stored) up to :data:`MAX_RECORDED_STEPS` steps, else the
+    smallest divisor n of T giving at most :data:`DEFAULT_CHECKPOINTS` checkpoints (T =
+    10⁶: n = 100, Colosseum's interval; a run table of 100 MDPs then holds 8 MB of
+    checkpoints).
+
+    >>> default_checkpoint_every(250), default_checkpoint_every(10**6)
+    (None, 100)
+    >>> default_checkpoint_every(500_000), default_checkpoint_every(10_007 * 3)
+    (50, 10007)
+    """
+    T = int(horizon)
+    if T <= MAX_RECORDED_STEPS:
+        return None
+    lo = -(-T // DEFAULT_CHECKPOINTS)
+    best = T
+    d = 1
+    while d * d <= T:
+        if T % d == 0:
+            for c in (d, T // d):
+                if lo <= c < best:
+                    best = c
+        d += 1
+    return best
+
+
+def _positive_int(v: Any, key: str, hi: int) -> int:
+    """``v`` as an integer in [1, hi], or one line naming ``key``."""
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    if isinstance(v, str):
+        try:
+            f = float(v)
+        except ValueError:
+            raise BBRLError(f"{key}={v!r}: expected a positive integer") from None
+        if f.is_integer():
+            v = int(f)
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise BBRLError(f"{key}={v!r}: expected a positive integer")
+    if not 1 <= v <= hi:
+        raise BBRLError(f"{key}={v}: must be an integer in [1, {hi:,}]")
+    return int(v)
+
+
+def interaction(
+    test: Any, *, horizon: int | None = None, episodes: int | None = None,
+    episode_length: int | None = None, checkpoint_every: int | None = None,
+    keys: dict[str, str] | None = None,
+) -> Interaction:
+    """The settings of an interaction with MDPs of ``test``, checked: one
+    :class:`BBRLError` line naming the key on any problem (``keys`` maps ``horizon``,
+    ``episodes``, ``episode_length``, ``checkpoint_every`` to what the user wrote:
+    ``--episodes`` by default, ``experiments[0].episodes`` in a configuration).
+
+    * continuing: ``horizon`` T (250 when None);
+    * episodic: ``episodes`` E and ``episode_length`` H (default: the family's natural
+      length, :func:`bbrlcore.mdp.families.episodic_form`); T = E × H (a ``horizon``
+      given too must equal it). A family without an episodic form is refused, naming it;
+      a distribution of no family needs H;
+    * ``checkpoint_every`` n: T a multiple of n (episodic: n a multiple of H); default
+      :func:`default_checkpoint_every` (episodic: H).
+
+    >>> from bbrlcore.mdp import families
+    >>> interaction(families.make("deepsea", size=10).test, episodes=100)
+    Interaction(horizon=1000, episode_length=10, checkpoint_every=10)
+    >>> interaction(families.make("chain").test, episodes=100)
+    Traceback (most recent call last):
+    ...
+    bbrlcore.errors.BBRLError: --episodes: family chain (Chain-5) has no episodic form ...
+    """
+    k = {n: f"--{n.replace('_', '-')}" for n in
+         ("horizon", "episodes", "episode_length", "checkpoint_every")} | (keys or {})
+    if episode_length is not None and episodes is None:
+        raise BBRLError(f"{k['episode_length']}={episode_length}: needs {k['episodes']} E "
+                        "(an episodic interaction of E episodes)")
+    T = None if horizon is None else _positive_int(horizon, k["horizon"], MAX_HORIZON)
+    H = 0
+    if episodes is not None:
+        E = _positive_int(episodes, k["episodes"], MAX_EPISODES)
+        from bbrlcore.mdp.families import episodic_families, episodic_form
+
+        spec, natural = episodic_form(test)
+        name = getattr(test, "short_name", "?")
+        if spec is not None and natural is None:
+            raise BBRLError(f"{k['episodes']}: family {spec.name} ({name}) has no episodic "
+                            "form (continuing only); families with one: "
+                            f"{', '.join(episodic_families())}")
+        if episode_length is None:
+            if natural is None:
+                raise BBRLError(f"{k['episodes']}: {name} is no problem family's, so it has "
+                                f"no natural episode length: give {k['episode_length']}")
+            H = natural
+        else:
+            H = _positive_int(episode_length, k["episode_length"], MAX_HORIZON)
+        if E * H > MAX_HORIZON:
+            raise BBRLError(f"{k['episodes']}={E} episodes of {H} steps: {E * H:,} steps, "
+                            f"more than {MAX_HORIZON:,}")
+        if T is not None and T != E * H:
+            raise BBRLError(f"{k['horizon']}={T}: an episodic interaction lasts episodes x "
+                            f"episode_length = {E} x {H} = {E * H} steps (leave "
+                            f"{k['horizon']} out)")
+        T = E * H
+    if T is None:
+        T = 250
+    if checkpoint_every is None:
+        n = H if H else default_checkpoint_every(T)
+    else:
+        n = _positive_int(checkpoint_every, k["checkpoint_every"], MAX_HORIZON)
+        if T % n:
+            raise BBRLError(f"{k['checkpoint_every']}={n}: the horizon T={T} is not a "
+                            f"multiple of it (checkpoints at steps n, 2n, ..., T)")
+        if H and n % H:
+            raise BBRLError(f"{k['checkpoint_every']}={n}: not a multiple of the episode "
+                            f"length {H} (an episodic interaction's checkpoints are episode "
+                            "ends)")
+    return Interaction(T, H, n)
+
+
+#: A test set's label: letters, digits, '.', '_' and '+' (it ends file and experiment
+#: names, after '@').
+LABEL = re.compile(r"[A-Za-z0-9._+]*")
+
+
+def check_label(label: str, key: str = "--label") -> str:
+    """``label`` if it can end a name (:data:`LABEL`), else one line naming ``key``."""
+    if not isinstance(label, str) or not LABEL.fullmatch(label) or len(label) > 64:
+        raise BBRLError(f"{key}={label!r}: letters, digits, '.', '_' and '+' only, at most "
+                        "64 characters (it ends experiment and file names)")
+    return label
 
 
 #: Largest test set held in memory (its MDPs' values, 8 bytes each): a bigger one is
@@ -178,6 +436,10 @@ def write_test_set(ts: TestSet, path: str | Path) -> None:
         "seed": ts.seed,
         "layout": "rows",
         "layout_digest": ts.layout.digest(),
+        "episode_length": ts.episode_length,
+        "episodes": ts.episodes,
+        "checkpoint_every": ts.checkpoint_every,
+        "label": ts.label,
     }
     artefacts.write_artefact(path, table, "test-set", meta)
 
@@ -202,6 +464,7 @@ def _read_test_set(path: str | Path) -> TestSet:
     gamma = m.float("gamma", lo=0.0, hi=1.0, lo_open=True)
     horizon = m.int("horizon", lo=1, hi=MAX_HORIZON)
     seed = m.int("seed", lo=0, hi=seeds.MAX_SEED)
+    setting = _read_interaction(m, horizon, test)
     nX, nU = test.n_states, test.n_actions
     sparse = meta.get("layout") == "rows"
     lay = test.support_layout
@@ -229,13 +492,36 @@ def _read_test_set(path: str | Path) -> TestSet:
     if sparse:
         mdps = P.reshape(n, *lay.succ.shape)
         check_mdps(mdps, str(path), lay)
-        return TestSet(test, mdps, gamma, horizon, seed, lay)
+        return TestSet(test, mdps, gamma, horizon, seed, lay, *setting)
     dense = P.reshape(n, nX, nU, nX)
     check_mdps(dense, str(path))
     try:
-        return TestSet(test, dense, gamma, horizon, seed)
+        return TestSet(test, dense, gamma, horizon, seed, None, *setting)
     except BBRLError as exc:
         raise BBRLError(f"{path}: {exc}; {regen}") from None
+
+
+def _read_interaction(m: artefacts.MetaReader, horizon: int, test: Any
+                      ) -> tuple[int, int | None, str]:
+    """``(episode_length, checkpoint_every, label)`` of a test set's metadata, checked
+    against its horizon; a file written before them is continuing, without checkpoints,
+    unlabelled."""
+    H = m.int("episode_length", lo=0, hi=MAX_HORIZON, default=0)
+    E = m.int("episodes", lo=1, hi=MAX_EPISODES, default=horizon // H if H else 1)
+    n = m.meta.get("checkpoint_every")
+    if n is not None:
+        n = m.int("checkpoint_every", lo=1, hi=horizon)
+    label = m.str("label", default="")
+    if H and horizon != E * H:
+        raise m.fail("horizon", f"is {horizon}, not episodes x episode_length = {E} x {H}")
+    if not H and E != 1:
+        raise m.fail("episodes", f"is {E} in a continuing test set (episode_length 0)")
+    if n is not None and (horizon % n or (H and n % H)):
+        raise m.fail("checkpoint_every", f"{n} does not divide the horizon {horizon}"
+                     + (f" in multiples of the episode length {H}" if H else ""))
+    if not LABEL.fullmatch(label):
+        raise m.fail("label", f"{label!r} is not a label (letters, digits, '.', '_', '+')")
+    return H, n, label
 
 
 def _embedded_test_distribution(

@@ -686,7 +686,10 @@ def _build_into(out: Path, merged: pl.DataFrame, summary: pl.DataFrame,
     if test_sets:
         from bbrlcore.report.problems import test_order
 
-        h = pl.concat([hardness.hardness_table(ts, progress=_progress) for ts in test_sets])
+        # (test sets of one distribution in several settings hold the same MDPs)
+        one = {ts.test.short_name: ts for ts in reversed(test_sets)}
+        h = pl.concat([hardness.hardness_table(ts, progress=_progress)
+                       for ts in reversed(one.values())])
         order = {t: i for i, t in enumerate(test_order(h["test"].unique().to_list()))}
         h = h.sort(pl.col("test").replace_strict(order, return_dtype=pl.Int64), "mdp_index")
         _write_parquet(h, out / "data" / "hardness.parquet")

@@ -67,8 +67,8 @@ from bbrlcore.mdp.families._base import (
 )
 
 __all__ = ["FAMILIES", "Family", "FamilyDistribution", "Param", "Problem", "Rewards",
-           "accurate_prior", "from_dict", "from_name", "get_family", "make", "parse_name",
-           "support", "support_keys"]
+           "accurate_prior", "episodic_form", "from_dict", "from_name", "get_family", "make",
+           "parse_name", "support", "support_keys"]
 
 #: Every family, by id.
 FAMILIES: dict[str, Family] = {
@@ -214,6 +214,40 @@ def accurate_prior(test: FamilyDistribution | FDMDistribution) -> FDMDistributio
     if isinstance(test, FDMDistribution):
         return test
     return test.accurate_prior()
+
+
+def episodic_form(test: Any) -> tuple[Family | None, int | None]:
+    """The family of a test distribution (None: a distribution of no family, such as
+    one read from a ``.dat`` file) and the natural episode length H of its episodic form
+    (None: the family has none, it is continuing only; :attr:`Family.episode_length`).
+
+    >>> spec, H = episodic_form(make("deepsea", size=20).test)
+    >>> spec.name, H
+    ('deepsea', 20)
+    >>> episodic_form(make("chain").test)[1] is None, episodic_form(make("gc").test)[1]
+    (True, None)
+    """
+    fam = getattr(test, "family", None)
+    if isinstance(fam, str) and fam in FAMILIES and isinstance(getattr(test, "params", None),
+                                                               dict):
+        spec, params = FAMILIES[fam], test.params
+    else:  # an FDM test of a family (RiverSwim-6, GC): its name says which
+        parsed = parse_name(getattr(test, "short_name", None))
+        if parsed is None or parsed[2]:
+            return None, None
+        spec, params, _ = parsed
+    if spec.episode_length is None:
+        return spec, None
+    return spec, int(spec.episode_length(params))
+
+
+def episodic_families() -> list[str]:
+    """The families with an episodic form.
+
+    >>> episodic_families()
+    ['riverswim', 'deepsea', 'frozenlake', 'simplegrid', 'minigrid_empty', 'taxi']
+    """
+    return [n for n, f in FAMILIES.items() if f.episode_length is not None]
 
 
 #: Families by display name (the start of their short names).

@@ -274,6 +274,11 @@ class Family:
     paper
         The BBRL paper's own families (GC, GDL, Grid): their default parameters are named
         as the built-ins, and their uniform prior covers every transition.
+    episode_length
+        ``episode_length(params)`` → the natural episode length H of the family's
+        **episodic form** (Colosseum's or bsuite's, said in the family's docstring): what
+        an episodic experiment (``episodes: E``) plays when it does not set H. None: the
+        family has no episodic form (continuing only), and ``episodes`` is refused.
     """
 
     name: str
@@ -284,6 +289,7 @@ class Family:
     shape: Callable[[Mapping[str, Any]], tuple[int, int]]
     reference: str
     paper: bool = False
+    episode_length: Callable[[Mapping[str, Any]], int] | None = None
 
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if p.name == name), None)

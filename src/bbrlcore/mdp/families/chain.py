@@ -23,6 +23,9 @@ Sizes: ``size`` from 2 to 5000 (size states, 2 actions): the largest whose dense
 (nX, nU, nX) arrays stay within ``MAX_ENTRIES`` (50,000,000 transitions, 400 MB
 each); a larger size is refused with the memory it would need.
 
+No episodic form: Strens's Chain is a continuing task (one trajectory, the paper's
+protocol, or a long one); ``episodes`` is refused for it.
+
 Reference
 ---------
 M. Strens, "A Bayesian framework for reinforcement learning", ICML 2000, pp. 943-950

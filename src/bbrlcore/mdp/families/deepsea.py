@@ -58,6 +58,11 @@ Sizes: ``size`` from 2 to 70 (N² + 2 states, 2 actions): the largest whose dens
 (nX, nU, nX) arrays stay within ``MAX_ENTRIES`` (50,000,000 transitions, 400 MB
 each); a larger size is refused with the memory it would need.
 
+Episodic form (``episodes: E``, bsuite's protocol): H = ``size`` N, one pass down the
+grid from the top-left cell, which is exactly one episode of bsuite's DeepSea (above; the
+surface step falls outside every episode). Colosseum's ``DeepSeaEpisodic`` has the same
+length (H = size).
+
 Reference
 ---------
 I. Osband, Y. Doron, M. Hessel, J. Aslanides, E. Sezener, A. Saraiva, K. McKinney,
@@ -167,6 +172,11 @@ def build(p: dict[str, Any], short_name: str, name: str) -> DeepSeaDistribution:
     return DeepSeaDistribution(p, short_name, name)
 
 
+def episode_length(p: Mapping[str, Any]) -> int:
+    """bsuite's (and Colosseum's) episode: N steps, one pass down the grid."""
+    return int(p["size"])
+
+
 FAMILY = Family(
     name="deepsea",
     display="DeepSea",
@@ -180,4 +190,5 @@ FAMILY = Family(
     shape=_shape,
     reference="Osband et al., 'Behaviour Suite for Reinforcement Learning', ICLR 2020 "
               "(bsuite, 2019)",
+    episode_length=episode_length,
 )

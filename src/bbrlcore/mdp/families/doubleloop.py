@@ -23,6 +23,9 @@ Sizes: ``size`` from 1 to 2499 (2·size + 1 states, 2 actions): the largest whos
 (nX, nU, nX) arrays stay within ``MAX_ENTRIES`` (50,000,000 transitions, 400 MB
 each); a larger size is refused with the memory it would need.
 
+No episodic form: Dearden et al.'s Double-loop is a continuing task; ``episodes`` is
+refused for it.
+
 Reference
 ---------
 R. Dearden, N. Friedman, S. Russell, "Bayesian Q-learning", AAAI 1998, pp. 761-768 (their

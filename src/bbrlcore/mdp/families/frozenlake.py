@@ -48,6 +48,13 @@ Sizes: ``size`` from 2 to 59 (size² states, 4 actions): the largest whose dense
 (nX, nU, nX) arrays stay within ``MAX_ENTRIES`` (50,000,000 transitions, 400 MB
 each); a larger size is refused with the memory it would need.
 
+Episodic form (``episodes: E``): Colosseum's ``FrozenLakeEpisodic``, every episode from
+the start tile. Its natural length is Colosseum's rule for an episodic MDP
+(``EpisodicMDP._set_time_horizon``: one plus the largest shortest-path distance from the
+start to any state) on a lake without holes, H = 2·``size`` − 1 (the goal is 2·(size − 1)
+moves away); Colosseum computes it per drawn lake, which a detour around holes may
+lengthen, where one test set has one H.
+
 Reference
 ---------
 M. Conserva, P. Rauber, "Hardness in Markov decision processes: theory and practice",
@@ -225,6 +232,11 @@ def build(p: dict[str, Any], short_name: str, name: str) -> FrozenLakeDistributi
     return FrozenLakeDistribution(p, short_name, name)
 
 
+def episode_length(p: Mapping[str, Any]) -> int:
+    """Colosseum's rule on a lake without holes: 1 + the 2·(size − 1) moves to the goal."""
+    return 2 * int(p["size"]) - 1
+
+
 FAMILY = Family(
     name="frozenlake",
     display="FrozenLake",
@@ -243,4 +255,5 @@ FAMILY = Family(
     shape=_shape,
     reference="Conserva & Rauber, 'Hardness in Markov decision processes: theory and "
               "practice', NeurIPS 2022 (Colosseum), after Gym's FrozenLake",
+    episode_length=episode_length,
 )

@@ -24,6 +24,8 @@ Sizes: ``size`` from 2 to 4082 (size states, 3 actions): the largest whose dense
 (nX, nU, nX) arrays stay within ``MAX_ENTRIES`` (50,000,000 transitions, 400 MB
 each); a larger size is refused with the memory it would need.
 
+No episodic form (the BBRL paper's problems are continuing); ``episodes`` is refused.
+
 Reference
 ---------
 M. Castronovo, D. Ernst, A. Couëtoux, R. Fonteneau, "Benchmarking for Bayesian

@@ -23,6 +23,8 @@ Sizes: ``size`` from 1 to 2499 (2·size + 1 states, 2 actions): the largest whos
 (nX, nU, nX) arrays stay within ``MAX_ENTRIES`` (50,000,000 transitions, 400 MB
 each); a larger size is refused with the memory it would need.
 
+No episodic form (the BBRL paper's problems are continuing); ``episodes`` is refused.
+
 Reference
 ---------
 M. Castronovo, D. Ernst, A. Couëtoux, R. Fonteneau, "Benchmarking for Bayesian

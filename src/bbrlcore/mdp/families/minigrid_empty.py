@@ -62,6 +62,13 @@ Sizes: ``size`` from 3 to 31 (4·size² + 1 states, 3 actions): the largest whos
 (nX, nU, nX) arrays stay within ``MAX_ENTRIES`` (50,000,000 transitions, 400 MB
 each); a larger size is refused with the memory it would need.
 
+Episodic form (``episodes: E``): Colosseum's ``MiniGridEmptyEpisodic``, every episode
+from home (its first step enters the drawn start). Its natural length is Colosseum's rule
+for an episodic MDP (``EpisodicMDP._set_time_horizon``: one plus the largest
+shortest-path distance from the start to any state, here over the moves and turns of the
+room, the largest over the starts the family draws), plus one for the step from home:
+H = 10 for size 3, 14 for 5 (:func:`natural_episode_length`).
+
 Reference
 ---------
 M. Chevalier-Boisvert, L. Willems, S. Pal, "Minimalistic gridworld environment for
@@ -82,6 +89,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -208,6 +216,38 @@ def build(p: dict[str, Any], short_name: str, name: str) -> MiniGridEmptyDistrib
     return MiniGridEmptyDistribution(p, short_name, name)
 
 
+@functools.lru_cache(maxsize=64)
+def _largest_eccentricity(s: int) -> int:
+    """The largest shortest-path distance from a start the family draws (a tile of a side,
+    any heading) to any tile-heading state of the room, by the moves and turns."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import shortest_path
+
+    n_tiles = s * s
+    tile = np.arange(n_tiles)
+    r, c = np.divmod(tile, s)
+    ahead = (np.clip(r[:, None] + _DR, 0, s - 1) * s + np.clip(c[:, None] + _DC, 0, s - 1))
+    h = np.tile(np.arange(4), n_tiles)
+    src = np.repeat(np.arange(4 * n_tiles), 3)
+    dst = np.column_stack([4 * ahead.reshape(-1) + h, 4 * np.repeat(tile, 4) + (h + 1) % 4,
+                           4 * np.repeat(tile, 4) + (h - 1) % 4]).reshape(-1)
+    g = csr_matrix((np.ones(len(src)), (src, dst)), shape=(4 * n_tiles, 4 * n_tiles))
+    # the room is symmetric under its rotations: the starts of one side suffice
+    starts = (4 * side_tiles(s, 0)[:, None] + np.arange(4)[None, :]).reshape(-1)
+    d = shortest_path(g, unweighted=True, indices=starts)
+    return int(d[np.isfinite(d)].max())
+
+
+def natural_episode_length(p: Mapping[str, Any]) -> int:
+    """Colosseum's rule, 1 + the largest distance from a start to any state (the largest
+    over the starts drawn), plus the step from home to the start.
+
+    >>> natural_episode_length({"size": 3}), natural_episode_length({"size": 5})
+    (10, 14)
+    """
+    return _largest_eccentricity(int(p["size"])) + 2
+
+
 FAMILY = Family(
     name="minigrid_empty",
     display="MiniGridEmpty",
@@ -222,4 +262,5 @@ FAMILY = Family(
     shape=_shape,
     reference="Chevalier-Boisvert et al., MiniGrid (2018), as Colosseum's MG-Empty "
               "(Conserva & Rauber, NeurIPS 2022)",
+    episode_length=natural_episode_length,
 )

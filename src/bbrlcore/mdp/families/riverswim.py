@@ -33,6 +33,11 @@ Sizes: ``size`` from 2 to 5000 (size states, 2 actions): the largest whose dense
 (nX, nU, nX) arrays stay within ``MAX_ENTRIES`` (50,000,000 transitions, 400 MB
 each); a larger size is refused with the memory it would need.
 
+Episodic form (``episodes: E``): Colosseum's ``RiverSwimEpisodic``, every episode from
+the left bank. Its natural length is Colosseum's rule for an episodic MDP
+(``EpisodicMDP._set_time_horizon``: one plus the largest shortest-path distance from the
+start to any state), H = ``size``: just enough to reach the far bank.
+
 Reference
 ---------
 A. L. Strehl, M. L. Littman, "An analysis of model-based interval estimation for Markov
@@ -110,6 +115,11 @@ def build(p: dict[str, Any], short_name: str, name: str) -> FDMDistribution:
     return centred(p, short_name, name, kernel(n), reward(n, p.get("p_rand", 0.0)), 0)
 
 
+def episode_length(p: Mapping[str, Any]) -> int:
+    """Colosseum's rule: 1 + the distance from the left bank to the far one."""
+    return int(p["size"])
+
+
 FAMILY = Family(
     name="riverswim",
     display="RiverSwim",
@@ -124,4 +134,5 @@ FAMILY = Family(
     shape=_shape,
     reference="Strehl & Littman, 'An analysis of model-based interval estimation for "
               "Markov decision processes', JCSS 74(8), 2008",
+    episode_length=episode_length,
 )

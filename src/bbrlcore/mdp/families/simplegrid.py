@@ -35,6 +35,12 @@ Sizes: ``size`` from 3 to 56 (size² states, 5 actions): the largest whose dense
 (nX, nU, nX) arrays stay within ``MAX_ENTRIES`` (50,000,000 transitions, 400 MB
 each); a larger size is refused with the memory it would need.
 
+Episodic form (``episodes: E``): Colosseum's ``SimpleGridEpisodic``, every episode from
+the start tile. Its natural length is Colosseum's rule for an episodic MDP
+(``EpisodicMDP._set_time_horizon``: one plus the largest shortest-path distance from the
+start to any state): H = 1 + the Manhattan distance from the start to the farthest
+corner (``size`` for an odd size, ``size`` + 1 for an even one).
+
 Reference
 ---------
 M. Conserva, P. Rauber, "Hardness in Markov decision processes: theory and practice",
@@ -128,6 +134,12 @@ def build(p: dict[str, Any], short_name: str, name: str) -> FDMDistribution:
     return centred(p, short_name, name, kernel(s), R, start)
 
 
+def episode_length(p: Mapping[str, Any]) -> int:
+    """Colosseum's rule: 1 + the distance from the start to the farthest corner."""
+    s = int(p["size"])
+    return 2 * (s - 1 - (s - 1) // 2) + 1
+
+
 FAMILY = Family(
     name="simplegrid",
     display="SimpleGrid",
@@ -145,4 +157,5 @@ FAMILY = Family(
     shape=_shape,
     reference="Conserva & Rauber, 'Hardness in Markov decision processes: theory and "
               "practice', NeurIPS 2022 (Colosseum)",
+    episode_length=episode_length,
 )

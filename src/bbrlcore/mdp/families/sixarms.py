@@ -21,6 +21,9 @@ that FDM.
 
 Sizes: fixed, 7 states and 6 actions (no ``size`` parameter).
 
+No episodic form: Strehl & Littman's SixArms is a continuing task; ``episodes`` is
+refused for it.
+
 Reference
 ---------
 A. L. Strehl, M. L. Littman, "An analysis of model-based interval estimation for Markov

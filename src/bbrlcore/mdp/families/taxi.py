@@ -52,6 +52,11 @@ Sizes: ``size`` from 4 to 13 (16·size² states, 6 actions): the largest whose d
 (nX, nU, nX) arrays stay within ``MAX_ENTRIES`` (50,000,000 transitions, 400 MB
 each); a larger size is refused with the memory it would need.
 
+Episodic form (``episodes: E``): Colosseum's ``TaxiEpisodic``, every episode from the
+initial state (its passenger waiting). Its natural length is Colosseum's own for Taxi
+(``EpisodicMDP._set_time_horizon``: ``int(1.5 · size²)``, "the same horizon for every
+seed"), H = 37 for size 5.
+
 Reference
 ---------
 T. G. Dietterich, "Hierarchical reinforcement learning with the MAXQ value function
@@ -209,6 +214,11 @@ def build(p: dict[str, Any], short_name: str, name: str) -> TaxiDistribution:
     return TaxiDistribution(p, short_name, name)
 
 
+def episode_length(p: Mapping[str, Any]) -> int:
+    """Colosseum's episode length for Taxi: ``int(1.5 · size²)``."""
+    return int(1.5 * int(p["size"]) ** 2)
+
+
 FAMILY = Family(
     name="taxi",
     display="Taxi",
@@ -224,4 +234,5 @@ FAMILY = Family(
     reference="Dietterich, 'Hierarchical reinforcement learning with the MAXQ value "
               "function decomposition', JAIR 13, 2000; as Colosseum's Taxi "
               "(Conserva & Rauber, NeurIPS 2022)",
+    episode_length=episode_length,
 )

@@ -1,0 +1,588 @@
+"""Long and episodic interactions (issue 34): the settings of a test set, every kernel
+back at the start after each episode, the agents' episode_start hooks, run tables of
+checkpoints for long interactions, and readers refusing settings mixed together."""
+
+from __future__ import annotations
+
+import dataclasses
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bbrlcore import agents
+from bbrlcore import plan as P
+from bbrlcore import protocol as E
+from bbrlcore.agents import registry
+from bbrlcore.analysis import curves as C
+from bbrlcore.analysis import results
+from bbrlcore.errors import BBRLError
+from bbrlcore.formats import artefacts
+from bbrlcore.mdp import distributions as D
+from bbrlcore.mdp import families
+from bbrlcore.protocol import runner
+
+#: Every built-in algorithm at cheap parameters (as tests/test_rewards.py).
+ALGORITHMS = [
+    ("random", {}), ("optimal", {}), ("e-greedy", {"epsilon": "0.1"}),
+    ("soft-max", {"tau": "0.1"}), ("soft-max", {"tau": "1", "compat": "true"}),
+    ("beb", {"beta": "0.5"}), ("sboss", {"epsilon": "1", "delta": "1"}),
+    ("formula", {"formula": "Q2/Q0"}), ("opps-ds", {"formula_set": "F2", "n_draws": "12"}),
+    ("bamcp", {"K": "10", "D": "5"}), ("bfs3", {"K": "4", "C": "2", "D": "3"}),
+    ("psrl", {}), ("boss", {"K": "2", "B": "2"}), ("bolt", {"eta": "1"}),
+    ("mbie-eb", {"beta": "1"}),
+]
+IDS = ["-".join([a, *v.values()]) for a, v in ALGORITHMS]
+
+
+@pytest.fixture(autouse=True)
+def fresh_registry():
+    registry.reset()
+    yield
+    registry.reset()
+
+
+def chain(n: int = 4, initial_state: int = 0, stay: bool = False) -> D.FDMDistribution:
+    """A chain whose every action moves one state right (the last one stays), paying
+    ``x + 1`` in state ``x``: the reward tells where the agent is. ``stay``: action 1
+    may also stay put (drawn MDPs are stochastic)."""
+    theta = np.zeros((n, 2, n))
+    for x in range(n):
+        theta[x, :, min(x + 1, n - 1)] = 1.0
+        if stay:
+            theta[x, 1, x] = 1.0
+    R = np.repeat(np.arange(1.0, n + 1.0)[:, None, None], 2, axis=1).repeat(n, axis=2)
+    return D.FDMDistribution("chain", "Ch", theta, R, initial_state)
+
+
+def _play(alg: str, raw: dict, d, ts) -> list[np.ndarray]:
+    agent = E.train_agent(alg, dict(raw), d, horizon=ts.horizon, gamma=ts.gamma,
+                          progress=False)
+    play = agents.get(alg).make_player(d, agent.params, runner._as_trained(agent),
+                                       ts.episode())
+    out = []
+    for i in range(ts.n_mdps):
+        buf = np.full(ts.horizon, np.nan)
+        play(np.ascontiguousarray(ts.mdps[i]), 7 + i, buf)
+        out.append(buf)
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Kernels
+
+
+@pytest.mark.parametrize("alg, raw", ALGORITHMS, ids=IDS)
+def test_every_builtin_returns_to_the_start_after_each_episode(alg, raw):
+    """Episodes of H = 3 steps on the chain: the rewards 1, 2, 3 again and again (a
+    continuing trajectory climbs to 4 and stays); one episode as long as the whole
+    interaction is the continuing trajectory, bit for bit."""
+    d = chain()
+    assert agents.get(alg).episodic
+    epi = E.new_test_set(d, 2, 0.95, 12, seed=1, episode_length=3)
+    assert epi.episodes == 4 and epi.episode().episode_length == 3
+    for r in _play(alg, raw, d, epi):
+        assert r.tolist() == [1.0, 2.0, 3.0] * 4
+    cont = E.new_test_set(d, 2, 0.95, 12, seed=1)
+    one = E.new_test_set(d, 2, 0.95, 12, seed=1, episode_length=12)
+    for a, b in zip(_play(alg, raw, d, cont), _play(alg, raw, d, one), strict=True):
+        assert a.tolist() == [1.0, 2.0, 3.0] + [4.0] * 9
+        assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("alg, raw", [("random", {}), ("sboss", {"epsilon": "1",
+                                                                   "delta": "1"}),
+                                      ("psrl", {})], ids=["random", "sboss", "psrl"])
+def test_a_random_initial_state_is_drawn_again_at_each_episode(alg, raw):
+    """With a uniformly drawn initial state (-1) each episode starts anywhere and then
+    climbs: within an episode the reward rises by one (capped at 4); across 40 episodes
+    the starts are not all alike (SBOSS draws them from its own generator)."""
+    d = chain(initial_state=-1)
+    ts = E.new_test_set(d, 1, 0.95, 160, seed=0, episode_length=4)
+    (r,) = _play(alg, raw, d, ts)
+    ep = r.reshape(40, 4)
+    assert (ep[:, 1:] == np.minimum(ep[:, :-1] + 1, 4)).all()
+    assert len(set(ep[:, 0].tolist())) > 1
+
+
+PY_PLUGIN = """
+import numpy as np
+from numba import njit
+from bbrlcore.agents import CompiledAgent, PythonAgent
+
+class Counting(PythonAgent):
+    "Always action 0; records its episode starts."
+    name = "py-episodes"
+    counters = ("starts", "k_sum")
+
+    def reset(self):
+        self.ks = []
+
+    def episode_start(self, k):
+        self.ks.append(k)
+
+    def act(self, state):
+        return 0
+
+    def counter_values(self):
+        assert self.ks == list(range(len(self.ks))), self.ks
+        return len(self.ks), sum(self.ks)
+
+class Today(PythonAgent):
+    "Written before episodes: no episode_start."
+    name = "py-today"
+
+    def act(self, state):
+        return 1
+
+@njit(cache=True)
+def reset(setup):
+    return np.zeros(3, dtype=np.int64)
+
+@njit(cache=True)
+def act(state, x):
+    return 0
+
+@njit(cache=True)
+def observe(state, x, u, y, r):
+    state[2] += 1
+
+@njit(cache=True)
+def episode_start(state, k):
+    if k != state[0]:  # k = 0, 1, ... in order
+        state[1] = -10**9
+    state[0] += 1
+    state[1] += k
+
+@njit(cache=True)
+def count_values(state):
+    return state[:2].copy()
+
+class Jit(CompiledAgent):
+    name = "jit-episodes"
+    counters = ("starts", "k_sum")
+    reset, act, observe, counter_values = reset, act, observe, count_values
+    episode_start = episode_start
+
+    def setup(self):
+        return (0,)
+
+class JitToday(CompiledAgent):
+    name = "jit-today"
+    reset, act, observe = reset, act, observe
+
+    def setup(self):
+        return (0,)
+"""
+
+
+def _plugin(tmp_path: Path, body: str, name: str) -> str:
+    p = tmp_path / f"{name}.py"
+    p.write_text(textwrap.dedent(body))
+    return str(p)
+
+
+@pytest.mark.parametrize("cls", ["Counting", "Jit"])
+def test_python_and_compiled_plugins_are_told_each_episode_start(tmp_path, cls):
+    """``episode_start(k)`` (Python) and ``episode_start(state, k)`` (compiled) are called
+    for k = 0, ..., E-1 in order, before each episode; never in a continuing one."""
+    ref = f"{_plugin(tmp_path, PY_PLUGIN, 'epplug')}:{cls}"
+    d = chain()
+    for H, E_ in ((5, 6), (30, 1)):
+        ts = E.new_test_set(d, 2, 0.95, 30, seed=0, episode_length=H)
+        table = E.run_agent(ts, E.train_agent(ref, {}, d, horizon=30, progress=False),
+                            progress=False)
+        assert table["starts"].to_list() == [E_] * 2
+        assert table["k_sum"].to_list() == [E_ * (E_ - 1) // 2] * 2
+        assert table["rewards"][0].to_list() == ([1.0, 2.0, 3.0, 4.0, 4.0] * 6
+                                                 if H == 5 else [1, 2, 3] + [4.0] * 27)
+    ts = E.new_test_set(d, 2, 0.95, 30, seed=0)
+    table = E.run_agent(ts, E.train_agent(ref, {}, d, horizon=30, progress=False),
+                        progress=False)
+    assert table["starts"].to_list() == [0, 0] and table["k_sum"].to_list() == [0, 0]
+
+
+@pytest.mark.parametrize("cls", ["Today", "JitToday"])
+def test_a_plugin_written_today_runs_unchanged_in_an_episodic_experiment(tmp_path, cls):
+    ref = f"{_plugin(tmp_path, PY_PLUGIN, 'todayplug')}:{cls}"
+    d = chain()
+    assert agents.get(ref).episodic
+    ts = E.new_test_set(d, 2, 0.95, 12, seed=0, episode_length=4)
+    table = E.run_agent(ts, E.train_agent(ref, {}, d, horizon=12, progress=False),
+                        progress=False)
+    assert table["rewards"][1].to_list() == [1.0, 2.0, 3.0, 4.0] * 3
+    assert table["episode_returns"][1].to_list() == [10.0] * 3
+    assert table["experiment"][0] == "Ch-Ch@E3xH4"
+
+
+OLD_ALGORITHM = """
+import numpy as np
+from bbrlcore.agents import Algorithm
+
+def make(prior, params, trained, ep):
+    def play(P, seed, rewards=None):
+        rewards[:] = 1.0
+        return float(rewards.sum()), np.zeros(0, dtype=np.int64)
+    return play
+
+Old = Algorithm(name="old-kernel", params=(), make_player=make, sparse=True)
+"""
+
+
+def test_an_algorithm_that_does_not_say_episodic_is_refused_in_an_episodic_run(tmp_path):
+    ref = f"{_plugin(tmp_path, OLD_ALGORITHM, 'oldalg')}:Old"
+    d = chain()
+    agent = E.train_agent(ref, {}, d, horizon=12, progress=False)
+    assert E.run_agent(E.new_test_set(d, 1, 0.95, 12, 0), agent, progress=False).height == 1
+    with pytest.raises(BBRLError, match=r"^agent old-kernel: algorithm old-kernel does not "
+                                        r"support episodic interactions \(episode_length 4\)"):
+        E.run_agent(E.new_test_set(d, 1, 0.95, 12, 0, episode_length=4), agent,
+                    progress=False)
+
+
+# ---------------------------------------------------------------------------------------
+# Test sets and their settings
+
+
+def test_the_settings_round_trip_and_old_test_sets_read_as_continuing(tmp_path):
+    deep = families.make("deepsea", size=5).test
+    ts = E.new_test_set(deep, 3, 1.0, 500, 4, episode_length=5, checkpoint_every=25)
+    E.write_test_set(ts, tmp_path / "e.parquet")
+    back = E.read_test_set(tmp_path / "e.parquet")
+    assert (back.episode_length, back.episodes, back.checkpoint_every, back.label) == (
+        5, 100, 25, "E100xH5n25")
+    assert np.array_equal(back.mdps, ts.mdps)
+    # the same seed draws the same MDPs in every setting
+    assert np.array_equal(E.new_test_set(deep, 3, 1.0, 20, 4).mdps, ts.mdps)
+    table, meta = artefacts.read_artefact(tmp_path / "e.parquet", "test-set")
+    for k in ("episode_length", "episodes", "checkpoint_every", "label"):
+        del meta[k]
+    artefacts.write_artefact(tmp_path / "old.parquet", table, "test-set", meta)
+    old = E.read_test_set(tmp_path / "old.parquet")
+    assert (old.episode_length, old.episodes, old.checkpoint_every, old.tag) == (0, 1, None,
+                                                                                  "")
+    for edit, what in (({"episodes": 7}, "'horizon' is 500, not episodes x"),
+                       ({"checkpoint_every": 7}, "'checkpoint_every' 7 does not divide"),
+                       ({"episode_length": -1}, "'episode_length' must be in"),
+                       ({"label": "a b"}, "'label' 'a b' is not a label")):
+        meta2 = {**meta, "episode_length": 5, "episodes": 100, "checkpoint_every": 25,
+                 "label": ""} | edit
+        artefacts.write_artefact(tmp_path / "bad.parquet", table, "test-set", meta2)
+        with pytest.raises(BBRLError, match=f"bad.parquet: metadata {what}"):
+            E.read_test_set(tmp_path / "bad.parquet")
+
+
+def test_natural_episode_lengths_of_the_families():
+    """bsuite's DeepSea episode is N steps; Colosseum's rule elsewhere; none for the
+    continuing-only families."""
+    H = {name: families.episodic_form(families.make(name, **kw).test)[1] for name, kw in [
+        ("deepsea", {"size": 20}), ("riverswim", {"size": 12}), ("frozenlake", {"size": 4}),
+        ("simplegrid", {"size": 5}), ("simplegrid", {"size": 6}), ("taxi", {"size": 4}),
+        ("minigrid_empty", {"size": 3}), ("chain", {}), ("sixarms", {}),
+        ("doubleloop", {}), ("gc", {}), ("gdl", {}), ("grid", {})]}
+    assert H == {"deepsea": 20, "riverswim": 12, "frozenlake": 7, "simplegrid": 7,
+                 "taxi": 24, "minigrid_empty": 10, "chain": None, "sixarms": None,
+                 "doubleloop": None, "gc": None, "gdl": None, "grid": None}
+    # GC by its built-in name, a family's FDM test by its file's name
+    assert families.episodic_form(D.builtin("GC"))[1] is None
+    assert families.episodic_form(families.make("riverswim").test)[1] == 6
+
+
+def test_optimal_collects_the_deepsea_treasure_in_every_episode():
+    """An episode of H = N steps from the top-left cell is one pass of bsuite's DeepSea:
+    the optimal policy (always right) earns 1 - 0.01 every episode."""
+    p = families.make("deepsea", size=6)
+    ts = E.new_test_set(p.test, 3, 0.99, 600, 0, episode_length=6)
+    t = E.run_agent(ts, E.train_agent("optimal", {}, p.prior("accurate"), progress=False),
+                    progress=False)
+    for row in t["episode_returns"].to_list():
+        assert np.allclose(row, 0.99) and len(row) == 100
+    assert t["checkpoints"][0].to_list() == pytest.approx(np.cumsum([0.99] * 100))
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--episodes", "0"], "--episodes=0: must be an integer in [1, 1,000,000]"),
+    (["--episodes", "10", "--episode-length", "-2"], "--episode-length=-2: must be"),
+    (["--episode-length", "5"], "--episode-length=5: needs --episodes E"),
+    (["--horizon", "100", "--checkpoint-every", "7"],
+     "--checkpoint-every=7: the horizon T=100 is not a multiple of it"),
+    (["--episodes", "10", "--checkpoint-every", "25"],
+     "--checkpoint-every=25: not a multiple of the episode length 10"),
+    (["--test", "Chain-5", "--episodes", "10"],
+     "--episodes: family chain (Chain-5) has no episodic form"),
+    (["--test", "GC", "--episodes", "10"], "--episodes: family gc (GC) has no episodic"),
+    (["--episodes", "10", "--horizon", "100"], "not allowed with argument"),
+    (["--label", "a/b"], "--label='a/b': letters, digits"),
+])
+def test_bad_settings_are_one_line_and_nothing_is_written(tmp_path, capsys, args, message):
+    from bbrlcore.cli import main
+
+    argv = ["experiment", "new", "--test", "DeepSea-10", "--n-mdps", "2",
+            "-o", str(tmp_path / "t.parquet")]
+    if "--test" in args:
+        argv[2:4] = []
+    code = None
+    try:
+        code = main([*argv, *args])
+    except SystemExit as exc:
+        code = exc.code
+    assert code != 0
+    err = capsys.readouterr().err
+    assert message in err, err
+    assert not (tmp_path / "t.parquet").exists()
+
+
+@settings(max_examples=40, deadline=None)
+@given(T=st.integers(1, 10**8))
+def test_the_default_checkpoints_divide_the_horizon_and_are_at_most_ten_thousand(T):
+    n = E.default_checkpoint_every(T)
+    if T <= E.MAX_RECORDED_STEPS:
+        assert n is None
+    else:
+        assert T % n == 0 and T // n <= 10_000
+        assert all(T % m or T // m > 10_000 for m in range(max(1, n - 50), n))
+
+
+# ---------------------------------------------------------------------------------------
+# Run tables of long interactions
+
+
+def test_long_runs_record_checkpoints_from_one_buffer_exact_against_every_step(monkeypatch):
+    """Above MAX_RECORDED_STEPS the table holds no per-step rewards but the cumulative
+    reward at every checkpoint, equal bit for bit to the sums of the rewards a short run
+    records, and the episodes' returns; the discounted return is unchanged."""
+    prior = chain(stay=True)
+    allocs: list = []
+    real_full = np.full
+
+    def full(shape, *a, **k):
+        allocs.append(shape)
+        return real_full(shape, *a, **k)
+
+    for kw in ({"checkpoint_every": 8}, {"episode_length": 4, "checkpoint_every": 8}):
+        ts = E.new_test_set(prior, 3, 0.95, 160, 2, **kw)
+        for alg in ("random", "psrl"):
+            agent = E.train_agent(alg, {}, prior, horizon=160, progress=False)
+            short = E.run_agent(ts, agent, progress=False)
+            monkeypatch.setattr(runner, "MAX_RECORDED_STEPS", 100)
+            allocs.clear()
+            monkeypatch.setattr(runner.np, "full", full)
+            long = E.run_agent(ts, agent, progress=False)
+            monkeypatch.undo()
+            assert (3, 160) not in allocs  # (one buffer of T steps, no N x T matrix)
+            assert long["rewards"].null_count() == 3 and short["rewards"].null_count() == 0
+            assert long["discounted_return"].to_list() == short["discounted_return"].to_list()
+            r = np.asarray(short["rewards"].to_list(), dtype=np.float64)
+            assert long["checkpoints"].to_list() == np.cumsum(r, axis=1)[:, 7::8].tolist()
+            assert long["checkpoints"].to_list() == short["checkpoints"].to_list()
+            assert long["undiscounted_return"].to_list() == np.cumsum(r, axis=1)[:, -1].tolist()
+            if "episode_length" in kw:
+                sums = [[float(np.cumsum(e)[-1]) for e in row.reshape(40, 4)] for row in r]
+                assert long["episode_returns"].to_list() == sums
+                assert long["experiment"][0] == "Ch-Ch@E40xH4n8"
+            else:
+                assert long["episode_returns"].null_count() == 3
+                assert long["experiment"][0] == "Ch-Ch@T160n8"
+            results.check_run_table(long, "long", 3)
+
+
+def test_a_run_table_of_a_million_steps_is_small():
+    """100 MDPs x 10^6 steps, the default checkpoints (every 100 steps): about 8 MB of
+    values per agent and experiment (the size benchmarks/README.md states)."""
+    n = E.default_checkpoint_every(10**6)
+    assert n == 100
+    ck = np.cumsum(np.random.default_rng(0).random((100, 10**6 // n)), axis=1)
+    t = pl.DataFrame({"checkpoints": runner.list_series("checkpoints", ck)})
+    assert t.estimated_size() < 50 * 2**20
+
+
+def test_readers_refuse_settings_mixed_within_an_experiment(tmp_path):
+    d = chain()
+    agent = E.train_agent("random", {}, d, horizon=12, progress=False)
+    a = E.run_agent(E.new_test_set(d, 2, 0.95, 12, 0, episode_length=4, label="x"), agent,
+                    progress=False)
+    b = E.run_agent(E.new_test_set(d, 2, 0.95, 12, 0, episode_length=3, label="x"), agent,
+                    progress=False).with_columns(pl.col("mdp_index") + 2)
+    for t, name in ((a, "a"), (b, "b")):
+        E.write_run(t, tmp_path / f"{name}.parquet", {"n_mdps": 4})
+    with pytest.raises(BBRLError, match=r"merge: experiment Ch-Ch@x: run tables from "
+                       r"different test sets or versions \(.*a\.parquet vs .*b\.parquet: "
+                       r"episode_length 4 vs 3, episodes 3 vs 4, checkpoint_every 4 vs 3\)"):
+        results.read_runs([str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet")])
+    both = pl.concat([a, b])
+    with pytest.raises(BBRLError, match=r"summary: experiment Ch-Ch@x: rows of different "
+                                        r"settings \(episode_length 4 vs 3"):
+        results.summary_table(both)
+    from bbrlcore.analysis import aggregate
+
+    with pytest.raises(BBRLError, match=r"aggregate: experiment Ch-Ch@x: rows of different"):
+        aggregate.normalised_scores(both)
+
+
+def test_old_run_tables_merge_as_continuing_and_bad_checkpoints_are_refused(tmp_path):
+    d = chain()
+    agent = E.train_agent("random", {}, d, horizon=12, progress=False)
+    new = E.run_agent(E.new_test_set(d, 2, 0.95, 12, 0), agent, progress=False)
+    old = new.drop(list(runner.RECORDED_SINCE_EPISODES)).with_columns(
+        pl.col("mdp_index") + 2)
+    merged = results.merge_tables([new, old])
+    assert merged["episode_length"].to_list() == [0] * 4
+    assert merged["episodes"].to_list() == [1] * 4
+    results.check_run_table(old, "old", 4)
+    epi = E.run_agent(E.new_test_set(d, 2, 0.95, 12, 0, episode_length=3), agent,
+                      progress=False)
+    for edit, what in (
+            (pl.col("checkpoints").list.head(2), "checkpoints must hold horizon / "),
+            (pl.col("episode_returns").list.head(2), "episode_returns must hold one value"),
+            (pl.lit(5, dtype=pl.Int64).alias("episodes"), "horizon must be episodes x"),
+            (pl.col("checkpoints").list.eval(pl.element() + 1.0),
+             "the last checkpoint 25.0 is not the undiscounted return 24.0")):
+        with pytest.raises(BBRLError, match=f"bad: row 0 .*{what}"):
+            results.check_run_table(epi.with_columns(edit), "bad", 2)
+
+
+def test_curves_of_a_long_run_are_those_of_its_steps_at_the_checkpoints(monkeypatch):
+    """Learning curves of the undiscounted score read the checkpoints of a long
+    interaction: equal at those times to the curves of the same runs with every step."""
+    ts = E.new_test_set(D.builtin("GC"), 6, 0.95, 200, 0, checkpoint_every=10)
+    runs = []
+    for alg, raw in (("random", {}), ("optimal", {}), ("e-greedy", {"epsilon": "0.2"})):
+        agent = E.train_agent(alg, raw, D.builtin("UGC"), horizon=200, progress=False)
+        runs.append(E.run_agent(ts, agent, progress=False))
+    steps = pl.concat(runs)
+    full = C.curves(steps, "undiscounted", n_resamples=100, points=200)
+    monkeypatch.setattr(C, "MAX_RECORDED_STEPS", 100)
+    long = steps.with_columns(pl.lit(None, dtype=pl.List(pl.Float32)).alias("rewards"))
+    ck = C.curves(long, "undiscounted", n_resamples=100, points=200)
+    a = ck.tables["curves"]
+    assert a["t"].unique().sort().to_list() == list(range(10, 201, 10))
+    b = full.tables["curves"].join(a.select("t").unique(), on="t", how="semi")
+    assert a.select("agent", "t", "cumulative", "regret").sort("agent", "t").equals(
+        b.select("agent", "t", "cumulative", "regret").sort("agent", "t"))
+    with pytest.raises(BBRLError, match="records its rewards at checkpoints .*score="
+                                        "undiscounted"):
+        C.curves(long, "discounted", n_resamples=100)
+
+
+# ---------------------------------------------------------------------------------------
+# The configuration
+
+
+def _config(tmp_path: Path, experiments: str, extra: str = "") -> Path:
+    f = tmp_path / "study.yaml"
+    f.write_text(f"n_mdps: 3\nexperiments:\n{experiments}\nalgorithms: {{random: {{}}, "
+                 f"optimal: {{}}}}\n{extra}")
+    return f
+
+
+def test_config_settings_name_experiments_and_test_sets(tmp_path):
+    plan = P.load(_config(tmp_path, """
+  - {test: GC, prior: [GC, UGC]}
+  - {test: {family: deepsea, size: [10, 20]}, prior: uniform, episodes: 1000}
+  - {test: RiverSwim-8, prior: uniform, horizon: 100000}
+  - {test: RiverSwim-8, prior: uniform, horizon: 500}
+  - {test: RiverSwim-8, prior: uniform}"""))
+    got = {e.name: (e.test_set, e.horizon, e.episode_length, e.checkpoint_every)
+           for e in plan.experiments}
+    assert got == {
+        "GC-GC": ("GC", 250, 0, None), "GC-UGC": ("GC", 250, 0, None),
+        "DeepSea-10-UDeepSea-10@E1000xH10": ("DeepSea-10@E1000xH10", 10_000, 10, 10),
+        "DeepSea-20-UDeepSea-20@E1000xH20": ("DeepSea-20@E1000xH20", 20_000, 20, 20),
+        "RiverSwim-8-URiverSwim-8@T100000": ("RiverSwim-8@T100000", 100_000, 0, 10),
+        "RiverSwim-8-URiverSwim-8@T500": ("RiverSwim-8@T500", 500, 0, None),
+        "RiverSwim-8-URiverSwim-8": ("RiverSwim-8", 250, 0, None)}
+    e = plan.test_sets["RiverSwim-8@T500"]
+    assert e.test_set_args() == "--horizon 500 --label T500"
+    assert plan.test_sets["DeepSea-10@E1000xH10"].test_set_args() == (
+        "--episodes 1000 --episode-length 10 --checkpoint-every 10")
+    # global settings: every experiment episodic, an entry may go back to continuing
+    plan = P.load(_config(tmp_path, "  - {test: DeepSea-5, prior: uniform}\n"
+                          "  - {test: DeepSea-6, prior: uniform, episodes: null}",
+                          "episodes: 10\nepisode_length: 8\n"))
+    assert [e.name for e in plan.experiments] == ["DeepSea-5-UDeepSea-5@E10xH8",
+                                                  "DeepSea-6-UDeepSea-6"]
+
+
+@pytest.mark.parametrize("entry, extra, message", [
+    ("{test: {family: chain, size: 5}, prior: uniform, episodes: 10}", "",
+     "experiments[0].episodes: family chain (Chain-5) has no episodic form"),
+    ("{test: GC, prior: GC}", "episodes: 10\n", "episodes: family gc (GC) has no episodic"),
+    ("{test: DeepSea-5, prior: uniform, episodes: 10, episode_length: 0}", "",
+     "experiments[0].episode_length=0: must be an integer in [1,"),
+    ("{test: DeepSea-5, prior: uniform, episodes: 2.5}", "",
+     "experiments[0].episodes=2.5: expected a positive integer"),
+    ("{test: DeepSea-5, prior: uniform, horizon: 1000, checkpoint_every: 300}", "",
+     "experiments[0].checkpoint_every=300: the horizon T=1000 is not a multiple of it"),
+    ("{test: DeepSea-5, prior: uniform, episodes: 10, horizon: 40}", "",
+     "experiments[0].horizon=40: an episodic interaction lasts episodes x episode_length"),
+    ("{test: DeepSea-5, prior: uniform}", "episodes: -3\n", "episodes=-3: must be >= 1"),
+    ("{test: DeepSea-5, prior: uniform, episodez: 3}", "", "experiments[0]: must be a "
+     "mapping with test, prior"),
+])
+def test_bad_settings_in_a_configuration_are_one_line(tmp_path, entry, extra, message):
+    with pytest.raises(BBRLError) as exc:
+        P.load(_config(tmp_path, f"  - {entry}", extra))
+    assert message in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_a_plugin_algorithm_not_episodic_is_refused_by_the_configuration(tmp_path):
+    ref = f"{_plugin(tmp_path, OLD_ALGORITHM, 'oldcfg')}:Old"
+    f = tmp_path / "study.yaml"
+    f.write_text(f"n_mdps: 3\nexperiments:\n  - {{test: DeepSea-5, prior: uniform, "
+                 f"episodes: 10}}\nalgorithms: {{'{ref}': {{}}}}\n")
+    with pytest.raises(BBRLError, match=r"study\.yaml: algorithms\..*: experiment "
+                                        r"DeepSea-5-UDeepSea-5@E10xH5: algorithm old-kernel "
+                                        "does not support episodic interactions"):
+        P.load(f)
+
+
+def test_test_sets_of_one_distribution_in_two_settings_pass_the_report_check():
+    d = chain()
+    agent = E.train_agent("random", {}, d, horizon=12, progress=False)
+    a, b = E.new_test_set(d, 2, 0.95, 12, 0), E.new_test_set(d, 2, 0.95, 12, 0,
+                                                              episode_length=4)
+    merged = pl.concat([E.run_agent(t, agent, progress=False) for t in (a, b)])
+    results.check_test_sets(merged, [a, b], ["a", "b"])
+    with pytest.raises(BBRLError, match="a second test set of Ch@E3xH4"):
+        results.check_test_sets(merged, [a, b, b], ["a", "b", "c"])
+    c = dataclasses.replace(b, horizon=24, episode_length=8)
+    with pytest.raises(BBRLError, match="horizon 24 vs 12"):
+        results.check_test_sets(merged, [a, c], ["a", "c"])
+
+
+LEAVING = """
+import numpy as np
+from bbrlcore.agents import Algorithm
+
+def make(prior, params, trained, ep):
+    def play(P, seed, rewards=None):
+        rewards[:LEAVE] = 1.0
+        return float(LEAVE), np.zeros(0, dtype=np.int64)
+    return play
+
+Leave = Algorithm(name="leave", params=(), make_player=make, sparse=True)
+"""
+
+
+def test_a_step_left_unset_in_the_reused_buffer_of_a_long_run_is_named(tmp_path,
+                                                                       monkeypatch):
+    """The buffer of a long run is reused: a player that fills only its first steps leaves
+    the rest NaN (the previous trajectory's rewards are consumed), and the first such
+    step is named."""
+    monkeypatch.setattr(runner, "MAX_RECORDED_STEPS", 10)
+    d = chain()
+    ts = E.new_test_set(d, 2, 0.95, 40, 0, checkpoint_every=10)
+    ok = f"{_plugin(tmp_path, LEAVING.replace('LEAVE', '40'), 'fills')}:Leave"
+    t = E.run_agent(ts, E.train_agent(ok, {}, d, horizon=40, progress=False),
+                    progress=False)
+    assert t["checkpoints"].to_list() == [[10.0, 20.0, 30.0, 40.0]] * 2
+    registry.reset()
+    bad = f"{_plugin(tmp_path, LEAVING.replace('LEAVE', '23'), 'leaves')}:Leave"
+    with pytest.raises(BBRLError, match=r"agent leave, test MDP 0: the reward of step 23 "
+                                        "is not finite"):
+        E.run_agent(ts, E.train_agent(bad, {}, d, horizon=40, progress=False),
+                    progress=False)
