@@ -75,6 +75,7 @@ class Episode:
     horizon: int
     succ: np.ndarray | None = None
     nsucc: np.ndarray | None = None
+    episode_length: int = 0
 
     def layout(self) -> Any:
         """The layout of the test MDPs (:class:`bbrlcore.mdp.rows.Layout`; the full one
@@ -260,6 +261,7 @@ class Algorithm:
     #: before sparse rows): the runner gives it dense arrays (nX, nU, nX), which a large
     #: problem may not afford.
     sparse: bool = False
+    episodic: bool = False
 
     # -----------------------------------------------------------------------------------
     def parse_params(

@@ -167,7 +167,7 @@ def _list(args: argparse.Namespace) -> int:
 
 def _where(e: agents.registry.Entry) -> str:
     where = e.source if e.builtin else f"{e.source}: {e.ref}"
-    if e.builtin and e.name in agents.EXTENDED:
+    if e.builtin and (e.name in agents.EXTENDED or e.name in agents.BASELINES):
         where += " (beyond the paper)"
     return where
 
