@@ -28,10 +28,11 @@ with S, A the numbers of states and actions and T = the interaction's total step
 (episodes × H). :math:`V_h(x) = H` until (x, h) is first updated. The learning rate
 weights the new target by :math:`\alpha_t` (α₁ = 1: the first visit replaces the
 optimistic H); Colosseum's ``QLearningEpisodic`` weights the *old* value by it, which is
-not the paper's rule. Rewards outside [0, 1]: every H above (the initial values, the cap
-of V, the bonus) is multiplied by the scale ρ = the largest absolute reward of the
-prior's reward table on its support (1 on the families, whose rewards lie in [0, 1]:
-exactly the paper's algorithm), the value range :math:`H\rho` the paper's H stands for.
+not the paper's rule. Rewards beyond 1: every H above (the initial values, the cap of
+V, the bonus) is multiplied by the scale ρ = the largest absolute reward of the prior's
+reward table on its support, or 1 if that is smaller (so ρ = 1 on the families, whose
+rewards lie within [-1, 1]: exactly the paper's algorithm; 10 on GC), the value range
+:math:`H\rho` that the paper's H stands for.
 The update uses the observed reward (noisy under Gaussian rewards), as the paper does.
 
 Parameters: ``c`` (bonus constant, > 0, default 1) and ``p`` (failure probability, in
@@ -126,11 +127,10 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, H, seed, su
 
 
 def reward_scale(prior: Any) -> float:
-    """ρ: the largest absolute reward of the prior's reward table on its support (1 when
-    it is 0, a problem without rewards)."""
+    """ρ: the largest absolute reward of the prior's reward table on its support, or 1
+    if that is smaller (rewards within [-1, 1]: the paper's scale)."""
     vals = np.abs(np.asarray(prior.reward_rows))[prior.support_layout.mask]
-    m = float(vals.max()) if vals.size else 0.0
-    return m if m > 0 else 1.0
+    return max(1.0, float(vals.max()) if vals.size else 0.0)
 
 
 def iota(n_states: int, n_actions: int, horizon: int, p: float) -> float:

@@ -167,8 +167,10 @@ def _list(args: argparse.Namespace) -> int:
 
 def _where(e: agents.registry.Entry) -> str:
     where = e.source if e.builtin else f"{e.source}: {e.ref}"
-    if e.builtin and (e.name in agents.EXTENDED or e.name in agents.BASELINES):
+    if e.builtin and e.name in agents.EXTENDED:
         where += " (beyond the paper)"
+    elif e.builtin and e.name in agents.BASELINES:
+        where += " (a baseline of the exploration literature)"
     return where
 
 
