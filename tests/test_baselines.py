@@ -504,6 +504,31 @@ def test_same_seed_same_rewards(name, raw, H):
     assert not (a == c).all()
 
 
+def test_random_starts_gaussian_rewards_and_a_prior_with_another_support():
+    """A uniformly drawn initial state (every state reachable at step 0, a fresh one each
+    episode), Gaussian rewards, and a prior that rules out transitions the test MDPs
+    have: every step's reward is written and finite, in both settings."""
+    rng = np.random.default_rng(5)
+    theta = rng.integers(0, 3, size=(4, 2, 4)).astype(float)
+    theta[:, :, 1] += 1
+    test = D.FDMDistribution("g", "G", theta, rng.random((4, 2, 4)), -1, "gaussian",
+                             rng.random((4, 2, 4)))
+    narrow = D.FDMDistribution("n", "N", np.eye(4)[:, None, :].repeat(2, axis=1),
+                               rng.random((4, 2, 4)), 0)
+    T = 60
+    ts = E.new_test_set(test, 3, 0.9, T, seed=1)
+    for prior in (test, narrow):
+        for name, H in (("psrl", 5), ("psrl", 0), ("ucrl2", 5), ("ucrl2", 0),
+                        ("q-learning-ucb", 5)):
+            alg = agents.get(name)
+            ep = dataclasses.replace(ts.episode(), episode_length=H)
+            play = alg.make_player(prior, alg.parse_params({}), None, ep)
+            for i in range(3):
+                r = np.full(T, np.nan)
+                ret, _ = play(np.ascontiguousarray(ts.mdps[i]), i, r)
+                assert np.isfinite(r).all() and np.isfinite(ret), (name, H, prior.short_name)
+
+
 # ---------------------------------------------------------------------------------------
 # Cost model, CLI
 
