@@ -378,8 +378,8 @@ def test_ucrl2_converges_to_the_better_arm():
         third = len(arm1) // 3
         assert arm1[-third:].mean() >= 0.9, arm1[-third:].mean()
         assert arm1[-third:].mean() > arm1[:third].mean()
-        episodes, sweeps, capped = counters.tolist()
-        assert 1 < episodes < 200 and sweeps >= episodes and capped == 0
+        policies, sweeps, capped = counters.tolist()  # UCRL2 episodes begun, ...
+        assert 1 < policies < 200 and sweeps >= policies and capped == 0
 
 
 def test_ucrl2_converges_on_a_short_chain():

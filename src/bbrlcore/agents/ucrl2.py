@@ -69,8 +69,8 @@ UCRL2 (Osband's reference implementations, ``src/finite_tabular_agents.py``).
 Colosseum's ``UCRL2Continuous`` (``agent/agents/infinite_horizon/ucrl2.py``) has no fixed
 δ: it uses :math:`\delta_t = 1/\sqrt{t+1}` in the same radius (scaled by a tuned
 ``alpha_p``, 1 by default) and its benchmark the Bernstein bounds of Fruit et al. 2020;
-neither is reproduced. Counters: ``episodes`` (episodes begun, each one extended value
-iteration), ``evi_sweeps`` (sweeps of all of them) and ``evi_capped``.
+neither is reproduced. Counters: ``policies`` (UCRL2's episodes begun, each one
+extended value iteration), ``evi_sweeps`` (sweeps of all of them) and ``evi_capped``.
 
 Paper: T. Jaksch, R. Ortner and P. Auer, "Near-optimal regret bounds for reinforcement
 learning", Journal of Machine Learning Research 11, 2010, pp. 1563-1600.
@@ -232,7 +232,8 @@ def extended_value_iteration(C, N, allowed, R, succ, nsucc, t_k, delta, values, 
 def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, episode_length, seed,
                 succ, nsucc, theta, Rm, delta, max_sweeps, rewards):
     """One interaction of UCRL2 on the test MDP ``P`` on the agent's rows: returns
-    (discounted return, [episodes, evi_sweeps, evi_capped])."""
+    (discounted return, [policies, evi_sweeps, evi_capped]): UCRL2's episodes begun (each
+    an extended value iteration), their sweeps, those stopped by the cap."""
     np.random.seed(seed)
     nX, nU, K = P.shape
     C = np.zeros((nX, nU, K))
@@ -337,7 +338,8 @@ ALGORITHM = Algorithm(
     params=(Param("delta", float, default=0.05, check=_delta_check,
                   doc="confidence parameter of the L1 transition sets (TabulaRL's 0.05)"),),
     make_player=make_player,
-    counters=("episodes", "evi_sweeps", "evi_capped"),
+    # (not "episodes": the run tables' column of an experiment's episodes, issue 34)
+    counters=("policies", "evi_sweeps", "evi_capped"),
     doc=__doc__ or "",
     cost_features=cost_features,
     display_name="UCRL2",
