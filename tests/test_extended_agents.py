@@ -100,7 +100,8 @@ def test_the_four_are_builtins_after_the_papers_nine():
     # then the fixed-formula agent (issue 17), then the four
     assert eps[9:14] == ["formula", *agents.EXTENDED]
     assert list(agents.EXTENDED) == ["psrl", "boss", "bolt", "mbie-eb"]
-    assert agents.BUILTINS == (*agents.NAMES, "formula", *agents.EXTENDED)
+    # then the exploration baselines of issue 34
+    assert agents.BUILTINS == (*agents.NAMES, "formula", *agents.EXTENDED, *agents.BASELINES)
     for name, cls in CLASSES.items():
         alg = agents.get(name)
         assert alg.name == name and issubclass(cls, agents.CompiledAgent)
@@ -113,7 +114,10 @@ def test_agent_ids():
         alg = agents.get(name)
         return alg.agent_id(alg.parse_params(raw))
 
-    assert aid("psrl", {}) == "psrl__schedule=doubling"
+    # schedule not given: per episode in an episodic experiment, doubling in a continuing
+    # one (issue 34; the id of the default was psrl__schedule=doubling before)
+    assert aid("psrl", {}) == "psrl"
+    assert aid("psrl", {"schedule": "doubling"}) == "psrl__schedule=doubling"
     assert aid("psrl", {"schedule": "fixed", "period": "10"}) == "psrl__schedule=fixed__period=10"
     assert aid("boss", {"K": "5", "B": "0"}) == "boss__K=5__B=0"
     assert aid("bolt", {"eta": "2.5"}) == "bolt__eta=2.5"
@@ -143,7 +147,7 @@ def test_parameter_errors(name, raw, message):
 @pytest.mark.parametrize("name, raw, gamma, message", [
     ("psrl", {"schedule": "fixed"}, 0.95, "schedule=fixed needs a period"),
     ("psrl", {"period": "5"}, 0.95, "period applies to schedule=fixed only"),
-    ("psrl", {}, 1.0, "needs a discount factor < 1"),
+    ("psrl", {"schedule": "doubling"}, 1.0, "needs a discount factor < 1"),
     ("boss", {"K": "2", "B": "1"}, 1.0, "needs a discount factor < 1"),
     ("boss", {"K": "100000000", "B": "1"}, 0.95, "choose a smaller K"),
     ("bolt", {"eta": "1"}, 1.0, "needs a discount factor < 1"),
@@ -516,8 +520,9 @@ def test_paper_configuration_leaves_them_out_and_presets_turn_them_on():
     ext = P.load(ROOT / "config.yaml", {"preset": "extended"})
     for plan in (quick, ext):
         algs = {a.algorithm for a in plan.agents}
-        # all twelve, and Optimal (not the fixed-formula agent: OPPS-DS learns formulas)
-        assert algs == set(agents.BUILTINS) - {"formula"}
+        # all twelve, and Optimal (not the fixed-formula agent: OPPS-DS learns formulas,
+        # nor the exploration baselines of long interactions, issue 34)
+        assert algs == set(agents.BUILTINS) - {"formula", *agents.BASELINES}
         assert len(plan.experiments) == 6
     n = {name: sum(a.algorithm == name for a in ext.agents) for name in agents.EXTENDED}
     assert n == {"psrl": 4, "boss": 9, "bolt": 6, "mbie-eb": 6}

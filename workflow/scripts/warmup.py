@@ -47,7 +47,15 @@ CHEAP = {
     "boss": [{"K": 2, "B": 1}],
     "bolt": [{"eta": 1.0}],
     "mbie-eb": [{"beta": 1.0}],
+    # the exploration baselines (issue 34)
+    "ucrl2": [{}],
+    "q-learning-ucb": [{}],
 }
+#: Algorithms whose episodic form is a kernel of its own: compiled on a short episodic
+#: interaction too (a player given an Episode with episode_length > 0); those refused
+#: in a continuing experiment are warmed up that way only.
+EPISODIC = {"psrl", "q-learning-ucb"}
+EPISODIC_ONLY = {"q-learning-ucb"}
 
 prior_d = distributions.read_parquet(snakemake.input.prior)
 test_d = distributions.read_parquet(snakemake.input.test)
@@ -56,11 +64,22 @@ if prior_d.n_states != test_d.n_states or prior_d.n_actions != test_d.n_actions:
     ts = E.new_test_set(prior_d, 1, 0.95, 3, 0)  # compilation does not depend on sizes
 first = json.loads(snakemake.params.agent)  # a plugin: its first configuration
 lines = []
-for raw in CHEAP.get(snakemake.params.algorithm, [first["params"]]):
+algorithm = snakemake.params.algorithm
+for raw in CHEAP.get(algorithm, [first["params"]]):
     t0 = time.perf_counter()
     agent = E.train_agent(first["ref"], raw, prior_d, seed=0, gamma=0.95, horizon=3,
                           progress=False, source="warmup")
-    E.run_agent(ts, agent, range(1), progress=False)
+    if algorithm not in EPISODIC_ONLY:
+        E.run_agent(ts, agent, range(1), progress=False)
+    if algorithm in EPISODIC:  # its per-episode kernel: one episode of 3 steps
+        import dataclasses
+
+        from bbrlcore import agents
+
+        alg = agents.get(algorithm)
+        play = alg.make_player(agent.prior, agent.params, None,
+                               dataclasses.replace(ts.episode(), episode_length=3))
+        play(ts.mdps[0], 0)
     lines.append(f"{agent.agent_id}\t{time.perf_counter() - t0:.2f} s")
     print(lines[-1], flush=True)
 

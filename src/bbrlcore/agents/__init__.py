@@ -49,10 +49,15 @@ from bbrlcore.agents.base import (
 NAMES: tuple[str, ...] = ("random", "e-greedy", "soft-max", "beb", "sboss", "opps-ds", "bamcp",
                           "bfs3", "optimal")
 #: Built-in algorithms beyond the paper (documentation: "The algorithms"): PSRL, BOSS, BOLT and
-#: MBIE-EB, compiled agents written with the public API (:class:`CompiledAgent`).
+#: MBIE-EB, compiled agents written with the public API (:class:`CompiledAgent`; PSRL's
+#: built-in plays its compiled agent's functions, and its per-episode form).
 EXTENDED: tuple[str, ...] = ("psrl", "boss", "bolt", "mbie-eb")
+#: The baselines of the exploration literature for long interactions (README "Beyond the
+#: paper", issue 34): UCRL2 (continuing) and Q-learning with UCB-Hoeffding bonuses
+#: (episodic only), whole-trajectory kernels; not in the paper's protocol's presets.
+BASELINES: tuple[str, ...] = ("ucrl2", "q-learning-ucb")
 #: Every built-in algorithm: the paper's, the fixed-formula agent ``formula`` (the
-#: original library's FormulaAgent), then those beyond the paper.
+#: original library's FormulaAgent), then those beyond the paper, then the baselines.
 BUILTINS: tuple[str, ...] = tuple(registry.BUILTIN_ENTRY_POINTS)
 
 
@@ -68,7 +73,8 @@ def available() -> list[str]:
 
 
 __all__ = [
-    "BUILTINS", "COMPAT", "EXTENDED", "NAMES", "AgentError", "Algorithm", "CompiledAgent",
+    "BASELINES", "BUILTINS", "COMPAT", "EXTENDED", "NAMES", "AgentError", "Algorithm",
+    "CompiledAgent",
     "bayes",
     "Episode", "Param", "PythonAgent", "TrainContext", "Trained", "at_least_one", "available",
     "compiled_trajectory", "get", "in_unit_interval", "int_between", "non_negative",

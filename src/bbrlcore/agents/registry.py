@@ -3,9 +3,9 @@
 Every algorithm, the paper's eight, Optimal and the fixed-formula agent ``formula``
 included, is an entry point of the group
 ``bbrl.agents`` (:data:`GROUP`): bbrl's own ``pyproject.toml`` declares the built-ins
-there (the paper's nine, then the four beyond the paper, which are
-:class:`~bbrlcore.agents.api.CompiledAgent` subclasses), and a plugin package declares
-its own the same way::
+there (the paper's nine, then the four beyond the paper, written as
+:class:`~bbrlcore.agents.api.CompiledAgent` subclasses, then the exploration baselines
+UCRL2 and Q-learning-UCB), and a plugin package declares its own the same way::
 
     [project.entry-points."bbrl.agents"]
     rmax = "bbrl_rmax:RMax"
@@ -58,11 +58,16 @@ BUILTIN_ENTRY_POINTS = {
     "bfs3": "bbrlcore.agents.bfs3:ALGORITHM",
     "optimal": "bbrlcore.agents.optimal:ALGORITHM",
     "formula": "bbrlcore.agents.formula:ALGORITHM",
-    # beyond the paper: compiled agents written with the public API (agents.EXTENDED)
-    "psrl": "bbrlcore.agents.psrl:PSRL",
+    # beyond the paper: compiled agents written with the public API (agents.EXTENDED;
+    # psrl's built-in is an Algorithm playing its CompiledAgent's functions, and its
+    # per-episode form)
+    "psrl": "bbrlcore.agents.psrl:ALGORITHM",
     "boss": "bbrlcore.agents.boss:BOSS",
     "bolt": "bbrlcore.agents.bolt:BOLT",
     "mbie-eb": "bbrlcore.agents.mbie_eb:MBIEEB",
+    # the exploration baselines of long interactions (agents.BASELINES)
+    "ucrl2": "bbrlcore.agents.ucrl2:ALGORITHM",
+    "q-learning-ucb": "bbrlcore.agents.q_ucb:ALGORITHM",
 }
 
 #: What an algorithm name may hold (it names files, jobs and agent ids).

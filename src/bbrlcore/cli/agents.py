@@ -160,6 +160,8 @@ def _where(e: agents.registry.Entry) -> str:
     where = e.source if e.builtin else f"{e.source}: {e.ref}"
     if e.builtin and e.name in agents.EXTENDED:
         where += " (beyond the paper)"
+    elif e.builtin and e.name in agents.BASELINES:
+        where += " (a baseline of the exploration literature)"
     return where
 
 

@@ -1,0 +1,348 @@
+r"""UCRL2: Upper Confidence Reinforcement Learning (Jaksch, Ortner & Auer 2010).
+
+Beyond the paper (Castronovo et al. 2016 does not have it): the optimistic baseline of
+the continuing (average-reward) setting, the algorithm the exploration literature and
+Colosseum compare against. It ignores the prior's concentrations: it uses the prior's
+known reward function and which transitions the prior allows (below).
+
+The agent counts its observed transitions :math:`c(x,u,y)`, :math:`N(x,u) = \sum_y
+c(x,u,y)`, and plays in **episodes**. Episode k starts at step :math:`t_k` (steps counted
+from 1) and computes, from the counts :math:`N_k` before it, an optimistic policy
+:math:`\tilde\pi_k`; it ends as soon as the pair about to be played,
+:math:`(x_t, \tilde\pi_k(x_t))`, has been played in the episode as often as before it:
+:math:`v_k(x,u) \ge \max\{1, N_k(x,u)\}` (the doubling criterion, Figure 1 of the paper).
+
+**Confidence set.** The transitions of a pair lie, with the paper's probability, in the
+L1 ball around the empirical model :math:`\hat p(\cdot \mid x,u) = c(x,u,\cdot) /
+\max\{1, N_k(x,u)\}`,
+
+.. math::  \lVert \tilde p(\cdot \mid x,u) - \hat p(\cdot \mid x,u) \rVert_1 \le
+   d(x,u) = \sqrt{\frac{14\,S \log(2 A t_k / \delta)}{\max\{1, N_k(x,u)\}}},
+
+S, A the numbers of states and actions. bbrl's agents **know the rewards** and learn
+the transitions only, so the paper's reward confidence interval
+(:math:`\sqrt{7 \log(2 S A t_k / \delta) / (2 \max\{1, N_k\})}`) does not apply: the
+optimistic rewards are the true ones, :math:`R(x,u,y)` of the prior's reward table, and
+only the transition set above is used. The ball is intersected with the distributions
+over the transitions the agent deems possible: those of the prior's support
+(:math:`\theta(x,u,y) > 0`) and any transition observed — the row's slots, as BOLT's σ
+(:mod:`.bolt`). On a prior whose support is every state (the paper's UGC, UGDL, UGrid)
+that is the paper's set; on the families' priors it is their structure (DeepSea's two
+successors of a cell), which every bbrl agent knows.
+
+**Extended value iteration** (the paper's §3.1.2): on the optimistic MDP whose
+actions choose both u and :math:`\tilde p \in` the set,
+
+.. math::  (T u)(x) = \max_u \max_{\tilde p} \sum_y \tilde p(y \mid x,u)\,
+   \bigl(R(x,u,y) + u(y)\bigr),
+
+the inner maximum by the paper's Figure 2 on the row's slots: sort them by
+:math:`w_y = R(x,u,y) + u(y)`, put :math:`\min\{1, \hat p(y^*) + d/2\}` on the best
+one, keep :math:`\hat p` elsewhere and take the excess from the worst slots (a pair
+never played puts all its mass on its best slot: :math:`d \ge 2` always). Iterations
+stop when :math:`\max_x (Tu_i - u_i)(x) - \min_x (Tu_i - u_i)(x) < 1/\sqrt{t_k}`, the
+paper's criterion, which makes the greedy policy :math:`1/\sqrt{t_k}`-optimal in the
+optimistic MDP. Two choices the paper leaves open: the iterates are damped by the
+**aperiodicity transformation** (Puterman 1994, §8.5.4), :math:`u_{i+1} = u_i +
+\tfrac12 (T u_i - u_i)`, which keeps the greedy policies and the stopping test (on
+:math:`T u_i - u_i`) and makes the iteration converge when the optimistic MDP is
+periodic (a continuing DeepSea explored: every pass takes N + 1 steps), and each episode
+starts from the previous episode's values (the paper starts from 0: the same stopping
+test, fewer iterations). At most :data:`EVI_MAX_SWEEPS` sweeps: a model whose optimal
+gain differs between states (an absorbing trap the prior's support cannot leave) never
+meets the span test, and then the last greedy policy is kept (counter
+``evi_capped``). The policy is greedy in the last sweep's values, exact ties between
+actions broken uniformly at random (the paper's arg max leaves them open; while every
+pair is fully optimistic, as long as :math:`d \ge 2`, whole rows of actions tie, and the
+lowest index would play one fixed action everywhere); the best slot of a row is the
+first of equal ones.
+
+**Settings.** Continuing (UCRL2's setting): γ plays no part (the agent maximises the
+average reward; the test set's γ only discounts the recorded return). In an episodic
+experiment the agent just sees the resets: the environment's return to the initial state
+is not a transition of the MDP and is not counted; its episodes, counts and values
+carry on.
+
+Parameter: ``delta`` (confidence, in (0, 1), default 0.05). The paper states its bounds
+for a given δ and reports no experiment with a default; 0.05 is the default of TabulaRL's
+UCRL2 (Osband's reference implementations, ``src/finite_tabular_agents.py``).
+Colosseum's ``UCRL2Continuous`` (``agent/agents/infinite_horizon/ucrl2.py``) has no fixed
+δ: it uses :math:`\delta_t = 1/\sqrt{t+1}` in the same radius (scaled by a tuned
+``alpha_p``, 1 by default) and its benchmark the Bernstein bounds of Fruit et al. 2020;
+neither is reproduced. Counters: ``policies`` (UCRL2's episodes begun, each one
+extended value iteration), ``evi_sweeps`` (sweeps of all of them) and ``evi_capped``.
+
+Paper: T. Jaksch, R. Ortner and P. Auer, "Near-optimal regret bounds for reinforcement
+learning", Journal of Machine Learning Research 11, 2010, pp. 1563-1600.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from bbrlcore.agents._kernels import env_reset, env_reward_rows, env_step_rows
+from bbrlcore.agents._layout import setting
+from bbrlcore.agents.base import (
+    FLOAT64,
+    Algorithm,
+    Episode,
+    Param,
+    Trained,
+    reward_buffer,
+)
+
+#: Largest number of sweeps of one extended value iteration (see the module docstring).
+EVI_MAX_SWEEPS = 20_000
+#: Damping of the extended value iteration (the aperiodicity transformation's τ).
+EVI_DAMPING = 0.5
+
+
+@njit(cache=True, error_model="numpy")
+def optimistic_value(x, u, C, N, allowed, R, succ, nsucc, d, values, order):
+    """:math:`\\max_{\\tilde p} \\sum_y \\tilde p(y)(R(x,u,y) + u(y))` over the L1 ball of
+    radius ``d`` around the empirical row ``C[x, u] / N[x, u]`` restricted to the
+    ``allowed`` slots (Figure 2 of the paper); ``order`` is an int64 work array of the
+    row width."""
+    n = nsucc[x, u]
+    best = -1
+    wb = 0.0
+    for k in range(n):
+        if allowed[x, u, k]:
+            w = R[x, u, k] + values[succ[x, u, k]]
+            if best < 0 or w > wb:
+                best = k
+                wb = w
+    if best < 0:  # (a row without any allowed slot: cannot happen on a prior's support)
+        return -np.inf
+    Nxa = N[x, u]
+    if Nxa == 0:
+        return wb
+    inv = 1.0 / Nxa
+    pb = C[x, u, best] * inv
+    top = min(1.0, pb + 0.5 * d)
+    excess = top - pb
+    q = top * wb
+    # the other observed slots, worst first (insertion sort by w)
+    m = 0
+    for k in range(n):
+        if k != best and C[x, u, k] > 0.0:
+            w = R[x, u, k] + values[succ[x, u, k]]
+            j = m
+            while j > 0:
+                kk = order[j - 1]
+                if R[x, u, kk] + values[succ[x, u, kk]] > w:
+                    order[j] = kk
+                    j -= 1
+                else:
+                    break
+            order[j] = k
+            m += 1
+    for j in range(m):
+        k = order[j]
+        p = C[x, u, k] * inv
+        if excess > 0.0:
+            cut = min(p, excess)
+            p -= cut
+            excess -= cut
+        q += p * (R[x, u, k] + values[succ[x, u, k]])
+    return q
+
+
+@njit(cache=True, error_model="numpy")
+def extended_value_iteration(C, N, allowed, R, succ, nsucc, t_k, delta, values, pi,
+                             max_sweeps):
+    """The optimistic policy of an episode starting at step ``t_k`` (1-based) from the
+    counts ``C`` (on the rows ``succ``, ``nsucc``) and their totals ``N``: damped extended
+    value iteration from ``values`` (updated in place, shifted to a minimum of 0) until
+    the span of :math:`Tu - u` is below :math:`1/\\sqrt{t_k}`; ``pi`` receives the greedy
+    action of every state in the last sweep (exact ties broken uniformly at random by
+    numba's generator). Returns ``(sweeps, converged)``."""
+    nX, nU, K = C.shape
+    S, A = nX, nU
+    logterm = math.log(2.0 * A * t_k / delta)
+    d = np.empty((nX, nU))
+    for x in range(nX):
+        for u in range(nU):
+            d[x, u] = math.sqrt(14.0 * S * logterm / max(1, N[x, u]))
+    eps = 1.0 / math.sqrt(t_k)
+    order = np.empty(K, dtype=np.int64)
+    Tu = np.empty(nX)
+    sweeps = 0
+    while True:
+        lo = np.inf
+        hi = -np.inf
+        for x in range(nX):
+            best = -np.inf
+            bu = 0
+            for u in range(nU):
+                q = optimistic_value(x, u, C, N, allowed, R, succ, nsucc, d[x, u], values,
+                                     order)
+                if q > best:
+                    best = q
+                    bu = u
+            pi[x] = bu
+            Tu[x] = best
+            diff = best - values[x]
+            if diff < lo:
+                lo = diff
+            if diff > hi:
+                hi = diff
+        sweeps += 1
+        if hi - lo < eps:
+            converged = True
+            break
+        if sweeps >= max_sweeps:
+            converged = False
+            break
+        m = np.inf
+        for x in range(nX):
+            values[x] += EVI_DAMPING * (Tu[x] - values[x])
+            if values[x] < m:
+                m = values[x]
+        for x in range(nX):
+            values[x] -= m
+    # the policy: greedy in the last sweep, exact ties broken uniformly at random
+    for x in range(nX):
+        best = -np.inf
+        ties = 0
+        for u in range(nU):
+            q = optimistic_value(x, u, C, N, allowed, R, succ, nsucc, d[x, u], values, order)
+            if q > best:
+                best = q
+                ties = 1
+                pi[x] = u
+            elif q == best:
+                ties += 1
+                if np.random.randint(0, ties) == 0:
+                    pi[x] = u
+    m = np.inf
+    for x in range(nX):
+        if values[x] < m:
+            m = values[x]
+    for x in range(nX):
+        values[x] -= m
+    return sweeps, converged
+
+
+@njit(cache=True, error_model="numpy")
+def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, episode_length, seed,
+                succ, nsucc, theta, Rm, delta, max_sweeps, rewards):
+    """One interaction of UCRL2 on the test MDP ``P`` on the agent's rows: returns
+    (discounted return, [policies, evi_sweeps, evi_capped]): UCRL2's episodes begun (each
+    an extended value iteration), their sweeps, those stopped by the cap."""
+    np.random.seed(seed)
+    nX, nU, K = P.shape
+    C = np.zeros((nX, nU, K))
+    N = np.zeros((nX, nU), dtype=np.int64)  # N_k: visits before the current episode
+    v = np.zeros((nX, nU), dtype=np.int64)  # v_k: visits in the current episode
+    allowed = theta > 0.0
+    values = np.zeros(nX)
+    pi = np.zeros(nX, dtype=np.int64)
+    counters = np.zeros(3, dtype=np.int64)
+    x = env_reset(initial_state, nX)
+    ret = 0.0
+    disc = 1.0
+    started = False
+    for t in range(horizon):
+        u = pi[x]
+        if not started or v[x, u] >= max(1, N[x, u]):
+            for z in range(nX):
+                for a in range(nU):
+                    N[z, a] += v[z, a]
+                    v[z, a] = 0
+            sweeps, converged = extended_value_iteration(C, N, allowed, Rm, succ, nsucc,
+                                                         t + 1, delta, values, pi,
+                                                         max_sweeps)
+            counters[0] += 1
+            counters[1] += sweeps
+            if not converged:
+                counters[2] += 1
+            started = True
+            u = pi[x]
+        k = env_step_rows(P, nsucc, x, u)
+        r = env_reward_rows(R, Rstd, gaussian, x, u, k)
+        rewards[t] = r
+        ret += disc * r
+        disc *= gamma
+        v[x, u] += 1
+        C[x, u, k] += 1.0
+        allowed[x, u, k] = True
+        x = succ[x, u, k]
+        if episode_length > 0 and (t + 1) % episode_length == 0:
+            x = env_reset(initial_state, nX)
+    return ret, counters
+
+
+def make_player(prior: Any, params: dict, trained: Trained | None, ep: Episode):
+    st = setting(prior, ep)
+    succ = np.ascontiguousarray(st.succ, dtype=np.int64)
+    nsucc = np.ascontiguousarray(st.nsucc, dtype=np.int64)
+    theta = np.ascontiguousarray(st.theta)
+    Rm = np.ascontiguousarray(st.Rm)
+    R, Rstd = st.R, st.Rstd
+    delta = float(params["delta"])
+    gaussian, x0 = bool(ep.gaussian), int(ep.initial_state)
+    gamma, horizon = float(ep.gamma), int(ep.horizon)
+    H = int(getattr(ep, "episode_length", 0) or 0)
+    shape = (horizon,)
+
+    def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
+             ) -> tuple[float, np.ndarray]:
+        if not (type(rewards) is np.ndarray and rewards.shape == shape
+                and rewards.dtype is FLOAT64):
+            rewards = reward_buffer(rewards, horizon)
+        Pa = np.ascontiguousarray(st.env(np.asarray(P, dtype=np.float64)))
+        ret, cnt = _trajectory(Pa, R, Rstd, gaussian, x0, gamma, horizon, H, int(seed),
+                               succ, nsucc, theta, Rm, delta, EVI_MAX_SWEEPS, rewards)
+        return float(ret), cnt
+
+    return play
+
+
+def expected_episodes(n_states: int, n_actions: int, horizon: int) -> float:
+    """The paper's bound on the number of episodes in T steps (its Proposition 18):
+    :math:`S A \\log_2(8T / (SA))` for T ≥ SA, at most T."""
+    SA = n_states * n_actions
+    if horizon < SA:
+        return float(horizon)
+    return float(min(horizon, SA * math.log2(8.0 * horizon / SA)))
+
+
+#: Sweeps of one extended value iteration assumed by :func:`cost_features` (a rough
+#: guess: not calibrated).
+COST_SWEEPS = 50.0
+
+
+def cost_features(params: dict, prior, test, gamma: float, horizon: int,
+                  episode_length: int = 0) -> dict[str, float]:
+    """Rough: the paper's bound on the episodes (:func:`expected_episodes`), each an
+    extended value iteration of :data:`COST_SWEEPS` sweeps over every slot of the
+    prior's support, and a step per decision. Not calibrated by measurements (the cost
+    model prices it by its steps until benchmarks record UCRL2)."""
+    n = expected_episodes(prior.n_states, prior.n_actions, horizon)
+    B = float(prior.support_layout.nnz)
+    return {"trajectory": 1.0, "steps": float(horizon), "rebuilds": n,
+            "backups": n * COST_SWEEPS * B}
+
+
+def _delta_check(v: float) -> str | None:
+    return None if 0.0 < v < 1.0 else "must be in (0, 1)"
+
+
+ALGORITHM = Algorithm(
+    name="ucrl2",
+    params=(Param("delta", float, default=0.05, check=_delta_check,
+                  doc="confidence parameter of the L1 transition sets (TabulaRL's 0.05)"),),
+    make_player=make_player,
+    # (not "episodes": the run tables' column of an experiment's episodes, issue 34)
+    counters=("policies", "evi_sweeps", "evi_capped"),
+    doc=__doc__ or "",
+    cost_features=cost_features,
+    display_name="UCRL2",
+    sparse=True,
+    episodic=True,
+)
