@@ -491,6 +491,11 @@ COUNTER_DOCS: dict[str, str] = {
                         "and scored −∞",
     "resamples": "SBOSS, BOSS and PSRL: how many times the agent drew models from its "
                  "posterior during the trajectory (the first draw included)",
+    "policies": "UCRL2: its episodes (policies computed by extended value iteration) "
+                "during the trajectory",
+    "evi_sweeps": "UCRL2: sweeps of extended value iteration during the trajectory",
+    "evi_capped": "UCRL2: extended value iterations stopped at their sweep cap before "
+                  "reaching their span criterion (0 expected)",
 }
 
 #: Columns of :data:`RUN_COLUMNS` that run tables written before bbrl recorded per-step
