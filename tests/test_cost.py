@@ -283,9 +283,9 @@ def test_estimate_lists_the_agents_and_explains_its_columns(capsys):
     figure = float(re.search(r"expected CPU-hours: ([0-9.]+)", out).group(1))
     # (the quick preset's 34 jobs: about a CPU-minute, mostly the jobs' start-up)
     assert "expected CPU-hours: 0.0 " not in out and 0.005 < figure < 0.2
-    for col in ("configs", "offline h", "max chunk h", "in range", "worst", "calibration"):
+    for col in ("configs", "offline h", "max job h", "in range", "worst", "calibration"):
         assert f"  {col}" in COLUMNS and f"  {col}" in out
     assert hours(0.0042) == "0.0042 (15 s)" and hours(2.0 / 3600) == "0.00056 (2 s)"
     with pytest.raises(SystemExit):
         main(["estimate", "--help"])
-    assert "max chunk h" in capsys.readouterr().out
+    assert "max job h" in capsys.readouterr().out
