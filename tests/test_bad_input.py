@@ -11,6 +11,7 @@ import copy
 import json
 import math
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -793,6 +794,9 @@ NOTHING_LEFT = {
                           "new/d/x.parquet"], "size=1"),
     "hardness": (["hardness", "ts.parquet", "--gamma", "2", "-o", "new/d/x.parquet"],
                  "--gamma"),
+    # (a workflow job: a spec refused before any unit runs)
+    "batch": (["batch", "--spec", '{"kind": "run", "root": "new/d", "agents": {"a": {"ref": '
+               '"random"}}, "units": [["a", "GC", "GC-GC", "GC", 0, "x"]]}'], "units[0]"),
 }
 
 
@@ -923,7 +927,8 @@ def test_every_workflow_job_logs_through_bbrl_log():
     rules = (ROOT / "workflow" / "rules").glob("*.smk")
     text = "\n".join(p.read_text() for p in rules)
     assert "2>&1" not in text and "> {log" not in text
-    shells = text.count('shell:\n        "bbrl ')
+    # (the jobs' rules, in loops, are indented one level deeper)
+    shells = len(re.findall(r'shell:\n +"bbrl ', text))
     assert shells >= 8 and text.count('"bbrl --log {log:q} ') == shells
 
 

@@ -321,6 +321,9 @@ def test_the_curves_reference_is_the_optimal_of_the_score():
            .with_columns(pl.lit("optimal__criterion=undiscounted").alias("agent"),
                          (pl.col("undiscounted_return") + 0.5 * T).alias(
                              "undiscounted_return"),
+                         # (the discounted return of the same rewards + 0.5)
+                         (pl.col("discounted_return") + 0.5 * (1 - pl.col("gamma") ** T)
+                          / (1 - pl.col("gamma"))).alias("discounted_return"),
                          pl.col("rewards").list.eval(pl.element() + 0.5)))
     m2 = pl.concat([m, und])
     for score, ref in (("discounted", "optimal"),

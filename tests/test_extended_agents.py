@@ -571,5 +571,5 @@ def test_the_tiny_workflow_accepts_them(tmp_path):
                        cwd=tmp_path)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     for key in ("psrl__schedule=doubling", "psrl__schedule=fixed__period=5", "boss__K=2__B=1",
-                "bolt__eta=1", "mbie-eb__beta=1"):
-        assert f"agent={key}" in r.stdout, key
+                "bolt__eta=1", "mbie-eb__beta=1"):  # (their runs' files, in their jobs)
+        assert f"runs/GC-UGC/{key}/0-8.parquet" in r.stdout, key

@@ -307,12 +307,19 @@ def test_paper_preset_dry_run(tmp_path):
                        capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
     out = r.stdout + r.stderr
-    counts = dict(re.findall(r"^(train|run)\s+(\d+)$", out, re.M))
-    # 50 (agent, prior) trainings: every configuration on the priors of its experiments
+    # every job is a bundle of the plan (bbrlcore.plan.bundles): its training units cover
+    # every configuration that learns offline on the priors of its experiments, its run
+    # units every chunk of every (experiment, configuration)
+    from bbrlcore.plan import bundles
+
+    counts = {k: int(v) for k, v in re.findall(r"^((?:train|run)_\S+)\s+(\d+)$", out, re.M)}
     plan = P.load(ROOT / "config.yaml", {"preset": "paper"})
-    assert int(counts["train"]) == sum(len(plan.priors_of(a)) for a in plan.agents)
-    assert int(counts["run"]) == sum(len(plan.chunks(e, a)) for e in plan.experiments
-                                     for a in plan.agents_of(e))
+    jobs = bundles.bundles(plan)
+    assert counts == {b.name: 1 for b in jobs}
+    assert sum(len(b.units) for b in jobs if b.kind == "train") == sum(
+        len(plan.priors_of(a)) for a in plan.agents if bundles.learns_offline(a))
+    assert sum(len(b.units) for b in jobs if b.kind == "run") == sum(
+        len(plan.chunks(e, a)) for e in plan.experiments for a in plan.agents_of(e))
 
 
 # --------------------------------------------------------------------------------------

@@ -106,7 +106,7 @@ def test_killed_run_job_resumes_without_recomputing(tmp_path, uninterrupted):
     killed = None
     t0 = time.time()
     while p.poll() is None and time.time() - t0 < 600:
-        pids = run_pids(tmp_path, "bamcp__K=3000__D=15/12-24.parquet")
+        pids = run_pids(tmp_path, '"bamcp__K=3000__D=15","GC","GC-GC","GC",12,24]')
         if pids:
             time.sleep(1.5)  # well inside the trajectory loop (start-up ~1 s, 2-3 s of work)
             assert not victim.exists(), "the chunk finished before it could be killed"

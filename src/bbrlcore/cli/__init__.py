@@ -18,8 +18,6 @@ import traceback
 
 from bbrlcore.errors import BBRLError, OutOfMemory, memory_detail
 
-_STARTED = __import__("time").time()
-
 #: Subcommand modules, in the order ``bbrl --help`` lists them.
 _SUBMODULES = (
     "distribution", "families", "experiment", "hardness", "agents", "batch", "formulas",
@@ -147,23 +145,33 @@ def _say(line: str) -> None:
 
 
 def _account(args: argparse.Namespace) -> None:
-    """The command's last line in its log: its wall time (from the CLI's import) and its
-    CPU (user + system, start-up included): benchmarks/bench_workflow.py adds them up."""
+    """A line in the log of a workflow job (``bbrl --log FILE`` run as a script): the
+    process's wall time since it started and its CPU (user + system, start-up included),
+    which benchmarks/bench_workflow.py adds up. Written before the final error line, if
+    any (that line stays the log's last)."""
     import resource
-    import time
 
     ru = resource.getrusage(resource.RUSAGE_SELF)
+    try:  # the process's start (clock ticks since boot) against the time since boot
+        ticks = os.sysconf("SC_CLK_TCK")
+        start = float(open("/proc/self/stat").read().rsplit(")", 1)[1].split()[19])
+        uptime = float(open("/proc/uptime").read().split()[0])
+        wall = f"{uptime - start / ticks:.2f} s wall, "
+    except (OSError, ValueError, IndexError):
+        wall = ""
     try:
-        print(f"bbrl {args.command}: {time.time() - _STARTED:.2f} s wall, "
-              f"CPU {ru.ru_utime + ru.ru_stime:.2f} s", flush=True)
+        print(f"bbrl {args.command}: {wall}CPU {ru.ru_utime + ru.ru_stime:.2f} s",
+              flush=True)
     except (OSError, ValueError):
         pass
 
 
-def _logged(args: argparse.Namespace) -> int:
+def _logged(args: argparse.Namespace, account: bool = False) -> int:
     """``bbrl --log FILE ...``: everything the command prints (and any library's output)
     goes to FILE; the final error line also goes to the original stderr, so that the
-    reason of a failure is seen even when FILE cannot be written (a full disk)."""
+    reason of a failure is seen even when FILE cannot be written (a full disk). With
+    ``account`` (the command run as a script), the log also says the process's wall and
+    CPU time (:func:`_account`)."""
     path = args.log
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
@@ -191,9 +199,10 @@ def _logged(args: argparse.Namespace) -> int:
                 pass
             first = str(exc).splitlines()[0] if str(exc) else ""
             rc, line = 1, f"bbrl: error: unexpected {type(exc).__name__}: {first}"
+        if account:
+            _account(args)
         if line:
             _say(line)
-        _account(args)
         try:
             log.close()
         except OSError as exc:  # the last lines could not be written
@@ -229,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(command)
     args = parser.parse_args(argv)
     if getattr(args, "log", None):
-        return _logged(args)
+        return _logged(args, account=script)
     rc, line = _run(args)
     if line:
         _say(line)
