@@ -782,18 +782,23 @@ def _remove_stale(out: Path) -> None:
 
 
 @contextmanager
-def _terminate_as_exception() -> Iterator[None]:
+def _terminate_as_exception() -> Iterator[dict[str, int]]:
     """Within the block, SIGTERM and SIGHUP (a job's time limit, a closed terminal)
     raise ``SystemExit`` in the main thread instead of ending the process at once, so
-    that the staging directory is removed; the former handlers are restored after."""
+    that the staging directory is removed; the former handlers are restored after. The
+    yielded dict records the signal (``signum``): a library that swallows the
+    ``SystemExit`` (polars does, in a function it calls back) turns it into another
+    error, which the caller then ends as the signal would have."""
     import signal
     import threading
 
+    state: dict[str, int] = {}
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield state
         return
 
     def stop(signum: int, frame: Any) -> None:
+        state["signum"] = signum
         raise SystemExit(128 + signum)
 
     saved = {}
@@ -803,7 +808,7 @@ def _terminate_as_exception() -> Iterator[None]:
         except (ValueError, OSError):
             pass
     try:
-        yield
+        yield state
     finally:
         for sig, handler in saved.items():
             signal.signal(sig, handler)
@@ -829,8 +834,9 @@ def _staged_directory(out: Path) -> Iterator[Path]:
         created.append(anc)
         anc = anc.parent
     stage: Path | None = None
+    term: dict[str, int] = {}
     try:
-        with _terminate_as_exception():
+        with _terminate_as_exception() as term:
             try:
                 out.parent.mkdir(parents=True, exist_ok=True)
                 _remove_stale(out)
@@ -854,6 +860,8 @@ def _staged_directory(out: Path) -> Iterator[Path]:
                 raise BBRLError(str(exc).replace(str(stage), str(out))) from None
             if isinstance(exc, OSError) and exc.filename and str(stage) in str(exc.filename):
                 exc.filename = str(exc.filename).replace(str(stage), str(out))
+        if "signum" in term and not isinstance(exc, SystemExit):  # (swallowed on the way)
+            raise SystemExit(128 + term["signum"]) from None
         raise
     shutil.rmtree(stage, ignore_errors=True)
 
