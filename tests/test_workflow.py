@@ -623,11 +623,13 @@ def test_bbrl_init_writes_a_study_that_plans_estimates_and_dry_runs(tmp_path,
 
 def _dry_run_plan(out: str, plan: P.Plan) -> tuple[set[str], int]:
     """The agent ids a dry run trains or plays (those of its training and run jobs, each
-    a bundle of the plan), and its number of training and run jobs."""
+    a bundle of the plan; runs on validation sets included), and its number of training
+    and run jobs."""
     from bbrlcore.plan import bundles
 
     by_name = {b.name: b for b in bundles.bundles(plan)}
-    jobs = [rule for rule, _ in _planned(out) if rule.startswith(("train_", "run_"))]
+    jobs = [rule for rule, _ in _planned(out)
+            if rule.startswith(("train_", "run_", "validate_"))]
     agents = {u.agent.key for rule in jobs for u in by_name[rule].units}
     return agents, len(jobs)
 
@@ -669,10 +671,14 @@ def test_an_own_study_runs_what_bbrl_estimate_prices_beside_config_yaml(tmp_path
 def test_config_yaml_settings_are_the_defaults_of_a_study():
     """Every scalar setting of config.yaml (protocol, jobs, statistics) is bbrl's default,
     so a study given alone that leaves one out gets the paper's value, whether the workflow
-    or `bbrl estimate` reads it (the chunk budget was 120 min for one, 60 for the other)."""
+    or `bbrl estimate` reads it (the chunk budget was 120 min for one, 60 for the other);
+    but for the settings where the paper's configuration differs on purpose
+    (PAPER_SETTINGS: the paper chooses configurations on its test MDPs, a study of one's
+    own should not peek, issue 34)."""
+    assert P.PAPER_SETTINGS == {"selection": "test"} and P.DEFAULTS["selection"] == "validation"
     for k, v in BASE.items():
         if not isinstance(v, (dict, list)):
-            assert P.DEFAULTS[k] == v, k
+            assert (P.PAPER_SETTINGS if k in P.PAPER_SETTINGS else P.DEFAULTS)[k] == v, k
 
 
 def test_snakemake_configfiles_are_read_alone_a_later_key_replacing(tmp_path):

@@ -147,10 +147,33 @@ def check_fits(test: FDMDistribution | FamilyDistribution, n_mdps: int) -> None:
                         "MDPs or a smaller size")
 
 
-def write_test_set(ts: TestSet, path: str | Path) -> None:
+def validation_set(ts: TestSet, n_mdps: int) -> TestSet:
+    """The **validation set** of the test set ``ts``: ``n_mdps`` MDPs of the same test
+    distribution, with the same γ and T, drawn with the seed
+    :func:`bbrlcore.seeds.validation_seed` ``(ts.seed)`` (another branch of the seed tree:
+    never one of the test set's MDPs). Each algorithm's configuration is chosen on it
+    (``selection: validation``) and its score reported on ``ts``.
+
+    >>> from bbrlcore.mdp import distributions as D
+    >>> ts = new_test_set(D.builtin("GC"), 3, 0.95, 20, 0)
+    >>> v = validation_set(ts, 2)
+    >>> v.n_mdps, v.seed == seeds.validation_seed(0), bool((v.mdps[0] != ts.mdps[0]).any())
+    (2, True, True)
+    """
+    return new_test_set(ts.test, n_mdps, ts.gamma, ts.horizon, seeds.validation_seed(ts.seed))
+
+
+def validation_meta(ts: TestSet) -> dict[str, Any]:
+    """What a validation set's artefact records besides a test set's (``split`` and the
+    test set it validates: its seed and size), for :func:`write_test_set`."""
+    return {"split": "validation", "validation_of": {"seed": ts.seed, "n_mdps": ts.n_mdps}}
+
+
+def write_test_set(ts: TestSet, path: str | Path,
+                   extra: dict[str, Any] | None = None) -> None:
     """Write a test-set artefact: one row per MDP, its probabilities on the test
     distribution's layout (``P``, flattened (nX, nU, K); the layout's digest is in the
-    metadata)."""
+    metadata). ``extra``: more metadata (a validation set's, :func:`validation_meta`)."""
     assert ts.layout is not None
     table = pl.DataFrame(
         {
@@ -168,6 +191,7 @@ def write_test_set(ts: TestSet, path: str | Path) -> None:
         "layout": "rows",
         "layout_digest": ts.layout.digest(),
     }
+    meta.update(extra or {})
     artefacts.write_artefact(path, table, "test-set", meta)
 
 
