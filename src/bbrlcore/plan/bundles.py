@@ -33,7 +33,7 @@ What stays as it was:
   holds at most ``bundle_minutes`` of estimated work (or one unit), so a change reruns at
   most A's bundles on the experiments that run that agent;
 * returns are bit-identical whatever the bundling: a trajectory's seed depends on the
-  test set, the agent id and the MDP index only (00-decisions §4);
+  test set, the agent id and the MDP index only (the seed tree, :mod:`bbrlcore.seeds`);
 * a bundle that fails or is killed loses nothing it finished: each finished unit is also
   kept under ``results/.partial/{bundle}/`` (a hard link), and the bundle's next attempt
   takes it from there instead of playing it again (the directory is removed when the
