@@ -120,8 +120,11 @@ def validation_chunks(exp_name):
     """The runs of experiment exp_name on its validation set (the configurations of the
     algorithms with several; none with selection: test)."""
     exp = EXPERIMENTS[exp_name]
-    return [p for a in PLAN.validation_agents(exp)
-            for p in chunk_paths(exp_name, a.key, "validation")]
+    return [
+        p
+        for a in PLAN.validation_agents(exp)
+        for p in chunk_paths(exp_name, a.key, "validation")
+    ]
 
 
 def validation_merged():
