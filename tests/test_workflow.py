@@ -854,3 +854,58 @@ def test_a_family_ladder_runs_end_to_end(tmp_path):
     ladder = pl.read_parquet(res / "report/data/score-size.parquet")
     assert set(ladder["ladder"]) == {"DeepSea, accurate prior", "DeepSea, uniform prior"}
     assert 'id="fig-score-size"' in (res / "report/index.html").read_text()
+
+
+@pytest.mark.slow
+def test_selection_validation_reports_the_validation_choice_end_to_end(tmp_path):
+    """Issue 34, "choosing a configuration without peeking": the tiny preset with
+    `selection: validation`. The workflow draws GC's validation set (another seed of the
+    seed tree), plays it with the two e-greedy configurations only (BEB and its compat
+    variant have one configuration each, Optimal is the reference), and the summary and
+    the report give e-greedy's configuration chosen on the validation MDPs, with its score
+    on the test MDPs, its grid size beside it, and say so; on these seeds the choice
+    differs from the test MDPs' (the paper's) choice."""
+    from bbrlcore import protocol as E
+    from bbrlcore import seeds
+
+    cfg = _write_cfg(tmp_path, _tiny({"selection": "validation"}))
+    r = _snake(tmp_path, cfg, "--cores", "2")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    res = tmp_path / "results"
+    ts = E.read_test_set(res / "test_sets/GC.parquet")
+    vs = E.read_test_set(res / "test_sets/GC.validation.parquet")
+    assert vs.n_mdps == 8 and vs.seed == seeds.validation_seed(ts.seed) != ts.seed
+    assert {p.name for p in (res / "runs_validation/GC-UGC").iterdir()} == {
+        "e-greedy__epsilon=0.1", "e-greedy__epsilon=0.5"}
+    assert {p.stem for p in (res / "logs/runs").glob("validate_*.log")} == {
+        "validate_e_greedy_0"}
+    merged = pl.read_parquet(res / "merged/GC-UGC.parquet")
+    val = pl.read_parquet(res / "merged_validation/GC-UGC.parquet")
+    assert set(val["test_seed"]) == {vs.seed}
+
+    def means(t):
+        return dict(t.filter(pl.col("algorithm") == "e-greedy").group_by("agent").agg(
+            pl.col("discounted_return").mean()).iter_rows())
+
+    on_test, on_val = means(merged), means(val)
+    peek, chosen = max(on_test, key=on_test.get), max(on_val, key=on_val.get)
+    assert peek != chosen, ("the premise: on these seeds the test MDPs and the validation "
+                            "MDPs choose different e-greedy configurations", on_test, on_val)
+    s = pl.read_parquet(res / "summary.parquet")
+    assert {"validation_mean", "grid_size"} <= set(s.columns)
+    assert s.filter(pl.col("agent") == chosen)["validation_mean"][0] == pytest.approx(
+        on_val[chosen])
+    assert f"| e-greedy | 2 | {chosen} |" in (res / "summary.md").read_text()
+    best = pl.read_parquet(res / "report/data/GC-UGC-best.parquet")
+    e = best.filter(pl.col("family") == "e-Greedy").row(0, named=True)
+    assert e["agent"] == chosen and e["mean"] == pytest.approx(on_test[chosen])
+    assert e["grid_size"] == 2
+    assert best.filter(pl.col("family") == "BEB")["grid_size"][0] == 1
+    agg = pl.read_parquet(res / "report/data/aggregate-best-agents.parquet")
+    assert agg.filter(pl.col("family") == "e-Greedy")["agent"][0] == chosen
+    html = (res / "report/index.html").read_text()
+    page = (res / "report/experiments/GC-UGC.html").read_text()
+    assert "chosen on 8 validation MDPs" in html and "chosen on 8 validation MDPs" in page
+    # nothing ran twice: a second run has nothing to do
+    r = _snake(tmp_path, cfg, "-n")
+    assert r.returncode == 0 and "Nothing to be done" in r.stdout + r.stderr
