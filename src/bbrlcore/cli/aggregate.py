@@ -232,7 +232,6 @@ def _aggregate(args: argparse.Namespace) -> int:
         raise BBRLError(f"--alpha {args.alpha}: must be in (0, 1)")
     from bbrlcore.agents import registry
     from bbrlcore.analysis.constraints import display_names
-
     from bbrlcore.analysis.results import summary_table
     from bbrlcore.analysis.selection import chosen
 
