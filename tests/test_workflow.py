@@ -813,8 +813,16 @@ def test_families_preset_dry_run(tmp_path):
 
     runs = [b for b in bundles.bundles(plan) if b.kind == "run"]
     assert sum(jobs.get(b.name, 0) for b in runs) == len(runs)
-    assert sum(len(b.units) for b in runs) == sum(
+    assert sum(len(b.units) for b in runs if b.split == "test") == sum(
         len(plan.chunks(e, a)) for e in plan.experiments for a in plan.agents_of(e))
+    # the preset chooses configurations on validation sets (issue 34): one per test,
+    # played by the algorithms with several configurations, merged per experiment
+    assert plan.config["selection"] == "validation"
+    assert sum(len(b.units) for b in runs if b.split == "validation") == sum(
+        len(plan.chunks(e, a, "validation")) for e in plan.experiments
+        for a in plan.validation_agents(e)) > 0
+    assert jobs["validation_set"] == len(plan.validation_tests) == len(plan.tests)
+    assert jobs["merge_validation"] == len(plan.validation_experiments)
     planned = _planned(r.stdout)
     assert ("distribution", "dist=UDeepSea-10") in planned
     assert ("test_set", "test=FrozenLake-8") in planned
