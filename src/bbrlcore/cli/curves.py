@@ -84,7 +84,9 @@ def _curves(args: argparse.Namespace) -> int:
         print(f"bbrl: warning: left out of the learning curves: {what}", file=sys.stderr)
     t = c.tables["curves"]
     print(f"learning curves ({args.score} score; normalised: Random 0, Optimal 1 at each t; "
-          "regret: against Optimal, paired; 95% bootstrap intervals)")
+          "regret: against Optimal, paired; 95% bootstrap intervals; each algorithm's agent "
+          + ("chosen on the validation runs" if best is not None else
+             "chosen on the test runs, the paper's selection") + ")")
     for exp in t["experiment"].unique(maintain_order=True).to_list():
         e = t.filter(t["experiment"] == exp)
         T = int(e["t"].max())
