@@ -132,6 +132,13 @@ def test_switching_selection_adds_validation_jobs_and_changes_no_test_job():
         "results/runs_validation/GC-UGC/e-greedy__epsilon=0.1/0-8.parquet",
         "results/runs_validation/GC-UGC/e-greedy__epsilon=0.5/0-8.parquet"]
     assert "results/test_sets/GC.validation.parquet" in B.inputs(plan, b, "results", fs)
+    # no warm-up job is added for it (a new input of the test runs' job would rerun it):
+    # it waits for the test runs' job, which compiles e-greedy's kernels
+    assert B.warmed_algorithms(plan) == B.warmed_algorithms(P.load(_cfg(selection="test")))
+    assert B.compiled_after(plan, b, "results") == (
+        "results/runs/GC-UGC/e-greedy__epsilon=0.1/0-8.parquet")
+    test_b = next(x for x in B.bundles(plan) if x.name == "run_e_greedy_0")
+    assert B.compiled_after(plan, test_b, "results") is None
 
 
 @pytest.mark.parametrize("keys, message", [

@@ -876,7 +876,17 @@ def test_selection_validation_reports_the_validation_choice_end_to_end(tmp_path)
     from bbrlcore import protocol as E
     from bbrlcore import seeds
 
+    # first the paper's selection; then switching to validation sets adds their jobs and
+    # reruns no job of the test runs
+    r = _snake(tmp_path, _write_cfg(tmp_path, _tiny({"selection": "test"}), "t.yaml"),
+               "--cores", "2")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     cfg = _write_cfg(tmp_path, _tiny({"selection": "validation"}))
+    r = _snake(tmp_path, cfg, "-n")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert {rule for rule, _ in _planned(r.stdout)} == {
+        "validation_set", "validate_e_greedy_0", "merge_validation", "summary", "report",
+        "all"}
     r = _snake(tmp_path, cfg, "--cores", "2")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     res = tmp_path / "results"

@@ -152,10 +152,15 @@ WARMED = set(bbrl_bundles.warmed_algorithms(PLAN))
 
 def bundle_inputs(bundle):
     """What a bundle reads (priors, test sets, trained agents, formula sets), and the
-    warm-up of its algorithm when it has one (ancient: re-warming reruns nothing)."""
+    warm-up of its algorithm when it has one (ancient: re-warming reruns nothing); a
+    bundle on the validation sets of an algorithm without one waits for its test runs'
+    bundle, which compiles its kernels (ancient too)."""
     out = bbrl_bundles.inputs(PLAN, bundle, R, FORMULA_PATHS)
     if bundle.algorithm in WARMED:
         out.append(ancient(warmup_path(bundle.algorithm)))
+    after = bbrl_bundles.compiled_after(PLAN, bundle, R)
+    if after is not None:
+        out.append(ancient(after))
     return out
 
 

@@ -222,14 +222,27 @@ def bundles(plan: Plan) -> list[Bundle]:
 
 def warmed_algorithms(plan: Plan) -> list[str]:
     """Algorithms whose kernels are compiled by a warm-up job before their bundles: those
-    with more than one run bundle (on test or validation sets: they would otherwise
-    compile in parallel, each writing numba's cache). An algorithm with one run bundle
-    compiles in it."""
+    with more than one run bundle on the test sets (which would otherwise compile in
+    parallel, each writing numba's cache). An algorithm with one compiles in it, and its
+    bundles on the validation sets wait for it (:func:`compiled_after`): switching
+    ``selection`` then never adds a warm-up to a test run's job (a new input would rerun
+    it)."""
     n: dict[str, int] = {}
     for b in bundles(plan):
-        if b.kind == "run":
+        if b.kind == "run" and b.split == "test":
             n[b.algorithm] = n.get(b.algorithm, 0) + 1
     return sorted(a for a, k in n.items() if k > 1)
+
+
+def compiled_after(plan: Plan, bundle: Bundle, results_dir: str) -> str | None:
+    """What a bundle on the validation sets of an algorithm without a warm-up job waits
+    for: the first output of the algorithm's (single) run bundle on the test sets, which
+    compiles and caches its kernels; None for any other bundle."""
+    if bundle.split != "validation" or bundle.algorithm in warmed_algorithms(plan):
+        return None
+    first = next(b for b in bundles(plan) if b.kind == "run" and b.split == "test"
+                 and b.algorithm == bundle.algorithm)
+    return first.outputs(results_dir)[0]
 
 
 # ---- what a bundle's process is told ---------------------------------------------------
