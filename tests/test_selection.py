@@ -457,3 +457,20 @@ def test_selection_columns_describe_the_tables():
                       "agent": ["beb__beta=1", "beb__beta=2", "beb__beta=1__compat=true"]})
     assert S.with_grid_sizes(t)["grid_size"].to_list() == [2, 2, 1]
     assert S.selection_of(t) == "test"
+
+
+def test_validation_given_with_no_file_needs_single_configurations(tmp_path, capsys):
+    """`--validation` with no table (the workflow's, when no algorithm has a grid): every
+    algorithm has one configuration, and the summary says it was chosen on validation
+    MDPs; an algorithm with several is refused in one line, nothing written."""
+    m, _ = _runs()
+    single = m.filter(pl.col("agent") != "e-greedy__epsilon=0.5")
+    one, two = _write(tmp_path / "one.parquet", single), _write(tmp_path / "two.parquet", m)
+    assert main(["summary", one, "--validation", "-o", str(tmp_path / "s.parquet")]) == 0
+    s = pl.read_parquet(tmp_path / "s.parquet")
+    assert S.selection_of(s) == "validation" and s["validation_mean"].null_count() == s.height
+    capsys.readouterr()
+    assert main(["summary", two, "--validation", "-o", str(tmp_path / "t.parquet")]) == 2
+    err = capsys.readouterr().err
+    assert "e-greedy has 2 configurations and no validation runs" in err
+    assert err.count("\n") == 1 and not (tmp_path / "t.parquet").exists()
