@@ -767,6 +767,8 @@ NOTHING_LEFT = {
     "experiment new": (["experiment", "new", "--test", "GC", "--epsilon", "nan", "-o",
                         "new/d/x.parquet"], "--epsilon nan"),
     "experiment show": None,
+    "experiment validation": (["experiment", "validation", "ts.parquet", "--n-mdps", "0",
+                               "-o", "new/d/x.parquet"], "--n-mdps 0"),
     "train": (["train", "--agent", "opps-ds", "--param", "formula_set=F2", "--param",
                "n_draws=5", "--prior", "GC", "--checkpoint-every", "-5", "--checkpoint",
                "new/c/ck", "-o", "new/d/x.parquet"], "--checkpoint-every"),

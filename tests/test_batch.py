@@ -142,13 +142,19 @@ def test_bundles_cover_every_unit_once_within_the_target():
     plan = _plan({"bundle_minutes": 0.05})  # 3 s: several bundles per algorithm
     bundles = B.bundles(plan)
     target = B.target_seconds(plan)
-    runs = [(u.experiment.name, u.agent.key, u.start, u.stop)
+    runs = [(u.split, u.experiment.name, u.agent.key, u.start, u.stop)
             for b in bundles if b.kind == "run" for u in b.units]
-    expected = [(e.name, a.key, s, t) for e in plan.experiments for a in plan.agents_of(e)
-                for s, t in plan.chunks(e, a)]
+    expected = [("test", e.name, a.key, s, t) for e in plan.experiments
+                for a in plan.agents_of(e) for s, t in plan.chunks(e, a)]
+    # the quick preset chooses on validation sets (issue 34): the algorithms with several
+    # configurations play them too, in bundles of their own
+    expected += [("validation", e.name, a.key, s, t) for e in plan.experiments
+                 for a in plan.validation_agents(e) for s, t in plan.chunks(e, a, "validation")]
+    assert any(r[0] == "validation" for r in expected)
     assert sorted(runs) == sorted(expected) and len(set(runs)) == len(runs)
     for b in bundles:
         assert len({u.agent.algorithm for u in b.units}) == 1
+        assert {getattr(u, "split", "test") for u in b.units} == {b.split}
         assert len(b.units) == 1 or b.seconds <= target + 1e-9
     trains = {(u.prior, u.agent.key) for b in bundles if b.kind == "train" for u in b.units}
     assert trains == {(p, a.key) for a in plan.agents if a.algorithm == "opps-ds"
@@ -174,5 +180,8 @@ def test_editing_one_algorithm_moves_only_its_bundles():
 def test_the_quick_preset_runs_in_a_few_dozen_jobs():
     plan = _plan()
     n = B.summary(plan)
-    # one run job per algorithm (each holds all its agents' cheap runs), one training job
+    # one run job per algorithm (each holds all its agents' cheap runs), one training job,
+    # and one job of validation runs per algorithm with several configurations
     assert n["run"] == len(plan.algorithms) and n["train"] == 1
+    grids = {a.algorithm for e in plan.experiments for a in plan.validation_agents(e)}
+    assert n["validate"] == len(grids) == 7

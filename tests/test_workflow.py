@@ -623,11 +623,13 @@ def test_bbrl_init_writes_a_study_that_plans_estimates_and_dry_runs(tmp_path,
 
 def _dry_run_plan(out: str, plan: P.Plan) -> tuple[set[str], int]:
     """The agent ids a dry run trains or plays (those of its training and run jobs, each
-    a bundle of the plan), and its number of training and run jobs."""
+    a bundle of the plan; runs on validation sets included), and its number of training
+    and run jobs."""
     from bbrlcore.plan import bundles
 
     by_name = {b.name: b for b in bundles.bundles(plan)}
-    jobs = [rule for rule, _ in _planned(out) if rule.startswith(("train_", "run_"))]
+    jobs = [rule for rule, _ in _planned(out)
+            if rule.startswith(("train_", "run_", "validate_"))]
     agents = {u.agent.key for rule in jobs for u in by_name[rule].units}
     return agents, len(jobs)
 
@@ -669,10 +671,14 @@ def test_an_own_study_runs_what_bbrl_estimate_prices_beside_config_yaml(tmp_path
 def test_config_yaml_settings_are_the_defaults_of_a_study():
     """Every scalar setting of config.yaml (protocol, jobs, statistics) is bbrl's default,
     so a study given alone that leaves one out gets the paper's value, whether the workflow
-    or `bbrl estimate` reads it (the chunk budget was 120 min for one, 60 for the other)."""
+    or `bbrl estimate` reads it (the chunk budget was 120 min for one, 60 for the other);
+    but for the settings where the paper's configuration differs on purpose
+    (PAPER_SETTINGS: the paper chooses configurations on its test MDPs, a study of one's
+    own should not peek, issue 34)."""
+    assert P.PAPER_SETTINGS == {"selection": "test"} and P.DEFAULTS["selection"] == "validation"
     for k, v in BASE.items():
         if not isinstance(v, (dict, list)):
-            assert P.DEFAULTS[k] == v, k
+            assert (P.PAPER_SETTINGS if k in P.PAPER_SETTINGS else P.DEFAULTS)[k] == v, k
 
 
 def test_snakemake_configfiles_are_read_alone_a_later_key_replacing(tmp_path):
@@ -807,8 +813,16 @@ def test_families_preset_dry_run(tmp_path):
 
     runs = [b for b in bundles.bundles(plan) if b.kind == "run"]
     assert sum(jobs.get(b.name, 0) for b in runs) == len(runs)
-    assert sum(len(b.units) for b in runs) == sum(
+    assert sum(len(b.units) for b in runs if b.split == "test") == sum(
         len(plan.chunks(e, a)) for e in plan.experiments for a in plan.agents_of(e))
+    # the preset chooses configurations on validation sets (issue 34): one per test,
+    # played by the algorithms with several configurations, merged per experiment
+    assert plan.config["selection"] == "validation"
+    assert sum(len(b.units) for b in runs if b.split == "validation") == sum(
+        len(plan.chunks(e, a, "validation")) for e in plan.experiments
+        for a in plan.validation_agents(e)) > 0
+    assert jobs["validation_set"] == len(plan.validation_tests) == len(plan.tests)
+    assert jobs["merge_validation"] == len(plan.validation_experiments)
     planned = _planned(r.stdout)
     assert ("distribution", "dist=UDeepSea-10") in planned
     assert ("test_set", "testset=FrozenLake-8") in planned
@@ -889,3 +903,67 @@ def test_episodic_and_long_interactions_run_end_to_end_from_the_configuration(tm
     assert m["rewards"].null_count() == m.height
     assert m["checkpoints"].list.len().unique().to_list() == [10_000]
     assert (res / "report/index.html").exists()
+
+
+def test_selection_validation_reports_the_validation_choice_end_to_end(tmp_path):
+    """Issue 34, "choosing a configuration without peeking": the tiny preset with
+    `selection: validation`. The workflow draws GC's validation set (another seed of the
+    seed tree), plays it with the two e-greedy configurations only (BEB and its compat
+    variant have one configuration each, Optimal is the reference), and the summary and
+    the report give e-greedy's configuration chosen on the validation MDPs, with its score
+    on the test MDPs, its grid size beside it, and say so; on these seeds the choice
+    differs from the test MDPs' (the paper's) choice."""
+    from bbrlcore import protocol as E
+    from bbrlcore import seeds
+
+    # first the paper's selection; then switching to validation sets adds their jobs and
+    # reruns no job of the test runs
+    r = _snake(tmp_path, _write_cfg(tmp_path, _tiny({"selection": "test"}), "t.yaml"),
+               "--cores", "2")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    cfg = _write_cfg(tmp_path, _tiny({"selection": "validation"}))
+    r = _snake(tmp_path, cfg, "-n")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert {rule for rule, _ in _planned(r.stdout)} == {
+        "validation_set", "validate_e_greedy_0", "merge_validation", "summary", "report",
+        "all"}
+    r = _snake(tmp_path, cfg, "--cores", "2")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    res = tmp_path / "results"
+    ts = E.read_test_set(res / "test_sets/GC.parquet")
+    vs = E.read_test_set(res / "test_sets/GC.validation.parquet")
+    assert vs.n_mdps == 8 and vs.seed == seeds.validation_seed(ts.seed) != ts.seed
+    assert {p.name for p in (res / "runs_validation/GC-UGC").iterdir()} == {
+        "e-greedy__epsilon=0.1", "e-greedy__epsilon=0.5"}
+    assert {p.stem for p in (res / "logs/runs").glob("validate_*.log")} == {
+        "validate_e_greedy_0"}
+    merged = pl.read_parquet(res / "merged/GC-UGC.parquet")
+    val = pl.read_parquet(res / "merged_validation/GC-UGC.parquet")
+    assert set(val["test_seed"]) == {vs.seed}
+
+    def means(t):
+        return dict(t.filter(pl.col("algorithm") == "e-greedy").group_by("agent").agg(
+            pl.col("discounted_return").mean()).iter_rows())
+
+    on_test, on_val = means(merged), means(val)
+    peek, chosen = max(on_test, key=on_test.get), max(on_val, key=on_val.get)
+    assert peek != chosen, ("the premise: on these seeds the test MDPs and the validation "
+                            "MDPs choose different e-greedy configurations", on_test, on_val)
+    s = pl.read_parquet(res / "summary.parquet")
+    assert {"validation_mean", "grid_size"} <= set(s.columns)
+    assert s.filter(pl.col("agent") == chosen)["validation_mean"][0] == pytest.approx(
+        on_val[chosen])
+    assert f"| e-greedy | 2 | {chosen} |" in (res / "summary.md").read_text()
+    best = pl.read_parquet(res / "report/data/GC-UGC-best.parquet")
+    e = best.filter(pl.col("family") == "e-Greedy").row(0, named=True)
+    assert e["agent"] == chosen and e["mean"] == pytest.approx(on_test[chosen])
+    assert e["grid_size"] == 2
+    assert best.filter(pl.col("family") == "BEB")["grid_size"][0] == 1
+    agg = pl.read_parquet(res / "report/data/aggregate-best-agents.parquet")
+    assert agg.filter(pl.col("family") == "e-Greedy")["agent"][0] == chosen
+    html = (res / "report/index.html").read_text()
+    page = (res / "report/experiments/GC-UGC.html").read_text()
+    assert "chosen on 8 validation MDPs" in html and "chosen on 8 validation MDPs" in page
+    # nothing ran twice: a second run has nothing to do
+    r = _snake(tmp_path, cfg, "-n")
+    assert r.returncode == 0 and "Nothing to be done" in r.stdout + r.stderr

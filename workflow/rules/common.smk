@@ -98,17 +98,48 @@ def agent_path(prior, key):
     return f"{R}/agents/{prior}/{key}.parquet"
 
 
-def chunk_paths(exp_name, key):
+def chunk_paths(exp_name, key, split="test"):
     exp = EXPERIMENTS[exp_name]
     agent = AGENTS[key]
+    runs = "runs_validation" if split == "validation" else "runs"
     return [
-        f"{R}/runs/{exp_name}/{key}/{a}-{b}.parquet" for a, b in PLAN.chunks(exp, agent)
+        f"{R}/{runs}/{exp_name}/{key}/{a}-{b}.parquet"
+        for a, b in PLAN.chunks(exp, agent, split)
     ]
 
 
 def all_chunks(exp_name):
     exp = EXPERIMENTS[exp_name]
     return [p for a in PLAN.agents_of(exp) for p in chunk_paths(exp_name, a.key)]
+
+
+# ---- choosing configurations on validation sets (selection: validation) ----------------
+VALIDATION_EXPERIMENTS = sorted(e.name for e in PLAN.validation_experiments)
+
+
+def validation_chunks(exp_name):
+    """The runs of experiment exp_name on its validation set (the configurations of the
+    algorithms with several; none with selection: test)."""
+    exp = EXPERIMENTS[exp_name]
+    return [
+        p
+        for a in PLAN.validation_agents(exp)
+        for p in chunk_paths(exp_name, a.key, "validation")
+    ]
+
+
+def validation_merged():
+    """The merged validation tables, one per experiment that has validation runs."""
+    return [f"{R}/merged_validation/{e}.parquet" for e in VALIDATION_EXPERIMENTS]
+
+
+def validation_args(wildcards, input):
+    """``--validation MERGED...`` of bbrl summary and report with selection: validation
+    (every merged validation table; none when no algorithm has several configurations),
+    nothing with selection: test (chosen on the test MDPs, the paper's)."""
+    if not PLAN.validating:
+        return ""
+    return " ".join(["--validation", *map(shlex.quote, input.validation)])
 
 
 FORMULA_PATHS = {fs: f"{R}/formula_sets/{fs}.parquet" for fs in PLAN.formula_sets_used}
@@ -122,10 +153,15 @@ WARMED = set(bbrl_bundles.warmed_algorithms(PLAN))
 
 def bundle_inputs(bundle):
     """What a bundle reads (priors, test sets, trained agents, formula sets), and the
-    warm-up of its algorithm when it has one (ancient: re-warming reruns nothing)."""
+    warm-up of its algorithm when it has one (ancient: re-warming reruns nothing); a
+    bundle on the validation sets of an algorithm without one waits for its test runs'
+    bundle, which compiles its kernels (ancient too)."""
     out = bbrl_bundles.inputs(PLAN, bundle, R, FORMULA_PATHS)
     if bundle.algorithm in WARMED:
         out.append(ancient(warmup_path(bundle.algorithm)))
+    after = bbrl_bundles.compiled_after(PLAN, bundle, R)
+    if after is not None:
+        out.append(ancient(after))
     return out
 
 
@@ -158,10 +194,13 @@ def all_outputs():
     agent or merged table) is regenerated and what depends on it refreshed."""
     out = [f"{R}/distributions/{d}.parquet" for d in PLAN.distributions]
     out += [f"{R}/test_sets/{t}.parquet" for t in PLAN.test_sets]
+    out += [f"{R}/test_sets/{t}.validation.parquet" for t in PLAN.validation_tests]
     out += list(FORMULA_PATHS.values())
     out += [p for b in TRAIN_BUNDLES for p in b.outputs(R)]  # agents that learn offline
     out += [p for exp in sorted(EXPERIMENTS) for p in all_chunks(exp)]
+    out += [p for exp in VALIDATION_EXPERIMENTS for p in validation_chunks(exp)]
     out += [f"{R}/merged/{exp}.parquet" for exp in sorted(EXPERIMENTS)]
+    out += validation_merged()
     out += [f"{R}/summary.parquet", f"{R}/summary.md", f"{R}/report/index.html"]
     return out
 
@@ -222,6 +261,10 @@ def fs_runtime(wildcards):
 
 def merge_inputs(wildcards):
     return all_chunks(wildcards.experiment)
+
+
+def merge_validation_inputs(wildcards):
+    return validation_chunks(wildcards.experiment)
 
 
 def versus_arg(wildcards):

@@ -17,3 +17,23 @@ rule merge:
         version=VERSION,
     shell:
         "bbrl --log {log:q} merge {input:q} -o {output:q}"
+
+
+rule merge_validation:
+    """One table per experiment of the runs on its validation set (selection:
+    validation): what chooses each algorithm's configuration."""
+    input:
+        merge_validation_inputs,
+    output:
+        f"{R}/merged_validation/{{experiment}}.parquet",
+    log:
+        f"{R}/logs/merge_validation/{{experiment}}.log",
+    conda:
+        CONDA_ENV
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    params:
+        version=VERSION,
+    shell:
+        "bbrl --log {log:q} merge {input:q} -o {output:q}"

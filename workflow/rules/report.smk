@@ -9,6 +9,7 @@ rule report:
             f"{R}/merged/{{experiment}}.parquet", experiment=sorted(EXPERIMENTS)
         ),
         test_sets=expand(f"{R}/test_sets/{{testset}}.parquet", testset=PLAN.test_sets),
+        validation=validation_merged(),
     output:
         index=report(
             f"{R}/report/index.html",
@@ -40,10 +41,11 @@ rule report:
         outdir=report_dir,
         score=config["score"],
         versus=versus_arg,
+        validation=validation_args,
         version=VERSION,
         plugins=plugin_args(),
     shell:
         "bbrl --log {log:q} report {input.merged:q} --test-sets {input.test_sets:q}"
-        " --alpha {params.alpha} --correction {params.correction}"
+        " {params.validation} --alpha {params.alpha} --correction {params.correction}"
         " --bootstrap-resamples {params.resamples} --bootstrap-seed {params.seed}"
         " --score {params.score} {params.versus} {params.plugins} -o {params.outdir:q}"

@@ -4,7 +4,10 @@
 
 rule summary:
     input:
-        expand(f"{R}/merged/{{experiment}}.parquet", experiment=sorted(EXPERIMENTS)),
+        merged=expand(
+            f"{R}/merged/{{experiment}}.parquet", experiment=sorted(EXPERIMENTS)
+        ),
+        validation=validation_merged(),
     output:
         parquet=f"{R}/summary.parquet",
         markdown=f"{R}/summary.md",
@@ -17,7 +20,8 @@ rule summary:
         runtime=30,
     params:
         score=config["score"],
+        validation=validation_args,
         version=VERSION,
     shell:
-        "bbrl --log {log:q} summary {input:q} -o {output.parquet:q} --score {params.score}"
-        " --markdown {output.markdown:q}"
+        "bbrl --log {log:q} summary {input.merged:q} -o {output.parquet:q}"
+        " --score {params.score} {params.validation} --markdown {output.markdown:q}"

@@ -25,3 +25,27 @@ rule test_set:
         "bbrl --log {log:q} experiment new --test {input:q} --n-mdps {params.n}"
         " --gamma {params.gamma} {params.setting} --seed {params.seed}"
         " -o {output:q}"
+
+
+rule validation_set:
+    """The validation set of a test set (selection: validation): validation_mdps
+    MDPs with the test set's distribution, gamma and T, and a seed derived from its seed
+    (bbrlcore.seeds.validation_seed: never one of its MDPs). Each algorithm's
+    configuration is chosen on it; scores are reported on the test set."""
+    input:
+        f"{R}/test_sets/{{testset}}.parquet",
+    output:
+        f"{R}/test_sets/{{testset}}.validation.parquet",
+    log:
+        f"{R}/logs/test_sets/{{testset}}.validation.log",
+    conda:
+        CONDA_ENV
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        n=config["validation_mdps"],
+        version=VERSION,
+    shell:
+        "bbrl --log {log:q} experiment validation {input:q} --n-mdps {params.n}"
+        " -o {output:q}"

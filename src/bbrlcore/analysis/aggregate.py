@@ -32,10 +32,14 @@ Which agents are compared
 Within each experiment, each **family** (an algorithm; its compat variant a family of its
 own, as in the report, unless ``separate_compat=False``) is represented by its **best
 agent**: the highest mean return among its agents within the offline-time and
-online-time-per-decision bounds (ties broken by agent id), the paper's selection. Optimal
-is the reference, not a contender; Random is a contender (its scores are near 0). The
-selection uses the same test MDPs as the statistics, so the best agent's scores are
-slightly optimistic (the winner's curse); the paper's tables share this.
+online-time-per-decision bounds (ties broken by agent id). Optimal is the reference, not
+a contender; Random is a contender (its scores are near 0). The paper's selection
+(``selection: test``) chooses on the same test MDPs as the statistics, so the best
+agent's scores are optimistic (the winner's curse), the more so the larger the family's
+grid; with a summary chosen on validation MDPs (``selection: validation``,
+:mod:`bbrlcore.analysis.selection`) the best agent is the one with the highest mean on
+the validation MDPs and every statistic here uses its test scores, unbiased. The
+best-agent table gives each family's ``grid_size`` (its tuning budget).
 
 Aggregate metrics (Agarwal et al. 2021, §4; rliable's ``metrics``)
 -----------------------------------------------------------------
@@ -372,15 +376,20 @@ def best_agents(
     The best agent has the highest mean return among the family's agents whose offline
     time is at most ``offline_bound`` seconds and whose mean online time per decision is at
     most ``online_bound`` seconds (``None``: no bound); ties go to the smaller agent id.
-    Optimal is left out (it is the reference); a family with no agent within the bounds
-    in an experiment has no row for it.
+    The mean is the test MDPs' (the paper's selection), or the validation MDPs' when
+    ``summary`` was chosen on them
+    (:func:`bbrlcore.analysis.selection.choose_on_validation`; the times are the test
+    runs'). Optimal is left out (it is the reference); a family with no agent within the
+    bounds in an experiment has no row for it.
 
     Returns
     -------
     polars.DataFrame
-        ``experiment, test, prior, family, algorithm, compat, agent, n, mean, ci_low,
-        ci_high, normalised_score, offline_time_s, online_time_per_decision_s`` (the
-        columns of ``summary.parquet``), sorted by experiment and family.
+        ``experiment, test, prior, family, algorithm, compat, agent, grid_size, n, mean,
+        ci_low, ci_high, normalised_score, offline_time_s, online_time_per_decision_s``
+        (the columns of ``summary.parquet``; ``grid_size``: the family's number of
+        agents in the experiment, whatever the bounds; chosen on validation MDPs, then
+        ``validation_mean, validation_n``), sorted by experiment and family.
 
     Examples
     --------
@@ -391,17 +400,27 @@ def best_agents(
     ``score``, when the caller has it (then ``merged`` is taken as checked, and neither
     is computed again).
     """
+    from bbrlcore.analysis.selection import (
+        VALIDATION_COLUMNS,
+        check_complete,
+        selection_key,
+        with_grid_sizes,
+    )
+
     off = _bound(offline_bound, "offline_bound")
     on = _bound(online_bound, "online_bound")
     s = _summary_of(merged, score, summary).filter(pl.col("algorithm") != "optimal")
-    s = _with_family(s, separate_compat).filter(
+    s = with_grid_sizes(_with_family(s, separate_compat), ("family",))
+    check_complete(s)
+    s = s.filter(
         (pl.col("offline_time_s") <= off) & (pl.col("online_time_per_decision_s") <= on))
-    cols = ["experiment", "test", "prior", "family", "algorithm", "compat", "agent", "n",
-            "mean", "ci_low", "ci_high", "normalised_score", "offline_time_s",
-            "online_time_per_decision_s"]
+    cols = ["experiment", "test", "prior", "family", "algorithm", "compat", "agent",
+            "grid_size", "n", "mean", "ci_low", "ci_high", "normalised_score",
+            "offline_time_s", "online_time_per_decision_s"]
+    cols += [c for c in VALIDATION_COLUMNS if c in s.columns]
     if s.is_empty():
         return pl.DataFrame(schema={c: s.schema[c] for c in cols})
-    best = (s.sort(["mean", "agent"], descending=[True, False])
+    best = (s.sort([selection_key(s), pl.col("agent")], descending=[True, False])
             .group_by(["experiment", "family"], maintain_order=True).first())
     rank = {f: i for i, f in enumerate(_family_order(best["family"].unique().to_list()))}
     return (best.with_columns(pl.col("family").replace_strict(rank, return_dtype=pl.Int64)
@@ -499,7 +518,9 @@ def among_best_table(
     summary: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """The paper's "among the best" in every experiment, with a correction option (agents
-    ranked and compared by ``score``; ``summary`` as :func:`best_agents` takes it).
+    ranked and compared by ``score``; ``summary`` as :func:`best_agents` takes it: each
+    family's agent chosen on the test MDPs or, when ``summary`` was chosen on them, the
+    validation MDPs; compared on the test MDPs).
 
     Per experiment, :func:`bbrlcore.analysis.constraints.among_best` (Optimal left out) with
     one-sided p-values ``1 − Φ(z)``, Holm-adjusted ones when ``correction="holm"``, and
@@ -519,8 +540,11 @@ def among_best_table(
     stats.z_threshold(alpha)  # checks alpha
     off = _bound(offline_bound, "offline_bound")
     on = _bound(online_bound, "online_bound")
+    from bbrlcore.analysis.selection import check_complete
+
     s = _with_family(_summary_of(merged, score, summary).filter(
         pl.col("algorithm") != "optimal"), separate_compat)
+    check_complete(s)
     parts = []
     for exp in sorted(s["experiment"].unique().to_list()):
         se = s.filter(pl.col("experiment") == exp)
@@ -682,6 +706,7 @@ def compute(
         "offline_bound_s": offline_bound, "online_bound_s": online_bound,
         "alpha": float(alpha), "correction": correction,
         "separate_compat": bool(separate_compat), "score": score,
+        "selection": "validation" if "validation_mean" in best.columns else "test",
         "normalisation": "experiment means of Random (0) and Optimal (1)",
         "interval": "percentile, stratified paired bootstrap (strata: test sets)",
         "experiments": prob.experiments, "families": fams,

@@ -137,7 +137,10 @@ def among_best(
     and whether it is among the best.
 
     ``scores`` has one row per agent with ``family``, ``agent``, ``mean``,
-    ``offline_time_s`` and ``online_time_per_decision_s``; ``returns`` maps each agent to
+    ``offline_time_s`` and ``online_time_per_decision_s`` (and ``validation_mean`` when
+    each family's agent is chosen on validation MDPs:
+    :func:`bbrlcore.analysis.selection.selection_key`; the reference and the Z-tests
+    are on the test MDPs either way); ``returns`` maps each agent to
     its per-MDP returns (paired across agents by test-MDP index). ``correction`` is
     ``"none"`` (the paper: each family at level ``alpha`` on its own, ``z >
     Φ⁻¹(1 − α)``) or ``"holm"`` (Holm's step-down over the one-sided p-values
@@ -153,8 +156,10 @@ def among_best(
             schema={"family": pl.Utf8, "agent": pl.Utf8, "mean": pl.Float64,
                     "z": pl.Float64, "among_best": pl.Boolean, "reference": pl.Boolean}
         )
+    from bbrlcore.analysis.selection import selection_key
+
     best = (
-        ok.sort(["mean", "agent"], descending=[True, False])
+        ok.sort([selection_key(ok), pl.col("agent")], descending=[True, False])
         .group_by("family", maintain_order=True)
         .first()
         .sort(["mean", "family"], descending=[True, False])

@@ -8,8 +8,11 @@
   an ``mdp_index`` outside the test set whose size the table records, ``n_steps``
   different from the horizon) before they are merged.
 * :func:`summary_table` gives one row per experiment × agent: ``experiment, test, prior,
-  algorithm, agent, params, compat, n, mean, ci_low, ci_high, offline_time_s,
-  online_time_per_decision_s, normalised_score, regret``. The interval is
+  algorithm, agent, params, compat, grid_size, n, mean, ci_low, ci_high, offline_time_s,
+  online_time_per_decision_s, normalised_score, regret, score`` (``grid_size``: how
+  many configurations of its algorithm, compat variants apart, the experiment ran: its
+  tuning budget; chosen on validation MDPs, :mod:`bbrlcore.analysis.selection` adds
+  ``validation_mean`` and ``validation_n``). The interval is
   mean ± 1.96·s/√N; the normalised score puts Random at 0 and Optimal at 1 within each
   experiment (null when either is missing); the regret is the Optimal agent's mean minus
   the agent's mean (null without Optimal). The Optimal is the score's reference
@@ -45,6 +48,7 @@ SUMMARY_COLUMNS = (
     "agent",
     "params",
     "compat",
+    "grid_size",
     "n",
     "mean",
     "ci_low",
@@ -964,38 +968,60 @@ def summary_table(merged: pl.DataFrame, score: str = "discounted") -> pl.DataFra
         .alias("normalised_score"),
         (pl.col("_optimal") - pl.col("mean")).cast(pl.Float64).alias("regret"),
         pl.lit(score).alias("score"),
+        pl.col("agent").count().over(["experiment", "algorithm", "compat"]).cast(pl.Int64)
+        .alias("grid_size"),
     )
     return s.select(SUMMARY_COLUMNS).sort(["experiment", "algorithm", "agent"])
 
 
 def markdown(summary: pl.DataFrame) -> str:
-    """A plain markdown table of the summary, best agent of each algorithm per experiment."""
+    """A plain markdown table of the summary, best agent of each algorithm (compat
+    variants apart) per experiment, chosen as the summary says
+    (:mod:`bbrlcore.analysis.selection`: on the test MDPs, or on validation MDPs), with
+    each algorithm's grid size."""
+    from bbrlcore.analysis.selection import selection_key, selection_of, selection_text
+
+    score = str(summary["score"][0]) if "score" in summary.columns and summary.height \
+        else "discounted"
+    what = "discounted return" if score == "discounted" else "sum of rewards"
+    chosen = selection_of(summary)
+    n_val = (int(summary["validation_n"].max() or 0) if chosen == "validation" else None)
     lines = [
         "# bbrl summary",
         "",
-        "Best configuration of each algorithm per experiment (mean discounted return, 95% "
-        "interval, normalised score: Random = 0, Optimal = 1).",
+        f"Best configuration of each algorithm per experiment (mean {what} on the test "
+        "MDPs, 95% interval, normalised score: Random = 0, Optimal = 1). "
+        + selection_text(chosen, n_val),
         "",
     ]
+    val = chosen == "validation"
     for exp in summary["experiment"].unique(maintain_order=True).to_list():
         g = summary.filter(pl.col("experiment") == exp)
         best = (
-            g.sort("mean", descending=True)
-            .group_by("algorithm", maintain_order=True)
+            g.sort([selection_key(g), pl.col("agent")], descending=[True, False])
+            .group_by("algorithm", "compat", maintain_order=True)
             .first()
             .sort("mean", descending=True)
         )
         lines += [
             f"## {exp}",
             "",
-            "| algorithm | best agent | mean | 95% CI | normalised | ms/decision | offline s |",
-            "| --- | --- | ---: | --- | ---: | ---: | ---: |",
+            "| algorithm | grid | best agent | mean | 95% CI | "
+            + ("validation mean | " if val else "")
+            + "normalised | ms/decision | offline s |",
+            "| --- | ---: | --- | ---: | --- | " + ("---: | " if val else "")
+            + "---: | ---: | ---: |",
         ]
         for r in best.iter_rows(named=True):
             ns = "" if r["normalised_score"] is None else f"{r['normalised_score']:.3f}"
+            vm = ""
+            if val:
+                vm = ("– | " if r["validation_mean"] is None
+                      else f"{r['validation_mean']:.3f} | ")
             lines.append(
-                f"| {r['algorithm']} | {r['agent']} | {r['mean']:.3f} | "
-                f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}] | {ns} | "
+                f"| {r['algorithm']}{' (compat)' if r['compat'] else ''} | "
+                f"{r.get('grid_size', '')} | {r['agent']} | "
+                f"{r['mean']:.3f} | [{r['ci_low']:.3f}, {r['ci_high']:.3f}] | {vm}{ns} | "
                 f"{1000 * r['online_time_per_decision_s']:.4g} | {r['offline_time_s']:.3g} |"
             )
         lines.append("")

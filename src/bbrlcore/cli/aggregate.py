@@ -65,9 +65,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="plugin references (path/to/file.py:NAME, module:NAME) whose "
                    "display names the tables show and --versus takes, as the report; "
                    "installed plugins are found by name")
+    from bbrlcore.cli.results import add_validation
+
+    add_validation(p)
     p.add_argument("-o", "--output", metavar="DIR",
                    help="also write the tables as Parquet into DIR")
-    p.set_defaults(func=_aggregate, io=IO(inputs=("merged",), outdirs=("output",),
+    p.set_defaults(func=_aggregate, io=IO(inputs=("merged", "validation"), outdirs=("output",),
                                           outdir_files=tuple(agg_mod.TABLE_FILES.values())))
 
 
@@ -111,7 +114,9 @@ def render(agg: agg_mod.Aggregates) -> str:
         "(Random's mean = 0, Optimal's mean = 1)",
         "best agent of each family per experiment, offline bound "
         f"{_bound(meta['offline_bound_s'])}, online bound {_bound(meta['online_bound_s'])} "
-        "per decision",
+        "per decision, chosen on "
+        + ("validation MDPs, scored on the test MDPs" if meta.get("selection") ==
+           "validation" else "the test MDPs (the paper's selection)"),
         f"{conf_s} percentile intervals: paired stratified bootstrap, "
         f"{meta['n_resamples']} resamples, seed {meta['seed']} "
         f"(strata: {'; '.join(', '.join(s) for s in meta['strata'])})",
@@ -227,9 +232,16 @@ def _aggregate(args: argparse.Namespace) -> int:
         raise BBRLError(f"--alpha {args.alpha}: must be in (0, 1)")
     from bbrlcore.agents import registry
     from bbrlcore.analysis.constraints import display_names
+    from bbrlcore.analysis.results import summary_table
+    from bbrlcore.analysis.selection import chosen
 
     merged = read_runs(args.merged, "aggregate", rewards=False)
     _warn_reference(merged, args.score)
+    summary = None
+    if args.validation is not None:
+        agg_mod._check_merged(merged)
+        summary = chosen(summary_table(merged, args.score), merged, args.validation,
+                         "aggregate", args.score)
     algorithms = merged["algorithm"].unique().sort().to_list()
     names = registry.display_names(algorithms, args.plugins)  # as the report shows them
     with display_names(names):
@@ -249,7 +261,7 @@ def _aggregate(args: argparse.Namespace) -> int:
             offline_bound=args.offline_bound, online_bound=args.online_bound,
             confidence=args.confidence, alpha=args.alpha, correction=args.correction,
             separate_compat=not args.merge_compat, score=args.score,
-            resamples_option="--resamples")
+            resamples_option="--resamples", summary=summary)
         v = None if args.versus is None else agg_mod.versus(agg, args.versus)
     print(render(agg))
     if v is not None:

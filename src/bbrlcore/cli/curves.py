@@ -35,8 +35,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="time points per curve (at most; 100)")
     p.add_argument("-o", "--output", metavar="DIR", help="write the tables into DIR")
     from bbrlcore.analysis.curves import TABLE_FILES
+    from bbrlcore.cli.results import add_validation
 
-    p.set_defaults(func=_curves, io=IO(inputs=("merged",), outdirs=("output",),
+    add_validation(p)
+    p.set_defaults(func=_curves, io=IO(inputs=("merged", "validation"), outdirs=("output",),
                                        outdir_files=tuple(TABLE_FILES.values())))
 
 
@@ -63,14 +65,28 @@ def _curves(args: argparse.Namespace) -> int:
     line = reference_warning(reference_agents(merged, args.score), args.score)
     if line:  # normalised against an Optimal of the other criterion
         print(f"bbrl: warning: {line}", file=sys.stderr)
-    merged = attach_rewards(merged, list(args.merged), C.curve_agents(merged, args.score))
+    best = None
+    summary = None
+    if args.validation is not None:  # each algorithm's agent chosen on validation runs
+        from bbrlcore.analysis import aggregate as A
+        from bbrlcore.analysis.results import summary_table
+        from bbrlcore.analysis.selection import chosen
+
+        A._check_merged(merged)
+        summary = chosen(summary_table(merged, args.score), merged, args.validation,
+                         "curves", args.score)
+        best = A.best_agents(merged, score=args.score, summary=summary)
+    merged = attach_rewards(merged, list(args.merged),
+                            C.curve_agents(merged, args.score, summary=summary))
     c = C.curves(merged, score=args.score, n_resamples=args.resamples, seed=args.seed,
-                 points=args.points, resamples_option="--resamples")
+                 points=args.points, resamples_option="--resamples", best=best)
     for what in c.left_out:  # which experiments and agents have no curve, and why
         print(f"bbrl: warning: left out of the learning curves: {what}", file=sys.stderr)
     t = c.tables["curves"]
     print(f"learning curves ({args.score} score; normalised: Random 0, Optimal 1 at each t; "
-          "regret: against Optimal, paired; 95% bootstrap intervals)")
+          "regret: against Optimal, paired; 95% bootstrap intervals; each algorithm's agent "
+          + ("chosen on the validation runs" if best is not None else
+             "chosen on the test runs, the paper's selection") + ")")
     for exp in t["experiment"].unique(maintain_order=True).to_list():
         e = t.filter(t["experiment"] == exp)
         T = int(e["t"].max())

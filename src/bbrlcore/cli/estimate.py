@@ -45,11 +45,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 COLUMNS = """columns:
   configs      agent configurations (compat variants included)
   jobs         workflow jobs as they will run: units of one algorithm (trainings of
-               agents that learn offline; chunks of runs) packed up to bundle_minutes
+               agents that learn offline; chunks of runs, on the test sets or the
+               validation sets) packed up to bundle_minutes
   offline h    CPU-hours of offline training (OPPS-DS; zero for algorithms without)
   runs h       CPU-hours of the trajectories: N per (configuration, experiment)
+  valid h      CPU-hours of the trajectories on the validation sets (selection:
+               validation): validation_mdps per (configuration, experiment), for the
+               algorithms with more than one configuration in the experiment
   overhead h   a fixed cost per job (process start, imports, loading kernels and data)
-  total h      offline + runs + overhead
+  total h      offline + runs + valid + overhead
   max job h    the longest single job (the chunk budget bounds it)
   in range     runs whose experiment and parameters lie inside the measured ones
   worst        the largest prediction/measurement ratio over the measured
@@ -76,20 +80,25 @@ def hours(h: float) -> str:
 
 def estimate(plan: P.Plan) -> dict[str, dict[str, Any]]:
     """Per algorithm: configurations, jobs (as they will run: bundles of units, see
-    :mod:`bbrlcore.plan.bundles`), offline, run and overhead CPU-hours, the longest job,
-    and how far the cost model can be trusted there: how many (agent, experiment) runs
-    lie inside its measured range, and its worst prediction ratio."""
+    :mod:`bbrlcore.plan.bundles`; ``run_jobs`` counts those on the validation sets too,
+    ``validate_jobs`` those alone), offline, run, validation-run (``valid_h``) and
+    overhead CPU-hours, the longest job, and how far the cost model can be trusted there:
+    how many (agent, experiment) runs lie inside its measured range, and its worst
+    prediction ratio."""
     from bbrlcore.plan import bundles
 
     out: dict[str, dict[str, Any]] = {}
-    n = plan.config["n_mdps"]
+    n = plan.n_mdps("test")
+    n_val = plan.n_mdps("validation")
     model = plan.cost_model
+    validated = {(e.name, a.key) for e in plan.experiments for a in plan.validation_agents(e)}
 
     def row_of(alg: str) -> dict[str, Any]:
         return out.setdefault(
             alg,
-            {"configs": 0, "train_jobs": 0, "run_jobs": 0, "offline_h": 0.0, "run_h": 0.0,
-             "overhead_h": 0.0, "max_chunk_h": 0.0, "runs": 0, "in_range": 0},
+            {"configs": 0, "train_jobs": 0, "run_jobs": 0, "validate_jobs": 0,
+             "offline_h": 0.0, "run_h": 0.0, "valid_h": 0.0, "overhead_h": 0.0,
+             "max_chunk_h": 0.0, "runs": 0, "in_range": 0},
         )
 
     for a in plan.agents:
@@ -100,16 +109,20 @@ def estimate(plan: P.Plan) -> dict[str, dict[str, Any]]:
         for exp in plan.experiments_of(a):
             s = plan.seconds_per_trajectory(exp, a)
             row["run_h"] += n * s / 3600.0
+            if (exp.name, a.key) in validated:
+                row["valid_h"] += n_val * s / 3600.0
             row["runs"] += 1
             row["in_range"] += model.in_range(a.algorithm, a.param_dict, exp.test, exp.prior)
     for b in bundles.bundles(plan):
         row = row_of(b.algorithm)
         row[f"{b.kind}_jobs"] += 1
+        if b.split == "validation":
+            row["validate_jobs"] += 1
         row["max_chunk_h"] = max(row["max_chunk_h"], b.seconds / 3600.0)
     for row in out.values():
         row["overhead_h"] = (row["train_jobs"] + row["run_jobs"]) * cost.JOB_OVERHEAD_S / 3600
     for name, row in out.items():
-        row["total_h"] = row["offline_h"] + row["run_h"] + row["overhead_h"]
+        row["total_h"] = row["offline_h"] + row["run_h"] + row["valid_h"] + row["overhead_h"]
         fit = model.quality(name)
         row["calibration"] = "none" if fit is None else ("probed" if name in plan.probed
                                                          else "measured")
@@ -118,6 +131,19 @@ def estimate(plan: P.Plan) -> dict[str, dict[str, Any]]:
                               else float("nan"))
         row["measured_configs"] = fit.n_configs if fit is not None else 0
     return out
+
+
+def selection_line(plan: P.Plan) -> str:
+    """What ``bbrl estimate`` says of the selection: where configurations are chosen and,
+    on validation sets, how many MDPs and which algorithms play them."""
+    if not plan.validating:
+        return ("selection: test (each algorithm's configuration chosen on the test MDPs, "
+                "the paper's): no validation runs")
+    algs = sorted({a.algorithm for e in plan.experiments for a in plan.validation_agents(e)})
+    return (f"selection: validation (each algorithm's configuration chosen on "
+            f"{plan.n_mdps('validation')} validation MDPs per test distribution, its score "
+            "reported on the test MDPs): validation runs of "
+            + (", ".join(algs) if algs else "none (every algorithm has one configuration)"))
 
 
 def _estimate(args: argparse.Namespace) -> int:
@@ -147,13 +173,14 @@ def _estimate(args: argparse.Namespace) -> int:
         f"per prior, N={c['n_mdps']}, T={c['horizon']}, chunk budget "
         f"{c['chunk_budget_minutes']:g} min"
     )
+    print(selection_line(plan))
     hdr = (f"{'algorithm':14s} {'configs':>7s} {'jobs':>6s} {'offline h':>10s} "
-           f"{'runs h':>10s} {'overhead h':>10s} {'total h':>10s} {'max job h':>11s}"
-           f"  {'in range':>9s} {'worst':>6s}  calibration")
+           f"{'runs h':>10s} {'valid h':>10s} {'overhead h':>10s} {'total h':>10s} "
+           f"{'max job h':>11s}  {'in range':>9s} {'worst':>6s}  calibration")
     print(hdr)
     print("-" * len(hdr))
-    tot = {"configs": 0, "jobs": 0, "offline_h": 0.0, "run_h": 0.0, "overhead_h": 0.0,
-           "total_h": 0.0, "runs": 0, "in_range": 0}
+    tot = {"configs": 0, "jobs": 0, "offline_h": 0.0, "run_h": 0.0, "valid_h": 0.0,
+           "overhead_h": 0.0, "total_h": 0.0, "runs": 0, "in_range": 0}
     for name in sorted(rows, key=lambda k: -rows[k]["total_h"]):
         r = rows[name]
         jobs = r["train_jobs"] + r["run_jobs"]
@@ -162,18 +189,20 @@ def _estimate(args: argparse.Namespace) -> int:
                                   if r["calibration"] != "none" else "")
         print(
             f"{name:14s} {r['configs']:7d} {jobs:6d} {r['offline_h']:10.3g} "
-            f"{r['run_h']:10.3g} {r['overhead_h']:10.3g} {r['total_h']:10.3g} "
-            f"{r['max_chunk_h']:11.3g}  {r['in_range']:4d}/{r['runs']:<4d} {worst:>6s}  {cal}"
+            f"{r['run_h']:10.3g} {r['valid_h']:10.3g} {r['overhead_h']:10.3g} "
+            f"{r['total_h']:10.3g} {r['max_chunk_h']:11.3g}  "
+            f"{r['in_range']:4d}/{r['runs']:<4d} {worst:>6s}  {cal}"
         )
         tot["configs"] += r["configs"]
         tot["jobs"] += jobs
-        for k in ("offline_h", "run_h", "overhead_h", "total_h", "runs", "in_range"):
+        for k in ("offline_h", "run_h", "valid_h", "overhead_h", "total_h", "runs",
+                  "in_range"):
             tot[k] += r[k]
     print("-" * len(hdr))
     print(
         f"{'total':14s} {tot['configs']:7d} {tot['jobs']:6d} {tot['offline_h']:10.3g} "
-        f"{tot['run_h']:10.3g} {tot['overhead_h']:10.3g} {tot['total_h']:10.3g} "
-        f"{'':11s}  {tot['in_range']:4d}/{tot['runs']:<4d}"
+        f"{tot['run_h']:10.3g} {tot['valid_h']:10.3g} {tot['overhead_h']:10.3g} "
+        f"{tot['total_h']:10.3g} {'':11s}  {tot['in_range']:4d}/{tot['runs']:<4d}"
     )
     print(f"expected CPU-hours: {hours(tot['total_h'])} (single-core, this machine class)")
     print()

@@ -45,6 +45,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     new.add_argument("-o", "--output", required=True, help="output .parquet")
     new.set_defaults(func=_new, io=IO(inputs=("test",), outputs=("output",)))
 
+    val = s.add_parser(
+        "validation", help="draw the validation set of a test set (same distribution, γ "
+        "and T; its seed derived from the test set's: never one of its MDPs)")
+    val.add_argument("test_set", metavar="TEST_SET", help="the test set (.parquet)")
+    val.add_argument("--n-mdps", type=int, default=100,
+                     help="number of validation MDPs (100)")
+    val.add_argument("-o", "--output", required=True, help="output .parquet")
+    val.set_defaults(func=_validation, io=IO(inputs=("test_set",), outputs=("output",)))
+
     show = s.add_parser("show", help="describe a test set")
     show.add_argument("file")
     show.set_defaults(func=_show, io=IO(inputs=("file",)))
@@ -89,10 +98,27 @@ def _setting(ts: E.TestSet) -> str:
     return f" ({', '.join(parts)})" if parts else ""
 
 
+def _validation(args: argparse.Namespace) -> int:
+    ts = E.read_test_set(args.test_set)
+    if args.n_mdps < 1:
+        raise BBRLError(f"--n-mdps {args.n_mdps}: must be >= 1")
+    v = E.validation_set(ts, args.n_mdps)
+    E.write_test_set(v, args.output, E.validation_meta(ts))
+    print(f"wrote {args.output}: validation set of {v.n_mdps} MDPs from "
+          f"{ts.test.short_name}, gamma={v.gamma}, T={v.horizon}, seed={v.seed} (derived "
+          f"from the test seed {ts.seed})")
+    return 0
+
+
 def _show(args: argparse.Namespace) -> int:
+    from bbrlcore.formats import artefacts
+
     ts = E.read_test_set(args.file)
+    of = artefacts.read_meta(args.file).get("validation_of")
+    what = (f"validation set (of the test set seeded {of.get('seed')})"
+            if isinstance(of, dict) else "test set")
     print(
-        f"{args.file}: test set of {ts.n_mdps} MDPs from {ts.test.short_name} "
+        f"{args.file}: {what} of {ts.n_mdps} MDPs from {ts.test.short_name} "
         f"({ts.test.name}); gamma={ts.gamma}, T={ts.horizon}{_setting(ts)}, seed={ts.seed}"
     )
     return 0

@@ -60,6 +60,11 @@ SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("# This study's artefacts (its report: RESULTS_DIR/report/index.html); N test MDPs per\n"
      "# test distribution (the paper: 500), the discount, the horizon T, the seeds.",
      ("results_dir", "n_mdps", "gamma", "horizon", "test_seed", "train_seed")),
+    ("# Each algorithm's best configuration is chosen on validation_mdps validation MDPs\n"
+     "# (the same distributions, another seed) and its score reported on the test MDPs;\n"
+     "# `selection: test` chooses on the test MDPs themselves, as the paper does (biased\n"
+     "# upwards, the more so the larger an algorithm's grid).",
+     ("selection", "validation_mdps")),
     ("# Experiments: a test distribution and the prior the agents get (accurate: the same;\n"
      "# inaccurate: the uniform U... prior). Built-ins: GC, GDL, Grid, UGC, UGDL, UGrid; a\n"
      "# problem family's name (DeepSea-20; bbrl families) or {family: NAME, size: [...]};\n"
@@ -161,7 +166,10 @@ def _algorithm(spec: str) -> tuple[str, dict[str, Any]]:
 
 def study(file: str, algorithms: list[str], experiments: list[str],
           n_mdps: int) -> dict[str, Any]:
-    """The configuration ``bbrl init`` writes, as a mapping (:func:`render` writes it)."""
+    """The configuration ``bbrl init`` writes, as a mapping (:func:`render` writes it):
+    configurations chosen on validation MDPs (``selection: validation``)."""
+    from bbrlcore.plan.model import VALIDATION_MDPS
+
     if n_mdps < 1:
         raise BBRLError(f"--n-mdps {n_mdps}: must be >= 1")
     exps = []
@@ -182,7 +190,8 @@ def study(file: str, algorithms: list[str], experiments: list[str],
     else:
         algs = {k: dict(v) for k, v in EXAMPLE_ALGORITHMS.items()}
     return {"results_dir": results_dir(file), "n_mdps": n_mdps, "gamma": 0.95,
-            "horizon": 250, "test_seed": 0, "train_seed": 0, "experiments": exps,
+            "horizon": 250, "test_seed": 0, "train_seed": 0, "selection": "validation",
+            "validation_mdps": min(n_mdps, VALIDATION_MDPS), "experiments": exps,
             "distributions": {}, "algorithms": algs, "compat_variants": False,
             "extended": False, "formula_sets": {}}
 

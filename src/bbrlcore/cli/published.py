@@ -73,8 +73,10 @@ def read_summary(paths: list[str]) -> pl.DataFrame:
 
 def _compare(args: argparse.Namespace) -> int:
     from bbrlcore.analysis import published
+    from bbrlcore.analysis.selection import without_validation
 
-    summary = read_summary(args.results)
+    # (the published numbers are compared on the paper's selection: the test MDPs)
+    summary = without_validation(read_summary(args.results))
     table = published.compare(summary)
     if table.is_empty():
         print("no published configuration in these results (the paper's agents run with "

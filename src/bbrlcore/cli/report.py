@@ -33,8 +33,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="plugin references (path/to/file.py:NAME, module:NAME) whose "
                    "display names the report shows; installed plugins are found by name")
     p.add_argument("--no-pdf", action="store_true", help="do not run pdflatex")
+    from bbrlcore.cli.results import add_validation
+
+    add_validation(p)
     p.add_argument("-o", "--output", default="results/report", help="output directory")
-    p.set_defaults(func=_report, io=IO(inputs=("merged", "test_sets"), outdirs=("output",)))
+    p.set_defaults(func=_report, io=IO(inputs=("merged", "test_sets", "validation"),
+                                       outdirs=("output",)))
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -53,8 +57,11 @@ def _report(args: argparse.Namespace) -> int:
         raise BBRLError(f"--n-bounds {args.n_bounds}: must be >= 1")
     # the per-step rewards of the agents the learning curves draw only (the best agent of
     # each algorithm, Random, Optimal): a whole configuration's would be gigabytes
+    from bbrlcore.analysis.selection import chosen
+
     merged, n_mdps = read_runs_with_sizes(args.merged, "report", rewards=False)
-    summary = summary_table(merged, args.score)
+    summary = chosen(summary_table(merged, args.score), merged, args.validation, "report",
+                     args.score)
     warn_reference(summary, args.score)
     merged = attach_rewards(merged, list(args.merged),
                             curve_agents(merged, args.score, summary=summary))

@@ -1,8 +1,11 @@
 """``bbrl merge`` and ``bbrl summary``: thin shells over :mod:`bbrlcore.analysis.results`.
 
 * ``bbrl merge RUN... -o merged.parquet``: concatenate run tables (chunks or whole runs).
-* ``bbrl summary MERGED... -o summary.parquet [--markdown summary.md]``: the tidy summary,
-  one row per experiment × agent (its columns: the documentation's "Columns of the tables").
+* ``bbrl summary MERGED... -o summary.parquet [--markdown summary.md] [--validation
+  MERGED...]``: the tidy summary, one row per experiment × agent, with each algorithm's
+  grid size (its columns: the documentation's "Columns of the tables"); ``--validation``:
+  each algorithm's best configuration chosen on validation runs
+  (:mod:`bbrlcore.analysis.selection`).
 """
 
 from __future__ import annotations
@@ -36,7 +39,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--score", choices=("discounted", "undiscounted"), default="discounted",
                    help="rank by the discounted return (the paper's, default) or the "
                    "undiscounted sum of rewards")
-    s.set_defaults(func=_summary, io=IO(inputs=("merged",), outputs=("output", "markdown")))
+    add_validation(s)
+    s.set_defaults(func=_summary, io=IO(inputs=("merged", "validation"),
+                                        outputs=("output", "markdown")))
+
+
+#: ``--validation``'s help, the same for summary, aggregate, curves and report.
+VALIDATION_HELP = (
+    "choose each algorithm's configuration on these validation runs (merged tables of the "
+    "runs on the validation sets: the workflow's merged_validation/*.parquet; the same "
+    "experiments, other MDPs) and report its score on the test runs; without it, chosen on "
+    "the test runs (the paper's selection). Given with no file: every algorithm must have "
+    "a single configuration")
+
+
+def add_validation(p: argparse.ArgumentParser) -> None:
+    """``--validation [MERGED ...]`` (:data:`VALIDATION_HELP`)."""
+    p.add_argument("--validation", nargs="*", metavar="MERGED", default=None,
+                   help=VALIDATION_HELP)
 
 
 def _merge(args: argparse.Namespace) -> int:
@@ -52,13 +72,17 @@ def _merge(args: argparse.Namespace) -> int:
 
 
 def _summary(args: argparse.Namespace) -> int:
+    from bbrlcore.analysis.selection import chosen, selection_of
+
     merged = read_runs(args.merged, "summary", rewards=False)
-    s = summary_table(merged, args.score)
+    s = chosen(summary_table(merged, args.score), merged, args.validation, "summary",
+               args.score)
     line = reference_warning(reference_agents(s, args.score), args.score)
     if line:  # the normalised scores are against a reference of another criterion
         print(f"bbrl: warning: {line}", file=sys.stderr)
-    artefacts.write_artefact(args.output, s, "summary", {"inputs": len(args.merged),
-                                                          "score": args.score})
+    artefacts.write_artefact(args.output, s, "summary", {
+        "inputs": len(args.merged), "score": args.score, "selection": selection_of(s),
+        "validation_inputs": len(args.validation or [])})
     if args.markdown:
         with artefacts.atomic_path(args.markdown) as tmp:
             Path(tmp).write_text(markdown(s))

@@ -13,7 +13,16 @@
 """
 
 from bbrlcore.plan.config import apply_preset, check_yaml_file, load, read_configfiles
-from bbrlcore.plan.model import DEFAULTS, AgentConfig, Experiment, Plan
+from bbrlcore.plan.model import (
+    DEFAULTS,
+    PAPER_SETTINGS,
+    SELECTIONS,
+    VALIDATION_MDPS,
+    AgentConfig,
+    Experiment,
+    Plan,
+)
 
-__all__ = ["DEFAULTS", "AgentConfig", "Experiment", "Plan", "apply_preset",
-           "check_yaml_file", "load", "read_configfiles"]
+__all__ = ["DEFAULTS", "PAPER_SETTINGS", "SELECTIONS", "VALIDATION_MDPS", "AgentConfig",
+           "Experiment", "Plan", "apply_preset", "check_yaml_file", "load",
+           "read_configfiles"]

@@ -8,7 +8,14 @@ artefact:
   (OPPS-DS, a plugin with ``train``) have training units: any other agent is built from its
   prior inside the run that plays it (its offline time is zero either way);
 * a *run* unit: one agent configuration on one chunk of the test MDPs of one experiment
-  (``results/runs/{experiment}/{agent}/{start}-{stop}.parquet``), as before.
+  (``results/runs/{experiment}/{agent}/{start}-{stop}.parquet``), as before;
+* a *validation* run unit (``selection: validation``): the same on a chunk of the
+  experiment's **validation set** (``results/test_sets/{test}.validation.parquet``),
+  written to ``results/runs_validation/{experiment}/{agent}/{start}-{stop}.parquet``;
+  only the configurations of algorithms with several in the experiment have them
+  (:meth:`bbrlcore.plan.model.Plan.validation_agents`). They are packed into bundles of
+  their own (``validate_{algorithm}_{i}``), so that switching ``selection`` adds or
+  removes jobs and never changes (reruns) the test runs' ones.
 
 A **bundle** is one workflow job, one ``bbrl batch`` process: units of **one algorithm**
 packed, in a stable order, up to a target length (``bundle_minutes``, and never beyond
@@ -26,7 +33,7 @@ What stays as it was:
   holds at most ``bundle_minutes`` of estimated work (or one unit), so a change reruns at
   most A's bundles on the experiments that run that agent;
 * returns are bit-identical whatever the bundling: a trajectory's seed depends on the
-  test set, the agent id and the MDP index only (the seed tree, ``bbrlcore.seeds``);
+  test set, the agent id and the MDP index only (the seed tree, :mod:`bbrlcore.seeds`);
 * a bundle that fails or is killed loses nothing it finished: each finished unit is also
   kept under ``results/.partial/{bundle}/`` (a hard link), and the bundle's next attempt
   takes it from there instead of playing it again (the directory is removed when the
@@ -73,10 +80,13 @@ class RunUnit:
     start: int
     stop: int
     seconds: float
+    #: "test": the experiment's test set; "validation": its validation set
+    split: str = "test"
 
     @property
     def output(self) -> str:
-        return (f"runs/{self.experiment.name}/{self.agent.key}/"
+        runs = "runs_validation" if self.split == "validation" else "runs"
+        return (f"{runs}/{self.experiment.name}/{self.agent.key}/"
                 f"{self.start}-{self.stop}.parquet")
 
 
@@ -88,11 +98,15 @@ class Bundle:
     algorithm: str
     index: int
     units: tuple[Any, ...]
+    #: a run bundle's units play the test sets ("test") or the validation sets
+    split: str = "test"
 
     @property
     def name(self) -> str:
-        """The job's name (a Snakemake rule name: letters, digits and ``_``)."""
-        return f"{self.kind}_{identifier(self.algorithm)}_{self.index}"
+        """The job's name (a Snakemake rule name: letters, digits and ``_``):
+        ``train_…``, ``run_…``, or ``validate_…`` for runs on validation sets."""
+        prefix = "validate" if self.split == "validation" else self.kind
+        return f"{prefix}_{identifier(self.algorithm)}_{self.index}"
 
     @property
     def seconds(self) -> float:
@@ -160,29 +174,35 @@ def train_units(plan: Plan) -> list[TrainUnit]:
     return out
 
 
-def run_units(plan: Plan) -> list[RunUnit]:
-    """Every run unit: per experiment (the plan's order), its agents, their chunks."""
+def run_units(plan: Plan, split: str = "test") -> list[RunUnit]:
+    """Every run unit on the test sets: per experiment (the plan's order), its agents,
+    their chunks; ``split="validation"``: every run unit on the validation sets (the
+    agents of :meth:`~bbrlcore.plan.model.Plan.validation_agents`)."""
     out = []
     for exp in plan.experiments:
-        for a in plan.agents_of(exp):
+        agents = plan.agents_of(exp) if split == "test" else plan.validation_agents(exp)
+        for a in agents:
             spt = plan.seconds_per_trajectory(exp, a)
-            for start, stop in plan.chunks(exp, a):
+            for start, stop in plan.chunks(exp, a, split):
                 out.append(RunUnit(exp, a, start, stop, (stop - start) * spt
-                                   + UNIT_OVERHEAD_S))
+                                   + UNIT_OVERHEAD_S, split))
     return out
 
 
 def bundles(plan: Plan) -> list[Bundle]:
     """The plan's training and run jobs: each algorithm's units packed in a stable order
     (training: agent, prior; runs: agent, experiment, chunk) up to
-    :func:`target_seconds`. Memoised on the plan."""
+    :func:`target_seconds`; runs on the validation sets in bundles of their own.
+    Memoised on the plan."""
     memo = plan.__dict__.get("_bundles")
     if memo is not None:
         return memo
     target = target_seconds(plan)
     out: list[Bundle] = []
     exp_order = {e.name: i for i, e in enumerate(plan.experiments)}
-    for kind, units in (("train", train_units(plan)), ("run", run_units(plan))):
+    for kind, split, units in (("train", "test", train_units(plan)),
+                               ("run", "test", run_units(plan)),
+                               ("run", "validation", run_units(plan, "validation"))):
         by_alg: dict[str, list[Any]] = {}
         for u in units:
             by_alg.setdefault(u.agent.algorithm, []).append(u)
@@ -195,20 +215,34 @@ def bundles(plan: Plan) -> list[Bundle]:
             groups = [g[k:k + MAX_UNITS] for g in pack(order, target)
                       for k in range(0, len(g), MAX_UNITS)]
             for i, group in enumerate(groups):
-                out.append(Bundle(kind, alg, i, tuple(group)))
+                out.append(Bundle(kind, alg, i, tuple(group), split))
     plan.__dict__["_bundles"] = out
     return out
 
 
 def warmed_algorithms(plan: Plan) -> list[str]:
     """Algorithms whose kernels are compiled by a warm-up job before their bundles: those
-    with more than one run bundle (which would otherwise compile in parallel, each
-    writing numba's cache). An algorithm with one run bundle compiles in it."""
+    with more than one run bundle on the test sets (which would otherwise compile in
+    parallel, each writing numba's cache). An algorithm with one compiles in it, and its
+    bundles on the validation sets wait for it (:func:`compiled_after`): switching
+    ``selection`` then never adds a warm-up to a test run's job (a new input would rerun
+    it)."""
     n: dict[str, int] = {}
     for b in bundles(plan):
-        if b.kind == "run":
+        if b.kind == "run" and b.split == "test":
             n[b.algorithm] = n.get(b.algorithm, 0) + 1
     return sorted(a for a, k in n.items() if k > 1)
+
+
+def compiled_after(plan: Plan, bundle: Bundle, results_dir: str) -> str | None:
+    """What a bundle on the validation sets of an algorithm without a warm-up job waits
+    for: the first output of the algorithm's (single) run bundle on the test sets, which
+    compiles and caches its kernels; None for any other bundle."""
+    if bundle.split != "validation" or bundle.algorithm in warmed_algorithms(plan):
+        return None
+    first = next(b for b in bundles(plan) if b.kind == "run" and b.split == "test"
+                 and b.algorithm == bundle.algorithm)
+    return first.outputs(results_dir)[0]
 
 
 # ---- what a bundle's process is told ---------------------------------------------------
@@ -253,7 +287,10 @@ def spec(plan: Plan, bundle: Bundle, results_dir: str,
             units.append([a.key, u.prior])
         else:
             exp = u.experiment
-            units.append([a.key, exp.prior, exp.name, exp.test_set, u.start, u.stop])
+            unit = [a.key, exp.prior, exp.name, exp.test_set, u.start, u.stop]
+            if u.split == "validation":
+                unit.append("validation")
+            units.append(unit)
     out: dict[str, Any] = {"bundle": bundle.name, "kind": bundle.kind,
                            "version": __version__, "root": results_dir, "agents": agents,
                            "units": units, "seed": c["train_seed"], "gamma": c["gamma"],
@@ -289,8 +326,9 @@ def inputs(plan: Plan, bundle: Bundle, results_dir: str,
 
 
 def summary(plan: Plan) -> dict[str, int]:
-    """How many jobs of each kind the plan runs (training and run bundles)."""
-    out = {"train": 0, "run": 0}
+    """How many jobs of each kind the plan runs: training bundles, run bundles on the
+    test sets and (``validate``) run bundles on the validation sets."""
+    out = {"train": 0, "run": 0, "validate": 0}
     for b in bundles(plan):
-        out[b.kind] += 1
+        out["validate" if b.split == "validation" else b.kind] += 1
     return out

@@ -12,7 +12,15 @@ from typing import Any
 
 from bbrlcore.agents.base import show_value
 from bbrlcore.errors import BBRLError
-from bbrlcore.plan.model import DEFAULTS, AgentConfig, Experiment, Plan, preset_key
+from bbrlcore.plan.model import (
+    DEFAULTS,
+    SELECTIONS,
+    VALIDATION_MDPS,
+    AgentConfig,
+    Experiment,
+    Plan,
+    preset_key,
+)
 from bbrlcore.protocol.test_sets import MAX_EPISODES, MAX_HORIZON, MAX_MDPS
 from bbrlcore.seeds import MAX_SEED
 
@@ -291,6 +299,12 @@ def load(
             check_fits(test_dists.get(test, loaded.get(test)), int(cfg["n_mdps"]))
         except BBRLError as exc:
             raise _fail(source, f"n_mdps={cfg['n_mdps']}", str(exc)) from None
+        if cfg["selection"] == "validation":  # (drawn only where some algorithm has a grid)
+            try:
+                check_fits(test_dists.get(test, loaded.get(test)), int(cfg["validation_mdps"]))
+            except BBRLError as exc:
+                raise _fail(source, where(f"validation_mdps={cfg['validation_mdps']}"),
+                            str(exc)) from None
     available = {a.algorithm for a in out}
     plan = Plan(cfg, experiments, out, available, calibration_dir)
     plan.from_preset = from_preset
@@ -584,6 +598,15 @@ def _check_scalars(cfg: dict[str, Any], fail) -> None:
             integer(k, 1)
     if cfg["episodes"] is not None and cfg["episodes"] > MAX_EPISODES:
         raise fail(f"episodes={cfg['episodes']}", f"must be <= {MAX_EPISODES}")
+    if cfg["selection"] not in SELECTIONS:
+        raise fail(f"selection={cfg['selection']!r}", "expected validation (each "
+                   "algorithm's configuration chosen on validation MDPs, its score reported "
+                   "on the test MDPs) or test (chosen on the test MDPs, the paper's)")
+    if cfg["validation_mdps"] is None:
+        cfg["validation_mdps"] = min(cfg["n_mdps"], VALIDATION_MDPS)
+    integer("validation_mdps", 1)
+    if cfg["validation_mdps"] > MAX_MDPS:
+        raise fail(f"validation_mdps={cfg['validation_mdps']}", f"must be <= {MAX_MDPS}")
     integer("max_chunks", 1)
     integer("bootstrap_resamples", 100)
     integer("bootstrap_seed", 0)

@@ -44,6 +44,19 @@ Configuration (see ``config.yaml`` for the paper's full one):
   global one has its own test set and a name that says it:
   ``DeepSea-10-UDeepSea-10@E10000xH10``, test set ``DeepSea-10@E10000xH10``
   (:attr:`Experiment.label`); the paper's names are unchanged.
+* ``selection``: on which MDPs each algorithm's best configuration is chosen.
+  ``validation`` (the default of a study: bbrl's :data:`DEFAULTS`, ``bbrl init``, the
+  ``quick``, ``extended``, ``families`` and ``mine`` presets): on a **validation set**
+  per test distribution, ``validation_mdps`` MDPs of the same distribution drawn with a
+  seed derived from ``test_seed`` (:func:`bbrlcore.seeds.validation_seed`), played by the
+  configurations of every algorithm that has more than one in an experiment (one needs
+  no choosing); its score is then reported on the test MDPs, which played no part in
+  the choice. ``test`` (``config.yaml``'s paper configuration and the ``paper`` preset):
+  on the test MDPs themselves, as the paper does (its tables; biased upwards, the more
+  so the larger an algorithm's grid). Every report says which, and shows each
+  algorithm's grid size beside its score.
+* ``validation_mdps``: the size of each validation set; ``null`` (default):
+  ``min(n_mdps, 100)`` (:data:`VALIDATION_MDPS`).
 * ``chunk_budget_minutes``, ``max_chunks``: an agent's runs are split into at most
   ``max_chunks`` chunks of test MDPs so that no chunk is expected to exceed the budget.
 * ``bundle_minutes``: a job packs units (trainings, or chunks of runs) of one algorithm
@@ -98,6 +111,8 @@ DEFAULTS: dict[str, Any] = {
     "episodes": None,
     "episode_length": None,
     "checkpoint_every": None,
+    "selection": "validation",  # config.yaml's (the paper's): test (PAPER_SETTINGS)
+    "validation_mdps": None,  # min(n_mdps, VALIDATION_MDPS)
     "compat_variants": True,
     "chunk_budget_minutes": 120.0,  # config.yaml's (a test keeps them equal)
     "max_chunks": 500,
@@ -119,6 +134,20 @@ DEFAULTS: dict[str, Any] = {
     "extended": False,
     "extended_algorithms": {},
 }
+
+#: Settings where ``config.yaml`` (the paper's configuration) differs from bbrl's
+#: :data:`DEFAULTS` on purpose: the paper chooses each algorithm's configuration on its
+#: test MDPs; a study of one's own that leaves ``selection`` out should not peek.
+PAPER_SETTINGS: dict[str, Any] = {"selection": "test"}
+
+#: Where each algorithm's configuration can be chosen (``selection``).
+SELECTIONS = ("test", "validation")
+#: ``validation_mdps: null`` is ``min(n_mdps, VALIDATION_MDPS)``: enough MDPs to rank
+#: configurations (the standard error of a mean over 100 MDPs is a tenth of the spread
+#: of one MDP's score), at a bounded cost (at most 100 trajectories per configuration,
+#: a fifth of the paper's N = 500).
+VALIDATION_MDPS = 100
+
 
 @dataclass(frozen=True)
 class Experiment:
@@ -202,6 +231,12 @@ class AgentConfig:
                 v = formula_paths[v]
             out.append("--param " + shlex.quote(f"{k}={show_value(v)}"))
         return " ".join(out)
+
+
+def family_key(agent: AgentConfig) -> tuple[str, bool]:
+    """The family an agent configuration belongs to: its algorithm, and whether it is a
+    compat variant (the report's families: ``BEB`` and ``BEB (compat)``)."""
+    return agent.algorithm, dict(agent.params).get("compat") is True
 
 
 def preset_key(key: str, preset: str | None, from_preset: set[str]) -> str:
@@ -342,10 +377,57 @@ class Plan:
             )
         return memo[key]
 
-    def n_chunks(self, exp: Experiment, agent: AgentConfig) -> int:
+    # -- choosing each algorithm's configuration ----------------------------------------
+    @property
+    def validating(self) -> bool:
+        """Whether configurations are chosen on validation sets (``selection:
+        validation``)."""
+        return self.config.get("selection") == "validation"
+
+    def n_mdps(self, split: str = "test") -> int:
+        """The size of a test set (``n_mdps``) or of a validation set
+        (``validation_mdps``)."""
+        return int(self.config["validation_mdps" if split == "validation" else "n_mdps"])
+
+    def grid_size(self, exp: Experiment, agent: AgentConfig) -> int:
+        """How many configurations of ``agent``'s algorithm ``exp`` runs (its compat
+        variants counted apart, as the report's families are): its tuning budget."""
+        fam = family_key(agent)
+        return sum(1 for a in self.agents_of(exp) if family_key(a) == fam)
+
+    def validation_agents(self, exp: Experiment) -> list[AgentConfig]:
+        """The configurations ``exp`` plays on its validation set: with ``selection:
+        validation``, those of every algorithm (compat variants apart) with more than one
+        configuration in ``exp`` (a single configuration needs no choosing; Optimal is
+        the reference, never chosen); none otherwise."""
+        if not self.validating:
+            return []
+        memo = self.__dict__.setdefault("_validation_agents", {})
+        if exp.name not in memo:
+            agents = self.agents_of(exp)
+            count: dict[tuple[str, bool], int] = {}
+            for a in agents:
+                count[family_key(a)] = count.get(family_key(a), 0) + 1
+            memo[exp.name] = [a for a in agents if a.algorithm != "optimal"
+                              and count[family_key(a)] > 1]
+        return list(memo[exp.name])
+
+    @property
+    def validation_experiments(self) -> list[Experiment]:
+        """The experiments with validation runs (:meth:`validation_agents`)."""
+        return [e for e in self.experiments if self.validation_agents(e)]
+
+    @property
+    def validation_tests(self) -> list[str]:
+        """The test sets (names with their setting's label) whose validation set the plan
+        draws."""
+        return sorted({e.test_set for e in self.validation_experiments})
+
+    def n_chunks(self, exp: Experiment, agent: AgentConfig, split: str = "test") -> int:
         """Chunks of the run: a power of two (stable under small recalibrations), at most
-        ``max_chunks`` and N, each expected within ``chunk_budget_minutes``."""
-        n = self.config["n_mdps"]
+        ``max_chunks`` and N, each expected within ``chunk_budget_minutes`` (N: the test
+        set's size, or the validation set's)."""
+        n = self.n_mdps(split)
         spt = self.seconds_per_trajectory(exp, agent)
         # whole trajectories per chunk within the budget; chunks of n // k or n // k + 1
         # MDPs, so the largest one (ceil(n / k)) must fit, not just the average
@@ -355,12 +437,15 @@ class Plan:
         pow2 = 1 << (need - 1).bit_length()
         return max(1, min(pow2, self.config["max_chunks"], n))
 
-    def chunks(self, exp: Experiment, agent: AgentConfig) -> list[tuple[int, int]]:
+    def chunks(self, exp: Experiment, agent: AgentConfig,
+               split: str = "test") -> list[tuple[int, int]]:
+        """The chunks ``(start, stop)`` of ``agent``'s run on the test set of ``exp``, or
+        on its validation set (``split="validation"``)."""
         memo = self.__dict__.setdefault("_chunks", {})
-        key = (exp.name, agent.key)
+        key = (exp.name, agent.key, split)
         if key not in memo:
-            n = self.config["n_mdps"]
-            k = self.n_chunks(exp, agent)
+            n = self.n_mdps(split)
+            k = self.n_chunks(exp, agent, split)
             memo[key] = [(i * n // k, (i + 1) * n // k) for i in range(k)]
         return memo[key]
 

@@ -35,6 +35,8 @@ from bbrlcore.protocol.test_sets import (
     interaction,
     new_test_set,
     read_test_set,
+    validation_meta,
+    validation_set,
     write_test_set,
 )
 from bbrlcore.protocol.training import TrainedAgent, read_agent, train_agent, write_agent
@@ -44,5 +46,6 @@ __all__ = [
     "OVERRUN_MIN_S", "ROW_SUM_TOLERANCE", "RUN_COLUMNS", "TIMING_COLUMNS", "Interaction",
     "Overrun", "TestSet", "TrainedAgent", "check_mdps", "default_checkpoint_every",
     "interaction", "new_test_set", "parse_slice", "read_agent", "read_run", "read_test_set",
-    "run_agent", "run_meta", "train_agent", "write_agent", "write_run", "write_test_set",
+    "run_agent", "run_meta", "train_agent", "validation_meta", "validation_set", "write_agent",
+    "write_run", "write_test_set",
 ]

@@ -22,7 +22,11 @@ A run unit ``[agent, prior, experiment, test set, start, stop]`` plays test MDPs
 ``root/agents/{prior}/{agent}.parquet`` when it is ``learned`` (trained offline by a
 training job), else built from ``root/distributions/{prior}.parquet`` in this process,
 as ``bbrl train`` would build it with the test set's γ and horizon (the offline time is
-zero either way). A training unit
+zero either way). A run unit with a
+seventh element ``"validation"`` plays the experiment's validation set instead
+(``root/test_sets/{test}.validation.parquet``, the MDPs on which configurations are
+chosen) and writes ``root/runs_validation/{experiment}/{agent}/{start}-{stop}.parquet``
+(its metadata says ``split: validation``). A training unit
 ``[agent, prior]`` writes ``root/agents/{prior}/{agent}.parquet`` (with a checkpoint in
 ``root/checkpoints/{prior}/`` when the agent asks for one). :func:`expand` gives each
 unit with its files.
@@ -50,6 +54,8 @@ from bbrlcore import __version__
 from bbrlcore.errors import BBRLError
 
 KINDS = ("train", "run")
+#: What a run unit plays: the experiment's test set, or its validation set.
+SPLITS = ("test", "validation")
 
 
 def load_spec(text: str, source: str = "--spec") -> dict[str, Any]:
@@ -82,12 +88,16 @@ def load_spec(text: str, source: str = "--spec") -> dict[str, Any]:
     if not isinstance(units, list):
         raise BBRLError(f"{source}: units must be a list")
     shape = "[agent, prior]" if kind == "train" else (
-        "[agent, prior, experiment, test, start, stop]")
+        "[agent, prior, experiment, test, start, stop] (then \"validation\" for a run on "
+        "the validation set)")
+    n_fields = 2 if kind == "train" else 6
     for i, u in enumerate(units):
-        ok = (isinstance(u, list) and len(u) == len(shape.split(","))
+        ok = (isinstance(u, list) and len(u) in ((n_fields,) if kind == "train"
+                                                 else (n_fields, n_fields + 1))
               and all(isinstance(x, str) for x in u[:4]) and u[0] in agents)
         if ok and kind == "run":
-            ok = all(isinstance(x, int) and not isinstance(x, bool) for x in u[4:])
+            ok = all(isinstance(x, int) and not isinstance(x, bool) for x in u[4:6]) and (
+                len(u) == n_fields or u[6] in SPLITS)
         if not ok:
             raise BBRLError(f"{source}: units[{i}] must be {shape}, with an agent of agents")
     outputs = [x["output"] for x in expand(spec)]
@@ -115,14 +125,19 @@ def expand(spec: dict[str, Any]) -> list[dict[str, Any]]:
             if a.get("checkpoint"):
                 unit["checkpoint"] = f"{root}/checkpoints/{prior}/{key}.ckpt"
         else:
-            exp, test, start, stop = u[2:]
+            exp, test, start, stop = u[2:6]
+            split = u[6] if len(u) > 6 else "test"
             if a.get("learned"):
                 agent = {"file": f"{root}/agents/{prior}/{key}.parquet"}
             else:
                 agent["prior"] = f"{root}/distributions/{prior}.parquet"
+            ts, runs = ((f"{test}.validation", "runs_validation") if split == "validation"
+                        else (test, "runs"))
             unit = {"agent": agent, "experiment": exp,
-                    "test_set": f"{root}/test_sets/{test}.parquet", "mdps": [start, stop],
-                    "output": f"{root}/runs/{exp}/{key}/{start}-{stop}.parquet"}
+                    "test_set": f"{root}/test_sets/{ts}.parquet", "mdps": [start, stop],
+                    "output": f"{root}/{runs}/{exp}/{key}/{start}-{stop}.parquet"}
+            if split == "validation":
+                unit["split"] = split
         out.append(unit)
     return out
 
@@ -136,7 +151,8 @@ def describe(spec: dict[str, Any], unit: dict[str, Any]) -> str:
     if spec["kind"] == "train":
         return f"training {who} on {Path(unit['prior']).stem}"
     a, b = unit["mdps"]
-    return f"{who} on {unit.get('experiment') or Path(unit['test_set']).stem} MDPs {a}:{b}"
+    on = "validation MDPs" if unit.get("split") == "validation" else "MDPs"
+    return f"{who} on {unit.get('experiment') or Path(unit['test_set']).stem} {on} {a}:{b}"
 
 
 def unit_key(spec: dict[str, Any], unit: dict[str, Any]) -> str:
@@ -264,7 +280,10 @@ def _do_run(spec: dict[str, Any], unit: dict[str, Any], cache: _Cache,
     sel = range(a, b)
     table = run_agent(ts, agent, sel, progress=progress,
                       expected_s=(lambda: expected(ts, agent, len(sel))) if expected else None)
-    write_run(table, unit["output"], run_meta(ts, agent, sel))
+    meta = run_meta(ts, agent, sel)
+    if unit.get("split") == "validation":
+        meta["split"] = "validation"
+    write_run(table, unit["output"], meta)
     if not len(table):
         return "no trajectories"
     return (f"{len(table)} trajectories, mean return {table['discounted_return'].mean():.4g}, "

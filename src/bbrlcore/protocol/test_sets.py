@@ -416,10 +416,35 @@ TEST_SET_COLUMNS: dict[str, tuple[str, str]] = {
 }
 
 
-def write_test_set(ts: TestSet, path: str | Path) -> None:
+def validation_set(ts: TestSet, n_mdps: int) -> TestSet:
+    """The **validation set** of the test set ``ts``: ``n_mdps`` MDPs of the same test
+    distribution, with the same γ, T and setting (episodes, checkpoints, label), drawn with the seed
+    :func:`bbrlcore.seeds.validation_seed` ``(ts.seed)`` (another branch of the seed tree:
+    never one of the test set's MDPs). Each algorithm's configuration is chosen on it
+    (``selection: validation``) and its score reported on ``ts``.
+
+    >>> from bbrlcore.mdp import distributions as D
+    >>> ts = new_test_set(D.builtin("GC"), 3, 0.95, 20, 0)
+    >>> v = validation_set(ts, 2)
+    >>> v.n_mdps, v.seed == seeds.validation_seed(0), bool((v.mdps[0] != ts.mdps[0]).any())
+    (2, True, True)
+    """
+    return new_test_set(ts.test, n_mdps, ts.gamma, ts.horizon, seeds.validation_seed(ts.seed),
+                        episode_length=ts.episode_length,
+                        checkpoint_every=ts.checkpoint_every, label=ts.label)
+
+
+def validation_meta(ts: TestSet) -> dict[str, Any]:
+    """What a validation set's artefact records besides a test set's (``split`` and the
+    test set it validates: its seed and size), for :func:`write_test_set`."""
+    return {"split": "validation", "validation_of": {"seed": ts.seed, "n_mdps": ts.n_mdps}}
+
+
+def write_test_set(ts: TestSet, path: str | Path,
+                   extra: dict[str, Any] | None = None) -> None:
     """Write a test-set artefact: one row per MDP, its probabilities on the test
     distribution's layout (``P``, flattened (nX, nU, K); the layout's digest is in the
-    metadata)."""
+    metadata). ``extra``: more metadata (a validation set's, :func:`validation_meta`)."""
     assert ts.layout is not None
     table = pl.DataFrame(
         {
@@ -441,6 +466,7 @@ def write_test_set(ts: TestSet, path: str | Path) -> None:
         "checkpoint_every": ts.checkpoint_every,
         "label": ts.label,
     }
+    meta.update(extra or {})
     artefacts.write_artefact(path, table, "test-set", meta)
 
 

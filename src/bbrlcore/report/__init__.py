@@ -63,6 +63,11 @@ from bbrlcore.analysis.results import (
     score_column,
     summary_table,
 )
+from bbrlcore.analysis.selection import (
+    selection_of,
+    selection_text,
+    without_validation,
+)
 from bbrlcore.errors import BBRLError
 from bbrlcore.formats.artefacts import atomic_path
 from bbrlcore.mdp import hardness
@@ -232,6 +237,9 @@ def experiment_section(
             "bold": bool(r["among_best"]), "z": r["z"],
             "above": None if flag is None else _above_text(flag),
             "reference": r["agent"] == reference,
+            "grid": r.get("grid_size"),
+            "validation": "–" if r.get("validation_mean") is None
+            else f"{r['validation_mean']:.2f}",
         })
     empty_cells = int(cmap.filter(pl.col("family").is_null()).height)
     n_compared = max(int(best.height) - 1, 0)
@@ -544,7 +552,10 @@ def analyse(merged: pl.DataFrame, summary: pl.DataFrame, score: str = "discounte
     """Every analysis table of a report, once: the summary of ``merged`` by ``score``
     (``summary``, checked by :func:`build`) feeds the best agents, "among the best", the
     aggregates and the learning curves, which used to choose the best agents and
-    summarise the runs again each (:class:`Analysis`)."""
+    summarise the runs again each (:class:`Analysis`). Each family's best agent is
+    chosen as ``summary`` says (:mod:`bbrlcore.analysis.selection`: on the test MDPs, or
+    on validation MDPs); the published comparison always on the test MDPs (the
+    paper's selection)."""
     from bbrlcore.analysis import aggregate as A
 
     summary = constraints.with_family(summary)
@@ -556,8 +567,9 @@ def analyse(merged: pl.DataFrame, summary: pl.DataFrame, score: str = "discounte
                                     best=best, among=among)
     except BBRLError as exc:
         aggregates = str(exc)
-    published = summary if score == "discounted" else constraints.with_family(
-        summary_table(merged, "discounted"))
+    # the published numbers are compared on the paper's selection (the test MDPs)
+    published = without_validation(summary) if score == "discounted" else \
+        constraints.with_family(summary_table(merged, "discounted"))
     return Analysis(summary=summary, best=best, among=among, aggregates=aggregates,
                     curves=_curves_of(merged, score, n_resamples, seed, best),
                     above=above_reference(summary, merged, score), published=published)
@@ -593,7 +605,11 @@ def build(
     the horizon) is what the summary, "among the best", the time-constraint maps, the
     aggregates and the learning curves use (``summary`` must be of that score:
     :func:`bbrlcore.analysis.results.summary_table`); the published numbers are always
-    compared on the discounted return (the paper's). ``versus`` (an algorithm, as the
+    compared on the discounted return (the paper's). Each algorithm's configuration is
+    chosen as ``summary`` says: on the test MDPs (the paper's selection), or on validation
+    MDPs when it was chosen on them
+    (:func:`bbrlcore.analysis.selection.choose_on_validation`); every page says which,
+    and the tables give each algorithm's grid size. ``versus`` (an algorithm, as the
     report names it or by its id) adds, at the top of the statistics across experiments,
     that algorithm against every other (P(versus > Y) with intervals). Learning curves
     need the runs' per-step rewards (column ``rewards``); without them their sections
@@ -720,7 +736,18 @@ def _build_into(out: Path, merged: pl.DataFrame, summary: pl.DataFrame,
                              autoescape=jinja2.select_autoescape(["html"]))
     fwer_over = [sec for sec in ordered if sec["fwer"] > alpha + 1e-12]
     horizon = int(merged["horizon"].max()) if "horizon" in merged.columns else None
+    chosen = selection_of(summary)
+    n_val = int(summary["validation_n"].max() or 0) if chosen == "validation" else None
+    selection = {"kind": chosen, "text": selection_text(chosen, n_val)}
+    grids: dict[str, list[int]] = {}
+    for sec in ordered:
+        for f, r in sec["best_by_family"].items():
+            if r.get("grid") is not None and r["grid"] not in grids.setdefault(f, []):
+                grids[f].append(r["grid"])
+    grid_of = {f: "–" if not g else (str(g[0]) if len(g) == 1 else f"{min(g)}–{max(g)}")
+               for f, g in grids.items()}
     ctx = {"groups": groups, "experiments": ordered, "version": __version__, "alpha": alpha,
+           "selection": selection, "grid_of": grid_of,
            "correction": correction, "hardness": hard, "problems": problems_sec,
            "families": fams, "score": score, "score_text": SCORE_TEXT[score],
            "horizon": horizon, "curves": {k: v for k, v in curves.items()

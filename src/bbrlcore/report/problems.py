@@ -146,10 +146,13 @@ _SCORE_SCHEMA = {"experiment": pl.Utf8, "test": pl.Utf8, "prior": pl.Utf8,
 
 def score_table(summary: pl.DataFrame, hmap: pl.DataFrame,
                 families: list[str]) -> pl.DataFrame:
-    """Each algorithm's best agent (highest mean) per experiment whose test set is in
-    ``hmap``, with its normalised score and the test set's hardness; ``summary`` carries
-    the report's ``family`` column, ``families`` their order (module docstring)."""
+    """Each algorithm's best agent (highest mean; on the validation MDPs when the summary
+    was chosen on them, :mod:`bbrlcore.analysis.selection`) per experiment whose test set
+    is in ``hmap``, with its normalised score and the test set's hardness; ``summary``
+    carries the report's ``family`` column, ``families`` their order (module
+    docstring)."""
     from bbrlcore.analysis.results import normalising_means
+    from bbrlcore.analysis.selection import selection_key
 
     hard = {r["test"]: r for r in hmap.iter_rows(named=True)}
     rank = {f: i for i, f in enumerate(families)}
@@ -158,8 +161,8 @@ def score_table(summary: pl.DataFrame, hmap: pl.DataFrame,
     means = {r["experiment"]: r for r in
              normalising_means(summary, score).iter_rows(named=True)}
     rows = []
-    for r in summary.sort(["experiment", "mean"], descending=[False, True]).iter_rows(
-            named=True):
+    for r in summary.sort([pl.col("experiment"), selection_key(summary)],
+                          descending=[False, True]).iter_rows(named=True):
         h = hard.get(r["test"])
         if h is None:
             continue
