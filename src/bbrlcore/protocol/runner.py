@@ -183,13 +183,16 @@ def run_agent(
     # compile (or load from the numba cache) outside the timed region
     if len(idx):
         crash.at_mdp(int(idx[0]))
+        # (one step; an episodic interaction: one episode, so that the player of the
+        # setting is built: episodic PSRL at gamma 1 has no continuing form)
+        w = max(1, ts.episode_length)
         with building(f"the player of {agent.agent_id} on {ts.test.short_name}"):
             warm = alg.make_player(agent.prior, agent.params, trained,
-                                   ts.episode(horizon=1, dense=not sparse))
+                                   ts.episode(horizon=w, dense=not sparse))
         try:
             with plugin_output():
                 if records_rewards(warm):
-                    warm(mdp(idx[0]), int(tseeds[0]), np.empty(1))
+                    warm(mdp(idx[0]), int(tseeds[0]), np.empty(w))
                 else:
                     warm(mdp(idx[0]), int(tseeds[0]))
         except AgentError as exc:
