@@ -47,7 +47,12 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from bbrlcore.analysis.estimators import DEFAULT_RESAMPLES, _check_resampling, _counts, _index_blocks
+from bbrlcore.analysis.estimators import (
+    DEFAULT_RESAMPLES,
+    _check_resampling,
+    _counts,
+    _index_blocks,
+)
 from bbrlcore.errors import BBRLError
 from bbrlcore.protocol.runner import with_settings
 
