@@ -126,10 +126,21 @@ def test_bad_arguments_are_one_line():
                        "rewards"):
         C.curves(m.with_columns(pl.col("rewards").list.eval(pl.element() * 2)),
                  n_resamples=100)
+
+
+
+def test_experiments_of_different_horizons_have_curves_but_no_iqm_across_them():
+    """A ladder run for a number of episodes has a horizon per size: each experiment
+    gets its curves, and the IQM across experiments (which needs one time grid) is left
+    out, saying why."""
     mixed = pl.concat([runs(experiments=("GC-GC",)),
                        runs(experiments=("GDL-GDL",), T=8)])
-    with pytest.raises(BBRLError, match="one horizon"):
-        C.curves(mixed, n_resamples=100)
+    c = C.curves(mixed, n_resamples=100)
+    t = c.tables["curves"]
+    assert t.group_by("experiment").agg(pl.col("t").max()).sort("experiment").rows() == [
+        ("GC-GC", T), ("GDL-GDL", 8)]
+    assert c.tables["aggregate"].is_empty()
+    assert any("needs one time grid" in str(w) for w in c.left_out)
 
 
 def test_grid_and_tables_are_written(tmp_path):

@@ -411,7 +411,8 @@ def test_readers_refuse_settings_mixed_within_an_experiment(tmp_path):
         E.write_run(t, tmp_path / f"{name}.parquet", {"n_mdps": 4})
     with pytest.raises(BBRLError, match=r"merge: experiment Ch-Ch@x: run tables from "
                        r"different test sets or versions \(.*a\.parquet vs .*b\.parquet: "
-                       r"episode_length 4 vs 3, episodes 3 vs 4, checkpoint_every 4 vs 3\)"):
+                       r"episode_length 4 vs 3, episodes 3 vs 4, checkpoint_every 4 vs 3, "
+                       r"agent random vs agent random\)"):
         results.read_runs([str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet")])
     both = pl.concat([a, b])
     with pytest.raises(BBRLError, match=r"summary: experiment Ch-Ch@x: rows of different "

@@ -287,7 +287,7 @@ def column_tables() -> list[tuple[str, str, list[tuple[str, str, str]]]]:
     from bbrlcore.mdp import hardness
     from bbrlcore.mdp.distributions import DISTRIBUTION_COLUMNS
     from bbrlcore.protocol.runner import COUNTER_DOCS, RUN_COLUMN_DOCS, RUN_COLUMNS
-    from bbrlcore.protocol.test_sets import TEST_SET_COLUMNS
+    from bbrlcore.protocol.test_sets import TEST_SET_COLUMNS, TEST_SET_REFERENCE_COLUMNS
     from bbrlcore.protocol.training import AGENT_COLUMNS
 
     run = [(c, _dtype(t), RUN_COLUMN_DOCS[c]) for c, t in RUN_COLUMNS.items()]
@@ -308,7 +308,8 @@ def column_tables() -> list[tuple[str, str, list[tuple[str, str, str]]]]:
         ("Test sets",
          "`results/test_sets/{test}.parquet` (`bbrl experiment new -o`): one row per test "
          "MDP; the metadata holds the test distribution, N, γ, T and the seed.",
-         list((c, t, d) for c, (t, d) in TEST_SET_COLUMNS.items())),
+         list((c, t, d) for c, (t, d) in (TEST_SET_COLUMNS | TEST_SET_REFERENCE_COLUMNS)
+              .items())),
         ("Agents",
          "`results/agents/{prior}/{agent}.parquet` (`bbrl train -o`): one row, the trained "
          "agent; a plugin's reference and code fingerprint are in the metadata.",

@@ -159,6 +159,11 @@ Parquet artefacts of kind ``aggregate``):
 ``among_best``      one row per experiment × family: ``experiment, family, agent, mean,
                     z, p_value, p_adjusted, among_best, reference, correction, alpha,
                     familywise_error``
+``regret``          one row per family, lowest IQM first: Colosseum's per-step
+                    normalised regret at the end of the interaction
+                    (:func:`regret_metrics`) over the experiments whose runs carry their
+                    test MDPs' references: ``family, n_experiments, n_scores`` and
+                    ``mean, median, iqm`` with their ``_ci_low``, ``_ci_high``
 ==================  =====================================================================
 """
 
@@ -211,6 +216,7 @@ TABLE_FILES = {
     "profiles": "aggregate-profiles.parquet",
     "improvement": "aggregate-improvement.parquet",
     "among_best": "aggregate-among-best.parquet",
+    "regret": "aggregate-regret.parquet",
 }
 
 # ---------------------------------------------------------------------------------------
@@ -714,9 +720,63 @@ def compute(
         "strata": [[e for e, s in zip(prob.experiments, prob.stratum, strict=True) if s == k]
                    for k in range(len(prob.sizes))],
     }
+    regret_t, regret_exps = regret_metrics(merged, norm, best, n_resamples, seed,
+                                           confidence, resamples_option)
+    meta["regret_experiments"] = regret_exps
     tables = {"normalised": norm, "best_agents": best, "metrics": metrics_t,
-              "profiles": profiles_t, "improvement": improvement_t, "among_best": among}
+              "profiles": profiles_t, "improvement": improvement_t, "among_best": among,
+              "regret": regret_t}
     return Aggregates(tables, excluded, meta)
+
+
+#: Columns of :func:`regret_metrics` (the ``regret`` table).
+REGRET_SCHEMA: dict[str, Any] = {
+    "family": pl.Utf8, "n_experiments": pl.Int64, "n_scores": pl.Int64,
+    **{f"{m}{k}": pl.Float64 for m in ("mean", "median", "iqm")
+       for k in ("", "_ci_low", "_ci_high")}}
+
+
+def regret_metrics(merged: pl.DataFrame, norm: pl.DataFrame, best: pl.DataFrame,
+                   n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
+                   confidence: float = 0.95, resamples_option: str = "n_resamples"
+                   ) -> tuple[pl.DataFrame, list[str]]:
+    """Colosseum's per-step normalised regret at the end of the interaction
+    (:func:`bbrlcore.analysis.exploration.normalised_regrets`: 0 optimal all along, 1 as
+    bad as possible) of each family's best agent, aggregated over the experiments whose
+    runs carry their references: the mean over experiments, the median and the IQM of
+    the pooled scores, with the stratified paired bootstrap of the normalised scores
+    (module docstring). Returns the table (:data:`REGRET_SCHEMA`; empty when no
+    experiment has references) and the experiments it covers."""
+    from bbrlcore.analysis.exploration import normalised_regrets
+
+    if "regret" not in merged.columns:
+        return pl.DataFrame(schema=REGRET_SCHEMA), []
+    nr = normalised_regrets(merged).select("experiment", "agent", "mdp_index",
+                                           "normalised_regret")
+    t = norm.drop("normalised_score").join(nr, on=["experiment", "agent", "mdp_index"],
+                                           how="left")
+    needed = pl.concat([best.select("experiment", "agent"),
+                        t.filter(pl.col("algorithm") == "random").select(
+                            "experiment", "agent").unique()])
+    got = t.join(needed, on=["experiment", "agent"], how="semi")
+    lacking = set(got.filter(pl.col("normalised_regret").is_null())["experiment"].to_list())
+    exps = sorted(set(got["experiment"].to_list()) - lacking)
+    if not exps:
+        return pl.DataFrame(schema=REGRET_SCHEMA), []
+    t = t.filter(pl.col("experiment").is_in(exps)).rename(
+        {"normalised_regret": "normalised_score"})
+    try:
+        prob, _ = _problem(t, best.filter(pl.col("experiment").is_in(exps)), [0.0])
+    except BBRLError:  # (no family in every one of these experiments)
+        return pl.DataFrame(schema=REGRET_SCHEMA), exps
+    point, low, high = _bootstrap(prob, int(n_resamples), int(seed), confidence,
+                                  resamples_option)
+    out: dict[str, Any] = {"family": prob.families,
+                           "n_experiments": [len(prob.X)] * len(prob.families),
+                           "n_scores": [int(prob.pooled.shape[0])] * len(prob.families)}
+    for m in ("mean", "median", "iqm"):
+        out[m], out[f"{m}_ci_low"], out[f"{m}_ci_high"] = point[m], low[m], high[m]
+    return pl.DataFrame(out, schema=REGRET_SCHEMA).sort(["iqm", "family"]), exps
 
 
 def check_bootstrap_memory(

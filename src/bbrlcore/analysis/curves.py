@@ -23,9 +23,22 @@ selects it; and Optimal, the reference), at every time *t* of a grid:
   where the ratio is noise); at *t* = T it is the summary's ``normalised_score`` (with
   the score of the same kind);
 * the **cumulative regret** against Optimal, paired on the test MDPs,
-  :math:`\frac1{N_e}\sum_i (C_{O,e,i}(t) - C_{a,e,i}(t))` (Colosseum's per-step
-  regret, App. C of its paper, here against the Optimal agent's own trajectory, which
-  knows the MDP).
+  :math:`\frac1{N_e}\sum_i (C_{O,e,i}(t) - C_{a,e,i}(t))` (against the Optimal agent's
+  own trajectory, which knows the MDP);
+* where the runs carry their test MDPs' **reference values** (test sets drawn with them,
+  :mod:`bbrlcore.mdp.references`): the **exact regret** ``regret_ref``, against the
+  optimal policy's expected reward, :math:`t\rho^*_i - U_{a,e,i}(t)` (continuing) or
+  :math:`e V^*_{H,i}(s_0) - U_{a,e,i}(eH)` after e episodes (episodic), U the
+  undiscounted cumulative reward, exact at every time of the curve (the steps, the
+  checkpoints); and **Colosseum's per-step normalised cumulative regret**
+  ``normalised_regret`` (Conserva & Rauber 2022, App. C): each step's (episode's) regret
+  divided by the gap between the optimal and the worst policy, :math:`\rho^*_i -
+  \rho^-_i` (:math:`V^*_H - V^-_H`), summed, so that it grows by at most about 1 a step
+  (episode) and by 0 once the agent acts optimally; ``normalised_regret / t`` (``/ e``)
+  is Colosseum's table value, about 0 (optimal all along) to 1 (as bad as possible). The
+  Random agent's curve, drawn beside the others, is the uniformly random policy's, as in
+  Colosseum's figures. An episodic experiment's curves are at its episode ends (``t`` in
+  steps, ``episodes`` = t / H).
 
 Each comes with a **paired bootstrap band**: a replicate draws the experiment's test MDPs
 with replacement once and applies them to every family and to Optimal (the regret's
@@ -62,17 +75,26 @@ in one line for it).
 Across experiments: the **IQM of the normalised score against time** with stratified
 bootstrap bands, rliable's sample-efficiency curve (Agarwal et al. 2021, Fig. 8), using the
 same strata (experiments sharing a test set resample the same MDPs) and the same
-IQM kernel as the aggregates, at the points of a coarser grid.
+IQM kernel as the aggregates, at the points of a coarser grid; only when every
+experiment is measured at the same times (a ladder played for a number of episodes has a
+horizon per size: its experiments get their curves, the IQM across them is left out and
+said). On episodic DeepSea experiments, **bsuite's DeepSea score**
+(:mod:`bbrlcore.analysis.exploration`).
 
 Tables (``curves`` returns them; :func:`write_tables` writes them as Parquet artefacts):
 
 =============  ========================================================================
 ``curves``     one row per experiment × family × t: ``experiment, test, prior, family,
-               algorithm, compat, agent, n, t, cumulative, cumulative_low,
+               algorithm, compat, agent, n, t, episodes, cumulative, cumulative_low,
                cumulative_high, normalised, normalised_low, normalised_high, regret,
-               regret_low, regret_high, score``
+               regret_low, regret_high, regret_ref, regret_ref_low, regret_ref_high,
+               normalised_regret, normalised_regret_low, normalised_regret_high,
+               score`` (the exact and normalised regret null without references)
 ``aggregate``  one row per family × t: ``family, n_experiments, t, iqm, iqm_low,
                iqm_high, score``
+``deepsea``    bsuite's DeepSea score per experiment × family
+               (:func:`bbrlcore.analysis.exploration.deepsea_scores`), and
+``deepsea_summary``  per DeepSea ladder × family (empty without episodic DeepSea)
 =============  ========================================================================
 """
 
@@ -97,7 +119,7 @@ from bbrlcore.analysis.estimators import (
 )
 from bbrlcore.analysis.results import reference_agents
 from bbrlcore.errors import BBRLError
-from bbrlcore.protocol.runner import MAX_RECORDED_STEPS
+from bbrlcore.protocol.runner import MAX_RECORDED_STEPS, with_settings
 
 #: What a curve accumulates: the discounted return so far (the paper's score) or the sum
 #: of rewards (Dearden et al.'s and Guez et al.'s tables).
@@ -114,7 +136,9 @@ AGGREGATE_POINTS = 25
 #: leaves out the first tenth of the horizon.
 MIN_GAIN_FRACTION = 0.1
 #: Tables of :func:`curves`, and the file each gets from :func:`write_tables`.
-TABLE_FILES = {"curves": "curves.parquet", "aggregate": "curves-aggregate.parquet"}
+TABLE_FILES = {"curves": "curves.parquet", "aggregate": "curves-aggregate.parquet",
+               "deepsea": "curves-deepsea.parquet",
+               "deepsea_summary": "curves-deepsea-summary.parquet"}
 
 
 def check_score(score: str) -> str:
@@ -312,10 +336,6 @@ def curves(
     _check_resampling(n_resamples, seed, confidence)
     if best is None:
         A._check_merged(merged)
-    horizons = sorted(set(merged["horizon"].to_list()))
-    if len(horizons) > 1:
-        raise BBRLError(f"curves: the experiments have horizons {horizons}: learning curves "
-                        "across experiments need one horizon (give experiments of one T)")
     if best is None:
         best = A.best_agents(merged, offline_bound=offline_bound, online_bound=online_bound,
                              separate_compat=separate_compat, score=score)
@@ -338,9 +358,10 @@ def curves(
                         "experiment")
     best = best.filter(pl.col("experiment").is_in(complete))
     needed = _needed(merged, best)
-    table = merged.join(needed, on=["experiment", "agent"], how="semi")
+    table = with_settings(merged.join(needed, on=["experiment", "agent"], how="semi"))
     # long interactions record checkpoints, not every step: their curves are the
-    # undiscounted score at the checkpoints
+    # undiscounted score at the checkpoints (experiment by experiment: a report may hold
+    # the paper's experiments beside long ones)
     long = table.filter(pl.col("horizon") > MAX_RECORDED_STEPS)
     if long.height and score == "discounted":
         e = long["experiment"][0]
@@ -348,13 +369,16 @@ def curves(
                         f"{int(long['horizon'][0]):,} > {MAX_RECORDED_STEPS:,} steps), not at "
                         "every step: its learning curves are of the undiscounted score "
                         "(score=undiscounted)")
-    steps = not long.height
-    col = "rewards" if steps else "checkpoints"
+    is_long = pl.col("horizon") > MAX_RECORDED_STEPS
+    if "rewards" not in table.columns and table.filter(~is_long).height:
+        reward_matrix(table, "merged run table")  # (the error naming the missing column)
+    if "rewards" not in table.columns:
+        table = table.with_columns(pl.lit(None, dtype=pl.List(pl.Float32)).alias("rewards"))
     # agents without per-step rewards on some MDP (older tables, players that record
     # none) have no curve; an experiment whose Random or Optimal lacks them has none
-    if col not in table.columns:
-        reward_matrix(table, "merged run table")  # (the error naming the missing column)
-    lacking = (table.filter(pl.col(col).is_null())
+    missing_col = pl.when(is_long).then(pl.col("checkpoints").is_null()).otherwise(
+        pl.col("rewards").is_null())
+    lacking = (table.filter(missing_col)
                .group_by("experiment", "agent", "algorithm", maintain_order=True)
                .agg(pl.col("mdp_index"))
                .join(table.group_by("experiment", "agent").agg(pl.len().alias("_n")),
@@ -388,15 +412,11 @@ def curves(
                             "again for learning curves")
         needed = _needed(merged.filter(pl.col("experiment").is_in(
             best["experiment"].unique().to_list())), best)
-        table = merged.join(needed, on=["experiment", "agent"], how="semi")
+        table = table.join(needed, on=["experiment", "agent"], how="semi")
     from bbrlcore.analysis.results import check_rewards
 
     check_rewards(table, "merged run table")  # (rewards, returns and gamma agree)
     table = table.with_row_index("_row")
-    if steps:
-        R = reward_matrix(table, "merged run table")
-    else:
-        R, times = checkpoint_matrix(table, "merged run table")
     a = (1.0 - confidence) / 2.0
     rows: list[dict[str, Any]] = []
     strata: dict[tuple[Any, ...], int] = {}
@@ -404,42 +424,84 @@ def curves(
     agg_stratum: list[int] = []
     agg_sizes: list[int] = []
     agg_grid = None
+    agg_differ: str | None = None
     exps = best["experiment"].unique(maintain_order=True).to_list()
-    sizes = (table.filter(pl.col("experiment").is_in(exps)).group_by("experiment")
-             .agg(pl.col("mdp_index").n_unique())["mdp_index"].to_list())
+    per_exp = (table.filter(pl.col("experiment").is_in(exps)).group_by("experiment")
+               .agg(pl.col("mdp_index").n_unique().alias("n"),
+                    pl.col("horizon").first().alias("T"),
+                    pl.col("checkpoint_every").first().alias("every")))
+    sizes = per_exp["n"].to_list()
+    width = max([(int(T) if int(T) <= MAX_RECORDED_STEPS else int(T) // int(k or 1))
+                 for T, k in zip(per_exp["T"], per_exp["every"], strict=True)] or [1])
     # (the columns of the cumulative matrices: every step, or the checkpoints)
-    check_memory(*bootstrap_bytes(sizes, int(R.shape[1]) or 1, points,
-                                  aggregate_points), n_resamples, resamples_option,
-                 "the learning curves' bootstrap")
+    check_memory(*bootstrap_bytes(sizes, width, points, aggregate_points), n_resamples,
+                 resamples_option, "the learning curves' bootstrap")
     for e_i, exp in enumerate(exps):
         m = table.filter(pl.col("experiment") == exp)
         gamma = float(m["gamma"][0])
         T = int(m["horizon"][0])
+        H = int(m["episode_length"][0] or 0)
+        steps = T <= MAX_RECORDED_STEPS
         if steps:
+            R = reward_matrix(m, "merged run table")
             times = np.arange(1, T + 1, dtype=np.int64)
+            if H > 0:  # an episodic interaction: its curves at the episode ends
+                times = times[H - 1::H]
+        else:
+            R, times = checkpoint_matrix(m, "merged run table")
+        local = {r: k for k, r in enumerate(m["_row"].to_list())}
         gi = _positions(times, points)  # (indices into the times of C's columns)
         grid = times[gi]
         agi = _positions(times, aggregate_points)
         ag = times[agi]
         if agg_grid is None:
             agg_grid = ag
-        elif not np.array_equal(agg_grid, ag):
-            raise BBRLError(f"curves: experiment {exp} has horizon {T}, others "
-                            f"{int(agg_grid[-1])}: aggregate curves need one horizon")
+        elif not np.array_equal(agg_grid, ag) and agg_differ is None:
+            agg_differ = (f"experiment {exp} is measured at other times (T = {T:,}"
+                          + (f", episodes of {H}" if H else "") + ") than "
+                          f"{exps[0]}: the IQM across experiments needs one time grid")
 
-        def cum_of(agent: str, m: pl.DataFrame = m, gamma: float = gamma) -> np.ndarray:
+        # an episodic run's checkpoints at every episode end (float64, as the kernels
+        # summed them) give the undiscounted cumulative there exactly, where the per-step
+        # rewards are float32
+        at_ends = None
+        if steps and H > 0 and m["checkpoints"].null_count() == 0 and m.height and \
+                int(m["checkpoint_every"].fill_null(0).min()) == H == \
+                int(m["checkpoint_every"].fill_null(0).max()):
+            at_ends = checkpoint_matrix(m, "merged run table")[0]
+
+        def cum_of(agent: str, m: pl.DataFrame = m, gamma: float = gamma, R=R,
+                   times=times, steps=steps, local=local, at_ends=at_ends
+                   ) -> tuple[np.ndarray, np.ndarray]:
+            """(score's cumulative, undiscounted cumulative) at ``times``, (N, K)."""
             g = m.filter(pl.col("agent") == agent).sort("mdp_index")
+            sel = [local[r] for r in g["_row"].to_list()]
+            rows_ = R[sel]
             if not steps:  # (cumulative undiscounted rewards at the checkpoints)
-                return R[g["_row"].to_numpy()]
-            return cumulative(R[g["_row"].to_numpy()], gamma, score)
+                return rows_, rows_
+            und = (at_ends[sel] if at_ends is not None
+                   else np.cumsum(rows_, axis=1)[:, times - 1])
+            if score == "undiscounted":
+                return und, und
+            return cumulative(rows_, gamma, score)[:, times - 1], und
 
         rand = m.filter(pl.col("algorithm") == "random")["agent"][0]
         opt = reference_agents(m, score)["agent"][0]
-        Cr, Co = cum_of(rand), cum_of(opt)
+        (Cr, _), (Co, _) = cum_of(rand), cum_of(opt)
         N = Cr.shape[0]
-        span = Co.mean(axis=0) - Cr.mean(axis=0)  # (T,)
+        span = Co.mean(axis=0) - Cr.mean(axis=0)  # (K,)
         ok = (span > 1e-12 * max(1.0, float(np.abs(Co).max(initial=0.0))))
         ok &= span >= MIN_GAIN_FRACTION * span[-1]
+        # the exact references of every test MDP (the test set's, copied into each row):
+        # regret t rho* - C(t) (episodic: e V*_H - C(eH)), normalised by optimal - worst
+        ref = m.filter(pl.col("agent") == rand).sort("mdp_index")
+        rho = ref["optimal_reference"].cast(pl.Float64).fill_null(np.nan).to_numpy()
+        low_ref = ref["worst_reference"].cast(pl.Float64).fill_null(np.nan).to_numpy()
+        has_ref = bool(np.isfinite(rho).all())
+        gap = rho - low_ref
+        normalisable = has_ref and bool(
+            (np.isfinite(gap) & (gap > 1e-12 * (1.0 + np.abs(rho)))).all())
+        units = (times // H if H > 0 else times).astype(np.float64)  # episodes or steps
         key = (str(m["test"][0]), int(m["test_seed"][0]) if "test_seed" in m.columns
                else -1, N)
         if key not in strata:
@@ -455,20 +517,23 @@ def curves(
                    "family": "Optimal", "algorithm": "optimal", "compat": False,
                    "agent": opt}
         for r in [*best.filter(pl.col("experiment") == exp).iter_rows(named=True), opt_row]:
-            C = cum_of(r["agent"])
+            C, U = cum_of(r["agent"])
             X = np.where(ok, (C - Cr.mean(axis=0)) / np.where(ok, span, 1.0), np.nan)
             regret = Co - C
+            RR = (rho[:, None] * units[None, :] - U) if has_ref else np.zeros_like(U)
+            NR = RR / np.where(normalisable, gap, 1.0)[:, None] if normalisable \
+                else np.zeros_like(U)
             # bands on the grid: paired replicates (the same MDP draws for every family);
             # the normalising means are fixed, as in the aggregates (the intervals are
             # conditional on them)
             Cg, Cog = C[:, g0], Co[:, g0]
             Xg = np.where(ok[g0], X[:, g0], 0.0)
-            # the three views' replicates by one product (a third of the time of three)
+            # the five views' replicates by one product
             G = grid.size
-            reps = W @ np.hstack([Cg, Xg, Cog - Cg]) / N
+            reps = W @ np.hstack([Cg, Xg, Cog - Cg, RR[:, g0], NR[:, g0]]) / N
             lo_, hi_ = np.quantile(reps, [a, 1 - a], axis=0)
-            lc, lx, lr = lo_[:G], lo_[G:2 * G], lo_[2 * G:]
-            hc, hx, hr = hi_[:G], hi_[G:2 * G], hi_[2 * G:]
+            lc, lx, lr, lrr, lnr = (lo_[k * G:(k + 1) * G] for k in range(5))
+            hc, hx, hr, hrr, hnr = (hi_[k * G:(k + 1) * G] for k in range(5))
             with np.errstate(invalid="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # (columns of no score)
                 xm = (np.nanmean(X[:, g0], axis=0) if ok[g0].any()
@@ -479,6 +544,7 @@ def curves(
                     "experiment": exp, "test": r["test"], "prior": r["prior"],
                     "family": r["family"], "algorithm": r["algorithm"],
                     "compat": r["compat"], "agent": r["agent"], "n": N, "t": int(t),
+                    "episodes": int(t // H) if H > 0 else None,
                     "cumulative": float(C[:, j].mean()),
                     "cumulative_low": float(lc[k]), "cumulative_high": float(hc[k]),
                     "normalised": float(xm[k]) if valid else None,
@@ -486,10 +552,19 @@ def curves(
                     "normalised_high": float(hx[k]) if valid else None,
                     "regret": float(regret[:, j].mean()),
                     "regret_low": float(lr[k]), "regret_high": float(hr[k]),
+                    "regret_ref": float(RR[:, j].mean()) if has_ref else None,
+                    "regret_ref_low": float(lrr[k]) if has_ref else None,
+                    "regret_ref_high": float(hrr[k]) if has_ref else None,
+                    "normalised_regret": float(NR[:, j].mean()) if normalisable else None,
+                    "normalised_regret_low": float(lnr[k]) if normalisable else None,
+                    "normalised_regret_high": float(hnr[k]) if normalisable else None,
                     "score": score,
                 })
             agg_scores.setdefault(r["family"], [None] * len(exps))[e_i] = X[:, agi]
     curves_t = pl.DataFrame(rows, schema=_CURVE_SCHEMA)
+    if agg_differ is not None:
+        left_out.append(LeftOut(None, agg_differ, family="every algorithm"))
+        agg_scores = {}
     for fam, per_exp in agg_scores.items():
         absent = [e for e, x in zip(exps, per_exp, strict=True) if x is None]
         if absent:
@@ -497,7 +572,10 @@ def curves(
                                           "pools every experiment)", family=fam))
     agg_t = _aggregate(agg_scores, agg_stratum, agg_sizes, agg_grid, n_resamples, seed,
                        confidence, score)
-    return Curves({"curves": curves_t, "aggregate": agg_t},
+    from bbrlcore.analysis.exploration import deepsea_scores
+
+    ds = deepsea_scores(table, best, n_resamples, seed, confidence)
+    return Curves({"curves": curves_t, "aggregate": agg_t, **ds},
                   {"score": score, "n_resamples": n_resamples, "seed": seed,
                    "confidence": confidence, "offline_bound": offline_bound,
                    "online_bound": online_bound, "separate_compat": separate_compat},
@@ -507,10 +585,14 @@ def curves(
 _CURVE_SCHEMA: dict[str, Any] = {
     "experiment": pl.Utf8, "test": pl.Utf8, "prior": pl.Utf8, "family": pl.Utf8,
     "algorithm": pl.Utf8, "compat": pl.Boolean, "agent": pl.Utf8, "n": pl.Int64,
-    "t": pl.Int64, "cumulative": pl.Float64, "cumulative_low": pl.Float64,
+    "t": pl.Int64, "episodes": pl.Int64, "cumulative": pl.Float64,
+    "cumulative_low": pl.Float64,
     "cumulative_high": pl.Float64, "normalised": pl.Float64, "normalised_low": pl.Float64,
     "normalised_high": pl.Float64, "regret": pl.Float64, "regret_low": pl.Float64,
-    "regret_high": pl.Float64, "score": pl.Utf8,
+    "regret_high": pl.Float64, "regret_ref": pl.Float64, "regret_ref_low": pl.Float64,
+    "regret_ref_high": pl.Float64, "normalised_regret": pl.Float64,
+    "normalised_regret_low": pl.Float64, "normalised_regret_high": pl.Float64,
+    "score": pl.Utf8,
 }
 _AGG_SCHEMA: dict[str, Any] = {"family": pl.Utf8, "n_experiments": pl.Int64, "t": pl.Int64,
                                "iqm": pl.Float64, "iqm_low": pl.Float64,
@@ -562,22 +644,22 @@ def bootstrap_bytes(sizes: list[int], horizon: int, points: int = MAX_POINTS,
                     aggregate_points: int = AGGREGATE_POINTS) -> tuple[float, float]:
     """``(bytes per resample, fixed bytes)`` :func:`curves` allocates for experiments of
     ``sizes`` test MDPs: an experiment's resampled counts (one per MDP) are kept while its
-    families are drawn, with each family's replicates of its three curves at every point
-    of the grid and the copies ``np.concatenate`` and ``np.quantile`` make of them (seven
-    a point in all, measured: 1.35 GB at 10^6 resamples of 10 MDPs and 20 points against
-    1.2 GB estimated, 0.33 GB of it the process); the curve across experiments keeps its
-    replicates at each point of its grid, with copies (four).
+    families are drawn, with each family's replicates of its five curves at every point
+    of the grid and the copies ``np.concatenate`` and ``np.quantile`` make of them (twelve
+    a point in all: seven were measured for three curves, 1.35 GB at 10^6 resamples of 10
+    MDPs and 20 points against 1.2 GB estimated, 0.33 GB of it the process); the curve
+    across experiments keeps its replicates at each point of its grid, with copies (four).
 
     Examples
     --------
-    >>> bootstrap_bytes([500], 250)  # 500 MDPs: 500 counts + 7 x 100 points a resample
-    (9600.0, 2662400.0)
+    >>> bootstrap_bytes([500], 250)  # 500 MDPs: 500 counts + 12 x 100 points a resample
+    (13600.0, 3072000.0)
     """
     G = time_grid(max(1, horizon), points).size
     Ga = time_grid(max(1, horizon), aggregate_points).size
     n = max(sizes, default=0)
-    return (8.0 * max(n + 7 * G, 4 * Ga),
-            8.0 * BLOCK * (sum(sizes) + n + 3 * G))
+    return (8.0 * max(n + 12 * G, 4 * Ga),
+            8.0 * BLOCK * (sum(sizes) + n + 5 * G))
 
 
 def check_bootstrap_memory(merged: pl.DataFrame, n_resamples: int,

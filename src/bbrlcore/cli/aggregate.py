@@ -134,6 +134,19 @@ def render(agg: agg_mod.Aggregates) -> str:
     lines.append(_table(["family", "IQM", "median", "mean", "optimality gap"], rows,
                         right={1, 2, 3, 4}))
 
+    reg = t.get("regret")
+    if reg is not None and not reg.is_empty():
+        lines += ["", f"Normalised regret at the end of the interaction ({conf_s} CI; "
+                  "Colosseum's: regret against the optimal policy's exact value, per step "
+                  "(episode), divided by optimal - worst; 0 optimal all along, 1 as bad as "
+                  f"possible), {len(meta.get('regret_experiments', []))} experiments with "
+                  "references, lowest IQM first", ""]
+        rows = [[r["family"], _ci(r["iqm"], r["iqm_ci_low"], r["iqm_ci_high"]),
+                 _ci(r["median"], r["median_ci_low"], r["median_ci_high"]),
+                 _ci(r["mean"], r["mean_ci_low"], r["mean_ci_high"])]
+                for r in reg.iter_rows(named=True)]
+        lines.append(_table(["family", "IQM", "median", "mean"], rows, right={1, 2, 3}))
+
     order = m["family"].to_list()
     rank = {f: i for i, f in enumerate(order)}
     imp = t["improvement"].filter(

@@ -84,7 +84,9 @@ def _curves(args: argparse.Namespace) -> int:
         print(f"bbrl: warning: left out of the learning curves: {what}", file=sys.stderr)
     t = c.tables["curves"]
     print(f"learning curves ({args.score} score; normalised: Random 0, Optimal 1 at each t; "
-          "regret: against Optimal, paired; 95% bootstrap intervals; each algorithm's agent "
+          "regret: against Optimal, paired; norm. regret: Colosseum's, the regret against "
+          "the optimal policy's exact value divided by optimal - worst; 95% bootstrap "
+          "intervals; each algorithm's agent "
           + ("chosen on the validation runs" if best is not None else
              "chosen on the test runs, the paper's selection") + ")")
     for exp in t["experiment"].unique(maintain_order=True).to_list():
@@ -94,9 +96,15 @@ def _curves(args: argparse.Namespace) -> int:
         # a quarter, half and all of the horizon: the nearest time points of the curves
         marks = sorted({min(grid, key=lambda g, m=m: (abs(g - m), g))
                         for m in (max(1, T // 4), max(1, T // 2), T)})
+        # Colosseum's normalised regret, per step (per episode) at T, where the runs carry
+        # their test MDPs' references
+        per = e["episodes"].drop_nulls()
+        unit = "episode" if per.len() else "step"
+        has_nr = e["normalised_regret"].drop_nulls().len() > 0
         print(f"\n{exp}")
         print(f"  {'algorithm':22s}" + "".join(f"{'norm. t=' + str(m):>18s}" for m in marks)
-              + f"{'regret t=' + str(T):>22s}")
+              + f"{'regret t=' + str(T):>22s}"
+              + (f"{'norm. regret / ' + unit:>28s}" if has_nr else ""))
         for fam in e["family"].unique(maintain_order=True).to_list():
             f = e.filter(e["family"] == fam)
             cells = []
@@ -105,9 +113,15 @@ def _curves(args: argparse.Namespace) -> int:
                 v = r["normalised"][0] if r.height else None
                 cells.append("–" if v is None else f"{0.0 if abs(v) < 5e-4 else v:.3f}")
             last = f.filter(f["t"] == T).row(0, named=True)
-            print(f"  {fam:22s}" + "".join(f"{c:>18s}" for c in cells)
-                  + f"{last['regret']:>11.3f} [{last['regret_low']:.2f}, "
-                    f"{last['regret_high']:.2f}]")
+            line = (f"  {fam:22s}" + "".join(f"{c:>18s}" for c in cells)
+                    + f"{last['regret']:>11.3f} [{last['regret_low']:.2f}, "
+                      f"{last['regret_high']:.2f}]")
+            if has_nr and last["normalised_regret"] is not None:
+                k = float(last["episodes"] or last["t"])
+                line += (f"{last['normalised_regret'] / k:>13.4f} "
+                         f"[{last['normalised_regret_low'] / k:.4f}, "
+                         f"{last['normalised_regret_high'] / k:.4f}]")
+            print(line)
     a = c.tables["aggregate"]
     if not a.is_empty():
         T = int(a["t"].max())
@@ -115,6 +129,25 @@ def _curves(args: argparse.Namespace) -> int:
         for r in a.filter(a["t"] == T).sort("iqm", descending=True).iter_rows(named=True):
             print(f"  {r['family']:22s} {r['iqm']:.3f} [{r['iqm_low']:.3f}, "
                   f"{r['iqm_high']:.3f}]  ({r['n_experiments']} experiments)")
+    ds = c.tables["deepsea"]
+    if not ds.is_empty():
+        from bbrlcore.analysis.exploration import FORGIVENESS, THRESHOLD
+
+        print(f"\nbsuite's DeepSea score: episodes until the average regret falls below "
+              f"{THRESHOLD} (learned: before 2^N + {FORGIVENESS} episodes, dithering's)")
+        for r in ds.iter_rows(named=True):
+            when = ("never" if r["learning_episode"] is None
+                    else f"episode {r['learning_episode']}")
+            lo = "–" if r["learning_low"] is None else f"{r['learning_low']:.0f}"
+            hi = "> E" if r["learning_high"] is None else f"{r['learning_high']:.0f}"
+            print(f"  {r['experiment']:34s} {r['family']:18s} {when:>15s} [{lo}, {hi}]  "
+                  f"{'learned' if r['learned'] else 'not learned'}"
+                  + ("" if r["decided"] else f" (undecided: {r['episodes']} episodes < 2^"
+                                              f"{r['size']})"))
+        for r in c.tables["deepsea_summary"].iter_rows(named=True):
+            print(f"  score {r['ladder']}, {r['family']}: {r['score']:.2f} [{r['score_low']:.2f}"
+                  f", {r['score_high']:.2f}] ({r['n_learned']} of {r['n_sizes']} sizes: "
+                  f"{r['sizes']})")
     if args.output:
         paths = C.write_tables(c, args.output)
         print(f"\nwrote {', '.join(str(p) for p in paths.values())}")

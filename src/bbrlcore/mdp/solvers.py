@@ -583,3 +583,17 @@ def finite_horizon_values(P: np.ndarray, R: np.ndarray, horizon: int, gamma: flo
             finite_horizon_q_row(Pr, Rr, supp, nsupp, float(gamma), V[t + 1], x, q)
             policy[t, x] = int(np.argmax(q))
     return V, policy
+
+
+#: The average-reward and episode-value solvers of :mod:`bbrlcore.mdp.references`, also
+#: reachable from here (the contract of issue 34 names them ``solvers``'s).
+_FROM_REFERENCES = ("average_reward_rows", "average_reward", "policy_gain_rows",
+                    "episode_values_rows")
+
+
+def __getattr__(name: str):
+    if name in _FROM_REFERENCES:
+        from bbrlcore.mdp import references
+
+        return getattr(references, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

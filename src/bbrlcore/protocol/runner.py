@@ -6,9 +6,17 @@ all (``rewards``); a longer interaction (up to 10⁸ steps) keeps, per trajector
 cumulative undiscounted reward at its checkpoints (``checkpoints``: every
 ``checkpoint_every`` steps, the episode ends of an episodic interaction) and each
 episode's return (``episode_returns``), computed from one buffer of T steps reused for
-every trajectory (never an N × T matrix), outside the timed region. The discounted
+every trajectory), outside the timed region. The discounted
 return and the undiscounted sum (``undiscounted_return``) are over all T steps in every
 setting.
+
+**Regret.** A test set drawn with its reference values (:mod:`bbrlcore.mdp.references`)
+gives every row the optimal, worst and uniformly random policy's expected reward per
+step (continuing: ρ*, ρ⁻, ρᵘ) or per episode (episodic: V*_H(s₀), V⁻_H(s₀), Vᵘ_H(s₀)):
+``optimal_reference``, ``worst_reference``, ``random_reference``; and the trajectory's
+``regret``, T·ρ* − Σ r (continuing) or Σ_e (V*_H(s₀) − G_e) = E·V*_H(s₀) − Σ r
+(episodic). With them the regret at any checkpoint t is exactly t·ρ* − C(t) (e·V*_H(s₀) −
+C(eH)), which :mod:`bbrlcore.analysis.curves` draws.
 """
 
 from __future__ import annotations
@@ -175,13 +183,16 @@ def run_agent(
     # compile (or load from the numba cache) outside the timed region
     if len(idx):
         crash.at_mdp(int(idx[0]))
+        # (one step; an episodic interaction: one episode, so that the player of the
+        # setting is built: episodic PSRL at gamma 1 has no continuing form)
+        w = max(1, ts.episode_length)
         with building(f"the player of {agent.agent_id} on {ts.test.short_name}"):
             warm = alg.make_player(agent.prior, agent.params, trained,
-                                   ts.episode(horizon=1, dense=not sparse))
+                                   ts.episode(horizon=w, dense=not sparse))
         try:
             with plugin_output():
                 if records_rewards(warm):
-                    warm(mdp(idx[0]), int(tseeds[0]), np.empty(1))
+                    warm(mdp(idx[0]), int(tseeds[0]), np.empty(w))
                 else:
                     warm(mdp(idx[0]), int(tseeds[0]))
         except AgentError as exc:
@@ -260,6 +271,17 @@ def run_agent(
                             f"step {t} is {rewards[k, t]} (a player given a rewards array "
                             "must fill it with the finite reward of every step)")
     experiment = f"{ts.test.short_name}-{agent.prior.short_name}{ts.tag}"
+    refs = ts.reference_values()
+    if refs is not None:
+        opt_r, worst_r, rand_r = (v[idx] for v in refs)
+        # the reference's expected total over the interaction, minus what was collected
+        regret = (opt_r * (E if H > 0 else T) - totals) if records else np.full(n, np.nan)
+    else:
+        opt_r = worst_r = rand_r = regret = np.full(n, np.nan)
+
+    def nullable(v: np.ndarray) -> list[float | None]:
+        return [None if not np.isfinite(x) else float(x) for x in v]
+
     cols: dict[str, Any] = {
         "experiment": [experiment] * n,
         "test": [ts.test.short_name] * n,
@@ -287,6 +309,10 @@ def run_agent(
                         else [None] * n),
         "episode_returns": (list_series("episode_returns", ep_ret) if records and H
                             else [None] * n),
+        "optimal_reference": nullable(opt_r),
+        "worst_reference": nullable(worst_r),
+        "random_reference": nullable(rand_r),
+        "regret": nullable(regret),
     }
     for j, c in enumerate(alg.counters):
         cols[c] = counters[:, j]
@@ -439,6 +465,13 @@ RUN_COLUMNS: dict[str, pl.DataType | type[pl.DataType]] = {
     "checkpoint_every": pl.Int64,
     "checkpoints": pl.List(pl.Float64),
     "episode_returns": pl.List(pl.Float64),
+    # the test MDP's reference values in the interaction's setting and the trajectory's
+    # regret against the optimal one (module docstring; null where the test set has no
+    # references); absent from run tables written before them
+    "optimal_reference": pl.Float64,
+    "worst_reference": pl.Float64,
+    "random_reference": pl.Float64,
+    "regret": pl.Float64,
 }
 
 #: What each column of :data:`RUN_COLUMNS` holds (the documentation's column reference is
@@ -480,6 +513,16 @@ RUN_COLUMN_DOCS: dict[str, str] = {
                    "every episode's end unless n says otherwise); null when not recorded",
     "episode_returns": "each episode's undiscounted return, in order (episodic only; null "
                        "otherwise)",
+    "optimal_reference": "the optimal policy's expected reward per step (continuing: the "
+                         "optimal gain ρ*) or per episode (episodic: V*_H(s₀)) on this test "
+                         "MDP, exact (`bbrlcore.mdp.references`); null where the test set "
+                         "has no references",
+    "worst_reference": "the same for the worst policy (ρ⁻, V⁻_H(s₀)): Colosseum's "
+                       "normalisation divides the regret by optimal − worst",
+    "random_reference": "the same for the uniformly random policy (ρᵘ, Vᵘ_H(s₀))",
+    "regret": "T·ρ* − Σ rₜ (continuing) or Σₑ (V*_H(s₀) − Gₑ) (episodic): the "
+              "trajectory's regret against the optimal policy's expected reward; null "
+              "without references or rewards",
 }
 
 #: Agent counters: extra integer columns of the run tables of the algorithms that count
@@ -504,12 +547,15 @@ RECORDED_SINCE_REWARDS = ("undiscounted_return", "rewards")
 #: Columns of :data:`RUN_COLUMNS` that run tables written before long and episodic
 #: interactions lack: they read as continuing (:data:`SETTING_DEFAULTS`).
 RECORDED_SINCE_EPISODES = ("episode_length", "episodes", "checkpoint_every", "checkpoints",
-                           "episode_returns")
+                           "episode_returns", "optimal_reference", "worst_reference",
+                           "random_reference", "regret")
 #: The values of those columns in a table written before them (a continuing interaction
 #: with per-step rewards only).
 SETTING_DEFAULTS: dict[str, Any] = {"episode_length": 0, "episodes": 1,
                                     "checkpoint_every": None, "checkpoints": None,
-                                    "episode_returns": None}
+                                    "episode_returns": None, "optimal_reference": None,
+                                    "worst_reference": None, "random_reference": None,
+                                    "regret": None}
 
 
 def with_settings(table: pl.DataFrame) -> pl.DataFrame:
@@ -517,7 +563,7 @@ def with_settings(table: pl.DataFrame) -> pl.DataFrame:
     written before them: continuing, :data:`SETTING_DEFAULTS`).
 
     >>> with_settings(pl.DataFrame({"agent": ["a"]})).row(0)
-    ('a', 0, 1, None, None, None)
+    ('a', 0, 1, None, None, None, None, None, None, None)
     """
     missing = [c for c in RECORDED_SINCE_EPISODES if c not in table.columns]
     if not missing:

@@ -78,6 +78,11 @@ class TestSet:
     #: what tells this setting apart in experiment and file names ("" for the paper's
     #: protocol): :attr:`Interaction.label`, or one the workflow gives
     label: str = ""
+    #: the MDPs' reference values (:func:`bbrlcore.mdp.references.reference_table`: one
+    #: row per MDP in order, ρ* ... V*_H(s₀) ...; what the run tables' ``regret`` is
+    #: measured against), computed when the test set is drawn; None: not computed (a
+    #: test set written before them, or built by hand)
+    references: pl.DataFrame | None = None
 
     __test__ = False  # not a pytest class
 
@@ -101,6 +106,18 @@ class TestSet:
     @property
     def n_mdps(self) -> int:
         return int(self.mdps.shape[0])
+
+    def reference_values(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """The reference of each MDP's interaction in its setting, (N,) arrays each:
+        the optimal, worst and uniformly random policy's expected reward **per step**
+        (continuing: ρ*, ρ⁻, ρᵘ) or **per episode** (episodic: V*_H(s₀), V⁻_H(s₀),
+        Vᵘ_H(s₀)); NaN where undefined; None without references."""
+        if self.references is None:
+            return None
+        kind = "episode_value" if self.episode_length > 0 else "average_reward"
+        a, b, c = (self.references[f"{w}_{kind}"].fill_null(np.nan).to_numpy()
+                   .astype(np.float64) for w in ("optimal", "worst", "random"))
+        return a, b, c
 
     @property
     def episodes(self) -> int:
@@ -149,7 +166,7 @@ class TestSet:
 def new_test_set(
     test: FDMDistribution | FamilyDistribution, n_mdps: int, gamma: float, horizon: int,
     seed: int, *, episode_length: int = 0, checkpoint_every: int | None = None,
-    label: str | None = None,
+    label: str | None = None, references: bool = True,
 ) -> TestSet:
     """Draw a test set (checks the parameters with clear errors).
 
@@ -158,7 +175,12 @@ def new_test_set(
     cumulative reward every n steps (None: the default of :func:`interaction`);
     ``label``: what its experiments' names end with after ``@`` (None: the default,
     :attr:`Interaction.label`). The draws do not depend on them: the same seed gives the
-    same MDPs in every setting.
+    same MDPs in every setting. ``references`` (default): compute each MDP's reference
+    values in the test set's setting (:mod:`bbrlcore.mdp.references`: ρ*, ρ⁻, ρᵘ
+    continuing, V*_H(s₀), V⁻_H(s₀), Vᵘ_H(s₀) episodic), which the run tables' regret is
+    measured against. They are computed here, once per MDP, and stored in the test set:
+    every agent's run and every analysis reads them (none recomputes them), and the
+    artefact that holds the MDPs holds what they are measured against.
 
     >>> from bbrlcore.mdp import families
     >>> ts = new_test_set(families.make("deepsea", size=4).test, 2, 1.0, 40, 0,
@@ -186,8 +208,15 @@ def new_test_set(
         mdps = np.empty((n_mdps, *lay.succ.shape))
         for i in range(n_mdps):
             mdps[i] = test.draw_rows(seeds.mdp_rng(seed, i))
+    refs = None
+    if references:
+        from bbrlcore.mdp.references import reference_table
+
+        with building(f"the reference values of the {n_mdps} MDPs of {test.short_name}"):
+            refs = reference_table(lay.succ, lay.nsucc, mdps, test.reward_rows,
+                                   test.initial_state, it.episode_length)
     return TestSet(test, mdps, float(gamma), int(horizon), int(seed), lay,
-                   it.episode_length, it.checkpoint_every, lab)
+                   it.episode_length, it.checkpoint_every, lab, refs)
 
 
 # ---------------------------------------------------------------------------------------
@@ -440,6 +469,20 @@ def validation_meta(ts: TestSet) -> dict[str, Any]:
     return {"split": "validation", "validation_of": {"seed": ts.seed, "n_mdps": ts.n_mdps}}
 
 
+def _reference_column_docs() -> dict[str, tuple[str, str]]:
+    from bbrlcore.mdp.references import REFERENCE_COLUMNS
+
+    return {k: ("Boolean" if k == "constant_gain" else "Float64", v)
+            for k, v in REFERENCE_COLUMNS.items()}
+
+
+#: The reference columns a test set drawn with ``references`` holds besides
+#: :data:`TEST_SET_COLUMNS` (:mod:`bbrlcore.mdp.references`; null where undefined:
+#: continuing ones in an episodic test set and the other way round; absent from test sets
+#: written before them).
+TEST_SET_REFERENCE_COLUMNS: dict[str, tuple[str, str]] = _reference_column_docs()
+
+
 def write_test_set(ts: TestSet, path: str | Path,
                    extra: dict[str, Any] | None = None) -> None:
     """Write a test-set artefact: one row per MDP, its probabilities on the test
@@ -452,6 +495,8 @@ def write_test_set(ts: TestSet, path: str | Path,
             "P": ts.mdps.reshape(ts.n_mdps, -1),
         }
     )
+    if ts.references is not None:
+        table = pl.concat([table, ts.references.drop("mdp_index")], how="horizontal")
     meta = {
         "test": ts.test.short_name,
         "test_distribution": ts.test.to_dict(),
@@ -465,6 +510,7 @@ def write_test_set(ts: TestSet, path: str | Path,
         "episodes": ts.episodes,
         "checkpoint_every": ts.checkpoint_every,
         "label": ts.label,
+        "references": ts.references is not None,
     }
     meta.update(extra or {})
     artefacts.write_artefact(path, table, "test-set", meta)
@@ -515,16 +561,45 @@ def _read_test_set(path: str | Path) -> TestSet:
                             + (f" x {lay.width} successors)" if sparse else ")") + f"; {regen}")
     except (ValueError, TypeError, pl.exceptions.PolarsError) as exc:
         raise BBRLError(f"{path}: malformed test-set artefact ({exc}); {regen}") from None
+    refs = _read_references(table, str(path), setting[0], regen)
     if sparse:
         mdps = P.reshape(n, *lay.succ.shape)
         check_mdps(mdps, str(path), lay)
-        return TestSet(test, mdps, gamma, horizon, seed, lay, *setting)
+        return TestSet(test, mdps, gamma, horizon, seed, lay, *setting, refs)
     dense = P.reshape(n, nX, nU, nX)
     check_mdps(dense, str(path))
     try:
-        return TestSet(test, dense, gamma, horizon, seed, None, *setting)
+        return TestSet(test, dense, gamma, horizon, seed, None, *setting, refs)
     except BBRLError as exc:
         raise BBRLError(f"{path}: {exc}; {regen}") from None
+
+
+def _read_references(table: pl.DataFrame, path: str, episode_length: int, regen: str
+                     ) -> pl.DataFrame | None:
+    """The reference columns of a test-set table (sorted by MDP), checked: all there or
+    none (a test set written before them: None), of their types, and the setting's
+    values finite where given."""
+    names = list(TEST_SET_REFERENCE_COLUMNS)
+    have = [c for c in names if c in table.columns]
+    if not have:
+        return None
+    if len(have) != len(names):
+        missing = ", ".join(c for c in names if c not in table.columns)
+        raise BBRLError(f"{path}: test-set table lacks the reference columns {missing}; "
+                        f"{regen}")
+    for c, (dtype, _) in TEST_SET_REFERENCE_COLUMNS.items():
+        if str(table[c].dtype) != dtype:
+            raise BBRLError(f"{path}: column {c!r} has type {table[c].dtype}, expected "
+                            f"{dtype}; {regen}")
+    kind = "episode_value" if episode_length > 0 else "average_reward"
+    for w in ("optimal", "worst", "random"):
+        c = table[f"{w}_{kind}"]
+        bad = (~c.is_finite()).fill_null(False)
+        if bad.any():
+            i = int(table["mdp_index"].filter(bad)[0])
+            raise BBRLError(f"{path}: MDP {i}: {w}_{kind} = {c.filter(bad)[0]} is not a "
+                            f"finite value; {regen}")
+    return table.select("mdp_index", *names)
 
 
 def _read_interaction(m: artefacts.MetaReader, horizon: int, test: Any

@@ -1,0 +1,197 @@
+"""The field's scores (issue 34): exact regret and Colosseum's normalised regret in the
+learning curves and the aggregates, bsuite's DeepSea score; checked against sums written
+here from the run tables' episode returns and checkpoints."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+import polars as pl
+import pytest
+
+from bbrlcore import protocol as E
+from bbrlcore.analysis import aggregate as A
+from bbrlcore.analysis import curves as C
+from bbrlcore.analysis import exploration as X
+from bbrlcore.analysis import results
+from bbrlcore.mdp import families
+from bbrlcore.protocol import runner
+
+
+@cache
+def deepsea_runs(size: int = 4, episodes: int = 40, n: int = 6, refs: bool = True
+                 ) -> pl.DataFrame:
+    p = families.make("deepsea", size=size)
+    ts = E.new_test_set(p.test, n, 1.0, size * episodes, 0, episode_length=size,
+                        references=refs)
+    runs = []
+    for alg, raw in (("random", {}), ("optimal", {"criterion": "undiscounted"}),
+                     ("e-greedy", {"epsilon": "0.1"}), ("psrl", {})):
+        agent = E.train_agent(alg, raw, p.prior("uniform"), horizon=ts.horizon,
+                              progress=False)
+        runs.append(E.run_agent(ts, agent, progress=False))
+    return results.merge_tables(runs)
+
+
+def test_the_regret_of_the_curves_is_exact_at_every_episode_end():
+    m = deepsea_runs()
+    c = C.curves(m, "undiscounted", n_resamples=200, points=50)
+    t = c.tables["curves"]
+    assert (t["t"] % 4 == 0).all() and (t["episodes"] * 4 == t["t"]).all()
+    for fam, agent in t.select("family", "agent").unique().iter_rows():
+        g = m.filter(pl.col("agent") == agent).sort("mdp_index")
+        G = np.asarray(g["episode_returns"].to_list())
+        vstar = g["optimal_reference"].to_numpy()
+        gap = vstar - g["worst_reference"].to_numpy()
+        S = np.cumsum(vstar[:, None] - G, axis=1)  # (written here: the definition)
+        f = t.filter(pl.col("family") == fam).sort("t")
+        e = f["episodes"].to_numpy()
+        assert f["regret_ref"].to_numpy() == pytest.approx(S[:, e - 1].mean(axis=0),
+                                                           abs=1e-12)
+        assert f["normalised_regret"].to_numpy() == pytest.approx(
+            (S / gap[:, None])[:, e - 1].mean(axis=0), abs=1e-12)
+        assert (f["normalised_regret_low"] <= f["normalised_regret"] + 1e-12).all()
+        assert (f["normalised_regret"] <= f["normalised_regret_high"] + 1e-12).all()
+        if fam == "Optimal":  # deterministic DeepSea: V*_H exactly, every episode
+            assert np.abs(f["regret_ref"].to_numpy()).max() < 1e-9
+
+
+def test_long_continuing_curves_have_the_regret_exact_at_the_checkpoints(monkeypatch):
+    p = families.make("riverswim", size=6)
+    ts = E.new_test_set(p.test, 5, 0.99, 400, 1, checkpoint_every=40)
+    runs = [E.run_agent(ts, E.train_agent(a, raw, p.prior("accurate"), horizon=400,
+                                          progress=False), progress=False)
+            for a, raw in (("random", {}), ("optimal", {}), ("e-greedy", {"epsilon": "0.1"}))]
+    m = results.merge_tables(runs)
+    monkeypatch.setattr(C, "MAX_RECORDED_STEPS", 100)  # (the checkpoints are read)
+    t = C.curves(m.with_columns(pl.lit(None, dtype=pl.List(pl.Float32)).alias("rewards")),
+                 "undiscounted", n_resamples=100).tables["curves"]
+    assert t["t"].unique().sort().to_list() == list(range(40, 401, 40))
+    rho = ts.references["optimal_average_reward"].to_numpy()
+    worst = ts.references["worst_average_reward"].to_numpy()
+    for agent in t["agent"].unique():
+        g = m.filter(pl.col("agent") == agent).sort("mdp_index")
+        ck = np.asarray(g["checkpoints"].to_list())
+        f = t.filter(pl.col("agent") == agent).sort("t")
+        times = f["t"].to_numpy()
+        want = rho[:, None] * times[None, :] - ck[:, times // 40 - 1]
+        assert f["regret_ref"].to_numpy() == pytest.approx(want.mean(axis=0), abs=1e-12)
+        assert f["normalised_regret"].to_numpy() == pytest.approx(
+            (want / (rho - worst)[:, None]).mean(axis=0), abs=1e-12)
+
+
+def test_without_references_there_is_no_exact_regret_and_no_regret_aggregate():
+    m = deepsea_runs(refs=False)
+    t = C.curves(m, "undiscounted", n_resamples=100).tables["curves"]
+    assert t["regret_ref"].null_count() == t.height
+    assert t["normalised_regret"].null_count() == t.height
+    agg = A.compute(m, n_resamples=100, score="undiscounted")
+    assert agg.tables["regret"].is_empty()
+    assert C.curves(m, "undiscounted", n_resamples=100).tables["deepsea"].is_empty()
+
+
+def test_the_regret_aggregate_is_colosseum_s_normalised_regret_per_episode():
+    m = deepsea_runs()
+    agg = A.compute(m, n_resamples=200, score="undiscounted")
+    reg = agg.tables["regret"]
+    best = agg.tables["best_agents"]
+    for r in reg.iter_rows(named=True):
+        agent = best.filter(pl.col("family") == r["family"])["agent"][0]
+        g = m.filter(pl.col("agent") == agent)
+        per = g["regret"] / (g["episodes"] * (g["optimal_reference"] - g["worst_reference"]))
+        assert r["mean"] == pytest.approx(per.mean(), abs=1e-12)
+        assert r["mean_ci_low"] <= r["mean"] <= r["mean_ci_high"]
+    # Random is about 1 (it almost never finds the treasure), PSRL far below it
+    fams = dict(zip(reg["family"], reg["mean"], strict=True))
+    assert fams["Random"] > 0.8 and fams["PSRL"] < fams["Random"]
+    assert agg.meta["regret_experiments"] == ["DeepSea-4-UDeepSea-4@E40xH4"]
+
+
+def _synthetic(size: int, learn_at: dict[str, int | None], E: int, n: int = 5,
+               exp_suffix: str = "") -> pl.DataFrame:
+    """Episodic DeepSea runs written by hand: an agent misses the treasure (return
+    -0.005, regret 0.995) until its episode ``learn_at`` (1-based), then takes it."""
+    rows = []
+    for alg, at in learn_at.items():
+        for i in range(n):
+            G = np.full(E, -0.005) if at is None else np.where(np.arange(1, E + 1) >= at,
+                                                                0.99, -0.005)
+            rows.append({"experiment": f"DeepSea-{size}-UDeepSea-{size}@E{E}xH{size}"
+                                       + exp_suffix,
+                         "test": f"DeepSea-{size}", "prior": f"UDeepSea-{size}",
+                         "algorithm": alg, "agent": alg, "compat": False, "params": "{}",
+                         "mdp_index": i, "discounted_return": float(G.sum()),
+                         "undiscounted_return": float(G.sum()), "online_time_s": 1e-3,
+                         "n_steps": E * size, "offline_time_s": 0.0, "gamma": 1.0,
+                         "horizon": E * size, "test_seed": 0, "episode_length": size,
+                         "episodes": E, "episode_returns": G.tolist(),
+                         "optimal_reference": 0.99, "worst_reference": -0.0075,
+                         "random_reference": 0.0, "regret": float((0.99 - G).sum())})
+    return pl.DataFrame(rows)
+
+
+def test_bsuite_s_learning_time_and_score_by_hand():
+    """An agent that takes the treasure from episode k on: its average regret after e
+    episodes is 0.995 (k - 1) / e, first below 0.9 at e = floor(0.995 (k - 1) / 0.9) + 1.
+    Size 4: learned when that is before 2^4 + 100 episodes; size 10: before 1124."""
+    E = 400
+    runs = pl.concat([
+        _synthetic(4, {"random": None, "optimal": 1, "e-greedy": 150, "beb": 2}, E),
+        _synthetic(10, {"random": None, "optimal": 1, "e-greedy": 150, "beb": 2}, E)])
+    best = A.best_agents(runs, score="undiscounted")
+    out = X.deepsea_scores(runs, best, n_resamples=100)
+    t = out["deepsea"]
+
+    def crossing(k: int) -> int:
+        e = np.arange(1, E + 1)
+        return int(np.argmax(0.995 * np.minimum(k - 1, e) / e < 0.9)) + 1
+
+    got = {(r["family"], r["size"]): r for r in t.iter_rows(named=True)}
+    assert got[("e-Greedy", 4)]["learning_episode"] == crossing(150) == 165
+    assert not got[("e-Greedy", 4)]["learned"]  # (165 > 2^4 + 100)
+    assert got[("e-Greedy", 10)]["learned"]  # (165 < 2^10 + 100)
+    assert got[("BEB", 4)]["learning_episode"] == crossing(2) == 2
+    assert got[("Random", 10)]["learning_episode"] is None
+    assert not got[("Random", 10)]["decided"]  # (400 episodes < 2^10: cannot tell)
+    assert got[("Random", 4)]["decided"]
+    # identical MDPs: every replicate agrees with the point
+    assert got[("e-Greedy", 4)]["learning_low"] == got[("e-Greedy", 4)]["learning_high"] == 165
+    s = {r["family"]: r for r in out["deepsea_summary"].iter_rows(named=True)}
+    assert (s["e-Greedy"]["score"], s["BEB"]["score"], s["Random"]["score"]) == (0.5, 1.0, 0.0)
+    assert s["e-Greedy"]["sizes"] == "4, 10" and s["Random"]["undecided"] == 1
+
+
+def test_the_bsuite_score_of_real_runs_and_the_command_line(tmp_path, capsys):
+    from bbrlcore.cli import main
+    from bbrlcore.formats import artefacts
+
+    m = deepsea_runs()
+    artefacts.write_artefact(tmp_path / "m.parquet", m, "merged", {})
+    assert main(["curves", str(tmp_path / "m.parquet"), "--score", "undiscounted",
+                 "--resamples", "100", "-o", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert "bsuite's DeepSea score" in out and "norm. regret / episode" in out
+    ds = artefacts.read_artefact(tmp_path / "out" / "curves-deepsea.parquet", "curves")[0]
+    for r in ds.iter_rows(named=True):  # the first crossing, computed here
+        g = m.filter(pl.col("agent") == r["agent"]).sort("mdp_index")
+        G = np.asarray(g["episode_returns"].to_list())
+        avg = (0.99 - G).cumsum(axis=1).mean(axis=0) / np.arange(1, G.shape[1] + 1)
+        first = int(np.argmax(avg < 0.9)) + 1 if (avg < 0.9).any() else None
+        assert r["learning_episode"] == first and r["dither_episodes"] == 16.0
+        assert r["learned"] == (first is not None and first < 16 + 100)
+    psrl = ds.filter(pl.col("family") == "PSRL").row(0, named=True)
+    assert psrl["learned"] and psrl["learning_episode"] < 40
+    assert main(["aggregate", str(tmp_path / "m.parquet"), "--score", "undiscounted",
+                 "--resamples", "100"]) == 0
+    assert "Normalised regret at the end of the interaction" in capsys.readouterr().out
+
+
+def test_normalised_regret_rows_and_runner_columns():
+    m = deepsea_runs()
+    nr = X.normalised_regrets(m)
+    r = nr.row(0, named=True)
+    assert r["normalised_regret"] == pytest.approx(
+        r["regret"] / (r["episodes"] * (r["optimal_reference"] - r["worst_reference"])))
+    assert set(runner.RUN_COLUMNS) >= {"regret", "optimal_reference", "worst_reference",
+                                      "random_reference"}
