@@ -321,6 +321,10 @@ def test_the_curves_reference_is_the_optimal_of_the_score():
            .with_columns(pl.lit("optimal__criterion=undiscounted").alias("agent"),
                          (pl.col("undiscounted_return") + 0.5 * T).alias(
                              "undiscounted_return"),
+                         # the rewards change, so the discounted return with them
+                         (pl.col("discounted_return")
+                          + 0.5 * sum(0.9 ** t for t in range(T))).alias(
+                             "discounted_return"),
                          pl.col("rewards").list.eval(pl.element() + 0.5)))
     m2 = pl.concat([m, und])
     for score, ref in (("discounted", "optimal"),
