@@ -394,6 +394,22 @@ def test_iqm_and_ladder_curves_draw_their_tables(learning_report):
         assert (out / "figures" / f).exists()
 
 
+def test_without_references_the_report_has_no_regret_figures(learning_report):
+    """Run tables without their test MDPs' reference values (the paper's protocol as
+    tables made before issue 34 hold it): the report is as it was, no regret against
+    time, no bsuite's DeepSea score, nothing said about them."""
+    out, index, merged = learning_report
+    assert "optimal_reference" not in merged.columns
+    html = index.read_text()
+    assert "fig-curves-ladder-1" in html  # (a ladder: its learning curves are drawn)
+    for gone in ("fig-regret-", "fig-deepsea-", "bsuite's DeepSea score", "Colosseum"):
+        assert gone not in html, gone
+    assert not list((out / "figures").glob("regret-*"))
+    assert not list((out / "figures").glob("deepsea-*"))
+    tex = (out / "report.tex").read_text()
+    assert "regret-ladder" not in tex and "bsuite" not in tex
+
+
 def test_improvement_matrix_one_cell_per_ordered_pair(learning_report):
     out, index, _ = learning_report
     imp = pl.read_parquet(out / "data" / "aggregate-improvement.parquet")
