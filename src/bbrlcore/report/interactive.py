@@ -840,7 +840,8 @@ def episodes_to_learn(ds: pl.DataFrame, styles: dict[str, tuple[str, str, bool]]
         "height": 460, "margin": {"t": 60 if title else 40, "r": 10},
         "legend": {"itemclick": "toggle", "itemdoubleclick": "toggleothers"}}
     if title:
-        layout["title"] = {"text": title, "font": {"size": 14}, "x": 0.0, "xanchor": "left"}
+        layout["title"] = {"text": title, "font": {"size": 14}, "x": 0.0, "xanchor": "left",
+                           "xref": "paper"}
     return {"data": traces, "layout": layout}
 
 
