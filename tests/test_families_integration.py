@@ -351,7 +351,8 @@ def test_plugins_are_probed_on_the_family_test_itself(tmp_path, monkeypatch):
                        algorithms={plugin: {"epsilon": [0.1]}}, horizon=10))
     drawn = []
     real = E.new_test_set
-    monkeypatch.setattr(E, "new_test_set", lambda t, *a: drawn.append(t) or real(t, *a))
+    monkeypatch.setattr(E, "new_test_set",
+                        lambda t, *a, **k: drawn.append(t) or real(t, *a, **k))
     probe.ensure(plan, tmp_path, progress=False)
     assert len(drawn) == 1 and drawn[0].same_as(F.make("deepsea", size=3).test)
     rows = [r for f in (tmp_path / "probes").rglob("*.json")
