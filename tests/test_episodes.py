@@ -587,3 +587,113 @@ def test_a_step_left_unset_in_the_reused_buffer_of_a_long_run_is_named(tmp_path,
                                         "is not finite"):
         E.run_agent(ts, E.train_agent(bad, {}, d, horizon=40, progress=False),
                     progress=False)
+
+
+# ---------------------------------------------------------------------------------------
+# The exploration preset and the cost of long interactions
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_exploration_preset_validates_and_is_planned():
+    """bsuite's DeepSea ladder (10,000 episodes of N steps, N = 10 ... 50) and a RiverSwim
+    ladder continuing for 10^5 steps, uniform priors, each with the baselines of its
+    setting beside the paper's algorithms, chosen on validation MDPs; priced by the cost
+    model with long interactions (every job sized, none beyond the chunk budget)."""
+    import jsonschema
+    import yaml
+
+    plan = P.load(ROOT / "config.yaml", {"preset": "exploration"})
+    c = plan.config
+    assert c["selection"] == "validation" and c["score"] == "undiscounted"
+    jsonschema.validate(c, yaml.safe_load(
+        (ROOT / "workflow/schemas/config.schema.yaml").read_text()))
+    deep = [e for e in plan.experiments if e.test.startswith("DeepSea")]
+    river = [e for e in plan.experiments if e.test.startswith("RiverSwim")]
+    assert [e.test for e in deep] == [f"DeepSea-{n}" for n in (10, 20, 30, 40, 50)]
+    assert len(river) >= 3 and len(deep) + len(river) == len(plan.experiments)
+    paper = {"random", "e-greedy", "soft-max", "opps-ds", "bamcp", "bfs3", "sboss", "beb",
+             "optimal"}
+    for e in deep:  # bsuite's protocol: the family's own episode length
+        n = int(e.test.split("-")[1])
+        assert (e.episode_length, e.episodes, e.prior) == (n, 10_000, "U" + e.test)
+        assert {a.algorithm for a in plan.agents_of(e)} == paper | {"psrl", "q-learning-ucb"}
+    for e in river:  # continuing, measured every 100 steps
+        assert (e.episode_length, e.horizon, e.checkpoint_every) == (0, 100_000, 100)
+        assert e.prior == "U" + e.test
+        assert {a.algorithm for a in plan.agents_of(e)} == paper | {"psrl", "ucrl2"}
+    # the cost model knows the interactions are long: a trajectory costs per step
+    bamcp = next(a for a in plan.agents if a.algorithm == "bamcp")
+    s10, s50 = (plan.seconds_per_trajectory(e, bamcp) for e in (deep[0], deep[-1]))
+    assert s50 == pytest.approx(5 * s10, rel=0.2)  # (T = 10^5 and 5 x 10^5 steps)
+    assert plan.over_budget() == []
+    for e in plan.experiments:
+        for a in plan.agents_of(e):
+            assert sum(b - a_ for a_, b in plan.chunks(e, a)) == c["n_mdps"]
+    assert {e.name for e in plan.validation_experiments} == {e.name for e in plan.experiments}
+
+
+def test_an_interaction_beyond_the_chunk_budget_is_named_before_anything_runs(
+        tmp_path, capsys, monkeypatch):
+    from bbrlcore.cli import main
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(textwrap.dedent(f"""\
+        results_dir: {tmp_path / 'results'}
+        n_mdps: 4
+        chunk_budget_minutes: 0.001
+        experiments:
+          - {{test: {{family: riverswim, size: 6}}, prior: uniform, horizon: 200000,
+             checkpoint_every: 1000}}
+          - {{test: GC, prior: GC, horizon: 10}}
+        formula_sets: {{}}
+        algorithms: {{random: {{}}, beb: {{beta: 1.0}}, optimal: {{}}}}
+        """))
+    plan = P.load(cfg)
+    lines = plan.over_budget()
+    # (BEB and Optimal on RiverSwim-6 for 200,000 steps: seconds, beyond 0.06 s)
+    assert lines and all("RiverSwim-6-URiverSwim-6@T200000n1000" in ln for ln in lines)
+    assert any(ln.startswith("one interaction of beb__beta=1 on RiverSwim-6") for ln in lines)
+    assert all("chunk_budget_minutes=0.001" in ln and "\n" not in ln for ln in lines)
+    # every chunk of such a run holds one test MDP: no chunk can be shorter
+    exp = next(e for e in plan.experiments if e.test.startswith("RiverSwim"))
+    beb = next(a for a in plan.agents if a.algorithm == "beb")
+    assert plan.chunks(exp, beb) == [(i, i + 1) for i in range(4)]
+    assert main(["estimate", str(cfg)]) == 0
+    err = capsys.readouterr().err
+    for ln in lines:
+        assert f"bbrl: warning: {ln}" in err.splitlines()
+
+
+def test_probes_time_a_long_interaction_in_its_setting(tmp_path, monkeypatch):
+    """An algorithm the benchmarks did not measure is probed in the experiment's setting
+    (episodes of its H steps), over at most PROBE_STEPS of it; PSRL, measured continuing
+    only and whose episodic form plans once per episode, is probed in episodic
+    experiments only; the cost model prices the T steps from what was timed."""
+    import json
+
+    from bbrlcore.plan import probe
+
+    cfg = P.load({"n_mdps": 2, "formula_sets": {}, "results_dir": str(tmp_path),
+                  "experiments": [
+                      {"test": {"family": "deepsea", "size": 4}, "prior": "uniform",
+                       "episodes": 5000},
+                      {"test": {"family": "riverswim", "size": 4}, "prior": "uniform",
+                       "horizon": 20000, "checkpoint_every": 100}],
+                  "algorithms": {"random": {}, "psrl": {}, "optimal": {}}})
+    drawn = []
+    real = E.new_test_set
+    monkeypatch.setattr(E, "new_test_set",
+                        lambda t, n, g, T, s, **k: drawn.append((T, k)) or real(t, n, g, T, s, **k))
+    probe.ensure(cfg, tmp_path, progress=False)
+    assert cfg.probed_episodic == {"psrl"} and "psrl" not in cfg.probed
+    assert drawn == [(probe.PROBE_STEPS, {"episode_length": 4, "references": False})]
+    rows = json.loads(next((tmp_path / "probes" / "psrl").rglob("*.json")).read_text())["rows"]
+    timed = [r for r in rows if "ms_per_trajectory" in r]
+    assert [(r["test"], r["horizon"], r["episode_length"]) for r in timed] == [
+        ("DeepSea-4", probe.PROBE_STEPS, 4)]
+    deep = cfg.experiments[0]
+    psrl = next(a for a in cfg.agents if a.algorithm == "psrl")
+    assert deep.horizon == 20_000 and cfg.seconds_per_trajectory(deep, psrl) > 0
+    probe.ensure(cfg, tmp_path, progress=False)  # (kept and reused: nothing drawn again)
+    assert len(drawn) == 1

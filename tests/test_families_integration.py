@@ -351,7 +351,8 @@ def test_plugins_are_probed_on_the_family_test_itself(tmp_path, monkeypatch):
                        algorithms={plugin: {"epsilon": [0.1]}}, horizon=10))
     drawn = []
     real = E.new_test_set
-    monkeypatch.setattr(E, "new_test_set", lambda t, *a: drawn.append(t) or real(t, *a))
+    monkeypatch.setattr(E, "new_test_set",
+                        lambda t, *a, **k: drawn.append(t) or real(t, *a, **k))
     probe.ensure(plan, tmp_path, progress=False)
     assert len(drawn) == 1 and drawn[0].same_as(F.make("deepsea", size=3).test)
     rows = [r for f in (tmp_path / "probes").rglob("*.json")
@@ -682,3 +683,149 @@ def test_report_writes_the_problems_section(ladder_results, tmp_path):
     assert "figures/hardness-map.pdf" in (tmp_path / "report.tex").read_text()
     scores = pl.read_parquet(tmp_path / "data" / "score-hardness.parquet")
     assert set(scores["experiment"]) == set(merged["experiment"])
+    # the test sets carry their reference values: each algorithm's regret is placed
+    # against hardness and size too (continuing: per step, against the optimal gain)
+    for fig in ("fig-regret-hardness", "fig-regret-size"):
+        assert f'id="{fig}"' in html
+    assert scores["normalised_regret"].null_count() == 0
+    random = scores.filter(pl.col("family") == "Random")["normalised_regret"]
+    assert (random > scores.filter(pl.col("family") == "Optimal")["normalised_regret"]).all()
+    assert "figures/regret-hardness.pdf" in (tmp_path / "report.tex").read_text()
+
+
+# ---------------------------------------------------------------------------------------
+# Report: long and episodic interactions (issue 34): regret against time along a ladder,
+# bsuite's episodes to learn against size, the regret against hardness
+
+
+@pytest.fixture(scope="module")
+def episodic_ladder():
+    """An episodic DeepSea ladder (sizes 3 and 4, 40 episodes, 4 MDPs, uniform prior;
+    test sets with their reference values): Random, Optimal for the sum of rewards,
+    e-Greedy and PSRL; the merged runs, the test sets and their curves."""
+    from bbrlcore.analysis import curves as C
+    from bbrlcore.analysis.results import merge_tables
+
+    tables, sets = [], []
+    for size in (3, 4):
+        p = F.make("deepsea", size=size)
+        ts = E.new_test_set(p.test, 4, 1.0, 40 * size, 1, episode_length=size)
+        sets.append(ts)
+        for alg, params in (("random", {}), ("optimal", {"criterion": "undiscounted"}),
+                            ("e-greedy", {"epsilon": "0.1"}), ("psrl", {})):
+            agent = E.train_agent(alg, params, p.prior("uniform"), horizon=ts.horizon,
+                                  progress=False)
+            tables.append(E.run_agent(ts, agent, progress=False))
+    merged = merge_tables(tables)
+    return merged, sets, C.curves(merged, "undiscounted", n_resamples=200)
+
+
+def test_regret_and_episodes_to_learn_figures_draw_exactly_their_tables(episodic_ladder):
+    from bbrlcore.analysis import exploration as X
+    from bbrlcore.analysis.constraints import with_family
+    from bbrlcore.analysis.results import summary_table
+    from bbrlcore.report import figures
+    from bbrlcore.report import interactive as I
+    from bbrlcore.report import problems as PR
+
+    merged, sets, c = episodic_ladder
+    table, ds = c.tables["curves"], c.tables["deepsea"]
+    fams = ["Random", "e-Greedy", "PSRL", "Optimal"]
+    styles = figures.style_map(fams)
+    exps = sorted(table["experiment"].unique().to_list(), key=lambda e: "4" in e)
+    panels = [(exps[0], "size 3"), (exps[1], "size 4")]
+    fig = json.loads(I.to_json(I.regret_curves(table, panels, styles)))
+    lines = [tr for tr in fig["data"] if tr["meta"][2] == "line"]
+    # one line per family but Optimal, per size; x the episodes, y the table's regret
+    assert sorted((tr["meta"][0], tr["meta"][1]) for tr in lines) == sorted(
+        (e, f) for e in exps for f in fams if f != "Optimal")
+    for tr in lines:
+        g = table.filter((pl.col("experiment") == tr["meta"][0])
+                         & (pl.col("family") == tr["meta"][1])).sort("t")
+        assert tr["x"] == g["episodes"].to_list()
+        assert tr["y"] == g["normalised_regret"].to_list()
+        assert tr["xaxis"] == ("x" if tr["meta"][0] == exps[0] else "x2")
+    for ax in ("xaxis", "yaxis", "xaxis2", "yaxis2"):
+        assert fig["layout"][ax]["type"] == "log"
+    assert fig["layout"]["yaxis2"]["matches"] == "y"  # one y-range
+    # Random's regret grows by about 1 an episode, PSRL's flattens
+    last = {tr["meta"][1]: tr["y"][-1] for tr in lines if tr["meta"][0] == exps[1]}
+    assert last["Random"] > 30 and last["PSRL"] < last["Random"] / 2
+    # bsuite's episodes to learn: each family's learning episode (its last episode when
+    # it did not learn), against the size; 2^N beside them
+    fig = json.loads(I.to_json(I.episodes_to_learn(ds, styles, title="DeepSea")))
+    named = {tr["name"]: tr for tr in fig["data"]}
+    assert set(named) == set(ds["family"]) | {"2^N (dithering)"}
+    for fam, tr in named.items():
+        if fam == "2^N (dithering)":
+            assert tr["x"] == [3, 4] and tr["y"] == [8.0, 16.0]
+            continue
+        g = ds.filter(pl.col("family") == fam).sort("size")
+        assert tr["x"] == g["size"].to_list()
+        assert tr["y"] == [le if le is not None else e for le, e in
+                           zip(g["learning_episode"], g["episodes"], strict=True)]
+        assert tr["marker"]["symbol"] == ["circle" if le is not None else "x"
+                                          for le in g["learning_episode"]]
+    assert fig["layout"]["xaxis"]["type"] == fig["layout"]["yaxis"]["type"] == "log"
+    # the regret against hardness: each algorithm's best agent's mean normalised regret
+    summary = with_family(summary_table(merged, "undiscounted"))
+    hmap = PR.hardness_map(pl.concat([H.hardness_table(ts) for ts in sets]), summary)
+    scores = PR.score_table(summary, hmap, fams, X.regret_summary(merged))
+    nr = X.normalised_regrets(merged)
+    for r in scores.iter_rows(named=True):
+        v = nr.filter((pl.col("experiment") == r["experiment"])
+                      & (pl.col("agent") == r["agent"]))["normalised_regret"]
+        assert r["normalised_regret"] == pytest.approx(v.mean(), abs=1e-12)
+        assert r["regret_low"] <= r["normalised_regret"] + 1e-12 <= r["regret_high"] + 2e-12
+    reg = PR.regret_view(scores)
+    assert reg["normalised_score"].to_list() == scores["normalised_regret"].to_list()
+    fig = json.loads(I.to_json(I.score_vs_hardness(reg, styles, ylabel=figures.REGRET_LABEL,
+                                                   what="normalised regret")))
+    for tr in fig["data"]:
+        assert tr["y"] == reg.filter(pl.col("family") == tr["name"])["normalised_regret"].to_list()
+    assert "regret" in fig["layout"]["yaxis"]["title"]["text"]
+    # the static figures: log axes, one panel per size
+    f = figures.regret_curves_figure(table, panels, styles)
+    assert len(f.axes) == 2 and all(a.get_xscale() == a.get_yscale() == "log" for a in f.axes)
+    figures.plt.close(f)
+    f = figures.episodes_to_learn_figure(ds, styles)
+    assert f.axes[0].get_xscale() == f.axes[0].get_yscale() == "log"
+    figures.plt.close(f)
+
+
+def test_report_of_an_episodic_ladder_shows_regret_and_episodes_to_learn(episodic_ladder,
+                                                                         tmp_path):
+    from bbrlcore import report
+    from bbrlcore.analysis.results import summary_table
+
+    merged, sets, _ = episodic_ladder
+    index = report.build(merged, summary_table(merged, "undiscounted"), tmp_path, sets,
+                         pdf=False, bootstrap_resamples=200, score="undiscounted")
+    html = index.read_text()
+    for fig in ("fig-regret-ladder-1", "fig-deepsea-1", "fig-regret-hardness",
+                "fig-regret-size", "fig-score-hardness"):
+        assert f'id="{fig}"' in html, fig
+    # bsuite's figure sits with the hardness figures, after them
+    problems = html.index('id="problems"')
+    assert problems < html.index('id="fig-deepsea-1"')
+    assert html.index('id="fig-curves-ladder-1"') < html.index('id="fig-regret-ladder-1"')
+    for name in ("regret-ladder-1", "deepsea-1", "regret-hardness", "regret-size"):
+        assert (tmp_path / "figures" / f"{name}.png").is_file()
+        assert (tmp_path / "figures" / f"{name}.pdf").is_file()
+    tex = (tmp_path / "report.tex").read_text()
+    for name in ("regret-ladder-1", "deepsea-1", "regret-hardness", "regret-size"):
+        assert f"figures/{name}.pdf" in tex
+    # every figure's data on disk: the curves, bsuite's table, the regret per experiment
+    curves = pl.read_parquet(tmp_path / "data" / "curves.parquet")
+    assert curves.filter(pl.col("family") == "PSRL")["normalised_regret"].null_count() == 0
+    ds = pl.read_parquet(tmp_path / "data" / "curves-deepsea.parquet")
+    assert sorted(set(ds["size"])) == [3, 4]
+    summ = pl.read_parquet(tmp_path / "data" / "curves-deepsea-summary.parquet")
+    for r in summ.iter_rows(named=True):
+        assert f"<td>{r['family']}</td><td>{r['score']:.2f} [" in html
+    scores = pl.read_parquet(tmp_path / "data" / "score-hardness.parquet")
+    assert scores["normalised_regret"].null_count() == 0
+    spec = html.split('id="fig-deepsea-1"><script type="application/json">')[1]
+    spec = json.loads(spec.split("</script>")[0].replace("<\\/", "</"))
+    psrl = next(tr for tr in spec["data"] if tr["name"] == "PSRL")
+    assert psrl["x"] == ds.filter(pl.col("family") == "PSRL").sort("size")["size"].to_list()

@@ -114,6 +114,12 @@ def small_report(tmp_path_factory):
     return out, index, summary
 
 
+def _has_regret(out):
+    """Whether the report's runs carry their regret (test sets with reference values)."""
+    scores = out / "data" / "score-hardness.parquet"
+    return scores.exists() and pl.read_parquet(scores)["normalised_regret"].null_count() == 0
+
+
 def _has_rewards(out):
     """Whether the report's runs recorded per-step rewards (its learning curves)."""
     return (out / "data" / "curves.parquet").exists()
@@ -128,8 +134,13 @@ def test_html_report(small_report):
     assert html.count("<h2") >= 3 and "GDL-UGDL" in html and "GDL-GDL" in html
     assert 'id="aggregates">Across experiments' in html and "Hardness" in html
     # metrics, profiles, improvement; the hardness map and scores against hardness (a
-    # single GDL has no ladder of sizes); the IQM against time with per-step rewards
-    assert html.count('class="bbrl-figure"') == 5 + curves
+    # single GDL has no ladder of sizes); the IQM against time with per-step rewards; the
+    # test set carries its MDPs' reference values (the paper's protocol too): the regret
+    # against hardness beside the score (issue 34)
+    regret = _has_regret(out)
+    assert regret  # (test sets are drawn with their references)
+    assert html.count('class="bbrl-figure"') == 5 + curves + regret
+    assert ('id="fig-regret-hardness"' in html) == regret
     assert (report.NO_REWARDS in html) != curves
     assert 'href="experiments/GDL-GDL.html"' in html and 'href="experiments/GDL-UGDL.html"' in html
     assert '<script src="plotly.min.js">' in html and "http" not in html.split("<body>")[0]
@@ -187,10 +198,11 @@ def test_latex_report(small_report):
     assert tex.startswith("\\documentclass") and tex.rstrip().endswith("\\end{document}")
     # per experiment 2 (online, map: nothing learns offline here) and its learning curves
     # when recorded, the P(X > Y) matrix (and the IQM against time), the hardness spread,
-    # the hardness map, scores against hardness
+    # the hardness map, scores against hardness (and the regret against hardness: the
+    # test set carries its reference values)
     c = _has_rewards(out)
     assert "\\toprule" in tex and tex.count("\\includegraphics") == (
-        2 * (2 + c) + (1 + c) + 1 + 2)
+        2 * (2 + c) + (1 + c) + 1 + 2 + _has_regret(out))
     assert tex.count("No agent here learns offline") == 2
     for line in tex.splitlines():
         if "includegraphics" in line:
@@ -392,6 +404,22 @@ def test_iqm_and_ladder_curves_draw_their_tables(learning_report):
     assert "fig-curves-ladder-2" not in html  # GC is not a ladder
     for f in ("curves-iqm.pdf", "curves-ladder-1.pdf"):
         assert (out / "figures" / f).exists()
+
+
+def test_without_references_the_report_has_no_regret_figures(learning_report):
+    """Run tables without their test MDPs' reference values (the paper's protocol as
+    tables made before issue 34 hold it): the report is as it was, no regret against
+    time, no bsuite's DeepSea score, nothing said about them."""
+    out, index, merged = learning_report
+    assert "optimal_reference" not in merged.columns
+    html = index.read_text()
+    assert "fig-curves-ladder-1" in html  # (a ladder: its learning curves are drawn)
+    for gone in ("fig-regret-", "fig-deepsea-", "bsuite's DeepSea score", "Colosseum"):
+        assert gone not in html, gone
+    assert not list((out / "figures").glob("regret-*"))
+    assert not list((out / "figures").glob("deepsea-*"))
+    tex = (out / "report.tex").read_text()
+    assert "regret-ladder" not in tex and "bsuite" not in tex
 
 
 def test_improvement_matrix_one_cell_per_ordered_pair(learning_report):

@@ -830,6 +830,27 @@ def test_families_preset_dry_run(tmp_path):
 
 
 @pytest.mark.slow
+def test_exploration_preset_dry_run(tmp_path):
+    """The exploration preset (issue 34) plans every stage: one test set per size in its
+    setting (DeepSea's episodes, RiverSwim's long continuing interaction with
+    checkpoints: labelled names), a run per experiment and agent, validation sets; the
+    algorithms the benchmarks measured in another setting are probed first."""
+    cfg = _write_cfg(tmp_path, copy.deepcopy(BASE))
+    r = _snake(tmp_path, cfg, "--config", "preset=exploration", "-n")
+    assert r.returncode == 0, r.stderr[-3000:]
+    plan = P.load(cfg, {"preset": "exploration"})
+    jobs = _jobs(r.stdout + r.stderr)
+    assert jobs["test_set"] == len(plan.test_sets) == len(plan.experiments) == 8
+    assert jobs["merge"] == jobs["merge_validation"] == len(plan.experiments)
+    planned = _planned(r.stdout)
+    assert ("test_set", "testset=DeepSea-50@E10000xH50") in planned
+    assert ("test_set", "testset=RiverSwim-24@T100000n100") in planned
+    assert "beyond chunk_budget_minutes" not in r.stderr
+    probed = {p.parent.parent.name for p in (tmp_path / "results/probes").rglob("*.json")}
+    assert probed == {"psrl", "ucrl2", "q-learning-ucb"}
+
+
+@pytest.mark.slow
 def test_a_family_ladder_runs_end_to_end(tmp_path):
     """A tiny DeepSea ladder with both priors, from config.yaml alone: the family's
     distribution files, test sets drawn from the family (the structure drawn per MDP), the

@@ -69,6 +69,9 @@ if workflow.is_main_process:  # what the plan runs (compat variants named, never
         sep="\n",
         file=sys.stderr,
     )
+    # a single interaction beyond the chunk budget, named before anything runs
+    for _line in PLAN.over_budget():
+        print(f"bbrl: warning: {_line}", file=sys.stderr)
 
 
 def one_of(names):
@@ -224,6 +227,17 @@ def warmup_agent(wildcards):
     warm-up trains and runs it once (same kernels and types as every configuration)."""
     a = next(a for a in PLAN.agents if a.algorithm == wildcards.algorithm)
     return json.dumps({"ref": a.ref, "params": dict(a.params)}, sort_keys=True)
+
+
+def test_set_input(wildcards):
+    """The test distribution of a test set (``{test}`` or ``{test}@{label}``)."""
+    return f"{R}/distributions/{PLAN.test_sets[wildcards.testset].test}.parquet"
+
+
+def test_set_setting(wildcards):
+    """The options of ``bbrl experiment new`` for the test set's setting of the
+    interaction (horizon, or episodes and episode length; checkpoints; label)."""
+    return PLAN.test_sets[wildcards.testset].test_set_args()
 
 
 def distribution_spec(wildcards):

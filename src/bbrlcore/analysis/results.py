@@ -71,6 +71,8 @@ SUMMARY_COLUMN_DOCS: dict[str, tuple[Any, str]] = {
                          "included)"),
     "params": (pl.String, "the agent's parameters, as a JSON object"),
     "compat": (pl.Boolean, "whether the agent runs in compat mode"),
+    "grid_size": (pl.Int64, "how many configurations of the algorithm (compat variants "
+                            "apart) the experiment runs: its tuning budget"),
     "n": (pl.Int64, "test MDPs, N"),
     "mean": (pl.Float64, "the mean score over the test MDPs (the score `score` names)"),
     "ci_low": (pl.Float64, "the low end of its 95% interval, mean − 1.96·s/√N"),

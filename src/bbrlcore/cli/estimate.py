@@ -9,6 +9,7 @@ configuration) and a fixed overhead per job, in CPU-hours.
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from bbrlcore import plan as P
@@ -78,6 +79,15 @@ def hours(h: float) -> str:
     return f"{h:.2g} ({s:.2g} s)" if s < 60 else f"{h:.2g} ({s / 60:.2g} min)"
 
 
+def horizons(plan: P.Plan) -> str:
+    """The experiments' horizons T, smallest to largest (``250``, or ``100,000 to
+    500,000`` when long interactions differ)."""
+    hs = sorted({e.horizon for e in plan.experiments})
+    if not hs:
+        return f"{plan.config['horizon']:,}"
+    return f"{hs[0]:,}" if len(hs) == 1 else f"{hs[0]:,} to {hs[-1]:,}"
+
+
 def estimate(plan: P.Plan) -> dict[str, dict[str, Any]]:
     """Per algorithm: configurations, jobs (as they will run: bundles of units, see
     :mod:`bbrlcore.plan.bundles`; ``run_jobs`` counts those on the validation sets too,
@@ -124,8 +134,9 @@ def estimate(plan: P.Plan) -> dict[str, dict[str, Any]]:
     for name, row in out.items():
         row["total_h"] = row["offline_h"] + row["run_h"] + row["valid_h"] + row["overhead_h"]
         fit = model.quality(name)
-        row["calibration"] = "none" if fit is None else ("probed" if name in plan.probed
-                                                         else "measured")
+        row["calibration"] = "none" if fit is None else (
+            "probed" if name in plan.probed else "measured, probed episodic"
+            if name in plan.probed_episodic else "measured")
         # a ratio "left out" needs another configuration to fit on: one is no check
         row["worst_ratio"] = (fit.worst_ratio if fit is not None and fit.n_configs > 1
                               else float("nan"))
@@ -167,10 +178,12 @@ def _estimate(args: argparse.Namespace) -> int:
     probe.ensure(plan, plan.config["results_dir"])  # plugins: measured by short probes
     rows = estimate(plan)
     c = plan.config
+    for line in plan.over_budget():  # (before anything runs: a job no chunk can shorten)
+        print(f"bbrl: warning: {line}", file=sys.stderr)
     print(
         f"{args.config}" + (f" (preset {c['preset']})" if c.get("preset") else "")
         + f": {len(plan.experiments)} experiments, {len(plan.agents)} agent configurations "
-        f"per prior, N={c['n_mdps']}, T={c['horizon']}, chunk budget "
+        f"per prior, N={c['n_mdps']}, T={horizons(plan)}, chunk budget "
         f"{c['chunk_budget_minutes']:g} min"
     )
     print(selection_line(plan))

@@ -25,9 +25,10 @@ and of extra directories (a workflow's probes), except files whose top-level ``m
 says ``"calibration": false`` (reports made by another protocol). A record is an object with
 ``algorithm``, the configuration (``params`` as an object or ``"k=v;k=v"`` text, or an
 agent id under ``agent``), ``test`` and ``prior`` (distribution names), ``horizon``
-(250), ``gamma`` (0.95) and a time: ``ms_per_trajectory``, ``s_per_trajectory``,
-``seconds_per_trajectory``, ``ms_per_decision`` or ``s_per_decision`` (online), or
-``offline_s`` (offline learning).
+(250), ``gamma`` (0.95), ``episode_length`` (0: continuing; H > 0: episodes of H steps,
+which changes an episodic algorithm's work, PSRL's one model per episode) and a time:
+``ms_per_trajectory``, ``s_per_trajectory``, ``seconds_per_trajectory``,
+``ms_per_decision`` or ``s_per_decision`` (online), or ``offline_s`` (offline learning).
 
 For each algorithm the prices minimise the squared **relative** error over its records
 (non-negative least squares on rows scaled by 1/measured). :func:`quality` reports how
@@ -107,10 +108,13 @@ class Record:
     source: str
     #: what offline learning chose, when it changes the work (OPPS-DS: its formula)
     learned: tuple[tuple[str, Any], ...] = ()
+    #: H of an episodic interaction (0: continuing)
+    episode_length: int = 0
 
     @property
     def config(self) -> tuple[Any, ...]:
-        return (self.algorithm, self.params, self.test, self.prior, self.horizon, self.phase)
+        return (self.algorithm, self.params, self.test, self.prior, self.horizon, self.phase,
+                self.episode_length)
 
 
 def _walk(obj: Any) -> Iterator[dict[str, Any]]:
@@ -204,7 +208,8 @@ def _record(rec: dict[str, Any], source: str) -> Record | None:
             "learned_infix": "infix"}
     learned = tuple(sorted((v, rec[k]) for k, v in keys.items() if isinstance(rec.get(k), str)))
     return Record(alg, tuple(sorted(params.items())), test, prior, horizon,
-                  _num(rec, "gamma", 0.95), secs, phase, source, learned)
+                  _num(rec, "gamma", 0.95), secs, phase, source, learned,
+                  int(_num(rec, "episode_length", 0)))
 
 
 # ---------------------------------------------------------------------------------------
@@ -256,12 +261,23 @@ def _full_params(algorithm: str, params: Mapping[str, Any]) -> dict[str, Any]:
 
 def features(
     algorithm: str, params: Mapping[str, Any], prior: Any, test: Any, gamma: float,
-    horizon: int, learned: Mapping[str, Any] | None = None,
+    horizon: int, learned: Mapping[str, Any] | None = None, episode_length: int = 0,
 ) -> dict[str, float]:
-    """Work amounts of one trajectory (:attr:`Algorithm.cost_features`). ``learned`` is
-    what offline learning chose when it is known (a trained agent's ``info``; OPPS-DS's
-    formula decides which models it solves): passed to the algorithm's function when it
-    takes a ``learned`` argument."""
+    """Work amounts of one trajectory of ``horizon`` steps (:attr:`Algorithm.cost_features`).
+    ``learned`` is what offline learning chose when it is known (a trained agent's
+    ``info``; OPPS-DS's formula decides which models it solves): passed to the
+    algorithm's function when it takes a ``learned`` argument. ``episode_length`` H > 0:
+    an episodic interaction (episodes of H steps), passed to the algorithm's function
+    when it takes an ``episode_length`` argument (an algorithm whose work does not
+    depend on the episodes, as every paper algorithm's, does not take it: its work over
+    T steps is the same).
+
+    >>> from bbrlcore.mdp import families
+    >>> p = families.make("deepsea", size=10).prior("uniform")
+    >>> f = features("psrl", {}, p, p, 0.95, 100_000, episode_length=10)
+    >>> f["steps"], f["rebuilds"]  # (the episodic form: one model per episode)
+    (100000.0, 10000.0)
+    """
     import inspect
 
     from bbrlcore import agents
@@ -271,9 +287,13 @@ def features(
     fn = alg.cost_features or default_cost_features
     args = (_full_params(algorithm, params), as_fdm(prior), as_fdm(test), float(gamma),
             int(horizon))
-    if learned and "learned" in inspect.signature(fn).parameters:
-        return fn(*args, learned=dict(learned))
-    return fn(*args)
+    kw: dict[str, Any] = {}
+    accepts = inspect.signature(fn).parameters
+    if learned and "learned" in accepts:
+        kw["learned"] = dict(learned)
+    if episode_length and "episode_length" in accepts:
+        kw["episode_length"] = int(episode_length)
+    return fn(*args, **kw)
 
 
 def offline_features(
@@ -327,6 +347,8 @@ class Fit:
     #: (test, prior) -> [(config, numeric params, categorical params, log residual)]
     residuals: dict[tuple[str, str], list[tuple[Any, dict[str, float], tuple[Any, ...],
                                                 float]]] = field(default_factory=dict)
+    #: whether some record is of an episodic interaction (``episode_length`` > 0)
+    episodic: bool = False
 
     def priced(self, feats: Mapping[str, float], prices: np.ndarray | None = None) -> float:
         p = self.prices if prices is None else prices
@@ -406,11 +428,13 @@ def _fit(rows: list[tuple[Record, dict[str, float], dict[str, Any]]]) -> Fit:
     prices = _nnls_relative(F, t)
     configs: dict[tuple[Any, ...], list[int]] = {}
     for i, (r, _, full) in enumerate(rows):  # a configuration: typed parameters
-        key = (r.algorithm, tuple(sorted(full.items())), r.test, r.prior, r.horizon, r.phase)
+        key = (r.algorithm, tuple(sorted(full.items())), r.test, r.prior, r.horizon, r.phase,
+               r.episode_length)
         configs.setdefault(key, []).append(i)
     fit = Fit(names, prices, len(rows), len(configs))
     for r, _, full in rows:
         fit.experiments.add((r.test, r.prior))
+        fit.episodic = fit.episodic or r.episode_length > 0
         for k, x in _split(full)[0].items():
             lo, hi = fit.ranges.get(k, (x, x))
             fit.ranges[k] = (min(lo, x), max(hi, x))
@@ -466,7 +490,7 @@ class CostModel:
                 prior = self.dists(r.prior)
                 if r.phase == "online":
                     f = features(r.algorithm, dict(r.params), prior, self.dists(r.test),
-                                 r.gamma, r.horizon, dict(r.learned))
+                                 r.gamma, r.horizon, dict(r.learned), r.episode_length)
                 else:
                     f = offline_features(r.algorithm, dict(r.params), prior, r.gamma,
                                          r.horizon)
@@ -484,11 +508,14 @@ class CostModel:
     def seconds_per_trajectory(
         self, algorithm: str, params: Mapping[str, Any], test: Any, horizon: int = 250,
         prior: Any = None, gamma: float = 0.95, learned: Mapping[str, Any] | None = None,
+        episode_length: int = 0,
     ) -> float:
-        """Estimated seconds of one trajectory of ``horizon`` steps (online time);
-        ``learned``: a trained agent's ``info`` when known (see :func:`features`)."""
+        """Estimated seconds of one trajectory of ``horizon`` steps (online time), in
+        episodes of ``episode_length`` steps when it is > 0; ``learned``: a trained
+        agent's ``info`` when known (see :func:`features`)."""
         p = self.dists(prior if prior is not None else test)
-        f = features(algorithm, params, p, self.dists(test), gamma, horizon, learned)
+        f = features(algorithm, params, p, self.dists(test), gamma, horizon, learned,
+                     episode_length)
         fit = self.fits.get((algorithm, "online"))
         if fit is None:
             return sum(UNCALIBRATED_S.get(k, 0.0) * v for k, v in f.items())

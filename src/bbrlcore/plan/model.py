@@ -266,6 +266,9 @@ class Plan:
     cost_records_dirs: list[str] = field(default_factory=list)
     #: algorithms whose cost comes from probes of this plan, not from the benchmarks
     probed: set[str] = field(default_factory=set)
+    #: algorithms the benchmarks measured in continuing interactions only, probed in this
+    #: plan's episodic experiments (:func:`bbrlcore.plan.probe.uncalibrated_episodic`)
+    probed_episodic: set[str] = field(default_factory=set)
     #: experiment name -> keys of its agent configurations
     exp_agents: dict[str, list[str]] = field(default_factory=dict)
     #: top-level keys the preset set (errors name them ``presets.PRESET.KEY``)
@@ -363,7 +366,7 @@ class Plan:
         if key not in memo:
             memo[key] = self.cost_model.seconds_per_trajectory(
                 agent.algorithm, agent.param_dict, exp.test, exp.horizon,
-                exp.prior, self.config["gamma"],
+                exp.prior, self.config["gamma"], episode_length=exp.episode_length,
             )
         return memo[key]
 
@@ -448,6 +451,26 @@ class Plan:
             k = self.n_chunks(exp, agent, split)
             memo[key] = [(i * n // k, (i + 1) * n // k) for i in range(k)]
         return memo[key]
+
+    def over_budget(self) -> list[str]:
+        """One line per (agent, experiment) whose single interaction (one test MDP) is
+        expected to take longer than ``chunk_budget_minutes``: no chunk of its runs can
+        be made shorter than that (a chunk holds at least one test MDP), so its jobs
+        overrun the budget (a job killed at its time limit reruns whole, with a longer
+        limit). Said before anything runs (``bbrl estimate``, the workflow's plan);
+        empty when every interaction fits."""
+        budget = float(self.config["chunk_budget_minutes"])
+        out = []
+        for exp in self.experiments:
+            for a in self.agents_of(exp):
+                m = self.seconds_per_trajectory(exp, a) / 60.0
+                if m > budget:
+                    out.append(
+                        f"one interaction of {a.key} on {exp.name} ({exp.horizon:,} steps) "
+                        f"is expected to take {m:,.0f} min, beyond chunk_budget_minutes="
+                        f"{budget:g}: its jobs hold one test MDP each and may overrun "
+                        "the budget")
+        return out
 
     def run_minutes(self, exp: Experiment, agent: AgentConfig, size: int) -> float:
         return size * self.seconds_per_trajectory(exp, agent) / 60.0

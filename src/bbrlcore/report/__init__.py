@@ -350,18 +350,20 @@ def reference_section(summary: pl.DataFrame, score: str,
 
 def problems_section(
     h: pl.DataFrame, summary: pl.DataFrame, out: Path, styles: dict[str, Any],
-    families: list[str], score: str = "discounted",
+    families: list[str], score: str = "discounted", regrets: pl.DataFrame | None = None,
 ) -> dict[str, Any] | None:
     """"Problems and hardness" (:mod:`bbrlcore.report.problems`): the hardness map, the
     scores against hardness and along the ladders, their tables written to
     ``data/hardness-map.parquet``, ``data/score-hardness.parquet`` and
-    ``data/score-size.parquet``; None when no experiment has a test set."""
+    ``data/score-size.parquet``; None when no experiment has a test set. ``regrets``
+    (:func:`bbrlcore.analysis.exploration.regret_summary`): each algorithm's regret is
+    placed against hardness and along the ladders too, where the runs carry references."""
     from bbrlcore.report import problems as PR
 
     hmap = PR.hardness_map(h, summary)
     if hmap.is_empty():
         return None
-    scores = PR.score_table(summary, hmap, families)
+    scores = PR.score_table(summary, hmap, families, regrets)
     ladder = PR.ladder_table(scores)
     data, figs = out / "data", out / "figures"
     _write_parquet(hmap, data / "hardness-map.parquet")
@@ -381,6 +383,18 @@ def problems_section(
         sec["fig_sizes"] = _save(figures.score_vs_size_figure(ladder, styles, score),
                                  figs / "score-size")
         sec["sizes"] = I.to_json(I.score_vs_size(ladder, styles, score))
+    # the regret (Colosseum's normalised regret per step) against hardness and size
+    reg, reg_ladder = PR.regret_view(scores), PR.regret_view(ladder)
+    if not reg.is_empty():
+        sec["fig_regret"] = _save(figures.score_vs_hardness_figure(
+            reg, styles, score, ylabel=figures.REGRET_LABEL), figs / "regret-hardness")
+        sec["regret"] = I.to_json(I.score_vs_hardness(
+            reg, styles, score, ylabel=figures.REGRET_LABEL, what="normalised regret"))
+    if not reg_ladder.is_empty():
+        sec["fig_regret_sizes"] = _save(figures.score_vs_size_figure(
+            reg_ladder, styles, score, ylabel=figures.REGRET_LABEL), figs / "regret-size")
+        sec["regret_sizes"] = I.to_json(I.score_vs_size(
+            reg_ladder, styles, score, ylabel=figures.REGRET_LABEL))
     return sec
 
 
@@ -505,6 +519,27 @@ def curves_section(
             "fig": _save(figures.learning_curves_figure(table, panels, styles, score),
                          figs / f"curves-ladder-{k + 1}"),
             "id": f"fig-curves-ladder-{k + 1}"})
+        # Colosseum's normalised regret against time, each size side by side, log axes
+        with_reg = [p for p in panels if table.filter(
+            (pl.col("experiment") == p[0]) & pl.col("normalised_regret").is_not_null()
+            & (pl.col("family") != "Optimal")).height]
+        if len(with_reg) >= 2:
+            sec["ladders"][-1]["regret"] = {
+                "figure": I.to_json(I.regret_curves(table, with_reg, styles,
+                                                    title=f"{name}: regret")),
+                "fig": _save(figures.regret_curves_figure(table, with_reg, styles),
+                             figs / f"regret-ladder-{k + 1}"),
+                "id": f"fig-regret-ladder-{k + 1}"}
+    # bsuite's DeepSea score: episodes to learn against size, per DeepSea ladder
+    ds, dsum = c.tables["deepsea"], c.tables["deepsea_summary"]
+    sec["deepsea"] = []
+    for k, name in enumerate(ds["ladder"].unique(maintain_order=True).to_list()):
+        d = ds.filter(pl.col("ladder") == name)
+        sec["deepsea"].append({
+            "name": name, "id": f"fig-deepsea-{k + 1}",
+            "figure": I.to_json(I.episodes_to_learn(d, styles, title=name)),
+            "fig": _save(figures.episodes_to_learn_figure(d, styles), figs / f"deepsea-{k + 1}"),
+            "summary": dsum.filter(pl.col("ladder") == name).to_dicts()})
     return sec
 
 
@@ -725,7 +760,10 @@ def _build_into(out: Path, merged: pl.DataFrame, summary: pl.DataFrame,
             })
         hard = {"rows": stats_rows,
                 "fig": _save(figures.hardness_figure(h), out / "figures" / "hardness")}
-        problems_sec = problems_section(h, summary, out, styles, fams, score)
+        from bbrlcore.analysis.exploration import regret_summary
+
+        problems_sec = problems_section(h, summary, out, styles, fams, score,
+                                        regret_summary(merged))
     # the paper's numbers are discounted returns: compared on that score whatever the report's
     published = published_section(an.published, merged, out, alpha)
     agg = aggregates_section(merged, out, styles, alpha, correction, bootstrap_resamples,

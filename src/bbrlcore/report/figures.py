@@ -276,12 +276,20 @@ def _normalised_err(g: pl.DataFrame) -> np.ndarray:
     return np.where(np.isfinite(err), np.maximum(err, 0.0), 0.0)
 
 
+#: The y-axis of the figures of Colosseum's normalised regret (it names the score: the
+#: undiscounted regret against the optimal policy's exact value).
+REGRET_LABEL = "Colosseum's normalised regret\nper step (episodic: per episode)"
+
+
 def score_vs_hardness_figure(scores: pl.DataFrame,
                              styles: dict[str, tuple[str, str, bool]],
-                             score: str = "discounted") -> Figure:
+                             score: str = "discounted", ylabel: str | None = None
+                             ) -> Figure:
     """Each algorithm's normalised score (best agent per experiment) with its 95%
     interval against the diameter, the value norm and the sum of reciprocal gaps of the
-    test set, one panel each."""
+    test set, one panel each; ``ylabel``: what ``normalised_score`` holds when it is not
+    the score (:data:`REGRET_LABEL`: the regret view of
+    :func:`bbrlcore.report.problems.regret_view`)."""
     from bbrlcore.report.problems import MEASURES
 
     s = scores.filter(pl.col("normalised_score").is_not_null())
@@ -299,8 +307,8 @@ def score_vs_hardness_figure(scores: pl.DataFrame,
         if m == "suboptimality_gaps" and xs.size and (xs[np.isfinite(xs)] > 0).all():
             ax.set_xscale("log")  # sums of reciprocals span decades
         ax.grid(True, lw=0.4, alpha=0.5)
-    axes[0].set_ylabel(score_label("normalised score", score) + ", 95% interval",
-                       fontsize=8)
+    axes[0].set_ylabel((ylabel or score_label("normalised score", score))
+                       + ", 95% interval", fontsize=8)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5),
                frameon=False)
@@ -310,9 +318,9 @@ def score_vs_hardness_figure(scores: pl.DataFrame,
 
 def score_vs_size_figure(ladder: pl.DataFrame,
                          styles: dict[str, tuple[str, str, bool]],
-                         score: str = "discounted") -> Figure:
+                         score: str = "discounted", ylabel: str | None = None) -> Figure:
     """One panel per ladder: each algorithm's normalised score with its 95% interval
-    against the size."""
+    against the size (``ylabel``: as :func:`score_vs_hardness_figure`)."""
     from bbrlcore.report.problems import ladders
 
     names = ladders(ladder)
@@ -339,7 +347,7 @@ def score_vs_size_figure(ladder: pl.DataFrame,
         ax.set_title(name, fontsize=8)
         ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
         ax.set_xlabel("size", fontsize=8)
-        ax.set_ylabel(score_label("normalised score", score), fontsize=7)
+        ax.set_ylabel(ylabel or score_label("normalised score", score), fontsize=7)
         ax.tick_params(labelsize=7)
         ax.grid(True, lw=0.4, alpha=0.5)
     for k in range(len(names), rows * cols):
@@ -413,6 +421,106 @@ def learning_curves_figure(table: pl.DataFrame, panels: list[tuple[str, str]],
             ax.tick_params(labelsize=7)
             ax.grid(True, lw=0.4, alpha=0.5)
     _legend_right(fig, list(axes.flat))
+    fig.tight_layout()
+    return fig
+
+
+def _x_of(h: pl.DataFrame) -> tuple[np.ndarray, str]:
+    """The time axis of a curve: its episodes (episodic) or its steps."""
+    if "episodes" in h.columns and h["episodes"].null_count() == 0 and h.height:
+        return h["episodes"].to_numpy(), "episodes"
+    return h["t"].to_numpy(), "t (steps)"
+
+
+def regret_curves_figure(table: pl.DataFrame, panels: list[tuple[str, str]],
+                         styles: dict[str, tuple[str, str, bool]]) -> Figure:
+    """Colosseum's normalised cumulative regret against time (log axes), one panel per
+    experiment of ``panels`` side by side (a ladder's sizes) on one y-range, each family
+    with its paired bootstrap band; Random's is the uniformly random policy's, drawn
+    beside the others as Colosseum does; Optimal (about 0) is left out of the log axes."""
+    n = len(panels)
+    fig, axes = plt.subplots(1, n, figsize=(3.4 * n + 1.8, 3.1), dpi=110, squeeze=False,
+                             sharey=True)
+    for k, (exp, name) in enumerate(panels):
+        ax = axes[0][k]
+        g = table.filter((pl.col("experiment") == exp) & (pl.col("family") != "Optimal")
+                         & pl.col("normalised_regret").is_not_null())
+        fams = [f for f in styles if f in set(g["family"])]
+        xl = "t (steps)"
+        for fam in fams:
+            h = g.filter(pl.col("family") == fam).sort("t")
+            col = styles.get(fam, ("#333",))[0]
+            x, xl = _x_of(h)
+            y = h["normalised_regret"].to_numpy().astype(float)
+            floor = max(1e-3, float(np.nanmin(np.where(y > 0, y, np.inf))) / 10
+                        if (y > 0).any() else 1e-3)
+            lo = np.maximum(h["normalised_regret_low"].to_numpy().astype(float), floor)
+            hi = np.maximum(h["normalised_regret_high"].to_numpy().astype(float), floor)
+            ax.fill_between(x, lo, hi, color=col, alpha=0.15, lw=0)
+            ax.plot(x, np.maximum(y, floor), color=col, lw=1.2,
+                    ls="--" if fam.endswith("(compat)") else "-", label=fam)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(name, fontsize=8)
+        ax.set_xlabel(xl, fontsize=8)
+        if k == 0:
+            ax.set_ylabel("normalised cumulative regret\n(Colosseum's: Σ regret / "
+                          "(optimal − worst))", fontsize=7)
+        ax.tick_params(labelsize=7)
+        ax.grid(True, which="both", lw=0.3, alpha=0.4)
+    _legend_right(fig, list(axes.flat))
+    fig.tight_layout()
+    return fig
+
+
+def episodes_to_learn_figure(ds: pl.DataFrame,
+                             styles: dict[str, tuple[str, str, bool]]) -> Figure:
+    """bsuite's "episodes to learn against size" (its ``deep_sea`` analysis,
+    ``plot_scaling_log``) for one DeepSea ladder (rows of the ``deepsea`` table of
+    :func:`bbrlcore.analysis.exploration.deepsea_scores`): each algorithm's first episode
+    at which the average regret falls below 0.9, with its bootstrap interval, against
+    the size, log axes; an algorithm that does not learn within the interaction is drawn
+    at its last episode with a cross; dithering's 2^N episodes dashed."""
+    fig, ax = plt.subplots(figsize=(6.8, 4.0), dpi=110)
+    sizes = np.array(sorted(set(ds["size"].to_list())), dtype=float)
+    fams = [f for f in styles if f in set(ds["family"])]
+    width = float(sizes.max() / sizes.min()) if sizes.size else 1.0
+    for k, fam in enumerate(fams):
+        h = ds.filter(pl.col("family") == fam).sort("size")
+        col, mk, filled = styles[fam]
+        dodge = width ** ((k - (len(fams) - 1) / 2) * 0.01)
+        x = h["size"].to_numpy().astype(float) * dodge
+        learned = h["learning_episode"].is_not_null().to_numpy()
+        y = np.where(learned, h["learning_episode"].fill_null(0).to_numpy(),
+                     h["episodes"].to_numpy()).astype(float)
+        lo = h["learning_low"].fill_null(np.nan).to_numpy().astype(float)
+        hi = h["learning_high"].fill_null(np.nan).to_numpy().astype(float)
+        hi = np.where(np.isfinite(hi), hi, h["episodes"].to_numpy())
+        err = np.vstack([np.where(np.isfinite(lo), y - lo, 0.0), np.maximum(hi - y, 0.0)])
+        ax.errorbar(x[learned], y[learned], yerr=err[:, learned], fmt="-" + mk, color=col,
+                    mfc=col if filled else "white", mec=col, ms=5, lw=1, capsize=1.5,
+                    label=fam)
+        if (~learned).any():
+            ax.plot(x[~learned], y[~learned], "x", color=col, ms=6, mew=1.5,
+                    label=None if learned.any() else fam)
+    if sizes.size:
+        xs = np.linspace(sizes.min(), sizes.max(), 50)
+        top = float(ds["episodes"].max()) * 2
+        ax.plot(xs, np.minimum(2.0 ** xs, top), "--", color="black", alpha=0.4, lw=1.5,
+                label="2^N (dithering)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    if sizes.size:
+        ax.set_ylim(0.8, float(ds["episodes"].max()) * 2)
+    if sizes.size:
+        ax.set_xticks(sizes)
+        ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.set_xlabel("DeepSea size N (log scale)")
+    ax.set_ylabel("episodes until average regret < 0.9\n(bsuite's DeepSea score; × : not "
+                  "within the interaction)", fontsize=8)
+    ax.grid(True, which="both", lw=0.3, alpha=0.4)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
     fig.tight_layout()
     return fig
 

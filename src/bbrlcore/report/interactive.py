@@ -488,11 +488,14 @@ def _normalised_error(g: pl.DataFrame) -> dict[str, Any]:
 
 def score_vs_hardness(scores: pl.DataFrame,
                       styles: dict[str, tuple[str, str, bool]],
-                      score: str = "discounted") -> dict[str, Any]:
+                      score: str = "discounted", ylabel: str | None = None,
+                      what: str = "normalised score") -> dict[str, Any]:
     """Each algorithm's normalised score (its best agent per experiment) with its 95%
     interval against a hardness measure of the experiment's test set; buttons switch the
     measure (diameter, value norm, gaps) and the axis scale (the table of
-    :func:`bbrlcore.report.problems.score_table`)."""
+    :func:`bbrlcore.report.problems.score_table`). ``ylabel`` and ``what`` (the hover's
+    name of the value): what ``normalised_score`` holds when it is not the score (the
+    regret view, :func:`bbrlcore.report.problems.regret_view`)."""
     from bbrlcore.report.problems import MEASURES
 
     s = scores.filter(pl.col("normalised_score").is_not_null())
@@ -511,7 +514,7 @@ def score_vs_hardness(scores: pl.DataFrame,
                             _num(r["normalised_low"]), _num(r["normalised_high"])]
                            for r in g.iter_rows(named=True)],
             "hovertemplate": "<b>%{customdata[0]}</b> (%{customdata[2]} prior)<br>"
-                             "%{customdata[1]}<br>normalised score %{y:.3f} "
+                             f"%{{customdata[1]}}<br>{what} %{{y:.3f}} "
                              "[%{customdata[3]:.3f}, %{customdata[4]:.3f}]<br>x %{x:.4g}"
                              f"<extra>{fam}</extra>"})
     measure_menu = {
@@ -523,8 +526,9 @@ def score_vs_hardness(scores: pl.DataFrame,
                     for m, label in MEASURES.items()]}
     return {"data": traces, "layout": {
         "xaxis": {"title": {"text": MEASURES["diameter"]}},
-        "yaxis": {"title": {"text": f"normalised score ({_score_name(score)}; Random = 0, "
-                                    "Optimal = 1), 95% interval"}},
+        "yaxis": {"title": {"text": (ylabel.replace("\n", " ") + ", 95% interval") if ylabel else
+                            f"normalised score ({_score_name(score)}; Random = 0, "
+                            "Optimal = 1), 95% interval"}},
         "updatemenus": [measure_menu, *_log_buttons()], "height": 480,
         "margin": {"t": 50, "r": 10},
         "legend": {"itemclick": "toggle", "itemdoubleclick": "toggleothers"}}}
@@ -532,7 +536,7 @@ def score_vs_hardness(scores: pl.DataFrame,
 
 def score_vs_size(ladder: pl.DataFrame,
                   styles: dict[str, tuple[str, str, bool]],
-                  score: str = "discounted") -> dict[str, Any]:
+                  score: str = "discounted", ylabel: str | None = None) -> dict[str, Any]:
     """Along each ladder (a problem, a setting, a kind of prior): each algorithm's
     normalised score with its 95% interval against the size, one panel per ladder, two
     panels a row, all on one y-range (the table of
@@ -558,8 +562,9 @@ def score_vs_size(ladder: pl.DataFrame,
                                   "title": {"text": "size", "font": {"size": 10},
                                             "standoff": 4}}
         layout[f"yaxis{axis}"] = {"domain": [y0, y1], "anchor": f"x{axis}",
-                                  "title": {"text": f"normalised score ({_score_name(score)})",
-                                            "font": {"size": 10}}}
+                                  "title": {"text": ylabel.replace("\n", "<br>") if ylabel else
+                                            f"normalised score ({_score_name(score)})",
+                                            "font": {"size": 10 if ylabel is None else 8}}}
         if k:
             layout[f"yaxis{axis}"]["matches"] = "y"
         layout["annotations"].append({
@@ -719,6 +724,124 @@ def learning_curves(table: pl.DataFrame, panels: list[tuple[str, str]],
         "font": {"size": 11},
         "buttons": [{"label": label, "method": "update",
                      "args": [views[v], titles(v)]} for v, label in CURVE_VIEWS.items()]}]
+    return {"data": traces, "layout": layout}
+
+
+def regret_curves(table: pl.DataFrame, panels: list[tuple[str, str]],
+                  styles: dict[str, tuple[str, str, bool]], title: str | None = None
+                  ) -> dict[str, Any]:
+    """Colosseum's normalised cumulative regret against time, log axes, one panel per
+    experiment of ``panels`` (a ladder's sizes side by side, up to four a row, one
+    y-range), each family's best agent with its paired bootstrap band (the ``curves``
+    table's ``normalised_regret``); Random's is the uniformly random policy's, beside
+    the others as in Colosseum's figures; Optimal (about 0) is left out of the log axes.
+    Each trace's ``meta`` is ``[experiment, family, "band" | "line"]``."""
+    n = len(panels)
+    cols = min(n, 4) if n else 1
+    rows = max(1, -(-n // cols))
+    label = "normalised cumulative regret (Colosseum's: Σ regret / (optimal − worst))"
+    layout: dict[str, Any] = {
+        "height": 110 + 320 * rows, "margin": {"t": 70 if title else 50, "r": 10},
+        "legend": {"itemclick": "toggle", "itemdoubleclick": "toggleothers"},
+        "annotations": [], "hovermode": "closest"}
+    if title:
+        layout["title"] = {"text": title, "font": {"size": 14}, "x": 0.0, "xanchor": "left",
+                           "y": 0.99, "yanchor": "top"}
+    traces: list[dict[str, Any]] = []
+    shown: set[str] = set()
+    for k, (exp, name) in enumerate(panels):
+        axis = "" if k == 0 else str(k + 1)
+        r, c = divmod(k, cols)
+        x0, x1 = c / cols + (0.05 if cols > 1 else 0.0), (c + 1) / cols - 0.01
+        y1 = 1 - r / rows - 0.07 / rows
+        y0 = 1 - (r + 1) / rows + 0.12 / rows
+        g = table.filter((pl.col("experiment") == exp) & (pl.col("family") != "Optimal")
+                         & pl.col("normalised_regret").is_not_null())
+        episodic = g.height > 0 and g["episodes"].null_count() == 0
+        xname = "episodes" if episodic else "t (steps)"
+        layout[f"xaxis{axis}"] = {"domain": [x0, x1], "anchor": f"y{axis}", "type": "log",
+                                  "title": {"text": xname, "font": {"size": 11},
+                                            "standoff": 4}}
+        layout[f"yaxis{axis}"] = {"domain": [y0, y1], "anchor": f"x{axis}", "type": "log"}
+        if k % cols == 0:
+            layout[f"yaxis{axis}"]["title"] = {"text": label, "font": {"size": 10}}
+        if k:
+            layout[f"yaxis{axis}"]["matches"] = "y"
+        layout["annotations"].append({
+            "text": f"<b>{name}</b>", "showarrow": False, "xref": "paper",
+            "yref": "paper", "x": (x0 + x1) / 2, "y": y1, "xanchor": "center",
+            "yanchor": "bottom", "font": {"size": 11}})
+        for fam in _families_in(styles, set(g["family"].to_list())):
+            h = g.filter(pl.col("family") == fam).sort("t")
+            if episodic:
+                h = h.with_columns(pl.col("episodes").alias("t"))
+            colour = styles.get(fam, ("#333", "o", True))[0]
+            bx, by, lx, ly, cd = _curve_view(h, "normalised_regret")
+            common = {"legendgroup": fam, "xaxis": f"x{axis}", "yaxis": f"y{axis}"}
+            traces.append({"type": "scatter", "mode": "lines", "name": fam, "x": bx,
+                           "y": by, "showlegend": False, "hoverinfo": "skip",
+                           "fill": "toself", "fillcolor": _rgba(colour, 0.15),
+                           "line": {"width": 0}, "meta": [exp, fam, "band"], **common})
+            traces.append({
+                "type": "scatter", "mode": "lines", "name": fam, "x": lx, "y": ly,
+                "customdata": cd, "showlegend": fam not in shown,
+                "meta": [exp, fam, "line"],
+                "line": {"color": colour, "width": 2,
+                         "dash": "dash" if fam.endswith("(compat)") else "solid"},
+                "hovertemplate": f"<b>{fam}</b> ({h['agent'][0]})<br>{xname} = %{{x}}: "
+                                 "%{y:.4g} [%{customdata[0]:.4g}, %{customdata[1]:.4g}]"
+                                 f"<extra>{name}</extra>", **common})
+            shown.add(fam)
+    return {"data": traces, "layout": layout}
+
+
+def episodes_to_learn(ds: pl.DataFrame, styles: dict[str, tuple[str, str, bool]],
+                      title: str | None = None) -> dict[str, Any]:
+    """bsuite's "episodes to learn against size" for one DeepSea ladder (rows of the
+    ``deepsea`` table of :func:`bbrlcore.analysis.exploration.deepsea_scores`), log
+    axes: each algorithm's first episode at which the average regret falls below 0.9,
+    with its bootstrap interval; one that does not learn within the interaction at its
+    last episode, marked with a cross; dithering's 2^N dashed."""
+    traces: list[dict[str, Any]] = []
+    for fam in [f for f in styles if f in set(ds["family"])]:
+        h = ds.filter(pl.col("family") == fam).sort("size")
+        learned = h["learning_episode"].is_not_null().to_list()
+        y = [le if ok else e for le, e, ok in zip(h["learning_episode"], h["episodes"],
+                                                  learned, strict=True)]
+        hi = [v if v is not None else e for v, e in zip(h["learning_high"], h["episodes"],
+                                                         strict=True)]
+        traces.append({
+            "type": "scatter", "mode": "lines+markers", "name": fam, "x": h["size"].to_list(),
+            "y": y, "marker": {**_marker(styles[fam]),
+                               "symbol": ["circle" if ok else "x" for ok in learned]},
+            "line": {"color": styles[fam][0], "width": 1.5},
+            "error_y": {"type": "data", "symmetric": False, "thickness": 1, "width": 2,
+                        "color": styles[fam][0],
+                        "array": [_gap(b, a) for a, b in zip(y, hi, strict=True)],
+                        "arrayminus": [_gap(a, b) for a, b in zip(y, h["learning_low"],
+                                                                  strict=True)]},
+            "customdata": [[r["experiment"], r["agent"], "learned" if r["learned"] else
+                            ("not learned" if r["decided"] else "undecided")]
+                           for r in h.iter_rows(named=True)],
+            "hovertemplate": "<b>%{customdata[0]}</b><br>%{customdata[1]}<br>size %{x}: "
+                             "%{y} episodes (%{customdata[2]})" f"<extra>{fam}</extra>"})
+    sizes = sorted(set(ds["size"].to_list()))
+    if sizes:
+        top = float(ds["episodes"].max()) * 2
+        traces.append({"type": "scatter", "mode": "lines", "name": "2^N (dithering)",
+                       "x": sizes, "y": [min(2.0 ** n, top) for n in sizes],
+                       "line": {"color": "black", "dash": "dash", "width": 1.5},
+                       "opacity": 0.5, "hoverinfo": "skip"})
+    layout: dict[str, Any] = {
+        "xaxis": {"type": "log", "title": {"text": "DeepSea size N"},
+                  "tickvals": sizes},
+        "yaxis": {"type": "log", "title": {
+            "text": "episodes until average regret < 0.9 (bsuite's DeepSea score)"}},
+        "height": 460, "margin": {"t": 60 if title else 40, "r": 10},
+        "legend": {"itemclick": "toggle", "itemdoubleclick": "toggleothers"}}
+    if title:
+        layout["title"] = {"text": title, "font": {"size": 14}, "x": 0.0, "xanchor": "left",
+                           "xref": "paper"}
     return {"data": traces, "layout": layout}
 
 

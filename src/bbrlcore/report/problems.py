@@ -20,7 +20,11 @@ Three tables (written under ``data/``, drawn by :mod:`bbrlcore.report.figures` a
   prior_kind, problem, size, setting, ladder, family`` (the algorithm as the report names
   it), ``agent`` (its best), ``mean, normalised_score`` with its 95% interval
   ``normalised_low, normalised_high`` (the summary's mean ± 1.96·s/√N, normalised by the
-  experiment's Random and Optimal means) and the test set's hardness;
+  experiment's Random and Optimal means), the test set's hardness and, where the runs
+  carry their test MDPs' references, that agent's **regret**: Colosseum's per-step
+  normalised regret ``normalised_regret`` with ``regret_low, regret_high``
+  (:func:`bbrlcore.analysis.exploration.regret_summary`), which the report draws against
+  hardness and size beside the score;
 * :func:`ladder_table`: the rows of :func:`score_table` on a ladder of at least two
   sizes, sorted by ladder, algorithm and size.
 """
@@ -141,16 +145,19 @@ _SCORE_SCHEMA = {"experiment": pl.Utf8, "test": pl.Utf8, "prior": pl.Utf8,
                  "mean": pl.Float64, "normalised_score": pl.Float64,
                  "normalised_low": pl.Float64, "normalised_high": pl.Float64,
                  "diameter": pl.Float64, "value_norm": pl.Float64,
-                 "suboptimality_gaps": pl.Float64}
+                 "suboptimality_gaps": pl.Float64, "normalised_regret": pl.Float64,
+                 "regret_low": pl.Float64, "regret_high": pl.Float64}
 
 
 def score_table(summary: pl.DataFrame, hmap: pl.DataFrame,
-                families: list[str]) -> pl.DataFrame:
+                families: list[str], regrets: pl.DataFrame | None = None) -> pl.DataFrame:
     """Each algorithm's best agent (highest mean; on the validation MDPs when the summary
     was chosen on them, :mod:`bbrlcore.analysis.selection`) per experiment whose test set
     is in ``hmap``, with its normalised score and the test set's hardness; ``summary``
     carries the report's ``family`` column, ``families`` their order (module
-    docstring)."""
+    docstring). ``regrets`` (:func:`bbrlcore.analysis.exploration.regret_summary`) adds
+    that agent's normalised regret per step with its interval (``normalised_regret,
+    regret_low, regret_high``; null where its runs carry no references)."""
     from bbrlcore.analysis.results import normalising_means
     from bbrlcore.analysis.selection import selection_key
 
@@ -188,7 +195,23 @@ def score_table(summary: pl.DataFrame, hmap: pl.DataFrame,
         info = {"problem": row["problem"], "size": row["size"], "setting": row["setting"]}
         out.append({**row, "ladder": _ladder(info, row["prior_kind"])})
     out.sort(key=lambda r: (r["experiment"], rank.get(r["family"], 99), r["family"]))
+    reg = {} if regrets is None else {
+        (r["experiment"], r["agent"]): r for r in regrets.iter_rows(named=True)}
+    for row in out:
+        r = reg.get((row["experiment"], row["agent"]), {})
+        for c in ("normalised_regret", "regret_low", "regret_high"):
+            row[c] = r.get(c)
     return pl.DataFrame(out, schema=_SCORE_SCHEMA)
+
+
+def regret_view(table: pl.DataFrame) -> pl.DataFrame:
+    """The rows of :func:`score_table` (or :func:`ladder_table`) with a normalised
+    regret, that regret in place of the normalised score (``normalised_score``,
+    ``normalised_low``, ``normalised_high``), for the figures that draw the score."""
+    return (table.filter(pl.col("normalised_regret").is_not_null())
+            .with_columns(pl.col("normalised_regret").alias("normalised_score"),
+                          pl.col("regret_low").alias("normalised_low"),
+                          pl.col("regret_high").alias("normalised_high")))
 
 
 def ladder_table(scores: pl.DataFrame) -> pl.DataFrame:
