@@ -217,6 +217,42 @@ def test_a_nearly_decomposable_riverswim_is_solved_exactly():
     assert np.ptp(g.gain) == 0.0
 
 
+def test_a_cycle_of_round_off_ties_ends_at_the_worst_gain():
+    """Taxi-5 with p_rand 0.02 (test seed 2024, MDP 2): the worst policies' chains are
+    nearly decomposable (bias up to 1e23), and policy iteration for the minimum went
+    round a cycle of policies whose gains agree within round-off until its iteration
+    limit (a test set of Taxi could not be drawn). It now stops at the cycle, with the
+    worst gain 0 (a taxi that never delivers pays nothing), which evaluating the policy
+    alone confirms."""
+    from bbrlcore import seeds
+
+    t = families.make("taxi", size=5, p_rand=0.02).test
+    lay = t.support_layout
+    P = t.draw_rows(seeds.mdp_rng(2024, 2))
+    worst = RF.average_reward_rows(lay.succ, lay.nsucc, P, t.reward_rows, "min")
+    alone = RF.policy_gain_rows(lay.succ, lay.nsucc, P, t.reward_rows, worst.policy)
+    assert np.abs(worst.gain).max() < 1e-9 and np.abs(alone.gain).max() < 1e-9
+    best = RF.average_reward_rows(lay.succ, lay.nsucc, P, t.reward_rows)
+    assert best.gain.min() > 0.1  # delivering pays
+
+
+def test_bias_steps_on_round_off_stop_at_the_gain():
+    """SimpleGrid-40 (test seed 0, MDP 1): the worst gain is reached at the second
+    policy; then hundreds of bias steps followed the round-off of chains whose bias
+    reaches 1e11 (17 s a test MDP). They stop after STALL_STEPS steps of the same gain,
+    which evaluating the policy alone confirms."""
+    from bbrlcore import seeds
+
+    t = families.make("simplegrid", size=40).test
+    lay = t.support_layout
+    P = t.draw_rows(seeds.mdp_rng(0, 1))
+    worst = RF.average_reward_rows(lay.succ, lay.nsucc, P, t.reward_rows, "min")
+    assert worst.iterations <= RF.STALL_STEPS + 10
+    alone = RF.policy_gain_rows(lay.succ, lay.nsucc, P, t.reward_rows, worst.policy)
+    assert worst.gain == pytest.approx(alone.gain, rel=1e-9)
+    assert worst.gain.max() == pytest.approx(0.0011574593082162748, rel=1e-9)
+
+
 def test_bad_arguments_are_one_line():
     P, R = random_mdp(0, 2, 2, 1.0)
     lay = rows.full(2, 2)

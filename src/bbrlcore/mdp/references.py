@@ -82,6 +82,11 @@ import numpy as np
 
 from bbrlcore.errors import BBRLError
 
+#: Bias-improvement steps of policy iteration in a row without a change of the gain
+#: after which the gain is taken as final (:func:`average_reward_rows`): in exact
+#: arithmetic such steps end in a few; more are round-off of a nearly decomposable chain.
+STALL_STEPS = 50
+
 #: Relative tolerance under which two actions' values tie in policy iteration (the
 #: current action is kept): far above the round-off of the exact solves, far below any
 #: difference of values of the problems' rewards.
@@ -287,7 +292,11 @@ def _discounted_policy(succ: np.ndarray, nsucc: np.ndarray, P: np.ndarray, rbar:
     nX = succ.shape[0]
     idx = np.arange(nX)
     pi = np.argmax(rbar, axis=1).astype(np.int64)
+    seen: set[bytes] = set()
     for _ in range(limit):
+        if pi.tobytes() in seen:  # a cycle of round-off ties: a start policy is enough
+            break
+        seen.add(pi.tobytes())
         M, r = _chain(succ, nsucc, P, rbar, pi)
         V = splu((identity(nX, format="csc") - gamma * M).tocsc()).solve(r)
         Q = rbar + gamma * _row_sums(succ, nsucc, P, V)
@@ -356,9 +365,21 @@ def average_reward_rows(succ: np.ndarray, nsucc: np.ndarray, P: np.ndarray, R: n
     # nearly decomposable chain (whose bias, and round-off, can reach 1e11)
     pi = _discounted_policy(succ, nsucc, P, rbar, 1.0 - 1.0 / (100.0 * nX + 100.0), limit)
     scale = 1.0 + float(np.abs(rbar).max(initial=0.0))
+    seen: set[bytes] = set()
+    last_g: np.ndarray | None = None
+    stalled = 0
     for it in range(1, limit + 1):
         M, r = _chain(succ, nsucc, P, rbar, pi)
         g, h = chain_gain(M, r)
+        key = pi.tobytes()
+        if key in seen:
+            # back to a policy already evaluated: in exact arithmetic policy iteration
+            # never cycles (the gain, then the bias, strictly improves), so the policies
+            # of the cycle differ only by round-off of an ill-conditioned bias (a nearly
+            # decomposable chain, e.g. Taxi's worst policy: bias 1e23): their gains agree
+            # within the tolerance and this one is gain-optimal (its bias is not used)
+            return Gain(sign * g + 0.0, sign * h + 0.0, pi, it)
+        seen.add(key)
         idx = np.arange(nX)
         tol_g = TIE_RTOL * (scale + float(np.abs(g).max(initial=0.0)))
         Pg = _row_sums(succ, nsucc, P, g)
@@ -375,6 +396,16 @@ def average_reward_rows(succ: np.ndarray, nsucc: np.ndarray, P: np.ndarray, R: n
         improve = best_q > q[idx, pi] + tol_h
         if not improve.any():
             return Gain(sign * g + 0.0, sign * h + 0.0, pi, it)  # (no -0.0)
+        # a bias step: when the gain has stayed the same (within the tolerance) for
+        # STALL_STEPS of them in a row, the bias steps are moving between policies of
+        # one gain on the round-off of a nearly decomposable chain (SimpleGrid-40's
+        # worst policies: bias up to 1e11, hundreds of such steps); the gain is returned
+        if last_g is not None and np.abs(g - last_g).max() <= tol_g:
+            stalled += 1
+            if stalled >= STALL_STEPS:
+                return Gain(sign * g + 0.0, sign * h + 0.0, pi, it)
+        else:
+            stalled, last_g = 0, g
         pi = np.where(improve, np.argmax(q >= best_q[:, None] - tol_h, axis=1), pi)
     raise BBRLError(f"average_reward_rows: policy iteration did not end within {limit} "
                     f"iterations ({nX} states); please report this MDP")
