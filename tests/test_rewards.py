@@ -512,7 +512,12 @@ def _agreeing_table(rewards: list[list[float]], gamma: float, n: int) -> pl.Data
                          "mdp_index": i, "discounted_return": d, "online_time_s": 1e-3,
                          "n_steps": T, "offline_time_s": 0.0, "seed": 0, "gamma": gamma,
                          "horizon": T, "test_seed": 0, "bbrlcore_version": __version__,
-                         "undiscounted_return": u, "rewards": r.tolist()})
+                         "undiscounted_return": u, "rewards": r.tolist(),
+                         # the paper's setting: continuing, per-step rewards, no references
+                         "episode_length": 0, "episodes": 1, "checkpoint_every": None,
+                         "checkpoints": None, "episode_returns": None,
+                         "optimal_reference": None, "worst_reference": None,
+                         "random_reference": None, "regret": None})
     return pl.DataFrame(rows).cast(RUN_COLUMNS)  # type: ignore[arg-type]
 
 

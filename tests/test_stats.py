@@ -93,7 +93,8 @@ def test_summary_normalises_random_zero_optimal_one_and_regret():
     )
     s = summary_table(t)
     assert s.columns == [
-        "experiment", "test", "prior", "algorithm", "agent", "params", "compat", "n", "mean",
+        "experiment", "test", "prior", "algorithm", "agent", "params", "compat", "grid_size",
+        "n", "mean",
         "ci_low", "ci_high", "offline_time_s", "online_time_per_decision_s",
         "normalised_score", "regret", "score",
     ]
