@@ -54,10 +54,10 @@ def main() -> None:
     args = ap.parse_args()
 
     import yaml
-    from slurm_cluster import SingleNodeSlurm
-    from test_slurm import _workflow_copy
 
     from bbrlcore.plan import DEFAULTS
+    from slurm_cluster import SingleNodeSlurm
+    from test_slurm import _workflow_copy
 
     work = Path(tempfile.mkdtemp(prefix="bench-slurm-"))
     wf = _workflow_copy(work / "wf")
