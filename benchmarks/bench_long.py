@@ -10,6 +10,13 @@ large a run table of 10^6 steps is.
   aggregated after each trajectory from the one reused buffer, and the run table built)
   against the same trajectories played by the bare player into that buffer (no
   aggregation, no table), rounds alternating, median of the rounds.
+* ``builtins``: ns per step of every built-in at the quick preset's parameters on
+  DeepSea-20 (accurate prior) at T = 250 and T = 10^5, continuing (Q-learning-UCB, which
+  is episodic only, in episodes of 20 steps), one test MDP per horizon after a compiling
+  run; an algorithm whose 10^5-step trajectory is expected (from 10^4 steps) to take more
+  than ``--budget`` seconds is measured at 10^4 steps and says so. OPPS-DS is its learned
+  agent, the fixed formula ``Q2/Q0`` (``formula``: it plays as OPPS-DS plays the formula
+  it selected; its offline search is not a per-step cost).
 * ``size``: the Parquet run table of 100 MDPs × 10^6 steps (Random, continuing, default
   checkpoints every 100 steps) and of 100 MDPs × 10,000 episodes of DeepSea-20 (bsuite's
   protocol, 2 × 10^5 steps: episode returns and checkpoints at every episode end), in MB.
@@ -131,6 +138,59 @@ def overhead(rounds: int) -> list[dict]:
     return rows
 
 
+#: every built-in at the quick preset's first configuration (config.yaml)
+BUILTINS = {
+    "random": {}, "optimal": {}, "e-greedy": {"epsilon": "0.1"}, "soft-max": {"tau": "0.05"},
+    "formula": {"formula": "Q2/Q0"}, "bamcp": {"K": "10", "D": "15"},
+    "bfs3": {"K": "1", "C": "2", "D": "15"}, "sboss": {"epsilon": "1.0", "delta": "1.0"},
+    "beb": {"beta": "2.5"}, "psrl": {}, "boss": {"K": "5", "B": "5"}, "bolt": {"eta": "5.0"},
+    "mbie-eb": {"beta": "2.5"}, "ucrl2": {}, "q-learning-ucb": {},
+}
+EPISODIC_ONLY = {"q-learning-ucb": 20}
+
+
+def builtins(budget: float) -> list[dict]:
+    """ns per step of every built-in at T = 250 and 10^5 on DeepSea-20 (module
+    docstring): wall time of one trajectory into a reused buffer, after a compiling one."""
+    from bbrlcore import agents
+
+    p, prior = _problem()
+    rows = []
+    for alg, params in BUILTINS.items():
+        agent = E.train_agent(alg, params, prior, progress=False)
+        H = EPISODIC_ONLY.get(alg, 0)
+
+        def timed(T: int, seed: int, alg: str = alg, agent=agent, H: int = H) -> float:
+            ts = E.new_test_set(p.test, 1, 0.95, T, 0, episode_length=H,
+                                references=False)
+            play = agents.get(alg).make_player(prior, agent.params,
+                                               runner._as_trained(agent), ts.episode())
+            P, buf = np.ascontiguousarray(ts.mdps[0]), np.empty(T)
+            w0 = time.perf_counter()
+            play(P, seed, buf)
+            return time.perf_counter() - w0
+
+        timed(1_000 if H else 250, 0)  # (compiled)
+        short = timed(1_000 if H else 250, 1)
+        T_short = 1_000 if H else 250
+        mid = timed(10_000, 2)
+        if mid * 10 <= budget:
+            T_long, long = 100_000, timed(100_000, 3)
+            note = ""
+        else:
+            T_long, long = 10_000, mid
+            note = f"10^5 steps expected to take {mid * 10:.0f} s: measured at 10^4"
+        row = {"algorithm": alg, "params": params, "episode_length": H,
+               "T_short": T_short, "ns_per_step_short": round(1e9 * short / T_short, 1),
+               "T_long": T_long, "ns_per_step_long": round(1e9 * long / T_long, 1),
+               "s_long": round(long, 3), "note": note}
+        rows.append(row)
+        print(f"{alg:15s} T={T_short:>7,}: {row['ns_per_step_short']:>12,.1f} ns/step   "
+              f"T={T_long:>7,}: {row['ns_per_step_long']:>12,.1f} ns/step "
+              f"({long:.2f} s) {note}", flush=True)
+    return rows
+
+
 def size() -> list[dict]:
     p, prior = _problem()
     rows = []
@@ -156,7 +216,9 @@ def size() -> list[dict]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", choices=("speed", "overhead", "size"))
+    ap.add_argument("--only", choices=("speed", "overhead", "size", "builtins"))
+    ap.add_argument("--budget", type=float, default=120.0,
+                    help="builtins: seconds a 10^5-step trajectory may take")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("-o", "--output", default=str(HERE / "results" / "long.json"))
     args = ap.parse_args()
@@ -170,6 +232,8 @@ def main() -> None:
         out["overhead"] = overhead(args.rounds)
     if args.only in (None, "size"):
         out["size"] = size()
+    if args.only in (None, "builtins"):
+        out["builtins"] = builtins(args.budget)
     out_path.write_text(json.dumps(out, indent=1) + "\n")
     print(f"wrote {out_path}")
 
