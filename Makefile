@@ -31,17 +31,14 @@ run: install
 
 # The real-Slurm tests spend most of their time waiting on the cluster (submission, status
 # checks, a time limit): they run beside the others, their output printed at the end.
-# The others are spread over one worker more than there are cores, a test file per worker
-# (pytest-xdist): a file's module fixtures (a workflow run, a report) are built once, and
-# the extra worker fills the time the others wait on their subprocesses (a suite on 2
-# workers kept the 2 cores 74 % busy).
-WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
+# The others are spread over every core, a test file per worker (pytest-xdist): a file's
+# module fixtures (a workflow run, a report) are built once.
 test: install $(VENV)/.examples
 	$(BIN)/ruff check src tests benchmarks examples docs
 	@tmp=$${TMPDIR:-/tmp}/bbrl-slurm-tests-$$$$; mkdir -p $$tmp; \
 	$(BIN)/python -m pytest -q -m slurm --basetemp=$$tmp/t -p no:cacheprovider \
 	  > $$tmp/log 2>&1 & slurm=$$!; \
-	$(BIN)/python -m pytest -q -m "not slurm" -n $(WORKERS) --dist loadfile --no-loadscope-reorder; rest=$$?; \
+	$(BIN)/python -m pytest -q -m "not slurm" -n auto --dist loadfile --no-loadscope-reorder; rest=$$?; \
 	wait $$slurm; s=$$?; \
 	echo "== the real-Slurm tests (run beside the others) =="; cat $$tmp/log; \
 	rm -rf $$tmp; test $$rest -eq 0 && test $$s -eq 0
