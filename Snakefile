@@ -14,8 +14,9 @@ min_version("9.0")
 
 
 # config.yaml is read by Snakemake; check its YAML first, so that a syntax error names the
-# file and the line (Snakemake's own message names neither). A study given with
-# --configfile is read alone, never merged into config.yaml (workflow/rules/common.smk).
+# file and the line (Snakemake's own message names neither). A study of one's own
+# (--config study=FILE, or --configfile FILE) is read alone, never merged into config.yaml
+# (workflow/rules/common.smk).
 import os as _os
 
 from snakemake.exceptions import WorkflowError as _WorkflowError
@@ -23,7 +24,7 @@ from snakemake.exceptions import WorkflowError as _WorkflowError
 from bbrlcore.errors import BBRLError as _BBRLError
 from bbrlcore.plan import check_yaml_file as _check_yaml_file
 
-if not workflow.overwrite_configfiles:
+if not workflow.overwrite_configfiles and "study" not in workflow.config_settings.config:
     if _os.path.exists("config.yaml"):
         try:
             _check_yaml_file("config.yaml")

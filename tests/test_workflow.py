@@ -528,6 +528,25 @@ def test_snakemake_refuses_a_malformed_distribution_and_bad_yaml_before_any_job(
     line = text.splitlines().index("n_mdps: [500" + text.split("n_mdps: [500", 1)[1]
                                    .split("\n", 1)[0]) + 2
     assert f"config.yaml: not valid YAML at line {line}, column 1" in r.stdout + r.stderr
+    # issue 33: a study of one's own given as --config study=FILE (the documented way) is
+    # read by the workflow, so that its YAML error names the file and the line too
+    (tmp_path / "study.yaml").write_text("n_mdps: 5\nalgorithms: [random\n")
+    (tmp_path / "other.yaml").write_text("n_mdps: 5\n")
+    for extra, message in (
+        ([], "study.yaml: not valid YAML at line 3, column 1"),
+        (["--configfile", "other.yaml"], "give a study either with --config study=FILE or with "
+                                     "--configfile, not both"),
+    ):
+        r = subprocess.run([SNAKEMAKE, "-s", str(ROOT / "Snakefile"), "--directory",
+                            str(tmp_path), "-n", *extra, "--config", "study=study.yaml"],
+                           capture_output=True, text=True, cwd=tmp_path)
+        assert r.returncode != 0 and message in r.stdout + r.stderr, r.stderr[-2000:]
+    r = subprocess.run([SNAKEMAKE, "-s", str(ROOT / "Snakefile"), "--directory", str(tmp_path),
+                        "-n", "--config", "study=nothing.yaml"],
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode != 0
+    assert "--config study=nothing.yaml: no such file" in r.stdout + r.stderr, r.stdout
+    assert not (tmp_path / "results").exists()
 
 
 # ---------------------------------------------------------------------------------------
@@ -649,6 +668,7 @@ def test_an_own_study_runs_what_bbrl_estimate_prices_beside_config_yaml(tmp_path
     r = subprocess.run([bbrl, "init", "s.yaml", "--experiment", "GC:GC", "--n-mdps", "5"],
                        capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
+    assert "snakemake --cores all --config study=s.yaml" in r.stdout
     (tmp_path / "clean.yaml").write_text(yaml.safe_dump({
         "results_dir": "results/clean", "n_mdps": 4, "horizon": 20,
         "experiments": [{"test": {"family": "riverswim", "size": [6, 8]},
@@ -657,7 +677,12 @@ def test_an_own_study_runs_what_bbrl_estimate_prices_beside_config_yaml(tmp_path
     for name in ("s.yaml", "clean.yaml"):
         plan = P.load(tmp_path / name)
         rows = estimate(plan)
-        r = _snake(tmp_path, tmp_path / name, "-n")
+        if name == "s.yaml":  # as `bbrl init` says: --config study=FILE
+            r = subprocess.run([SNAKEMAKE, "-s", str(ROOT / "Snakefile"), "--directory",
+                                str(tmp_path), "-n", "--config", f"study={name}"],
+                               capture_output=True, text=True, cwd=tmp_path)
+        else:  # Snakemake's own --configfile reads it alike
+            r = _snake(tmp_path, tmp_path / name, "-n")
         assert r.returncode == 0, r.stderr[-3000:]
         agents, jobs = _dry_run_plan(r.stdout, plan)
         assert agents == {a.key for a in plan.agents}, name

@@ -123,7 +123,7 @@ def config_page() -> str:
         "runs (then `bbrlcore.plan` checks each key with a one-line error naming it, and "
         "each algorithm its own parameters). A key a file does not set takes its default "
         "(`bbrlcore.plan.DEFAULTS`, equal to the schema's). A study of your own (`bbrl "
-        "init`, then `snakemake --configfile FILE`) uses the same keys: [Running the "
+        "init`, then `snakemake --config study=FILE`) uses the same keys: [Running the "
         "workflow](../tutorials/workflow.md).\n",
         "`NAME` stands for a name of your choice, `[]` for every item of a list.\n",
     ]

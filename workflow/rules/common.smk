@@ -18,19 +18,18 @@ from bbrlcore.plan import probe as bbrl_probe
 from bbrlcore.plan import workflow as bbrl_support
 from bbrlcore.errors import BBRLError
 
-# ---- configuration: config.yaml, or the --configfile files alone (a study of one's own:
-# never merged into config.yaml, as `bbrl estimate FILE` reads it), then the preset
-# overlay, then --config
+# ---- configuration: config.yaml, or a study of one's own alone (--config study=FILE, read
+# here so that a YAML error names the file and the line; or the --configfile files, which
+# Snakemake reads first), never merged into config.yaml, as `bbrl estimate FILE` reads it;
+# then the preset overlay, then the other --config values
 try:
-    if workflow.overwrite_configfiles:
-        _BASE, _CONFIG_NAME = bbrl_plan.read_configfiles(workflow.overwrite_configfiles)
-    else:
-        _BASE, _CONFIG_NAME = config, "config.yaml"
     # only the --config values override the preset (overwrite_config also holds the
     # whole --configfile, which would undo the overlay)
-    PLAN = bbrl_plan.load(
-        _BASE, dict(workflow.config_settings.config), source=_CONFIG_NAME
-    )
+    _OVERRIDES = dict(workflow.config_settings.config)
+    _BASE, _CONFIG_NAME = bbrl_plan.study_configuration(
+        _OVERRIDES.pop("study", None), workflow.overwrite_configfiles
+    ) or (config, "config.yaml")
+    PLAN = bbrl_plan.load(_BASE, _OVERRIDES, source=_CONFIG_NAME)
 except BBRLError as exc:
     raise WorkflowError(str(exc)) from None
 config.clear()

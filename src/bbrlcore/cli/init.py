@@ -1,6 +1,6 @@
 """``bbrl init FILE``: a configuration of your own study, outside ``config.yaml``.
 
-Given with ``--configfile``, the file is the workflow's whole configuration: the workflow
+Given with ``--config study=FILE``, the file is the workflow's whole configuration: the workflow
 does not read the repository's ``config.yaml`` then, and the keys the file does not set
 take bbrl's defaults (:data:`bbrlcore.plan.DEFAULTS`, the paper's protocol, job and
 statistics settings), exactly as ``bbrl estimate FILE`` reads it. ``bbrl init`` writes
@@ -9,7 +9,7 @@ directory, compat variants), so that::
 
     bbrl init my-study.yaml --algorithm my_agents.py:MyGreedy
     bbrl estimate my-study.yaml
-    snakemake --cores all --configfile my-study.yaml
+    snakemake --cores all --config study=my-study.yaml
 
 plan, price and run the same study, with its results in their own directory
 (``results/my-study``), without editing ``config.yaml``.
@@ -46,14 +46,34 @@ HEADER = """\
 # {name}: a bbrl study of your own (written by `bbrl init`).
 #
 #   bbrl estimate {file}                              # CPU-hours, before computing
-#   snakemake --cores all --configfile {file}         # run it (a laptop)
-#   snakemake --profile slurm --configfile {file}     # run it (a SLURM cluster)
+#   snakemake --cores all {run}       # run it (a laptop)
+#   snakemake --profile slurm {run}   # run it (a SLURM cluster)
 #
-# Given with --configfile, this file is the whole configuration: the workflow does not
+# Given with --config study=FILE, this file is the whole configuration: the workflow does not
 # read the repository's config.yaml, and keys not set here take bbrl's defaults (the
 # paper's protocol, jobs and statistics), as `bbrl estimate` reads it (documentation: "Running
 # the workflow"). Everything is checked before any job runs; an error names the key.
 """
+
+def run_option(file: str) -> str:
+    """The Snakemake option that runs the study ``file``: ``--config study=FILE`` (the
+    workflow reads the file, a YAML error names the file and the line), or
+    ``--configfile FILE`` for a name that Snakemake's ``--config`` would not read back as
+    given (it parses values as YAML: ``a #b.yaml`` would be ``a``).
+
+    >>> run_option("my-study.yaml")
+    '--config study=my-study.yaml'
+    >>> run_option("a #b.yaml")
+    "--configfile 'a #b.yaml'"
+    """
+    import yaml
+
+    try:
+        same = yaml.load(file, Loader=yaml.BaseLoader) == file
+    except yaml.YAMLError:
+        same = False
+    return f"--config study={shlex.quote(file)}" if same else f"--configfile {shlex.quote(file)}"
+
 
 #: (comment, keys) of each section of the file, in order.
 SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -81,7 +101,7 @@ SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "init", help="write a configuration of your own study (snakemake --configfile)",
+        "init", help="write a configuration of your own study (snakemake --config study=FILE)",
         description=__doc__.split("\n\n")[0] if __doc__ else None,
     )
     p.add_argument("file", help="the configuration to write (e.g. my-study.yaml)")
@@ -221,7 +241,7 @@ def render(file: str, algorithms: list[str], experiments: list[str], n_mdps: int
                         "(it is written into the file's comments): choose another name")
     data = study(file, algorithms, experiments, n_mdps)
     quoted = shlex.quote(file)
-    parts = [HEADER.format(name=Path(file).stem, file=quoted)]
+    parts = [HEADER.format(name=Path(file).stem, file=quoted, run=run_option(file))]
     for comment, keys in SECTIONS:
         parts.append(f"{comment}\n{dump({k: data[k] for k in keys})}")
     text = "\n".join(parts)
@@ -297,7 +317,7 @@ def _init(args: argparse.Namespace) -> int:
     with atomic_path(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
     q = shlex.quote(str(path))
-    print(f"wrote {path}; next: bbrl estimate {q}; snakemake --cores all --configfile {q}")
+    print(f"wrote {path}; next: bbrl estimate {q}; snakemake --cores all {run_option(str(path))}")
     if not os.environ.get("BBRL_QUIET"):
         out = plan.config["results_dir"]
         print(f"results will go to {out}/ (report: {out}/report/index.html)")

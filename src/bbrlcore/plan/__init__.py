@@ -12,7 +12,13 @@
 ``from bbrlcore import plan as P`` gives the names of ``config`` and ``model``.
 """
 
-from bbrlcore.plan.config import apply_preset, check_yaml_file, load, read_configfiles
+from bbrlcore.plan.config import (
+    apply_preset,
+    check_yaml_file,
+    load,
+    read_configfiles,
+    study_configuration,
+)
 from bbrlcore.plan.model import (
     DEFAULTS,
     PAPER_SETTINGS,
@@ -25,4 +31,4 @@ from bbrlcore.plan.model import (
 
 __all__ = ["DEFAULTS", "PAPER_SETTINGS", "SELECTIONS", "VALIDATION_MDPS", "AgentConfig",
            "Experiment", "Plan", "apply_preset", "check_yaml_file", "load",
-           "read_configfiles"]
+           "read_configfiles", "study_configuration"]

@@ -122,6 +122,41 @@ def read_configfiles(paths: Sequence[str | Path]) -> tuple[dict[str, Any], str]:
     return out, " + ".join(Path(p).name for p in paths)
 
 
+def study_configuration(
+    study: Any, configfiles: Sequence[str | Path] | None = None
+) -> tuple[dict[str, Any], str] | None:
+    r"""The configuration of a study of one's own given to the workflow, or ``None`` for
+    ``config.yaml``: ``snakemake --config study=FILE`` (read here, so that a YAML error
+    names the file and the line) or ``snakemake --configfile FILE [FILE ...]`` (which
+    Snakemake parses first; its YAML errors name neither). Either is the whole
+    configuration (:func:`read_configfiles`).
+
+    >>> import pathlib, tempfile
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "s.yaml").write_text("n_mdps: 5\n")
+    >>> study_configuration(str(d / "s.yaml"))
+    ({'n_mdps': 5}, 's.yaml')
+    >>> study_configuration(None) is None
+    True
+    >>> _ = (d / "bad.yaml").write_text("algorithms: [random\n")
+    >>> study_configuration(str(d / "bad.yaml"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    bbrlcore.errors.BBRLError: .../bad.yaml: not valid YAML at line 2, column 1: ...
+    """
+    if study is None:
+        return read_configfiles(configfiles) if configfiles else None
+    if configfiles:
+        raise BBRLError("--config study=FILE: give a study either with --config study=FILE "
+                        "or with --configfile, not both")
+    if not isinstance(study, str) or not study.strip():
+        raise BBRLError(f"--config study={study!r}: expected the path of a study's YAML "
+                        "file (bbrl init writes one)")
+    if not Path(study).is_file():
+        raise BBRLError(f"--config study={study}: no such file (bbrl init {study} writes "
+                        "one)")
+    return read_configfiles([study])
+
+
 def load(
     config: Mapping[str, Any] | str | Path,
     overrides: Mapping[str, Any] | None = None,

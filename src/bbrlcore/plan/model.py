@@ -95,7 +95,7 @@ from bbrlcore.errors import BBRLError
 from bbrlcore.plan import cost
 
 #: Top-level keys and their defaults (``...`` = required): what a configuration that does
-#: not set a key gets, whether the workflow reads it (``snakemake --configfile FILE``: the
+#: not set a key gets, whether the workflow reads it (``snakemake --config study=FILE``: the
 #: file alone, never merged into ``config.yaml``) or ``bbrl estimate FILE`` does. Every
 #: scalar setting of ``config.yaml`` (protocol, jobs, statistics) equals its default here
 #: (``tests/test_workflow.py`` checks it), so a study that leaves one out gets the paper's.
