@@ -28,6 +28,23 @@ ALGORITHMS = (
 )
 
 
+#: Every built-in algorithm at cheap parameters, ``(name, raw parameters)``, compat
+#: variants where their kernel differs: what tests/test_rewards.py and
+#: tests/test_episodes.py run through each built-in (real agents, not synthetic runs).
+BUILTINS = [
+    ("random", {}), ("optimal", {}), ("e-greedy", {"epsilon": "0.1"}),
+    ("soft-max", {"tau": "0.1"}), ("soft-max", {"tau": "1", "compat": "true"}),
+    ("beb", {"beta": "0.5"}), ("sboss", {"epsilon": "1", "delta": "1"}),
+    ("sboss", {"epsilon": "1", "delta": "1", "compat": "true"}),
+    ("formula", {"formula": "Q2/Q0"}), ("opps-ds", {"formula_set": "F2", "n_draws": "12"}),
+    ("bamcp", {"K": "10", "D": "5"}), ("bfs3", {"K": "4", "C": "2", "D": "3"}),
+    ("psrl", {}), ("boss", {"K": "2", "B": "2"}), ("bolt", {"eta": "1"}),
+    ("mbie-eb", {"beta": "1"}),
+]
+#: pytest ids of :data:`BUILTINS`
+BUILTIN_IDS = ["-".join([a, *v.values()]) for a, v in BUILTINS]
+
+
 def learning_runs(experiments=("GC-GC", "GC-UGC"), algorithms=ALGORITHMS, n: int = 20,
                   T: int = 30, gamma: float = 0.95, seed: int = 0,
                   offline: dict[tuple[str, str], float] | None = None,

@@ -25,18 +25,7 @@ from bbrlcore.formats import artefacts
 from bbrlcore.mdp import distributions as D
 from bbrlcore.mdp import families
 from bbrlcore.protocol import runner
-
-#: Every built-in algorithm at cheap parameters (as tests/test_rewards.py).
-ALGORITHMS = [
-    ("random", {}), ("optimal", {}), ("e-greedy", {"epsilon": "0.1"}),
-    ("soft-max", {"tau": "0.1"}), ("soft-max", {"tau": "1", "compat": "true"}),
-    ("beb", {"beta": "0.5"}), ("sboss", {"epsilon": "1", "delta": "1"}),
-    ("formula", {"formula": "Q2/Q0"}), ("opps-ds", {"formula_set": "F2", "n_draws": "12"}),
-    ("bamcp", {"K": "10", "D": "5"}), ("bfs3", {"K": "4", "C": "2", "D": "3"}),
-    ("psrl", {}), ("boss", {"K": "2", "B": "2"}), ("bolt", {"eta": "1"}),
-    ("mbie-eb", {"beta": "1"}),
-]
-IDS = ["-".join([a, *v.values()]) for a, v in ALGORITHMS]
+from synthetic_runs import BUILTIN_IDS, BUILTINS  # (tests/)
 
 
 @pytest.fixture(autouse=True)
@@ -76,7 +65,7 @@ def _play(alg: str, raw: dict, d, ts) -> list[np.ndarray]:
 # Kernels
 
 
-@pytest.mark.parametrize("alg, raw", ALGORITHMS, ids=IDS)
+@pytest.mark.parametrize("alg, raw", BUILTINS, ids=BUILTIN_IDS)
 def test_every_builtin_returns_to_the_start_after_each_episode(alg, raw):
     """Episodes of H = 3 steps on the chain: the rewards 1, 2, 3 again and again (a
     continuing trajectory climbs to 4 and stays); one episode as long as the whole

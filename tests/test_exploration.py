@@ -117,17 +117,7 @@ def _synthetic(size: int, learn_at: dict[str, int | None], E: int, n: int = 5,
         for i in range(n):
             G = np.full(E, -0.005) if at is None else np.where(np.arange(1, E + 1) >= at,
                                                                 0.99, -0.005)
-            rows.append({"experiment": f"DeepSea-{size}-UDeepSea-{size}@E{E}xH{size}"
-                                       + exp_suffix,
-                         "test": f"DeepSea-{size}", "prior": f"UDeepSea-{size}",
-                         "algorithm": alg, "agent": alg, "compat": False, "params": "{}",
-                         "mdp_index": i, "discounted_return": float(G.sum()),
-                         "undiscounted_return": float(G.sum()), "online_time_s": 1e-3,
-                         "n_steps": E * size, "offline_time_s": 0.0, "gamma": 1.0,
-                         "horizon": E * size, "test_seed": 0, "episode_length": size,
-                         "episodes": E, "episode_returns": G.tolist(),
-                         "optimal_reference": 0.99, "worst_reference": -0.0075,
-                         "random_reference": 0.0, "regret": float((0.99 - G).sum())})
+            rows.append(X._deepsea_run(size, E, alg, alg, i, G, exp_suffix))
     return pl.DataFrame(rows)
 
 

@@ -25,23 +25,11 @@ from bbrlcore.protocol.runner import (
     rewards_series,
     undiscounted_returns,
 )
+from synthetic_runs import BUILTIN_IDS, BUILTINS  # (tests/)
 
 ROOT = Path(__file__).resolve().parents[1]
 MY = f"{ROOT / 'examples' / 'my_agents.py'}"
 
-#: Every built-in algorithm, at cheap parameters (compat variants where their kernel
-#: differs).
-ALGORITHMS = [
-    ("random", {}), ("optimal", {}), ("e-greedy", {"epsilon": "0.1"}),
-    ("soft-max", {"tau": "0.1"}), ("soft-max", {"tau": "1", "compat": "true"}),
-    ("beb", {"beta": "0.5"}), ("sboss", {"epsilon": "1", "delta": "1"}),
-    ("sboss", {"epsilon": "1", "delta": "1", "compat": "true"}),
-    ("formula", {"formula": "Q2/Q0"}), ("opps-ds", {"formula_set": "F2", "n_draws": "12"}),
-    ("bamcp", {"K": "10", "D": "5"}), ("bfs3", {"K": "4", "C": "2", "D": "3"}),
-    ("psrl", {}), ("boss", {"K": "2", "B": "2"}), ("bolt", {"eta": "1"}),
-    ("mbie-eb", {"beta": "1"}),
-]
-IDS = ["-".join([a, *v.values()]) for a, v in ALGORITHMS]
 
 
 @pytest.fixture(autouse=True)
@@ -79,7 +67,7 @@ def gaussian_distribution() -> D.FDMDistribution:
 # Players
 
 
-@pytest.mark.parametrize("alg, raw", ALGORITHMS, ids=IDS)
+@pytest.mark.parametrize("alg, raw", BUILTINS, ids=BUILTIN_IDS)
 @pytest.mark.parametrize("problem", ["GDL", "gaussian"])
 def test_every_player_records_the_rewards_its_return_sums(alg, raw, problem):
     """The return a player gives is exactly the step-by-step discounted sum of the
@@ -104,7 +92,7 @@ def test_every_player_records_the_rewards_its_return_sums(alg, raw, problem):
         assert np.array_equal(row, buf)
 
 
-@pytest.mark.parametrize("alg, raw", ALGORITHMS, ids=IDS)
+@pytest.mark.parametrize("alg, raw", BUILTINS, ids=BUILTIN_IDS)
 def test_run_tables_recompute_the_return_exactly_from_float32_rewards(alg, raw):
     """The paper's rewards (0, 1, 2, 10) are exact in float32: the recorded discounted
     return is the one recomputed from ``rewards``, bit for bit, and

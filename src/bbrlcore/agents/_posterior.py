@@ -146,9 +146,19 @@ def sample_model_rows(alpha, nsucc, Ps, rs):
     the dense row. A row with a single positive slot is that transition (no draw); a row
     whose variates sum below 1e-300 puts all its mass on one uniformly chosen positive
     slot (as SBOSS's :func:`~.sboss.build_merged`)."""
-    nX, nU, _ = alpha.shape
+    sample_rows_of(alpha, nsucc, Ps, np.arange(alpha.shape[0]), rs)
+
+
+@njit(cache=True, error_model="numpy")
+def sample_rows_of(alpha, nsucc, Ps, need, rs):
+    r"""Draw the rows of the states ``need`` (every action) from the posterior into
+    ``Ps``, in the order of ``need``, as :func:`sample_model_rows` draws every row
+    (which it does through this kernel; PSRL's episodic form draws only the rows an
+    episode can need)."""
+    nU = alpha.shape[1]
     s0, s1, s2, s3 = rs[0], rs[1], rs[2], rs[3]  # generator state in registers (see _rng)
-    for x in range(nX):
+    for i in range(need.shape[0]):
+        x = need[i]
         for u in range(nU):
             n = nsucc[x, u]
             ns = 0

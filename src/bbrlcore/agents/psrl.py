@@ -141,9 +141,9 @@ from bbrlcore.agents._posterior import (
     posterior_update_rows,
     probe_sample_sweeps,
     sample_and_solve,
+    sample_rows_of,
     sampling_setup,
 )
-from bbrlcore.agents._rng import gamma_s, uniform_s
 from bbrlcore.agents.api import CompiledAgent
 from bbrlcore.agents.base import (
     FLOAT64,
@@ -305,52 +305,6 @@ def decision_states(states, off, H):
     for j in range(off[H]):
         seen[states[j]] = True
     return np.flatnonzero(seen)
-
-
-@njit(cache=True, error_model="numpy")
-def sample_rows_of(alpha, nsucc, Ps, need, rs):
-    r"""Draw the rows of the states ``need`` (every action) from the posterior into
-    ``Ps``: :math:`\mathrm{Dir}(\alpha(x,u,\cdot))` over the slots of positive
-    concentration, as :func:`bbrlcore.agents._posterior.sample_model_rows` draws a row
-    (a single positive slot is that transition, without a draw; variates summing below
-    1e-300 put the row's mass on one uniformly chosen positive slot)."""
-    nU = alpha.shape[1]
-    s0, s1, s2, s3 = rs[0], rs[1], rs[2], rs[3]
-    for i in range(need.shape[0]):
-        x = need[i]
-        for u in range(nU):
-            n = nsucc[x, u]
-            ns = 0
-            for k in range(n):
-                if alpha[x, u, k] > 0.0:
-                    ns += 1
-            if ns == 1:
-                for k in range(n):
-                    Ps[x, u, k] = 1.0 if alpha[x, u, k] > 0.0 else 0.0
-                continue
-            s = 0.0
-            for k in range(n):
-                a = alpha[x, u, k]
-                if a > 0.0:
-                    g, s0, s1, s2, s3 = gamma_s(a, s0, s1, s2, s3)
-                    Ps[x, u, k] = g
-                    s += g
-                else:
-                    Ps[x, u, k] = 0.0
-            if s < 1e-300:
-                v, s0, s1, s2, s3 = uniform_s(s0, s1, s2, s3)
-                pick = min(np.int64(v * ns), ns - 1)
-                j = 0
-                for k in range(n):
-                    if alpha[x, u, k] > 0.0:
-                        Ps[x, u, k] = 1.0 if j == pick else 0.0
-                        j += 1
-            else:
-                inv = 1.0 / s
-                for k in range(n):
-                    if alpha[x, u, k] > 0.0:
-                        Ps[x, u, k] *= inv
-    rs[0], rs[1], rs[2], rs[3] = s0, s1, s2, s3
 
 
 @njit(cache=True, error_model="numpy")

@@ -249,17 +249,25 @@ def _example_runs(size: int = 10, n: int = 6, E: int = 12) -> pl.DataFrame:
                 G = np.where(rng.random(E) < 2.0 ** -size, 0.99, -0.005)
             else:
                 G = np.where(np.arange(E) >= 2, 0.99, -0.005)
-            rows.append({"experiment": f"DeepSea-{size}-UDeepSea-{size}@E{E}xH{size}",
-                         "test": f"DeepSea-{size}", "prior": f"UDeepSea-{size}",
-                         "algorithm": alg, "agent": agent, "compat": False, "params": "{}",
-                         "mdp_index": i, "discounted_return": float(G.sum()),
-                         "undiscounted_return": float(G.sum()), "online_time_s": 1e-3,
-                         "n_steps": E * size, "offline_time_s": 0.0, "gamma": 1.0,
-                         "horizon": E * size, "test_seed": 0, "episode_length": size,
-                         "episodes": E, "episode_returns": G.tolist(),
-                         "optimal_reference": 0.99, "worst_reference": -0.0075,
-                         "random_reference": 0.0, "regret": float((0.99 - G).sum())})
+            rows.append(_deepsea_run(size, E, alg, agent, i, G))
     return pl.DataFrame(rows)
+
+
+def _deepsea_run(size: int, E: int, alg: str, agent: str, i: int, G: np.ndarray,
+                 experiment_suffix: str = "") -> dict:
+    """The run-table row of an episodic DeepSea run written by hand (test MDP ``i``,
+    episode returns ``G``, the family's references 0.99 and -0.0075): the rows of
+    :func:`_example_runs` and of the tests' runs."""
+    return {"experiment": f"DeepSea-{size}-UDeepSea-{size}@E{E}xH{size}" + experiment_suffix,
+            "test": f"DeepSea-{size}", "prior": f"UDeepSea-{size}",
+            "algorithm": alg, "agent": agent, "compat": False, "params": "{}",
+            "mdp_index": i, "discounted_return": float(G.sum()),
+            "undiscounted_return": float(G.sum()), "online_time_s": 1e-3,
+            "n_steps": E * size, "offline_time_s": 0.0, "gamma": 1.0,
+            "horizon": E * size, "test_seed": 0, "episode_length": size,
+            "episodes": E, "episode_returns": G.tolist(),
+            "optimal_reference": 0.99, "worst_reference": -0.0075,
+            "random_reference": 0.0, "regret": float((0.99 - G).sum())}
 
 
 def regret_summary(merged: pl.DataFrame) -> pl.DataFrame:

@@ -1025,31 +1025,11 @@ def _deterministic_diameter(rptr, rrows, nU, m):
 
 
 @njit(cache=True)
-def _farthest(ptr, ind, nU, m, start):
-    """The state a forward breadth-first search from ``start`` reaches last (one of the
-    farthest in steps): the first target, often among the hardest to reach."""
-    seen = np.zeros(m, dtype=np.bool_)
-    queue = np.empty(m, dtype=np.int64)
-    seen[start] = True
-    queue[0] = start
-    head = 0
-    tail = 1
-    while head < tail:
-        x = queue[head]
-        head += 1
-        for j in range(ptr[x * nU], ptr[x * nU + nU]):
-            y = ind[j]
-            if not seen[y]:
-                seen[y] = True
-                queue[tail] = y
-                tail += 1
-    return queue[tail - 1]
-
-
-@njit(cache=True)
-def _undirected_bfs(ptr, ind, rptr, rrows, nU, m, start):
-    """Breadth-first order of the states from ``start`` along transitions taken either
-    way: consecutive targets are neighbours, so each warm-starts the next."""
+def _breadth_first(ptr, ind, rptr, rrows, nU, m, start, both_ways):
+    """Breadth-first order of the states from ``start``: along the transitions (its last
+    state is one of the farthest in steps, the first target, often among the hardest to
+    reach), or with ``both_ways`` along transitions taken either way (consecutive targets
+    are neighbours, so each warm-starts the next)."""
     seen = np.zeros(m, dtype=np.bool_)
     order = np.empty(m, dtype=np.int64)
     seen[start] = True
@@ -1065,12 +1045,13 @@ def _undirected_bfs(ptr, ind, rptr, rrows, nU, m, start):
                 seen[y] = True
                 order[tail] = y
                 tail += 1
-        for k in range(rptr[x], rptr[x + 1]):
-            y = rrows[k] // nU
-            if not seen[y]:
-                seen[y] = True
-                order[tail] = y
-                tail += 1
+        if both_ways:
+            for k in range(rptr[x], rptr[x + 1]):
+                y = rrows[k] // nU
+                if not seen[y]:
+                    seen[y] = True
+                    order[tail] = y
+                    tail += 1
     return order[:tail]
 
 
@@ -1469,7 +1450,7 @@ def diameter_rows(indptr: np.ndarray, indices: np.ndarray, probs: np.ndarray, nU
     gs_failed = False
     visit = None
     vi = 0
-    t = int(_farthest(ptr, ind, nU, m, x0))
+    t = int(_breadth_first(ptr, ind, rptr, rrows, nU, m, x0, False)[-1])
     while t >= 0:
         _ssp_start(t, rptr, rrows, nU, dist, order, h, W, n_warm)
         bound = np.inf
@@ -1543,7 +1524,7 @@ def diameter_rows(indptr: np.ndarray, indices: np.ndarray, probs: np.ndarray, nU
             continue
         if visit is None:
             hardest = int(np.argmax(np.where(solved, ub, -np.inf)))
-            visit = _undirected_bfs(ptr, ind, rptr, rrows, nU, m, hardest)
+            visit = _breadth_first(ptr, ind, rptr, rrows, nU, m, hardest, True)
         t = -1
         while vi < visit.shape[0]:
             c = int(visit[vi])
