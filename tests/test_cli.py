@@ -140,3 +140,23 @@ def test_run_does_not_import_the_plan_families_or_report_code():
     for heavy in ("bbrlcore.plan.cost", "bbrlcore.mdp.families", "bbrlcore.report",
                   "bbrlcore.analysis.aggregate", "bbrlcore.cli.distribution"):
         assert heavy not in loaded, heavy
+
+
+def test_warmup_compiles_what_it_is_asked_and_refuses_what_it_does_not_know(capsys):
+    """`bbrl warmup` (make test runs it before the suite): named algorithms are trained and
+    played once (their kernels then load from numba's cache); an unknown name or a job
+    count below 1 is one line, exit 2."""
+    from bbrlcore.cli import main
+    from bbrlcore.warmup import CHEAP, warm
+
+    assert main(["warmup", "--algorithm", "random", "--algorithm", "e-greedy",
+                 "--no-analysis"]) == 0
+    err = capsys.readouterr().err
+    assert "random" in err and "e-greedy" in err and "compiled 2 algorithms" in err
+    assert main(["warmup", "--algorithm", "nope"]) == 2
+    assert capsys.readouterr().err.strip().startswith(
+        "bbrl: error: --algorithm nope: not a built-in algorithm")
+    assert main(["warmup", "--jobs", "0"]) == 2
+    assert [w for w, _ in warm(["random"], analysis=False)] == ["random"]
+    from bbrlcore import agents
+    assert set(CHEAP) == set(agents.BUILTINS) - {"formula"}, "a built-in without warm-up"

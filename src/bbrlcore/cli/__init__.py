@@ -22,7 +22,7 @@ from bbrlcore.errors import BBRLError, OutOfMemory, memory_detail
 _SUBMODULES = (
     "distribution", "families", "experiment", "hardness", "agents", "batch", "formulas",
     "results",
-    "aggregate", "curves", "report", "estimate", "init", "published", "demo",
+    "aggregate", "curves", "report", "estimate", "init", "published", "demo", "warmup",
 )
 
 
@@ -36,7 +36,7 @@ _COMMANDS = {
     "formulas": "formulas", "merge": "results", "summary": "results",
     "aggregate": "aggregate", "curves": "curves", "report": "report",
     "estimate": "estimate", "init": "init", "compare-published": "published",
-    "demo": "demo",
+    "demo": "demo", "warmup": "warmup",
 }
 
 
