@@ -289,3 +289,38 @@ def test_estimate_lists_the_agents_and_explains_its_columns(capsys):
     with pytest.raises(SystemExit):
         main(["estimate", "--help"])
     assert "max job h" in capsys.readouterr().out
+
+
+def test_built_in_work_amounts_are_memoised_exactly_and_keyed_by_content(tmp_path, monkeypatch):
+    """A dry run plans the same work amounts every time: a built-in algorithm's are kept
+    on disk (computing some loads numba's kernels, the one numba a dry run would need).
+    What is read back equals what is computed, to the bit; another distribution's
+    contents (the same name), other parameters or another horizon are other entries (a
+    plugin's own cost function is never kept: its code is not among bbrlcore's
+    sources)."""
+    from bbrlcore.agents import _memo
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    gc = D.load_test("GC")
+    cases = [("beb", {"beta": 2.0}, 250), ("bfs3", {"K": 2, "C": 2, "D": 3}, 50),
+             ("opps-ds", {"formula_set": "F2", "n_draws": 10}, 250), ("psrl", {}, 100)]
+    fresh = {}
+    monkeypatch.setenv("BBRL_COST_CACHE", "0")
+    for alg, params, T in cases:
+        _memo._PROBES.clear()
+        fresh[alg] = cost.features(alg, params, gc, gc, 0.95, T)
+    monkeypatch.setenv("BBRL_COST_CACHE", "1")
+    for alg, params, T in cases:
+        _memo._PROBES.clear()
+        assert cost.features(alg, params, gc, gc, 0.95, T) == fresh[alg]  # computed, stored
+        _memo._PROBES.clear()
+        assert cost.features(alg, params, gc, gc, 0.95, T) == fresh[alg]  # read back
+    stored = list(tmp_path.glob("bbrlcore/cost-features-*/*"))
+    assert len(stored) == len(cases)
+    # keyed by the contents, not the name: GC with other concentrations
+    theta = np.array(gc.theta) * 2.0
+    other = D.FDMDistribution(gc.name, gc.short_name, theta, gc.reward, gc.initial_state)
+    cost.features("beb", {"beta": 3.0}, gc, gc, 0.95, 250)
+    cost.features("beb", {"beta": 2.0}, gc, gc, 0.95, 100)
+    cost.features("beb", {"beta": 2.0}, other, other, 0.95, 250)
+    assert len(list(tmp_path.glob("bbrlcore/cost-features-*/*"))) == len(cases) + 3

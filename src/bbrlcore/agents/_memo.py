@@ -26,18 +26,57 @@ def pure_probe(kind: str, fn: Any, *args: Any) -> Any:
     and job plans the same estimates: BFS3's probes of its tree search take 12 s of a
     full-configuration dry run otherwise, SBOSS's simulated rebuilds 1 s.
     ``BBRL_COST_CACHE=0`` keeps only the process's memo."""
-    import numba
-
-    from bbrlcore import cache_base, source_digest
-
-    h = hashlib.sha256(f"{source_digest()}:{kind}:{np.__version__}:{numba.__version__}".encode())
+    h = _hasher(kind)
     for a in args:
         if isinstance(a, np.ndarray):
             h.update(repr(("array", a.dtype.str, a.shape)).encode())
             h.update(np.ascontiguousarray(a).tobytes())
         else:
             h.update(repr((type(a).__name__, a)).encode())
-    key = h.hexdigest()[:32]
+
+    def compute() -> Any:
+        out = fn(*args)
+        return tuple(map(float, out)) if isinstance(out, tuple) else float(out)
+
+    def decode(stored: Any) -> Any:
+        return tuple(map(float, stored)) if isinstance(stored, list) else float(stored)
+
+    return _memoised(kind, h.hexdigest()[:32], compute, decode)
+
+
+def memo_features(kind: str, key: str, fn: Any) -> dict[str, float]:
+    """``fn()``, a dict of floats that depends only on ``key`` and on bbrlcore's sources,
+    memoised in the process and on disk as :func:`pure_probe` (the cost model's work
+    amounts of a built-in algorithm: a dry run plans the same ones every time, and
+    computing them loads numba's kernels)."""
+    h = _hasher(kind)
+    h.update(key.encode())
+
+    def compute() -> dict[str, float]:
+        return {str(k): float(v) for k, v in fn().items()}
+
+    def decode(stored: Any) -> dict[str, float]:
+        if not isinstance(stored, dict):
+            raise TypeError("not a mapping")
+        return {str(k): float(v) for k, v in stored.items()}
+
+    return dict(_memoised(kind, h.hexdigest()[:32], compute, decode))
+
+
+def _hasher(kind: str) -> Any:
+    import numba
+
+    from bbrlcore import source_digest
+
+    return hashlib.sha256(
+        f"{source_digest()}:{kind}:{np.__version__}:{numba.__version__}".encode())
+
+
+def _memoised(kind: str, key: str, compute: Any, decode: Any) -> Any:
+    """The value stored under ``key`` (in this process, else on disk), else ``compute()``
+    stored there (one small JSON file, written atomically)."""
+    from bbrlcore import cache_base, source_digest
+
     if key in _PROBES:
         return _PROBES[key]
     disk = os.environ.get("BBRL_COST_CACHE", "1") != "0"
@@ -45,13 +84,11 @@ def pure_probe(kind: str, fn: Any, *args: Any) -> Any:
     value = None
     if disk:
         try:
-            stored = json.loads(path.read_text())
-            value = tuple(map(float, stored)) if isinstance(stored, list) else float(stored)
+            value = decode(json.loads(path.read_text()))
         except (OSError, ValueError, TypeError):
             value = None
     if value is None:
-        out = fn(*args)
-        value = tuple(map(float, out)) if isinstance(out, tuple) else float(out)
+        value = compute()
         if disk:
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)

@@ -380,17 +380,27 @@ def model_sizes(prior: Any, test: Any = None) -> tuple[float, float, float, bool
     ``test``) joined with the self-loops; QUniform costs nX·nU·nX when dense, else one
     term per state-action pair (plus the slots of the rows observed, at most one row
     per step, left out)."""
+    from bbrlcore.agents._memo import pure_probe
+
     nX, nU = prior.n_states, prior.n_actions
     lay = prior.support_layout
     tl = getattr(test, "support_layout", None)
-    if tl is not None and (tl.n_states, tl.n_actions) == (nX, nU):
-        lay = rows.union(lay, tl)
-    else:
-        tl = prior.support_layout
-    B = float(lay.nnz)
-    B1 = float(self_layout(tl).nnz)
+    if tl is None or (tl.n_states, tl.n_actions) != (nX, nU):
+        tl = None
+    # memoised (the plan asks for every OPPS-DS agent of a prior; the union's kernels
+    # would be the only numba code a dry run loads): a pure function of the two layouts
+    key = (lay.succ, lay.nsucc) + ((tl.succ, tl.nsucc) if tl is not None else ())
+    B, B1 = pure_probe("model-sizes", lambda *_: _union_sizes(lay, tl), *key)
     dense = uniform_dense(nX, nU)
     return B, B1, float(nX) * nU * (nX if dense else 1), dense
+
+
+def _union_sizes(lay: Layout, tl: Layout | None) -> tuple[float, float]:
+    """Transitions of QMean's layout (the prior's support joined with the test's) and of
+    QSelf's (the test's, else the prior's, with every self-loop)."""
+    if tl is None:
+        return float(lay.nnz), float(self_layout(lay).nnz)
+    return float(rows.union(lay, tl).nnz), float(self_layout(tl).nnz)
 
 
 def prior_features(prior: Any, gamma: float, horizon: int) -> tuple[Setting, Features]:

@@ -293,7 +293,31 @@ def features(
         kw["learned"] = dict(learned)
     if episode_length and "episode_length" in accepts:
         kw["episode_length"] = int(episode_length)
-    return fn(*args, **kw)
+    if not getattr(fn, "__module__", "").startswith("bbrlcore."):
+        return fn(*args, **kw)  # a plugin's: its code is not among bbrlcore's sources
+    # bbrlcore's own: a pure function of its arguments and bbrlcore's sources, memoised
+    # (a dry run plans the same work amounts every time; computing some loads numba)
+    from bbrlcore.agents._memo import memo_features
+
+    key = json.dumps([algorithm, sorted((k, repr(v)) for k, v in args[0].items()),
+                      _content_digest(args[1]), _content_digest(args[2]), args[3], args[4],
+                      sorted((k, repr(v)) for k, v in kw.items())])
+    return memo_features("cost-features", key, lambda: fn(*args, **kw))
+
+
+def _content_digest(d: Any) -> str:
+    """A fingerprint of an FDM distribution's contents (sizes, initial state, reward
+    type and entries), computed once per object."""
+    cached = d.__dict__.get("_content_digest")
+    if cached is not None:
+        return cached
+    h = hashlib.sha256(repr((type(d).__name__, int(d.n_states), int(d.n_actions),
+                             int(d.initial_state), str(d.reward_type))).encode())
+    e = d._data  # (Entries: keys and the values aligned with them)
+    for a in (e.keys, e.theta, e.reward, e.variance):
+        h.update(b"-" if a is None else np.ascontiguousarray(a).tobytes())
+    d.__dict__["_content_digest"] = out = h.hexdigest()[:32]
+    return out
 
 
 def offline_features(
