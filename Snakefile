@@ -24,7 +24,10 @@ from snakemake.exceptions import WorkflowError as _WorkflowError
 from bbrlcore.errors import BBRLError as _BBRLError
 from bbrlcore.plan import check_yaml_file as _check_yaml_file
 
-if not workflow.overwrite_configfiles and "study" not in workflow.config_settings.config:
+if (
+    not workflow.overwrite_configfiles
+    and "study" not in workflow.config_settings.config
+):
     if _os.path.exists("config.yaml"):
         try:
             _check_yaml_file("config.yaml")

@@ -775,6 +775,7 @@ NOTHING_LEFT = {
     "run": (["run", "--experiment", "ts.parquet", "--agent", "agent.parquet", "--mdps", "4:2",
              "-o", "new/d/x.parquet"], "--mdps '4:2'"),
     "agents": None,
+    "warmup": None,
     "formulas generate": (["formulas", "generate", "--max-size", "40", "-o",
                            "new/d/x.parquet"], "--max-size 40"),
     "formulas import": (["formulas", "import", "bad.dat", "-o", "new/d/x.parquet"], "bad.dat"),

@@ -147,7 +147,7 @@ def test_warmup_compiles_what_it_is_asked_and_refuses_what_it_does_not_know(caps
     played once (their kernels then load from numba's cache); an unknown name or a job
     count below 1 is one line, exit 2."""
     from bbrlcore.cli import main
-    from bbrlcore.warmup import CHEAP, warm
+    from bbrlcore.protocol.warmup import CHEAP, warm_algorithms
 
     assert main(["warmup", "--algorithm", "random", "--algorithm", "e-greedy",
                  "--no-analysis"]) == 0
@@ -157,6 +157,6 @@ def test_warmup_compiles_what_it_is_asked_and_refuses_what_it_does_not_know(caps
     assert capsys.readouterr().err.strip().startswith(
         "bbrl: error: --algorithm nope: not a built-in algorithm")
     assert main(["warmup", "--jobs", "0"]) == 2
-    assert [w for w, _ in warm(["random"], analysis=False)] == ["random"]
+    assert [w for w, _ in warm_algorithms(["random"])] == ["random"]
     from bbrlcore import agents
     assert set(CHEAP) == set(agents.BUILTINS) - {"formula"}, "a built-in without warm-up"

@@ -28,7 +28,7 @@ sys.excepthook = _excepthook
 
 import bbrlcore  # noqa: E402
 from bbrlcore.mdp import distributions  # noqa: E402
-from bbrlcore.warmup import CHEAP, warm_algorithm  # noqa: E402
+from bbrlcore.protocol.warmup import CHEAP, warm_algorithm  # noqa: E402
 
 prior_d = distributions.read_parquet(snakemake.input.prior)
 test_d = distributions.read_parquet(snakemake.input.test)

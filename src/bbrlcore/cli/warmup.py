@@ -34,7 +34,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _warmup(args: argparse.Namespace) -> int:
     from bbrlcore import agents
-    from bbrlcore.warmup import ANALYSIS, CHEAP, warm
+    from bbrlcore.analysis.warmup import warm_analysis
+    from bbrlcore.protocol.warmup import CHEAP, warm_algorithms
 
     if args.jobs < 1:
         raise BBRLError(f"--jobs {args.jobs}: expected at least 1")
@@ -48,7 +49,9 @@ def _warmup(args: argparse.Namespace) -> int:
         lambda what, s: print(f"  {what:16s} {s:6.1f} s", file=sys.stderr, flush=True))
     analysis = not args.no_analysis
     if args.jobs == 1:
-        warm(names, analysis=analysis, report=say)
+        warm_algorithms(names, report=say)
+        if analysis:
+            say("analysis", warm_analysis())
     else:  # round-robin over the processes, the analysis with the first
         shares = [names[i::args.jobs] for i in range(args.jobs)]
         procs = []
@@ -67,7 +70,7 @@ def _warmup(args: argparse.Namespace) -> int:
             raise BBRLError(f"warmup: {len(failed)} of {len(procs)} processes failed "
                             "(their errors above)")
     if not args.quiet:
-        what = f"{len(names)} algorithms" + (f" and the {ANALYSIS}" if analysis else "")
+        what = f"{len(names)} algorithms" + (" and the analysis" if analysis else "")
         print(f"compiled {what} into {os.environ.get('NUMBA_CACHE_DIR', '')} in "
               f"{time.perf_counter() - t0:.1f} s", file=sys.stderr)
     return 0

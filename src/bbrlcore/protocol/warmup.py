@@ -1,23 +1,19 @@
-"""Compile bbrl's numba kernels into numba's cache before parallel work starts.
+"""Compile an algorithm's numba kernels into numba's cache before parallel work starts.
 
 numba compiles a kernel the first time a process calls it and writes it to its cache
 (``NUMBA_CACHE_DIR``; bbrl's default keys the directory by its source tree, so that a
 changed module compiles again). Processes that start cold at the same time all compile
-the same kernels: a workflow's first jobs, a test suite's workers. :func:`warm` compiles
-them once, on tiny problems whose types are those of any real run:
+the same kernels: a workflow's first jobs, a test suite's workers. :func:`warm_algorithm`
+trains and plays an algorithm once on a tiny problem whose types are those of any real
+run (:data:`CHEAP` holds the cheap parameters of each built-in; its episodic kernel too,
+where it has one). ``bbrl warmup`` runs it for every built-in (and
+:mod:`bbrlcore.analysis.warmup` for the analysis); the workflow's ``warmup_numba`` rule
+warms one algorithm before its jobs fan out.
 
-* every built-in algorithm, trained and played (its episodic kernel too, where it has
-  one): :data:`CHEAP` holds the cheap parameters of each;
-* the analysis: test sets with their reference values, the hardness measures, the
-  bootstrap of the aggregate metrics.
-
-``bbrl warmup`` runs it from the command line (``--jobs 2`` splits it over two processes);
-the workflow's ``warmup_numba`` rule warms one algorithm with :func:`warm_algorithm`
-before that algorithm's jobs fan out.
-
->>> from bbrlcore.warmup import warm
->>> [what for what, _ in warm(["random"], analysis=False)]  # doctest: +SKIP
-['random', 'random (episodic)']
+>>> from bbrlcore.mdp import distributions as D
+>>> gc = D.load_test("GC")
+>>> [agent for agent, _ in warm_algorithm("beb", gc, gc)]  # doctest: +SKIP
+['beb__beta=1', 'beb__beta=1__compat=true']
 """
 
 from __future__ import annotations
@@ -53,10 +49,6 @@ CHEAP: dict[str, list[dict[str, Any]]] = {
 #: interaction too; those refused in a continuing experiment are warmed up that way only.
 EPISODIC = frozenset({"psrl", "q-learning-ucb"})
 EPISODIC_ONLY = frozenset({"q-learning-ucb"})
-
-#: What :func:`warm` does besides the algorithms.
-ANALYSIS = "analysis"
-
 
 def warm_algorithm(
     algorithm: str,
@@ -94,65 +86,29 @@ def warm_algorithm(
     return out
 
 
-def warm_analysis() -> float:
-    """Compile the analysis' kernels: a family's test set with its reference values
-    (continuing and episodic), its hardness measures, and the bootstrap of the aggregate
-    metrics over a tiny merged table. Returns the seconds it took."""
-    import polars as pl
-
-    from bbrlcore import protocol as E
-    from bbrlcore.analysis import aggregate
-    from bbrlcore.mdp import distributions as D
-    from bbrlcore.mdp import hardness as H
-
-    t0 = time.perf_counter()
-    fam = D.load_test("DeepSea-4")
-    E.new_test_set(fam, 1, 0.95, 8, 0, episode_length=4)
-    ts = E.new_test_set(fam, 2, 0.95, 8, 0)
-    H.hardness_table(ts)
-    gc = D.load_test("GC")
-    ts = E.new_test_set(gc, 4, 0.95, 5, 0)
-    runs = []
-    for name in ("random", "e-greedy", "optimal"):
-        agent = E.train_agent(name, dict(CHEAP[name][0]), gc, horizon=5, progress=False,
-                              source="warmup")
-        runs.append(E.run_agent(ts, agent, progress=False, label="GC-GC"))
-    aggregate.compute(pl.concat(runs, how="diagonal"), n_resamples=100, seed=0)
-    return time.perf_counter() - t0
-
-
-def warm(
-    algorithms: Iterable[str] | None = None,
-    *,
-    analysis: bool = True,
+def warm_algorithms(
+    names: Iterable[str] | None = None,
     report: Callable[[str, float], None] | None = None,
 ) -> list[tuple[str, float]]:
-    """Compile the kernels of ``algorithms`` (default: every built-in of :data:`CHEAP`
-    that is installed) and, with ``analysis``, those of :func:`warm_analysis`.
-
-    Returns ``(what, seconds)`` per item; ``report(what, seconds)`` is called as each
-    ends (progress output).
-    """
+    """:func:`warm_algorithm` for each built-in of ``names`` (default: every one of
+    :data:`CHEAP` that is installed) on GC. Returns ``(algorithm, seconds)`` per
+    algorithm; ``report(algorithm, seconds)`` is called as each ends."""
     from bbrlcore import agents
     from bbrlcore.errors import BBRLError
     from bbrlcore.mdp import distributions as D
 
     installed = set(agents.available())
-    names = [a for a in CHEAP if a in installed] if algorithms is None else list(algorithms)
+    names = [a for a in CHEAP if a in installed] if names is None else list(names)
     for a in names:
         if a not in CHEAP:
-            raise BBRLError(f"--algorithm {a}: not a built-in algorithm bbrl warmup knows "
-                            f"(one of {', '.join(CHEAP)})")
+            raise BBRLError(f"--algorithm {a}: not a built-in algorithm (one of "
+                            f"{', '.join(CHEAP)})")
     gc = D.load_test("GC")
     done: list[tuple[str, float]] = []
     for a in names:
         t0 = time.perf_counter()
         warm_algorithm(a, gc, gc)
         done.append((a, time.perf_counter() - t0))
-        if report:
-            report(*done[-1])
-    if analysis:
-        done.append((ANALYSIS, warm_analysis()))
         if report:
             report(*done[-1])
     return done
