@@ -143,7 +143,7 @@ def test_run_does_not_import_the_plan_families_or_report_code():
 
 
 def test_warmup_compiles_what_it_is_asked_and_refuses_what_it_does_not_know(capsys):
-    """`bbrl warmup` (make test runs it before the suite): named algorithms are trained and
+    """`bbrl warmup`: named algorithms are trained and
     played once (their kernels then load from numba's cache); an unknown name or a job
     count below 1 is one line, exit 2."""
     from bbrlcore.cli import main

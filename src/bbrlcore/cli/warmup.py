@@ -1,7 +1,7 @@
 """``bbrl warmup``: compile every built-in kernel into numba's cache, once.
 
 Useful before parallel work that would otherwise compile the same kernels in every
-process at once (a cluster run's first jobs, a test suite's workers)::
+process at once (a cluster run's first jobs on a shared cache)::
 
     bbrl warmup                 # every built-in algorithm and the analysis
     bbrl warmup --jobs 2        # the same over two processes

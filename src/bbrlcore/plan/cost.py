@@ -305,17 +305,34 @@ def features(
     return memo_features("cost-features", key, lambda: fn(*args, **kw))
 
 
+def _built_in_family(d: Any) -> bool:
+    """Whether ``d``'s short name is that of one of bbrlcore's problem families (whose
+    distributions its name and bbrlcore's sources determine)."""
+    from bbrlcore.mdp import families
+
+    try:
+        return families.parse_name(d.short_name) is not None
+    except Exception:  # noqa: BLE001  (a name no family reads: fingerprint the contents)
+        return False
+
+
 def _content_digest(d: Any) -> str:
     """A fingerprint of an FDM distribution's contents (sizes, initial state, reward
-    type and entries), computed once per object."""
+    type and entries), computed once per object. A lazy distribution not built yet (a
+    problem family's, built by bbrlcore's code from the parameters its canonical name
+    holds) is fingerprinted by its names: building it only for the key would cost what
+    the memo saves (a DeepSea-70 prior is gigabytes)."""
     cached = d.__dict__.get("_content_digest")
     if cached is not None:
         return cached
     h = hashlib.sha256(repr((type(d).__name__, int(d.n_states), int(d.n_actions),
                              int(d.initial_state), str(d.reward_type))).encode())
-    e = d._data  # (Entries: keys and the values aligned with them)
-    for a in (e.keys, e.theta, e.reward, e.variance):
-        h.update(b"-" if a is None else np.ascontiguousarray(a).tobytes())
+    if "_data" not in d.__dict__ and "_build" in d.__dict__ and _built_in_family(d):
+        h.update(repr(("lazy", str(d.name), str(d.short_name))).encode())
+    else:
+        e = d._data  # (Entries: keys and the values aligned with them)
+        for a in (e.keys, e.theta, e.reward, e.variance):
+            h.update(b"-" if a is None else np.ascontiguousarray(a).tobytes())
     d.__dict__["_content_digest"] = out = h.hexdigest()[:32]
     return out
 
