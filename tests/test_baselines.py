@@ -601,3 +601,15 @@ def test_cli_runs_them_on_an_episodic_deepsea(capsys, tmp_path):
         rc, out, err = bbrl(capsys, "run", "--experiment", tmp_path / "ds.parquet", "--agent",
                             tmp_path / f"{name}.parquet", "-o", tmp_path / f"{name}-run.parquet")
         assert rc == 0, err
+
+
+def test_the_report_shows_every_built_in_by_its_display_name():
+    """The exploration run showed `q-learning-ucb` in bsuite's DeepSea table beside
+    "PSRL" and "BEB": every built-in has a report name, its module's own where it
+    declares one."""
+    from bbrlcore.analysis.constraints import NICE, display_name
+
+    for name in agents.BUILTINS:
+        declared = agents.get(name).display_name
+        assert name in NICE, name
+        assert display_name(name) == (declared or NICE[name]), name

@@ -41,6 +41,14 @@ reports no experiment; Colosseum's agent requires ``c`` (tuned in (0.001, 1.1), 
 default) and its benchmark fixes p = 0.05, the default here; c = 1 is the plain reading
 of the paper's bonus.
 
+**The constant c decides what it learns** (measured on DeepSea with the uniform prior,
+10,000 episodes, two test MDPs per size): with c = 1 it finds the treasure in no episode
+of any size from 10 to 50 (nor in 3,000 episodes of DeepSea-6, where Random finds it
+about 50 times): the bonus :math:`c\sqrt{H^3\iota/t}`, 60 at a first visit of
+DeepSea-6, swamps the values it learns; with c = 0.1 in 750 episodes of DeepSea-10 and
+none beyond; with c = 0.01 in 7,900, 440 and 67 episodes of DeepSea 10, 20 and 30. The
+``exploration`` preset therefore chooses c among 1, 0.1 and 0.01 on its validation MDPs.
+
 Paper: C. Jin, Z. Allen-Zhu, S. Bubeck and M. I. Jordan, "Is Q-learning provably
 efficient?", NeurIPS 2018.
 """

@@ -52,6 +52,9 @@ NICE = {
     "boss": "BOSS",
     "bolt": "BOLT",
     "mbie-eb": "MBIE-EB",
+    # the exploration baselines (issue 34): their modules declare the same display names
+    "ucrl2": "UCRL2",
+    "q-learning-ucb": "Q-learning-UCB",
     "optimal": "Optimal",
 }
 ORDER = list(NICE)
