@@ -392,8 +392,14 @@ def test_checking_a_ladder_builds_no_prior(tmp_path):
         assert not {"theta", "reward"} & set(d.__dict__)
 
 
-def test_a_cost_probe_builds_its_prior_sparse(tmp_path):
-    """e-Greedy's cost probes the accurate prior's sweeps: the prior is built, on rows."""
+def test_a_cost_probe_builds_its_prior_sparse(tmp_path, monkeypatch):
+    """e-Greedy's cost probes the accurate prior's sweeps: the prior is built, on rows.
+    (The work amounts are memoised on disk and in the process: a run whose cache holds
+    them builds nothing; here they are computed.)"""
+    from bbrlcore.agents import _memo
+
+    monkeypatch.setenv("BBRL_COST_CACHE", "0")
+    monkeypatch.setattr(_memo, "_PROBES", {})
     plan = _plan(tmp_path, {"e-greedy": {"epsilon": 0.1}}, [70])
     plan.cost_model  # noqa: B018
     tracemalloc.start()
