@@ -33,17 +33,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _warmup(args: argparse.Namespace) -> int:
-    from bbrlcore import agents
     from bbrlcore.analysis.warmup import warm_analysis
-    from bbrlcore.protocol.warmup import CHEAP, warm_algorithms
+    from bbrlcore.protocol.warmup import algorithm_names, warm_algorithms
 
     if args.jobs < 1:
         raise BBRLError(f"--jobs {args.jobs}: expected at least 1")
-    names = args.algorithm or [a for a in CHEAP if a in set(agents.available())]
-    for a in names:
-        if a not in CHEAP:
-            raise BBRLError(f"--algorithm {a}: not a built-in algorithm (one of "
-                            f"{', '.join(CHEAP)})")
+    names = algorithm_names(args.algorithm)
     t0 = time.perf_counter()
     say = (lambda what, s: None) if args.quiet else (
         lambda what, s: print(f"  {what:16s} {s:6.1f} s", file=sys.stderr, flush=True))

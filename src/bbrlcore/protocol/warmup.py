@@ -50,6 +50,24 @@ CHEAP: dict[str, list[dict[str, Any]]] = {
 EPISODIC = frozenset({"psrl", "q-learning-ucb"})
 EPISODIC_ONLY = frozenset({"q-learning-ucb"})
 
+
+def algorithm_names(names: Iterable[str] | None = None) -> list[str]:
+    """``names`` checked (each a built-in of :data:`CHEAP`: one :class:`BBRLError` line
+    otherwise), or every built-in of :data:`CHEAP` that is installed."""
+    from bbrlcore import agents
+    from bbrlcore.errors import BBRLError
+
+    if names is None:
+        installed = set(agents.available())
+        return [a for a in CHEAP if a in installed]
+    names = list(names)
+    for a in names:
+        if a not in CHEAP:
+            raise BBRLError(f"--algorithm {a}: not a built-in algorithm (one of "
+                            f"{', '.join(CHEAP)})")
+    return names
+
+
 def warm_algorithm(
     algorithm: str,
     prior: Any,
@@ -93,16 +111,9 @@ def warm_algorithms(
     """:func:`warm_algorithm` for each built-in of ``names`` (default: every one of
     :data:`CHEAP` that is installed) on GC. Returns ``(algorithm, seconds)`` per
     algorithm; ``report(algorithm, seconds)`` is called as each ends."""
-    from bbrlcore import agents
-    from bbrlcore.errors import BBRLError
     from bbrlcore.mdp import distributions as D
 
-    installed = set(agents.available())
-    names = [a for a in CHEAP if a in installed] if names is None else list(names)
-    for a in names:
-        if a not in CHEAP:
-            raise BBRLError(f"--algorithm {a}: not a built-in algorithm (one of "
-                            f"{', '.join(CHEAP)})")
+    names = algorithm_names(names)
     gc = D.load_test("GC")
     done: list[tuple[str, float]] = []
     for a in names:
