@@ -134,13 +134,16 @@ def test_tiny_preset_through_slurm_equals_local(tmp_path):
 
 
 LIMIT_PRESET = {
-    # one run job that lasts about two minutes (18 BAMCP trajectories of ~6 s on GC), a
-    # first time limit of one minute, and six minutes on the retry (room for a machine
-    # busy with the other tests: `make test` runs them beside this one)
-    "n_mdps": 18,
+    # one run job that lasts 75 s or more but uses no CPU (60 MDPs x 10 decisions of a
+    # random agent waiting 1/8 s before each: the cores stay with the tests running beside
+    # this one), a first time limit of one minute, and six minutes on the retry. Its probe
+    # (3 trajectories) waits 4 s.
+    "n_mdps": 60,
+    "horizon": 10,
     "experiments": [{"test": "GC", "prior": "GC"}],
     "formula_sets": {},
-    "algorithms": {"bamcp": {"K": [25000], "D": [50]}},
+    "algorithms": {f"{ROOT / 'tests' / 'pausing_agent.py'}:PausingRandom": {
+        "pause": [0.125]}},
     "max_chunks": 1,
     "runtime_safety": 0,
     "runtime_min_minutes": 1,
