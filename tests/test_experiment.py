@@ -99,6 +99,28 @@ def test_bad_test_set_parameters():
             E.new_test_set(**args)
 
 
+def test_a_test_sets_mdps_are_read_only_however_it_was_made(tmp_path):
+    """Drawn in memory or read from its file, a test set hands the kernels MDPs of one
+    numba type: a read-only array (numba compiles a kernel again for every change of
+    writability, so `bbrl warmup`, which plays on a test set drawn in memory, compiled
+    kernels the workflow's jobs, reading theirs from Parquet, then compiled once more)."""
+    import numba
+
+    made = E.new_test_set(D.builtin("GC"), 3, 0.95, 10, 0)
+    E.write_test_set(made, tmp_path / "ts.parquet")
+    read = E.read_test_set(tmp_path / "ts.parquet")
+    for ts in (made, read):
+        assert not ts.mdps.flags.writeable
+        with pytest.raises(ValueError, match="read-only"):
+            ts.mdps[0, 0, 0, 0] = 1.0
+    assert numba.typeof(made.mdps[0]) == numba.typeof(read.mdps[0])
+    assert numba.typeof(made.mdps) == numba.typeof(read.mdps)
+    # the caller's own array stays writable (a view is made read-only, not the array)
+    dense = np.stack([made.dense(i) for i in range(3)])
+    by_hand = E.TestSet(made.test, dense, 0.95, 10, 0)
+    assert dense.flags.writeable and not by_hand.mdps.flags.writeable
+
+
 def test_agent_artefact_round_trip(tmp_path):
     agent = E.train_agent("beb", {"beta": "2.5", "compat": "true"}, D.builtin("GDL"),
                           progress=False)

@@ -34,14 +34,16 @@ def config(tmp: Path, **overlay) -> Path:
     return p
 
 
-def snakemake(workdir: Path, cfg: Path, *args: str) -> subprocess.Popen:
+def snakemake(workdir: Path, cfg: Path, *args: str, merged_only: bool = True
+              ) -> subprocess.Popen:
     """The workflow up to the merged tables of the configuration's experiments (what these
     tests check: the summary and the report, a third of a tiny run's CPU, are tested
-    elsewhere)."""
+    elsewhere), or everything (``merged_only=False``)."""
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     preset = yaml.safe_load(cfg.read_text())["presets"]["tiny"]
-    merged = [f"results/merged/{e['test']}-{e['prior']}.parquet" for e in preset["experiments"]]
+    merged = [f"results/merged/{e['test']}-{e['prior']}.parquet" for e in preset["experiments"]
+              if merged_only]
     return subprocess.Popen(
         [SNAKEMAKE, "-s", str(ROOT / "Snakefile"), "--directory", str(workdir),
          "--configfile", str(cfg), "--cores", "2", *args, *merged],
@@ -214,13 +216,16 @@ def test_sigkill_of_snakemake_then_a_plain_rerun_resumes(tmp_path, uninterrupted
     outputs; a plain rerun removes the stale lock, redoes the unfinished jobs, and gives the
     uninterrupted run's returns. A concurrent run is still refused while one runs."""
     cfg = config(tmp_path, **OVERLAY, max_chunks=2)
-    p = snakemake(tmp_path, cfg)
+    # everything, as a user runs it (the summary and report after the merge): the run
+    # must outlast the refused second snakemake (its start-up, 2-3 s) to be killed
+    # mid-run, and the second must want what the first still writes
+    p = snakemake(tmp_path, cfg, merged_only=False)
     t0 = time.time()
     killed = False
     while p.poll() is None and time.time() - t0 < 600:
         if run_pids(tmp_path, "bamcp__K=3000__D=15"):
             # while it runs, a second snakemake is refused (the lock holds)
-            rc2, out2 = finish(snakemake(tmp_path, cfg))
+            rc2, out2 = finish(snakemake(tmp_path, cfg, merged_only=False))
             assert rc2 != 0 and "cannot be locked" in out2, out2[-2000:]
             if p.poll() is None:
                 os.killpg(p.pid, signal.SIGKILL)
@@ -231,7 +236,8 @@ def test_sigkill_of_snakemake_then_a_plain_rerun_resumes(tmp_path, uninterrupted
     assert killed, "the run finished before it could be killed"
     assert list((tmp_path / ".snakemake" / "locks").iterdir()), "no stale lock to test"
 
-    rc, out = finish(snakemake(tmp_path, cfg))  # plain: no --unlock, no --rerun-incomplete
+    # plain: no --unlock, no --rerun-incomplete
+    rc, out = finish(snakemake(tmp_path, cfg, merged_only=False))
     assert rc == 0, out[-3000:]
     assert "removed the lock left by snakemake process" in out
     merged = pl.read_parquet(tmp_path / "results/merged/GC-GC.parquet")

@@ -62,7 +62,8 @@ class TestSet:
     with the same seed is a prefix of a larger one.
 
     Built with ``layout=None`` (as before sparse rows), ``mdps`` are dense (N, nX, nU, nX)
-    arrays, converted to the test distribution's layout.
+    arrays, converted to the test distribution's layout. ``mdps`` is read-only (a view of
+    the array given, when that one is writable).
     """
 
     test: FDMDistribution | FamilyDistribution
@@ -102,6 +103,13 @@ class TestSet:
                                 "distribution rules out")
             object.__setattr__(self, "mdps", rows.gather(dense, lay))
             object.__setattr__(self, "layout", lay)
+        # read-only, as a test set read from its file is (its MDPs are the environment's,
+        # never an agent's to change), whichever way it was made: numba compiles a kernel
+        # once for read-only arrays and once more for writable ones
+        if isinstance(self.mdps, np.ndarray) and self.mdps.flags.writeable:
+            ro = self.mdps.view()
+            ro.flags.writeable = False
+            object.__setattr__(self, "mdps", ro)
 
     @property
     def n_mdps(self) -> int:
