@@ -151,7 +151,9 @@ def main(argv: list[str] | None = None) -> int:
                **parse(a.log.read_text())}
     else:
         row = run(a.ref)
-    row = {"date": time.strftime("%Y-%m-%d %H:%M"), **row, "note": a.note}
+    when = a.log.stat().st_mtime if a.log else time.time()  # (a log: when it ended)
+    row = {"date": time.strftime("%Y-%m-%d %H:%M", time.localtime(when)), **row,
+           "note": a.note}
     out = RESULTS / "suite.json"
     data = (json.loads(out.read_text()) if out.exists() else
             {"meta": {"calibration": False, "what": "bash .ci/run on a clean clone, CI=true",
