@@ -242,6 +242,7 @@ from bbrlcore.agents.base import (
     reward_buffer,
 )
 from bbrlcore.errors import BBRLError
+from bbrlcore.mdp.rows import read_only as _readonly
 
 
 class AgentError(BBRLError):
@@ -816,15 +817,6 @@ def trajectory_kernel(reset: Any, act: Any, observe: Any, counter_values: Any = 
     closure compiled once per process. Memoised per process.
     """
     return _kernel_and_lock(reset, act, observe, counter_values, cache, episode_start)[0]
-
-
-def _readonly(a: np.ndarray) -> np.ndarray:
-    """``a`` as a read-only array (a view): test MDPs read from files are read-only, so
-    every trajectory passes them so, and the kernel is compiled for one type only."""
-    if a.flags.writeable:
-        a = a.view()
-        a.flags.writeable = False
-    return a
 
 
 def _writable(v: Any) -> Any:

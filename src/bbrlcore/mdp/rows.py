@@ -168,6 +168,21 @@ def _ranks(nsucc: np.ndarray) -> np.ndarray:
     return np.arange(int(counts.sum())) - starts
 
 
+def read_only(a: np.ndarray) -> np.ndarray:
+    """``a`` as a read-only array (a view when ``a`` is writable; ``a`` itself is left
+    alone): test MDPs read from files are read-only, so every path hands the kernels
+    read-only arrays and numba compiles each for one type only.
+
+    >>> a = np.zeros(2)
+    >>> read_only(a).flags.writeable, a.flags.writeable
+    (False, True)
+    """
+    if a.flags.writeable:
+        a = a.view()
+        a.flags.writeable = False
+    return a
+
+
 def gather(values: np.ndarray, layout: Layout, dtype: type = np.float64) -> np.ndarray:
     """A dense ``(nX, nU, nX)`` (or ``(..., nX, nU, nX)``) array's values on ``layout``:
     ``out[..., x, u, k] = values[..., x, u, succ[x, u, k]]``, padding 0."""

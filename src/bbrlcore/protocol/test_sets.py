@@ -106,10 +106,8 @@ class TestSet:
         # read-only, as a test set read from its file is (its MDPs are the environment's,
         # never an agent's to change), whichever way it was made: numba compiles a kernel
         # once for read-only arrays and once more for writable ones
-        if isinstance(self.mdps, np.ndarray) and self.mdps.flags.writeable:
-            ro = self.mdps.view()
-            ro.flags.writeable = False
-            object.__setattr__(self, "mdps", ro)
+        if isinstance(self.mdps, np.ndarray):
+            object.__setattr__(self, "mdps", rows.read_only(self.mdps))
 
     @property
     def n_mdps(self) -> int:
