@@ -1,10 +1,13 @@
 # Two commands do everything on a fresh machine with Python >= 3.11:
-#   make run    install into .venv, then run the main job (the workflow's quick preset)
+#   make run    install into .venv, then run the main job (the workflow's quick preset);
+#               make run CORES=1 uses one core (default: all of them)
 #   make test   install into .venv (with test tools), then run every test
 #   make docs   build the documentation site into site/ (opens from disk)
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# cores the workflow of `make run` may use (a number, or all)
+CORES ?= all
 
 .PHONY: install run test lint docs clean
 
@@ -27,7 +30,7 @@ $(VENV)/.examples: $(VENV)/.installed examples/bbrl-rmax/pyproject.toml
 install: $(VENV)/.installed
 
 run: install
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --cores all --config preset=quick
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --cores $(CORES) --config preset=quick
 
 # The real-Slurm tests spend most of their time waiting on the cluster (submission, status
 # checks, a time limit): they run beside the others, their output printed at the end.

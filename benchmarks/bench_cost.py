@@ -182,9 +182,10 @@ def check(path: Path) -> str:
                      f"×{float(np.median(ratios)):.2f} |")
         worst = sorted(fit.validation, key=lambda v: -cost._ratio(v[3], v[1]))[:5]
         for cfg, m, _, p in worst:
-            _, params, test, prior, T, _ = cfg
+            _, params, test, prior, T, _, H = cfg  # (H: episodes of H steps, 0 continuing)
             ps = ", ".join(f"{k}={v}" for k, v in params)
-            detail.append(f"| {alg} | {phase} | {ps} | {test}-{prior} | {T} | "
+            setting = f"{T:,}" + (f" (H = {H})" if H else "")
+            detail.append(f"| {alg} | {phase} | {ps} | {test}-{prior} | {setting} | "
                           f"{1000 * m:.4g} | {1000 * p:.4g} | ×{cost._ratio(p, m):.2f} |")
     # the problem families' size ladders (benchmarks/bench_ladder.py records): each size
     # predicted without its own record (issue 27: within x3)

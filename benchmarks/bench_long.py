@@ -17,6 +17,15 @@ large a run table of 10^6 steps is.
   than ``--budget`` seconds is measured at 10^4 steps and says so. OPPS-DS is its learned
   agent, the fixed formula ``Q2/Q0`` (``formula``: it plays as OPPS-DS plays the formula
   it selected; its offline search is not a per-step cost).
+* ``optimal`` (issue 41): ms per trajectory of Optimal, both criteria, along T = 10^4,
+  10^5, 10^6 and 10^7 steps on DeepSea-4 and DeepSea-10 (continuing; the undiscounted
+  criterion's backward induction holds (T + 1) × nX values: DeepSea-10 at 10^7 steps,
+  8 GB, is left out), and episodic on both (10^5 and 10^6 steps in episodes of N steps):
+  the best of ``--rounds`` rounds of this thread's CPU time (the machine is shared; a
+  quiet machine's wall time), wall time beside. Written in the cost model's record
+  format (``optimal`` below, read by :mod:`bbrlcore.plan.cost`): they calibrate its
+  long-horizon prices, and ``tests/test_cost.py`` checks each figure against the model
+  fitted without it.
 * ``size``: the Parquet run table of 100 MDPs × 10^6 steps (Random, continuing, default
   checkpoints every 100 steps) and of 100 MDPs × 10,000 episodes of DeepSea-20 (bsuite's
   protocol, 2 × 10^5 steps: episode returns and checkpoints at every episode end), in MB.
@@ -191,6 +200,55 @@ def builtins(budget: float) -> list[dict]:
     return rows
 
 
+#: (DeepSea size, criterion, T, H) of :func:`optimal` (H: 0 continuing, else episodic)
+OPTIMAL_CASES = [(n, c, T, 0) for n in (4, 10) for c in ("discounted", "undiscounted")
+                 for T in (10_000, 100_000, 1_000_000, 10_000_000)
+                 if not (n == 10 and c == "undiscounted" and T == 10_000_000)] + [
+    (n, c, T, n) for n in (4, 10) for c in ("discounted", "undiscounted")
+    for T in (100_000, 1_000_000)]
+
+
+def optimal(rounds: int) -> list[dict]:
+    """Optimal's ms per trajectory along T (module docstring): one player per case, one
+    compiling trajectory, then ``rounds`` rounds over the cases, the best thread CPU time
+    and the best wall time of each, as cost-model records."""
+    from bbrlcore import agents
+
+    setups = []
+    for n, crit, T, H in OPTIMAL_CASES:
+        p = families.make("deepsea", size=n)
+        prior = p.prior("accurate")
+        agent = E.train_agent("optimal", {"criterion": crit}, prior, horizon=T,
+                              progress=False)
+        ts = E.new_test_set(p.test, 1, 0.95, T, 0, episode_length=H, references=False)
+        play = agents.get("optimal").make_player(prior, agent.params,
+                                                 runner._as_trained(agent), ts.episode())
+        P, buf = np.ascontiguousarray(ts.mdps[0]), np.empty(T)
+        play(P, 0, buf)  # (compiled)
+        setups.append(((n, crit, T, H), play, P, buf))
+    cpu: dict[tuple, list[float]] = {c: [] for c, *_ in setups}
+    wall: dict[tuple, list[float]] = {c: [] for c, *_ in setups}
+    for r in range(rounds):
+        for case, play, P, buf in setups:
+            w0, c0 = _clock()
+            play(P, 1 + r, buf)
+            w1, c1 = _clock()
+            cpu[case].append(c1 - c0)
+            wall[case].append(w1 - w0)
+    rows = []
+    for (n, crit, T, H), *_ in setups:
+        c, w = min(cpu[(n, crit, T, H)]), min(wall[(n, crit, T, H)])
+        rows.append({"algorithm": "optimal", "params": {"criterion": crit},
+                     "test": f"DeepSea-{n}", "prior": f"DeepSea-{n}", "horizon": T,
+                     "gamma": 0.95, "episode_length": H,
+                     "ms_per_trajectory": round(1e3 * c, 4),
+                     "clock": f"thread CPU, best of {rounds}",
+                     "ms_wall_best": round(1e3 * w, 4)})
+        print(f"optimal {crit:12s} DeepSea-{n:<3d} T={T:>11,} H={H:<3d} "
+              f"{1e3 * c:10.2f} ms CPU  {1e3 * w:10.2f} ms wall", flush=True)
+    return rows
+
+
 def size() -> list[dict]:
     p, prior = _problem()
     rows = []
@@ -216,7 +274,7 @@ def size() -> list[dict]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", choices=("speed", "overhead", "size", "builtins"))
+    ap.add_argument("--only", choices=("speed", "overhead", "size", "builtins", "optimal"))
     ap.add_argument("--budget", type=float, default=120.0,
                     help="builtins: seconds a 10^5-step trajectory may take")
     ap.add_argument("--rounds", type=int, default=5)
@@ -234,6 +292,8 @@ def main() -> None:
         out["size"] = size()
     if args.only in (None, "builtins"):
         out["builtins"] = builtins(args.budget)
+    if args.only in (None, "optimal"):
+        out["optimal"] = optimal(min(args.rounds, 3))
     out_path.write_text(json.dumps(out, indent=1) + "\n")
     print(f"wrote {out_path}")
 

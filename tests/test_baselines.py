@@ -446,13 +446,16 @@ def test_q_ucb_converges_on_a_tiny_episodic_chain():
 
 def test_q_ucb_refuses_a_continuing_experiment_in_one_line():
     P, R = two_step()
-    with pytest.raises(BBRLError, match="q-learning-ucb: episodic only") as e:
+    with pytest.raises(BBRLError, match="q-learning-ucb plays episodic interactions only "
+                       r"\(it learns one Q-function per step.*make an episodic test set "
+                       r"\(bbrl experiment new --episodes E\)") as e:
         player("q-learning-ucb", {}, P, R, 10, 0)
     assert "\n" not in str(e.value)
     # the same through the runner (a continuing test set)
     ts = E.new_test_set(D.builtin("GC"), 1, 0.95, 10, seed=0)
     agent = E.train_agent("q-learning-ucb", {}, D.builtin("GC"), progress=False)
-    with pytest.raises(BBRLError, match="episodic only"):
+    with pytest.raises(BBRLError, match="agent q-learning-ucb.*: q-learning-ucb plays "
+                       "episodic interactions only"):
         E.run_agent(ts, agent, progress=False)
 
 
@@ -570,7 +573,8 @@ def test_cli_trains_and_runs_them_on_a_family(capsys, tmp_path):
         rc, out, err = bbrl(capsys, "run", "--experiment", tmp_path / "ds.parquet", "--agent",
                             tmp_path / f"{name}.parquet", "-o", tmp_path / f"{name}-run.parquet")
         if name == "q-learning-ucb":
-            assert rc != 0 and "episodic only" in err and len(err.strip().splitlines()) == 1
+            assert rc != 0 and "episodic interactions only" in err
+            assert len(err.strip().splitlines()) == 1
             assert not (tmp_path / f"{name}-run.parquet").exists()
         else:
             assert rc == 0 and "2 trajectories" in out, err

@@ -1,7 +1,9 @@
 """The command line end to end, and its bad-input contract: one line on stderr naming the
 problem, exit status 2, and no output file left behind."""
 
+import shutil
 import subprocess
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -160,3 +162,19 @@ def test_warmup_compiles_what_it_is_asked_and_refuses_what_it_does_not_know(caps
     assert [w for w, _ in warm_algorithms(["random"])] == ["random"]
     from bbrlcore import agents
     assert set(CHEAP) == set(agents.BUILTINS) - {"formula"}, "a built-in without warm-up"
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="no make")
+def test_make_run_uses_the_cores_it_is_given():
+    """`make run CORES=1` runs the workflow on one core (a shared machine); by default on
+    all of them. (`make -n`: the commands, nothing run.)"""
+    root = Path(__file__).resolve().parents[1]
+
+    def snakemake_line(*args: str) -> str:
+        r = subprocess.run(["make", "-n", "-s", "run", *args], capture_output=True,
+                           text=True, cwd=root)
+        assert r.returncode == 0, r.stderr
+        return next(ln for ln in r.stdout.splitlines() if "snakemake " in ln)
+
+    assert "snakemake --cores all --config preset=quick" in snakemake_line()
+    assert "snakemake --cores 1 --config preset=quick" in snakemake_line("CORES=1")

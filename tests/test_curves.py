@@ -1,4 +1,4 @@
-"""Learning curves and regret over time (bbrlcore.analysis.curves): at the horizon they are
+"""Learning curves, shortfall and regret over time (bbrlcore.analysis.curves): at the horizon
 the summary's and the aggregates' numbers; bands are paired bootstrap percentiles."""
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def test_at_the_horizon_the_curves_are_the_summary(score):
         row = s.filter((pl.col("experiment") == r["experiment"])
                        & (pl.col("agent") == r["agent"])).row(0, named=True)
         assert r["normalised"] == pytest.approx(row["normalised_score"], abs=1e-12)
-        assert r["regret"] == pytest.approx(row["regret"], abs=1e-9)
+        assert r["shortfall"] == pytest.approx(row["shortfall"], abs=1e-9)
         g = m.filter((pl.col("experiment") == r["experiment"])
                      & (pl.col("agent") == r["agent"]))
         # the cumulative view is the score's (issue 33: one score everywhere), not
@@ -65,7 +65,8 @@ def test_at_the_horizon_the_curves_are_the_summary(score):
             assert np.array_equal(C.cumulative(R, 0.9, score)[:, -1],
                                   g["discounted_return"].to_numpy())
         assert r["normalised_low"] <= r["normalised"] <= r["normalised_high"]
-        assert r["regret_low"] <= r["regret"] <= r["regret_high"]
+        assert r["shortfall_low"] <= r["shortfall"] <= r["shortfall_high"]
+        assert r["regret"] is None  # (runs without their test MDPs' references)
     # the best agent per family is the one the aggregates choose, by the same score
     best = A.best_agents(m, score=score)
     assert set(zip(best["experiment"], best["agent"], strict=True)) <= set(
@@ -85,15 +86,15 @@ def test_the_aggregate_curve_ends_at_the_aggregates_iqm():
     assert ((c["iqm_low"] <= c["iqm"] + 1e-12) & (c["iqm"] <= c["iqm_high"] + 1e-12)).all()
 
 
-def test_random_and_optimal_are_zero_and_one_and_regret_is_paired():
+def test_random_and_optimal_are_zero_and_one_and_shortfall_is_paired():
     m = runs(seed=5)
     t = C.curves(m, n_resamples=200).tables["curves"].drop_nulls("normalised")
     assert t.filter(pl.col("family") == "Optimal")["normalised"].to_list() == pytest.approx(
         [1.0] * t.filter(pl.col("family") == "Optimal").height)
-    assert (t.filter(pl.col("family") == "Optimal")["regret"] == 0).all()
+    assert (t.filter(pl.col("family") == "Optimal")["shortfall"] == 0).all()
     rnd = t.filter(pl.col("family") == "Random")["normalised"].to_numpy()
     assert np.allclose(rnd, 0.0, atol=1e-12)
-    # cumulative regret of a learner grows with t (rewards are >= 0 here)
+    # cumulative shortfall of a learner grows with t (rewards are >= 0 here)
     eg = t.filter((pl.col("family") == "e-Greedy") & (pl.col("experiment") == "GC-GC"))
     assert eg["t"].is_sorted()
 
@@ -104,7 +105,7 @@ def test_same_seed_same_tables_other_seed_other_bands():
     b = C.curves(m, n_resamples=150, seed=7).tables
     assert a["curves"].equals(b["curves"]) and a["aggregate"].equals(b["aggregate"])
     c = C.curves(m, n_resamples=150, seed=8).tables
-    assert not a["curves"]["regret_low"].equals(c["curves"]["regret_low"])
+    assert not a["curves"]["shortfall_low"].equals(c["curves"]["shortfall_low"])
 
 
 def test_older_tables_without_rewards_say_so():
@@ -227,7 +228,7 @@ def test_an_experiments_bands_do_not_depend_on_the_others():
     both = C.curves(m, n_resamples=200).tables["curves"]
     alone = C.curves(m.filter(pl.col("experiment") == exps[-1]),
                      n_resamples=200).tables["curves"]
-    cols = ["family", "t", "regret_low", "regret_high", "cumulative_low"]
+    cols = ["family", "t", "shortfall_low", "shortfall_high", "cumulative_low"]
     assert both.filter(pl.col("experiment") == exps[-1]).select(cols).equals(
         alone.select(cols))
 
@@ -245,13 +246,23 @@ def test_what_has_no_curve_is_said_with_the_reason(tmp_path, capsys):
                      & pl.col("algorithm").is_in(["random", "optimal"])))
     c = C.curves(m, n_resamples=100)
     lines = [str(w) for w in c.left_out]
+    drawn = ("(the normalised score needs Random and Optimal; drawn: the cumulative score "
+             "and, where the runs carry their test MDPs' references, the regret and "
+             "bsuite's DeepSea score)")
     assert lines == [
-        "experiment GC-UGC: no learning curves: no Random agent (the curves are normalised "
-        "against Random and Optimal, and the regret is measured against Optimal)",
-        "experiment GDL-UGDL: no learning curves: no Random and no Optimal agent (the curves "
-        "are normalised against Random and Optimal, and the regret is measured against "
-        "Optimal)"]
-    assert set(c.tables["curves"]["experiment"].to_list()) == {"GC-GC", "GDL-GDL"}
+        f"experiment GC-UGC: no normalised score: no Random agent {drawn}",
+        "experiment GDL-UGDL: no normalised score and no shortfall against Optimal: no Random "
+        f"and no Optimal agent {drawn}"]
+    # (issue 41: their other curves are drawn; the IQM pools the complete experiments)
+    t = c.tables["curves"]
+    assert set(t["experiment"].to_list()) == {"GC-GC", "GC-UGC", "GDL-GDL", "GDL-UGDL"}
+    part = t.filter(pl.col("experiment").is_in(["GC-UGC", "GDL-UGDL"]))
+    assert part["normalised"].null_count() == part.height and part["cumulative"].null_count() == 0
+    assert t.filter(pl.col("experiment") == "GC-UGC")["shortfall"].null_count() == 0
+    assert t.filter(pl.col("experiment") == "GDL-UGDL")["shortfall"].null_count() == \
+        t.filter(pl.col("experiment") == "GDL-UGDL").height
+    assert "Optimal" not in t.filter(pl.col("experiment") == "GDL-UGDL")["family"].to_list()
+    assert (c.tables["aggregate"]["n_experiments"] == 2).all()
     artefacts.write_artefact(tmp_path / "m.parquet", m, "merged", {})
     capsys.readouterr()
     assert main(["curves", str(tmp_path / "m.parquet"), "--resamples", "100"]) == 0
@@ -321,12 +332,12 @@ def test_the_normalised_score_starts_where_optimal_has_gained():
         defined = set(g.filter(pl.col("normalised").is_not_null())["t"].to_list())
         assert defined == want, fam
         # the other views are drawn from t = 1 (no ratio: nothing to hide)
-        assert g["regret"].null_count() == 0 and g["cumulative"].null_count() == 0
+        assert g["shortfall"].null_count() == 0 and g["cumulative"].null_count() == 0
 
 
 def test_the_curves_reference_is_the_optimal_of_the_score():
     """With two Optimal agents (discounted, undiscounted criterion), each score's curves
-    are normalised by its own: that one ends at exactly 1, regret 0."""
+    are normalised by its own: that one ends at exactly 1, shortfall 0."""
     m = runs(experiments=("GC-GC",))
     und = (m.filter(pl.col("algorithm") == "optimal")
            .with_columns(pl.lit("optimal__criterion=undiscounted").alias("agent"),
@@ -342,7 +353,7 @@ def test_the_curves_reference_is_the_optimal_of_the_score():
         t = C.curves(m2, score=score, n_resamples=100, seed=0).tables["curves"]
         o = t.filter((pl.col("family") == "Optimal") & (pl.col("t") == T))
         assert o["agent"].to_list() == [ref]
-        assert o["normalised"][0] == pytest.approx(1.0) and o["regret"][0] == 0.0
+        assert o["normalised"][0] == pytest.approx(1.0) and o["shortfall"][0] == 0.0
         s = summary_table(m2, score)
         for r in t.filter(pl.col("t") == T).iter_rows(named=True):
             row = s.filter(pl.col("agent") == r["agent"]).row(0, named=True)

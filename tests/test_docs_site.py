@@ -149,6 +149,7 @@ def test_every_builtin_algorithm_is_in_the_algorithm_reference(reference):
 
 def test_every_run_table_column_and_counter_has_a_description():
     from bbrlcore.agents import BUILTINS, registry
+    from bbrlcore.analysis.curves import CURVE_COLUMN_DOCS
     from bbrlcore.analysis.results import SUMMARY_COLUMN_DOCS, SUMMARY_COLUMNS
     from bbrlcore.protocol.runner import COUNTER_DOCS, RUN_COLUMN_DOCS, RUN_COLUMNS
 
@@ -157,6 +158,7 @@ def test_every_run_table_column_and_counter_has_a_description():
     counters = {c for name in BUILTINS for c in registry.get(name).counters}
     assert counters == set(COUNTER_DOCS)
     assert tuple(SUMMARY_COLUMN_DOCS) == SUMMARY_COLUMNS
+    assert all(d.strip() for _, d in CURVE_COLUMN_DOCS.values())
 
 
 def _types(path) -> dict[str, str]:
@@ -196,6 +198,9 @@ def test_the_column_reference_matches_real_artefacts(tmp_path, reference):
     artefacts.write_artefact(tmp_path / "merged.parquet", merged, "merged", {})
     summary = results.summary_table(merged)
     artefacts.write_artefact(tmp_path / "summary.parquet", summary, "summary", {})
+    from bbrlcore.analysis import curves as C
+
+    C.write_tables(C.curves(merged, n_resamples=100, points=5), tmp_path / "curves")
     D.write_parquet(gc, tmp_path / "dist.parquet")
     formulas.write_parquet(formulas.FormulaSet(["X0", "X2 X0 DIV"]), tmp_path / "fs.parquet")
     h = hardness.hardness_table(ts)
@@ -206,7 +211,8 @@ def test_the_column_reference_matches_real_artefacts(tmp_path, reference):
                   for title, _, rows in reference.column_tables()}
     optional = {"learned", "reward_variance", *documented["Run tables and merged tables"]}
     files = {"Run tables and merged tables": ["merged.parquet"],
-             "Summary": ["summary.parquet"], "Test sets": ["ts.parquet"],
+             "Summary": ["summary.parquet"], "Learning curves": ["curves/curves.parquet"],
+             "Test sets": ["ts.parquet"],
              "Agents": [f"{n}-agent.parquet" for n in ("random", "optimal", "sboss")],
              "Distributions": ["dist.parquet"], "Hardness": ["h.parquet"],
              "Hardness summary": ["hs.parquet"], "Formula sets": ["fs.parquet"]}

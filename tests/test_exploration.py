@@ -1,4 +1,5 @@
-"""The field's scores (issue 34): exact regret and Colosseum's normalised regret in the
+"""The field's scores (issue 34): the regret against the optimal policy's exact value and
+Colosseum's normalised regret in the
 learning curves and the aggregates, bsuite's DeepSea score; checked against sums written
 here from the run tables' episode returns and checkpoints."""
 
@@ -47,14 +48,48 @@ def test_the_regret_of_the_curves_is_exact_at_every_episode_end():
         S = np.cumsum(vstar[:, None] - G, axis=1)  # (written here: the definition)
         f = t.filter(pl.col("family") == fam).sort("t")
         e = f["episodes"].to_numpy()
-        assert f["regret_ref"].to_numpy() == pytest.approx(S[:, e - 1].mean(axis=0),
+        assert f["regret"].to_numpy() == pytest.approx(S[:, e - 1].mean(axis=0),
                                                            abs=1e-12)
         assert f["normalised_regret"].to_numpy() == pytest.approx(
             (S / gap[:, None])[:, e - 1].mean(axis=0), abs=1e-12)
         assert (f["normalised_regret_low"] <= f["normalised_regret"] + 1e-12).all()
         assert (f["normalised_regret"] <= f["normalised_regret_high"] + 1e-12).all()
         if fam == "Optimal":  # deterministic DeepSea: V*_H exactly, every episode
-            assert np.abs(f["regret_ref"].to_numpy()).max() < 1e-9
+            assert np.abs(f["regret"].to_numpy()).max() < 1e-9
+
+
+def test_long_curves_have_log_spaced_points_for_log_axes():
+    """Issue 41: the points of a curve were 100 evenly spaced episodes (1, 11, 21, ... of
+    1,000), drawn on log axes: learning in the first episodes could not be seen. A long
+    curve also has every episode up to the 200th and log-spaced ones beyond (exact
+    there, as at every point), which the log-axis figures draw; the evenly spaced points
+    (``even_grid``) stay what linear axes draw, and a short curve is as it was."""
+    from bbrlcore.report import figures, interactive
+
+    m = deepsea_runs(episodes=1000, n=4)
+    t = C.curves(m, "undiscounted", n_resamples=100).tables["curves"]
+    f = t.filter(pl.col("family") == "PSRL").sort("t")
+    e = f["episodes"].to_numpy()
+    assert e[:200].tolist() == list(range(1, 201)) and e[-1] == 1000
+    beyond = e[e > 200]
+    assert (np.diff(np.log(beyond)) < 0.05).all() and beyond.size >= 50  # log-spaced
+    even = f.filter(pl.col("even_grid"))["t"].to_numpy()
+    assert even.tolist() == (C.time_grid(1000, 100) * 4).tolist()
+    g = m.filter(pl.col("agent") == f["agent"][0]).sort("mdp_index")
+    S = np.cumsum(g["optimal_reference"].to_numpy()[:, None]
+                  - np.asarray(g["episode_returns"].to_list()), axis=1)
+    assert f["regret"].to_numpy() == pytest.approx(S[:, e - 1].mean(axis=0), rel=1e-9)
+    # the figures: log axes draw every point, linear ones the evenly spaced
+    panels = [(f["experiment"][0], "size 4")]
+    styles = figures.style_map(t["family"].unique().to_list())
+    reg = interactive.regret_curves(t, panels, styles)
+    line = next(tr for tr in reg["data"] if tr["meta"] == [panels[0][0], "PSRL", "line"])
+    assert line["x"] == e.tolist()
+    lc = interactive.learning_curves(t, panels, styles, "undiscounted")
+    line = next(tr for tr in lc["data"] if tr["meta"] == [panels[0][0], "PSRL", "line"])
+    assert line["x"] == even.tolist()
+    short = C.curves(deepsea_runs(), "undiscounted", n_resamples=100).tables["curves"]
+    assert short["even_grid"].all()
 
 
 def test_long_continuing_curves_have_the_regret_exact_at_the_checkpoints(monkeypatch):
@@ -76,15 +111,58 @@ def test_long_continuing_curves_have_the_regret_exact_at_the_checkpoints(monkeyp
         f = t.filter(pl.col("agent") == agent).sort("t")
         times = f["t"].to_numpy()
         want = rho[:, None] * times[None, :] - ck[:, times // 40 - 1]
-        assert f["regret_ref"].to_numpy() == pytest.approx(want.mean(axis=0), abs=1e-12)
+        assert f["regret"].to_numpy() == pytest.approx(want.mean(axis=0), abs=1e-12)
         assert f["normalised_regret"].to_numpy() == pytest.approx(
             (want / (rho - worst)[:, None]).mean(axis=0), abs=1e-12)
 
 
-def test_without_references_there_is_no_exact_regret_and_no_regret_aggregate():
+def test_regret_is_against_the_exact_value_and_shortfall_against_the_optimal_agent(
+        tmp_path, capsys):
+    """Issue 41: ``regret`` meant two things, the regret against the optimal policy's
+    exact expected value (the run tables') and the difference from the Optimal agent's
+    realised score (the summary's, the curves' paired one). On a stochastic problem they
+    differ (the Optimal agent's realised rewards are not its expectation): the curves'
+    ``regret`` ends at the run tables' mean ``regret``, their ``shortfall`` at the
+    summary's ``shortfall``, Optimal's mean − the agent's mean."""
+    from bbrlcore.cli import main
+    from bbrlcore.formats import artefacts
+
+    p = families.make("riverswim", size=6)
+    ts = E.new_test_set(p.test, 5, 0.99, 300, 2)
+    m = results.merge_tables([
+        E.run_agent(ts, E.train_agent(a, raw, p.prior("accurate"), horizon=300,
+                                      progress=False), progress=False)
+        for a, raw in (("random", {}), ("optimal", {"criterion": "undiscounted"}),
+                       ("e-greedy", {"epsilon": "0.1"}))])
+    s = results.summary_table(m, "undiscounted")
+    assert "shortfall" in s.columns and "regret" not in s.columns
+    opt = s.filter(pl.col("algorithm") == "optimal")["mean"][0]
+    assert s["shortfall"].to_numpy() == pytest.approx(opt - s["mean"].to_numpy(), abs=1e-12)
+    t = C.curves(m, "undiscounted", n_resamples=100).tables["curves"]
+    assert "regret_ref" not in t.columns
+    for r in t.filter(pl.col("t") == 300).iter_rows(named=True):
+        g = m.filter(pl.col("agent") == r["agent"])
+        # (the curves sum the float32 rewards, the run tables the played ones)
+        assert r["regret"] == pytest.approx(g["regret"].mean(), rel=1e-9)
+        assert r["shortfall"] == pytest.approx(
+            s.filter(pl.col("agent") == r["agent"])["shortfall"][0], rel=1e-9, abs=1e-9)
+        assert r["regret_low"] <= r["regret"] <= r["regret_high"]
+        assert r["shortfall_low"] <= r["shortfall"] <= r["shortfall_high"]
+    o = t.filter((pl.col("family") == "Optimal") & (pl.col("t") == 300)).row(0, named=True)
+    assert o["shortfall"] == 0.0 and abs(o["regret"]) > 1e-6  # (two quantities)
+    # the command line names both as the tables do
+    artefacts.write_artefact(tmp_path / "m.parquet", m, "merged", {})
+    assert main(["curves", str(tmp_path / "m.parquet"), "--score", "undiscounted",
+                 "--resamples", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "shortfall t=300" in out and "shortfall: below the Optimal agent" in out
+    assert "regret: against the optimal policy's exact value" in out
+
+
+def test_without_references_there_is_no_regret_and_no_regret_aggregate():
     m = deepsea_runs(refs=False)
     t = C.curves(m, "undiscounted", n_resamples=100).tables["curves"]
-    assert t["regret_ref"].null_count() == t.height
+    assert t["regret"].null_count() == t.height
     assert t["normalised_regret"].null_count() == t.height
     agg = A.compute(m, n_resamples=100, score="undiscounted")
     assert agg.tables["regret"].is_empty()
@@ -175,6 +253,67 @@ def test_the_bsuite_score_of_real_runs_and_the_command_line(tmp_path, capsys):
     assert main(["aggregate", str(tmp_path / "m.parquet"), "--score", "undiscounted",
                  "--resamples", "100"]) == 0
     assert "Normalised regret at the end of the interaction" in capsys.readouterr().out
+
+
+def test_curves_without_random_and_optimal_give_what_the_references_allow(tmp_path, capsys):
+    """bsuite's DeepSea score and the regret need the references the runs carry,
+    not Random nor Optimal: ``bbrl curves`` refused a table without them. It computes
+    them (the same numbers as with Random and Optimal beside) and says in one line what
+    is missing and why (the normalised score needs Random and Optimal)."""
+    from bbrlcore.cli import main
+    from bbrlcore.formats import artefacts
+
+    m = deepsea_runs()
+    full = C.curves(m, "undiscounted", n_resamples=100)
+    only = m.filter(pl.col("algorithm").is_in(["psrl", "e-greedy"]))
+    c = C.curves(only, "undiscounted", n_resamples=100)
+    assert [w.what for w in c.left_out] == ["no normalised score and no shortfall against "
+                                            "Optimal"]
+    cols = ["experiment", "family", "t", "cumulative", "regret", "regret_low",
+            "normalised_regret", "normalised_regret_high"]
+    keep = pl.col("family").is_in(["PSRL", "e-Greedy"])
+    assert c.tables["curves"].select(cols).equals(
+        full.tables["curves"].filter(keep).select(cols))
+    assert c.tables["curves"]["normalised"].null_count() == c.tables["curves"].height
+    assert c.tables["aggregate"].is_empty()
+    assert c.tables["deepsea"].equals(full.tables["deepsea"].filter(keep))
+    artefacts.write_artefact(tmp_path / "m.parquet", only, "merged", {})
+    capsys.readouterr()
+    assert main(["curves", str(tmp_path / "m.parquet"), "--score", "undiscounted",
+                 "--resamples", "100", "-o", str(tmp_path / "out")]) == 0
+    out, err = capsys.readouterr()
+    assert err.splitlines() == [
+        "bbrl: warning: left out of the learning curves: experiment DeepSea-4-UDeepSea-4"
+        "@E40xH4: no normalised score and no shortfall against Optimal: no Random and no "
+        "Optimal agent (the normalised score needs Random and Optimal; drawn: the "
+        "cumulative score and, where the runs carry their test MDPs' references, the "
+        "regret and bsuite's DeepSea score)"]
+    assert "regret t=160" in out and "shortfall" not in out.split("\n", 1)[1]
+    assert "bsuite's DeepSea score" in out
+    assert (tmp_path / "out" / "curves-deepsea.parquet").exists()
+
+
+def test_an_undecided_size_says_its_real_limit(tmp_path, capsys):
+    """A size not learned in fewer episodes than bsuite's limit 2^N + 100 is undecided;
+    the command line said "(undecided: 50 episodes < 2^4)" where 50 > 16: it prints the
+    limit, 2^N + 100, and so does the report's figure."""
+    from bbrlcore.cli import main
+    from bbrlcore.formats import artefacts
+    from bbrlcore.report import interactive
+
+    m = deepsea_runs(size=6, episodes=30)
+    artefacts.write_artefact(tmp_path / "m.parquet", m, "merged", {})
+    assert main(["curves", str(tmp_path / "m.parquet"), "--score", "undiscounted",
+                 "--resamples", "100", "-o", str(tmp_path / "out")]) == 0
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if "(undecided" in ln]
+    assert len(lines) == 1 and "Random" in lines[0], lines
+    assert lines[0].endswith("not learned (undecided: 30 episodes < 2^6 + 100 = 164)")
+    ds = artefacts.read_artefact(tmp_path / "out" / "curves-deepsea.parquet", "curves")[0]
+    fig = interactive.episodes_to_learn(ds, {"Random": ("#000000", "o", True),
+                                             "PSRL": ("#0000ff", "s", True)})
+    hover = [c[2] for t in fig["data"] if t["name"] == "Random" for c in t["customdata"]]
+    assert hover == ["undecided: 30 episodes < 2^6 + 100 = 164"]
+    assert X.undecided_text(50, 4) == "50 episodes < 2^4 + 100 = 116"
 
 
 def test_normalised_regret_rows_and_runner_columns():

@@ -353,7 +353,7 @@ def test_plugins_are_probed_on_the_family_test_itself(tmp_path, monkeypatch):
     real = E.new_test_set
     monkeypatch.setattr(E, "new_test_set",
                         lambda t, *a, **k: drawn.append(t) or real(t, *a, **k))
-    probe.ensure(plan, tmp_path, progress=False)
+    probe.ensure(plan, tmp_path, progress=False, isolate=False)  # (drawn: seen here)
     assert len(drawn) == 1 and drawn[0].same_as(F.make("deepsea", size=3).test)
     rows = [r for f in (tmp_path / "probes").rglob("*.json")
             for r in json.loads(f.read_text())["rows"]]
@@ -776,7 +776,8 @@ def test_regret_and_episodes_to_learn_figures_draw_exactly_their_tables(episodic
         v = nr.filter((pl.col("experiment") == r["experiment"])
                       & (pl.col("agent") == r["agent"]))["normalised_regret"]
         assert r["normalised_regret"] == pytest.approx(v.mean(), abs=1e-12)
-        assert r["regret_low"] <= r["normalised_regret"] + 1e-12 <= r["regret_high"] + 2e-12
+        assert (r["normalised_regret_low"] <= r["normalised_regret"] + 1e-12
+                <= r["normalised_regret_high"] + 2e-12)
     reg = PR.regret_view(scores)
     assert reg["normalised_score"].to_list() == scores["normalised_regret"].to_list()
     fig = json.loads(I.to_json(I.score_vs_hardness(reg, styles, ylabel=figures.REGRET_LABEL,
@@ -790,6 +791,53 @@ def test_regret_and_episodes_to_learn_figures_draw_exactly_their_tables(episodic
     figures.plt.close(f)
     f = figures.episodes_to_learn_figure(ds, styles)
     assert f.axes[0].get_xscale() == f.axes[0].get_yscale() == "log"
+    figures.plt.close(f)
+
+
+def test_signed_regret_is_drawn_on_a_symmetric_log_axis(episodic_ladder):
+    """Issue 41: a near-optimal agent's realised regret is negative for a while (UCRL2's
+    normalised regret -200.9 at t = 10^5 on RiverSwim-12) and was drawn on a log y axis
+    (clipped to a floor). With a value of 0 or below the regret figures use a symmetric
+    log axis (linear within ±1): the static one matplotlib's symlog, the interactive one
+    the same positions (plotly has no such axis) with ticks and hover of the real values;
+    positive regret keeps its log axis."""
+    from bbrlcore.report import figures
+    from bbrlcore.report import interactive as I
+
+    _, _, c = episodic_ladder
+    table = c.tables["curves"]
+    exps = sorted(table["experiment"].unique().to_list(), key=lambda e: "4" in e)
+    panels = [(exps[0], "size 3"), (exps[1], "size 4")]
+    styles = figures.style_map(["Random", "e-Greedy", "PSRL", "Optimal"])
+    shift = pl.when(pl.col("family") == "PSRL").then(200.0).otherwise(0.0)
+    signed = table.with_columns(*(pl.col(col) - shift for col in (
+        "normalised_regret", "normalised_regret_low", "normalised_regret_high")))
+    positive = table.with_columns(*(pl.col(col).clip(lower_bound=1e-3) for col in (
+        "normalised_regret", "normalised_regret_low", "normalised_regret_high")))
+    assert I.regret_is_signed(signed, panels) and not I.regret_is_signed(positive, panels)
+    fig = json.loads(I.to_json(I.regret_curves(signed, panels, styles)))
+    assert fig["layout"]["yaxis"]["type"] == fig["layout"]["yaxis2"]["type"] == "linear"
+    assert "symlog" in fig["layout"]["yaxis"]["title"]["text"]
+    ticks = dict(zip(fig["layout"]["yaxis"]["ticktext"], fig["layout"]["yaxis"]["tickvals"],
+                     strict=True))
+    assert ticks["0"] == 0.0 and ticks["1"] == 1.0 and ticks["-100"] == -3.0
+    for tr in (t for t in fig["data"] if t["meta"][2] == "line"):
+        g = signed.filter((pl.col("experiment") == tr["meta"][0])
+                          & (pl.col("family") == tr["meta"][1])).sort("t")
+        real = g["normalised_regret"].to_list()
+        assert tr["y"] == [I.symlog(v) for v in real]
+        assert [cd[2] for cd in tr["customdata"]] == real
+        assert "customdata[2]" in tr["hovertemplate"]
+    psrl = [v for t in fig["data"] if t["meta"][1:] == ["PSRL", "line"] for v in t["y"]]
+    assert max(psrl) < -2  # (below -100 on the axis: shown, not clipped)
+    f = figures.regret_curves_figure(signed, panels, styles)
+    assert all(a.get_yscale() == "symlog" and a.get_xscale() == "log" for a in f.axes)
+    assert min(min(line.get_ydata()) for a in f.axes for line in a.get_lines()) < -150
+    figures.plt.close(f)
+    fig = json.loads(I.to_json(I.regret_curves(positive, panels, styles)))
+    assert fig["layout"]["yaxis"]["type"] == "log" and "ticktext" not in fig["layout"]["yaxis"]
+    f = figures.regret_curves_figure(positive, panels, styles)
+    assert all(a.get_yscale() == "log" for a in f.axes)
     figures.plt.close(f)
 
 

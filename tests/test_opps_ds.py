@@ -254,7 +254,9 @@ def test_killed_training_resumes_to_the_uninterrupted_agent(tmp_path):
     cmd = [sys.executable, str(script), str(n), str(ck), str(out)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     killed_at = None
-    deadline = time.time() + 300
+    # killed once its checkpoint shows it under way (whatever time that takes on a busy
+    # machine: the bound only stops a training that hangs)
+    deadline = time.time() + 1800
     while time.time() < deadline and proc.poll() is None:
         if ck.exists():
             try:

@@ -179,7 +179,7 @@ BAD_RUNS = [
     ("def act(self, s):\n        return 0\n    def observe(self, s, a, y, r):\n"
      "        if self.t == 3: raise ValueError('broken')\n        self.t += 1\n"
      "    def reset(self):\n        self.t = 0\n",
-     "ValueError at step 3: broken"),
+     "ValueError in observe at step 3: broken"),
 ]
 
 
@@ -263,6 +263,197 @@ def test_two_plugins_with_one_name_are_refused(tmp_path):
     agents.get(f"{a}:A")
     with pytest.raises(BBRLError, match=r"defines algorithm 'same', which is already defined"):
         agents.get(f"{b}:B")
+
+
+# ---------------------------------------------------------------------------------------
+# Each hook's error names the hook and its place (issue 41)
+
+#: Where each hook of the test plugins raises (T = 40 steps, episodes of H = 4), and the
+#: place its message gives: observe at step 11 is the last step of episode 2, before
+#: which episode 3's start (step 12) is not yet called.
+HOOK_ERRORS = [
+    ("reset", "in reset, before step 0"),
+    ("act", "in act at step 5"),
+    ("observe", "in observe at step 11"),
+    ("episode_start", "in episode_start(k=3), before step 12"),
+    ("counter_values", "in counter_values, after step 39"),
+]
+
+
+def _failing_plugin(tmp_path: Path, kind: str, hook: str) -> str:
+    """A plugin whose ``hook`` raises RuntimeError('boom') (at step 5 for act, 11 for
+    observe, episode 3 for episode_start); ``kind`` python or compiled."""
+    def fail(h: str, indent: int) -> str:  # (one line of code)
+        return " " * indent + ("raise RuntimeError('boom')" if h == hook else "pass")
+
+    if kind == "python":
+        body = HEADER + f"""
+class Plug(PythonAgent):
+    name = "fails-{hook.replace('_', '-')}"
+    counters = ("n",)
+    def reset(self):
+        self.t = 0
+{fail("reset", 8)}
+    def act(self, s):
+        if self.t == 5:
+{fail("act", 12)}
+        return 0
+    def observe(self, s, a, y, r):
+        if self.t == 11:
+{fail("observe", 12)}
+        self.t += 1
+    def episode_start(self, k):
+        if k == 3:
+{fail("episode_start", 12)}
+    def counter_values(self):
+{fail("counter_values", 8)}
+        return (self.t,)
+"""
+    else:
+        body = HEADER + f"""
+@njit
+def reset(setup):
+    if setup[0] == 0:  # (always: a branch keeps numba's return type)
+{fail("reset", 8)}
+    return np.zeros(1)
+@njit
+def act(state, x):
+    if state[0] == 5:
+{fail("act", 8)}
+    return 0
+@njit
+def observe(state, x, u, y, r):
+    if state[0] == 11:
+{fail("observe", 8)}
+    state[0] += 1
+@njit
+def episode_start(state, k):
+    if k == 3:
+{fail("episode_start", 8)}
+@njit
+def counter_values(state):
+    if state[0] >= 0:
+{fail("counter_values", 8)}
+    return np.array([int(state[0])])
+class Plug(CompiledAgent):
+    name = "fails-{hook.replace('_', '-')}"
+    counters = ("n",)
+    reset, act, observe, episode_start = reset, act, observe, episode_start
+    counter_values = counter_values
+    def setup(self):
+        return (0,)
+"""
+    return f"{write_plugin(tmp_path, body, f'{kind}_{hook}.py')}:Plug"
+
+
+@pytest.mark.parametrize("kind", ["python", "compiled"])
+@pytest.mark.parametrize("hook, place", HOOK_ERRORS)
+def test_an_error_of_each_hook_names_the_hook_and_its_place(tmp_path, kind, hook, place):
+    """An exception in episode_start is reported as raised there, in episode k, before
+    the episode's first step (it was "at step 11", the step before, not naming the
+    hook); reset, act, observe and counter_values are named with their own step, in a
+    Python agent and a compiled one alike."""
+    from bbrlcore.mdp import families
+
+    ref = _failing_plugin(tmp_path, kind, hook)
+    deep = families.make("deepsea", size=4)
+    ts = E.new_test_set(deep.test, 2, 0.95, 40, seed=0, episode_length=4)
+    agent = E.train_agent(ref, {}, deep.prior("accurate"), horizon=40, progress=False)
+    with pytest.raises(BBRLError) as err:
+        E.run_agent(ts, agent, progress=False)
+    name = "fails-" + hook.replace("_", "-")
+    assert str(err.value) == f"agent {name}, test MDP 0: {name}: RuntimeError {place}: boom"
+
+
+def test_an_episode_start_that_is_not_a_method_is_refused_when_the_class_is_read(tmp_path):
+    """episode_start = 5: refused when the agent is built, before any trajectory, naming
+    the class, the hook and what it must be (it was "TypeError at reset: 'int' object is
+    not callable" while playing); a compiled agent's that is not @njit likewise."""
+    p = write_plugin(tmp_path, HEADER + """
+    class Five(PythonAgent):
+        name = "five"
+        episode_start = 5
+        def act(self, s):
+            return 0
+    class NoK(PythonAgent):
+        name = "no-k"
+        def episode_start(self):
+            pass
+        def act(self, s):
+            return 0
+    @njit
+    def reset(setup):
+        return np.zeros(1)
+    @njit
+    def act(state, x):
+        return 0
+    @njit
+    def observe(state, x, u, y, r):
+        pass
+    def plain(state, k):
+        pass
+    class Plain(CompiledAgent):
+        name = "plain"
+        reset, act, observe = reset, act, observe
+        episode_start = plain
+    """)
+    for cls, needle in (
+            ("Five", "Five.episode_start must be a method episode_start(self, k), called "
+                     "before each episode's first act (a PythonAgent), or left out; got int 5"),
+            ("NoK", "NoK.episode_start must be a method episode_start(self, k), called "
+                    "before each episode's first act (a PythonAgent), or left out; got a "
+                    "method episode_start(self)"),
+            ("Plain", "Plain.episode_start must be a numba @njit function "
+                      "episode_start(state, k), called before each episode's first act (a "
+                      "CompiledAgent), or left out; got function plain (not decorated with "
+                      "@njit)")):
+        with pytest.raises(BBRLError) as err:
+            agents.get(f"{p}:{cls}")
+        assert str(err.value).endswith(needle), str(err.value)
+        assert len(str(err.value).splitlines()) == 1
+
+
+def test_a_compiled_episode_start_with_the_wrong_arguments_is_named(capsys, tmp_path):
+    """A compiled episode_start(state): the error names the hook and the signature the
+    loop calls it with (it said "its reset/act/observe do not compile")."""
+    p = write_plugin(tmp_path, HEADER + """
+    @njit
+    def reset(setup):
+        return np.zeros(1)
+    @njit
+    def act(state, x):
+        return 0
+    @njit
+    def observe(state, x, u, y, r):
+        pass
+    @njit
+    def one_arg(state):
+        pass
+    @njit
+    def untyped(state, k):
+        state.nothing_here(k)
+    class OneArg(CompiledAgent):
+        name = "one-arg"
+        reset, act, observe, episode_start = reset, act, observe, one_arg
+        def setup(self):
+            return (0,)
+    class Untyped(CompiledAgent):
+        name = "untyped-start"
+        reset, act, observe, episode_start = reset, act, observe, untyped
+        def setup(self):
+            return (0,)
+    """)
+    rc, _, err = bbrl(capsys, "train", "--agent", f"{p}:OneArg", "--prior", "GC", "-o",
+                      tmp_path / "a.parquet")
+    assert rc == 2 and err.strip() == (
+        "bbrl: error: one-arg: episode_start (one_arg) takes (state), expected "
+        "episode_start(state, k) (plug.py, line 16)"), err
+    rc, _, err = bbrl(capsys, "train", "--agent", f"{p}:Untyped", "--prior", "GC", "-o",
+                      tmp_path / "a.parquet")
+    assert rc == 2 and len(err.strip().splitlines()) == 1, err
+    assert err.startswith("bbrl: error: untyped-start: episode_start (untyped) does not "
+                          "compile (plug.py, line 20): TypingError: "), err
+    assert not (tmp_path / "a.parquet").exists()
 
 
 # ---------------------------------------------------------------------------------------
@@ -564,11 +755,11 @@ def test_a_compiled_plugin_that_does_not_compile_fails_at_training(capsys, tmp_p
 
 EXITS = [
     ("class Plug(PythonAgent):\n    name = 'plug'\n    def act(self, s):\n"
-     "        sys.exit(0)\n", "run", "plug: SystemExit(0) at step 0: the plugin called "
+     "        sys.exit(0)\n", "run", "plug: SystemExit(0) in act at step 0: the plugin called "
      "sys.exit"),
     ("class Plug(PythonAgent):\n    name = 'plug'\n    def reset(self):\n"
      "        raise SystemExit('bye')\n    def act(self, s):\n        return 0\n", "run",
-     "plug: SystemExit('bye') at reset"),
+     "plug: SystemExit('bye') in reset, before step 0: the plugin called sys.exit"),
     ("class Plug(PythonAgent):\n    name = 'plug'\n    def train(self, prior, ctx):\n"
      "        sys.exit(3)\n    def act(self, s):\n        return 0\n", "train",
      "plug: train raised SystemExit(3)"),
@@ -581,7 +772,7 @@ EXITS = [
      "    return play\nPlug = Algorithm(name='plug', params=(), make_player=make)\n", "run",
      "plug: play raised SystemExit(0)"),
     ("class Plug(PythonAgent):\n    name = 'plug'\n    def act(self, s):\n"
-     "        raise GeneratorExit\n", "run", "plug: GeneratorExit at step 0"),
+     "        raise GeneratorExit\n", "run", "plug: GeneratorExit in act at step 0"),
 ]
 
 

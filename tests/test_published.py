@@ -509,6 +509,23 @@ def test_cli_compare_published(paper_run, tmp_path, bbrl_cmd, env_with_cache):
     assert r2.returncode == 0 and r2.stdout == r.stdout.rsplit("wrote", 1)[0]
 
 
+def test_a_summary_written_before_the_shortfall_is_read_with_its_column_renamed(paper_run,
+                                                                                tmp_path):
+    """Issue 41: the summary's ``regret`` (Optimal's mean − mean) is now ``shortfall``; a
+    summary written before is read with that column under its new name (the same values),
+    and compared as a new one is."""
+    from bbrlcore.cli.published import read_summary
+
+    _, _, summary = paper_run
+    old = summary.rename({"shortfall": "regret"})
+    artefacts.write_artefact(tmp_path / "old.parquet", old, "summary", {})
+    artefacts.write_artefact(tmp_path / "new.parquet", summary, "summary", {})
+    got = read_summary([str(tmp_path / "old.parquet")])
+    assert got.equals(summary) and "regret" not in got.columns
+    assert read_summary([str(tmp_path / "new.parquet")]).equals(summary)
+    assert PUB.compare(got).equals(PUB.compare(summary))
+
+
 @pytest.mark.parametrize("args, needle", [
     (["missing-dir/summary.parquet"], "missing-dir/summary.parquet: no such file"),
     (["empty"], "empty: no summary.parquet and no merged/*.parquet"),

@@ -153,6 +153,11 @@ def test_html_report(small_report):
         assert 'id="fig-offline"' not in page and "No agent here learns offline" in page
         assert '<script src="../plotly.min.js">' in page
         assert "e-greedy__epsilon=0.1" in page  # hover data: the agent ids
+        # the best agents' table: the summary's shortfall (Optimal's mean − mean), named
+        # as the summary names it (issue 41: it was "regret", the run tables' other one)
+        assert "<th>shortfall</th>" in page and "<th>regret</th>" not in page
+        rnd = summary.filter((pl.col("experiment") == exp) & (pl.col("algorithm") == "random"))
+        assert f'<td class="num">{rnd["shortfall"][0]:.2f}</td></tr>' in page
     for name in ["metrics", "profiles", "improvement", "normalised", "best-agents",
                  "among-best"]:
         assert (out / "data" / f"aggregate-{name}.parquet").exists(), name
@@ -204,6 +209,7 @@ def test_latex_report(small_report):
     assert "\\toprule" in tex and tex.count("\\includegraphics") == (
         2 * (2 + c) + (1 + c) + 1 + 2 + _has_regret(out))
     assert tex.count("No agent here learns offline") == 2
+    assert tex.count("& Normalised & Shortfall \\\\") == 2 and "& Regret" not in tex
     for line in tex.splitlines():
         if "includegraphics" in line:
             name = line.split("{figures/")[1].split("}")[0]
@@ -329,7 +335,7 @@ def _views(fig):
     """view -> {(meta...): (x, y, customdata)} from the figure's buttons."""
     menu = fig["layout"]["updatemenus"][0]
     out = {}
-    for b, view in zip(menu["buttons"], ["cumulative", "normalised", "regret"], strict=True):
+    for b, view in zip(menu["buttons"], ["cumulative", "normalised", "shortfall"], strict=True):
         data = b["args"][0]
         out[view] = {tuple(tr["meta"]): (x, y, cd) for tr, x, y, cd in zip(
             fig["data"], data["x"], data["y"], data["customdata"], strict=True)}
@@ -377,7 +383,7 @@ def test_learning_curves_page_draws_its_table(learning_report, exp):
     assert "Optimal" in fams and "PSRL" in fams and "BEB (compat)" in fams
     assert all(tr["legendgroup"] == tr["meta"][1] for tr in fig["data"])
     assert [b["label"] for b in fig["layout"]["updatemenus"][0]["buttons"]] == [
-        "cumulative reward", "normalised score", "cumulative regret"]
+        "cumulative reward", "normalised score", "cumulative shortfall"]
     assert (out / "figures" / f"{exp}-curves.pdf").exists()
 
 
@@ -653,9 +659,10 @@ def test_what_the_curves_leave_out_is_said_where_the_curves_are(tmp_path, capsys
                        for c in ("rewards", "undiscounted_return"))
     capsys.readouterr()
     index = report.build(m, summary_table(m), tmp_path, pdf=False, bootstrap_resamples=100)
-    no_random = ("experiment GC-UGC: no learning curves: no Random agent (the curves are "
-                 "normalised against Random and Optimal, and the regret is measured against "
-                 "Optimal)")
+    no_random = ("experiment GC-UGC: no normalised score: no Random agent (the normalised "
+                 "score needs Random and Optimal; drawn: the cumulative score and, where the "
+                 "runs carry their test MDPs' references, the regret and bsuite's "
+                 "DeepSea score)")
     no_psrl = ("experiment Grid-Grid: no learning curve for PSRL (agent psrl): it has no "
                "per-step rewards on any test MDP (a table written before bbrl recorded them, "
                "or a player that records none)")
@@ -666,8 +673,10 @@ def test_what_the_curves_leave_out_is_said_where_the_curves_are(tmp_path, capsys
     assert "Left out of the learning curves:" in html
     assert f"<li>{no_random}</li>" in html and f"<li>{no_psrl}</li>" in html
     ugc = (tmp_path / "experiments" / "GC-UGC.html").read_text()
-    assert ("No learning curves for this experiment: no Random agent (the curves are "
-            "normalised against Random and Optimal") in ugc
+    # (issue 41: its other curves are drawn, and what they lack is said)
+    assert 'id="fig-curves"' in ugc
+    assert ("Left out of these curves: no normalised score: no Random agent (the "
+            "normalised score needs Random and Optimal") in ugc
     grid = (tmp_path / "experiments" / "Grid-Grid.html").read_text()
     assert 'id="fig-curves"' in grid
     assert ("Left out of these curves: PSRL (agent psrl): it has no per-step rewards on any "
@@ -765,32 +774,73 @@ def _stages(d):
     return sorted(p.name for p in d.iterdir() if p.name.endswith(".tmp"))
 
 
-def test_a_terminated_report_leaves_no_staging_directory(tmp_path, bbrl_cmd, env_with_cache):
-    """SIGTERM (a job's time limit) during the report: the staging directory is removed;
-    one left by a report killed outright (no handler runs) is removed by the next report
-    on this machine, while one of a running process stays."""
-    import os
+#: Where the signal tests hold ``bbrl report`` until the signal arrives
+#: (tests/signalled_report.py), and the signal sent there.
+SIGNAL_POINTS = [("inputs", "SIGTERM"), ("python", "SIGTERM"), ("python", "SIGHUP"),
+                 ("polars", "SIGTERM"), ("swallowed", "SIGTERM"), ("moving", "SIGTERM")]
+
+
+@pytest.mark.parametrize(("point", "sig"), SIGNAL_POINTS)
+def test_a_terminated_report_ends_as_the_signal_wherever_it_lands(tmp_path, env_with_cache,
+                                                                   point, sig):
+    """SIGTERM (a job's time limit) or SIGHUP during the report ends it with 128 + the
+    signal's number and removes the staging directory, wherever the signal lands: while
+    the inputs are read, in the report's code, in a function polars calls back (polars
+    turns the signal's SystemExit into one whose code is its message: the report ended
+    with status 1), in code that swallows it (the report must not then be moved into
+    place), while the finished report is moved over a former one (held: the report is
+    moved whole first, not mixed with the former one's files).
+    The report waits at each point for the signal (tests/signalled_report.py): the
+    outcome does not depend on timing."""
     import signal
-    import socket
+    import sys
     import time
+    from pathlib import Path
 
     from bbrlcore.formats import artefacts
 
     artefacts.write_artefact(tmp_path / "m.parquet",
                              learning_runs(("GC-GC", "GC-UGC"), n=8, T=6), "merged", {})
-    proc = subprocess.Popen(bbrl_cmd + ["report", "m.parquet", "--no-pdf",
-                                        "--bootstrap-resamples", "100", "-o", "rep"],
+    out = tmp_path / "out"
+    if point == "moving":  # a former report there
+        (out / "rep").mkdir(parents=True)
+        (out / "rep" / "old.txt").write_text("kept\n")
+    marker = tmp_path / "reached"
+    helper = Path(__file__).with_name("signalled_report.py")
+    proc = subprocess.Popen([sys.executable, str(helper), point, str(marker), "report",
+                             "m.parquet", "--no-pdf", "--bootstrap-resamples", "100",
+                             "-o", "out/rep"],
                             cwd=tmp_path, env=env_with_cache, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while not _stages(tmp_path) and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert _stages(tmp_path), "the report ended before its staging directory was seen"
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 128 + signal.SIGTERM, err
-    assert _stages(tmp_path) == [] and not (tmp_path / "rep").exists()
-    # leftovers of killed reports: a dead process's goes, a live one's (ours) stays
+    try:
+        while not marker.exists() and proc.poll() is None:
+            time.sleep(0.02)
+        assert marker.exists(), proc.communicate()[1]
+        proc.send_signal(getattr(signal, sig))
+        _, err = proc.communicate(timeout=900)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + getattr(signal, sig), err
+    if point == "moving":  # moved whole, then ended; no staging directory beside it
+        assert (out / "rep" / "index.html").exists() and (out / "rep" / "old.txt").exists()
+        assert sorted(p.name for p in out.iterdir()) == ["rep"]
+    else:  # nothing written, not even the output's parent directory
+        assert not out.exists(), sorted(out.rglob("*"))
+
+
+def test_a_killed_reports_staging_directory_is_removed_by_the_next(tmp_path, bbrl_cmd,
+                                                                    env_with_cache):
+    """A staging directory left by a report killed outright (no handler runs) is removed
+    by the next report on this machine, while one of a running process (or of another
+    machine) stays."""
+    import os
+    import socket
+
+    from bbrlcore.formats import artefacts
+
+    artefacts.write_artefact(tmp_path / "m.parquet",
+                             learning_runs(("GC-GC", "GC-UGC"), n=8, T=6), "merged", {})
     host = socket.gethostname().replace(".", "-")
     dead = subprocess.Popen(["true"])
     dead.wait()
@@ -950,6 +1000,48 @@ def test_the_reference_is_the_optimal_of_the_score(tmp_path, bbrl_cmd, env_with_
     assert r.returncode == 0, r.stderr
     warn = [ln for ln in r.stderr.splitlines() if ln.startswith("bbrl: warning:")]
     assert len(warn) == 1 and "GC-GC, GC-UGC" in warn[0]
+
+
+def test_experiments_of_several_horizons_are_said_so(tmp_path):
+    """Issue 41: the report's header said "T = 200000" (the largest) for experiments of
+    T = 100,000, 140,000 and 200,000; it gives each experiment's T (or their range), in
+    the header of an undiscounted report and in the learning curves, HTML and LaTeX."""
+    from bbrlcore.analysis.results import summary_table
+
+    merged = pl.concat([learning_runs(("GC-GC",), n=6, T=6),
+                        learning_runs(("GC-UGC",), n=6, T=8)])
+    report.build(merged, summary_table(merged, "undiscounted"), tmp_path, pdf=False,
+                 bootstrap_resamples=100, score="undiscounted")
+    html = (tmp_path / "index.html").read_text()
+    tex = (tmp_path / "report.tex").read_text()
+    assert "(T = 6 or 8, by experiment)" in html
+    assert html.count("T = 6 or 8, by experiment") == 2
+    assert tex.count("($T = 6$ or $8$, by experiment)") == 2 and "$T = 8$)" not in tex
+    assert report.horizon_text([250])["tex"] == "$T = 250$"  # (one T: as before)
+
+
+def test_family_column_is_an_expression_equal_to_family_per_row():
+    """``with_family`` called Python for every row inside polars (``map_elements``): a
+    SIGTERM landing there came out of polars as another error. It is a polars expression
+    now, giving each row's ``family(algorithm, compat)`` exactly: on a summary of real
+    run tables (compat variants, Random, Optimal), with a plugin's display name, a null
+    ``compat`` and no row at all."""
+    from bbrlcore.analysis.results import summary_table
+
+    s = summary_table(learning_runs(("GC-GC", "RiverSwim-6-URiverSwim-6"), n=4, T=6))
+    s = pl.concat([s, s.head(2).with_columns(pl.lit("my-plugin").alias("algorithm"),
+                                             pl.lit(None, pl.Boolean).alias("compat"))],
+                  how="vertical_relaxed")
+    assert s["compat"].sum() > 0 and s["compat"].null_count() == 2
+    for shown in ({}, {"my-plugin": "Mine", "psrl": "PSRL-1"}):
+        with analysis.display_names(shown):
+            got = analysis.with_family(s)
+            want = [analysis.family(a, bool(c)) for a, c in s.select("algorithm", "compat")
+                    .iter_rows()]
+            assert got["family"].to_list() == want
+            assert got.drop("family").equals(s) and got["family"].dtype == pl.Utf8
+            assert analysis.with_family(s.clear())["family"].dtype == pl.Utf8
+    assert "Mine" not in analysis.with_family(s)["family"].to_list()
 
 
 def test_hardness_boxes_in_size_order_without_overlap():

@@ -112,7 +112,7 @@ def test_curves_and_comparisons_render_without_console_errors(learning, tmp_path
         page_dom = _check_page(chromium, page, tmp_path, 3)  # online, map, curves
         assert 'id="fig-curves"' in page_dom
         # the view buttons are there
-        assert "normalised score" in page_dom and "cumulative regret" in page_dom
+        assert "normalised score" in page_dom and "cumulative shortfall" in page_dom
     ARTIFACTS.mkdir(exist_ok=True)
     shots = {"report-versus.png": (index, "1400,2000"),
              "report-matrix-curves.png": (index, "1400,4200"),
@@ -165,7 +165,7 @@ async function run(id, spec) {
     # the axis names the score (issue 33): the report's, discounted
     for label in ("cumulative reward:true:mean discounted return so far",
                   "normalised score:true:normalised score",
-                  "cumulative regret:true:cumulative regret"):
+                  "cumulative shortfall:true:cumulative shortfall"):
         assert result.count(label) == 2, (label, result)
     assert ":false:" not in result
 

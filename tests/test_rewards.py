@@ -20,6 +20,7 @@ from bbrlcore.analysis import results
 from bbrlcore.errors import BBRLError
 from bbrlcore.mdp import distributions as D
 from bbrlcore.protocol.runner import (
+    RECORDED_SINCE_EPISODES,
     RECORDED_SINCE_REWARDS,
     RUN_COLUMNS,
     rewards_series,
@@ -401,7 +402,9 @@ def test_older_run_tables_without_rewards_read_merge_and_summarise(tmp_path):
     gc = _runs("GC")
     grid = _runs("Grid")
     old = tmp_path / "old.parquet"
-    E.write_run(pl.concat(gc).drop(RECORDED_SINCE_REWARDS), old, {"n_mdps": 4})
+    # (a table written before bbrl recorded rewards has none of the later columns either)
+    E.write_run(pl.concat(gc).drop(RECORDED_SINCE_REWARDS).drop(RECORDED_SINCE_EPISODES),
+                old, {"n_mdps": 4})
     new = tmp_path / "new.parquet"
     E.write_run(pl.concat(grid), new, {"n_mdps": 4})
     only_old = results.read_runs([str(old)])

@@ -433,6 +433,14 @@ def test_the_report_says_which_selection_and_shows_grid_sizes(tmp_path):
         "e-greedy__epsilon=0.5"}
     tex = (out / "report.tex").read_text()
     assert "Validation" in tex and "chosen on validation MDPs" in tex
+    # experiments validated on different numbers of MDPs: the range, not the largest
+    other = c.with_columns(pl.when(pl.col("experiment") != "GC-GC").then(9)
+                           .otherwise(pl.col("validation_n")).alias("validation_n"))
+    assert other["experiment"].n_unique() > 1
+    html = report.build(m, other, tmp_path / "range", pdf=False,
+                        bootstrap_resamples=100).read_text()
+    assert "chosen on 6 to 9 (by experiment) validation MDPs" in html
+    assert "chosen on 9 validation MDPs" not in html
     # the paper's selection: said, the grid shown, no validation column
     index = report.build(m, summary_table(m), tmp_path / "test", pdf=False,
                          bootstrap_resamples=100)

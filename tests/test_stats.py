@@ -82,7 +82,7 @@ def _run_table(exp, alg, agent, returns, steps=250, offline=0.0):
     )
 
 
-def test_summary_normalises_random_zero_optimal_one_and_regret():
+def test_summary_normalises_random_zero_optimal_one_and_shortfall():
     t = merge_tables(
         [
             _run_table("GC-GC", "random", "random", [1.0, 3.0]),
@@ -96,17 +96,17 @@ def test_summary_normalises_random_zero_optimal_one_and_regret():
         "experiment", "test", "prior", "algorithm", "agent", "params", "compat", "grid_size",
         "n", "mean",
         "ci_low", "ci_high", "offline_time_s", "online_time_per_decision_s",
-        "normalised_score", "regret", "score",
+        "normalised_score", "shortfall", "score",
     ]
     row = s.filter((pl.col("experiment") == "GC-GC") & (pl.col("algorithm") == "e-greedy"))
     assert row["normalised_score"][0] == pytest.approx(0.5)
-    assert row["regret"][0] == pytest.approx(5.0)
+    assert row["shortfall"][0] == pytest.approx(5.0)  # Optimal's mean 12 − 7
     assert row["online_time_per_decision_s"][0] == pytest.approx(0.5 / 100)
     assert row["n"][0] == 2
     opt = s.filter((pl.col("experiment") == "GC-GC") & (pl.col("algorithm") == "optimal"))
     assert opt["normalised_score"][0] == pytest.approx(1.0)
     other = s.filter(pl.col("experiment") == "GC-UGC")
-    assert other["normalised_score"][0] is None and other["regret"][0] is None
+    assert other["normalised_score"][0] is None and other["shortfall"][0] is None
 
 
 def test_merge_refuses_overlapping_chunks():

@@ -13,6 +13,7 @@ from bbrlcore.agents import bamcp, bfs3
 from bbrlcore.agents.base import Episode
 from bbrlcore.analysis.stats import paired_z
 from bbrlcore.errors import BBRLError
+from bbrlcore.mdp import families
 from bbrlcore.mdp.distributions import FDMDistribution, builtin
 
 MODULES = {"bamcp": bamcp, "bfs3": bfs3}
@@ -305,3 +306,35 @@ def test_bfs3_bounds_hold_with_negative_rewards():
         # a return lies between the MDP's extreme values
         lo = min(0.0, p.test.reward.min()) / 0.05
         assert (ret >= lo - 1e-9).all() and (ret <= p.test.reward.max() / 0.05).all()
+
+
+def test_bfs3_urn_stacks_take_memory_for_the_counts_not_pairs_times_steps():
+    """The urn's stacks (one entry per count of each state-action pair) were one array of
+    nX nU (T + D + 1) entries: 5 GB for DeepSea-40 over bsuite's 400,000 steps, which the
+    cost model's probe allocated too (`bbrl estimate --preset exploration` out of memory
+    under a 6 GB address-space limit). They share one pool of O(T + nX nU D) entries,
+    each pair's stack moved to the pool's end with twice the room when its real counts
+    leave less than D + 1 free, its entries kept in order (so the same draws: the same
+    trajectories)."""
+    deep = families.make("deepsea", size=40)
+    prior = deep.prior("uniform")
+    lay = prior.support_layout
+    T, D = 400_000, 15
+    model, _flat, _nodes, _path, urn, _binom = bfs3._workspace(
+        lay.succ, lay.nsucc, np.ascontiguousarray(prior.theta_rows),
+        np.ascontiguousarray(prior.reward_rows), T, 1, 2, D)
+    n_pairs = prior.n_states * prior.n_actions
+    assert urn[7].size == bfs3.urn_pool_entries(n_pairs, T, D) < 2_000_000  # (8 MB)
+    # a long run of real counts piled on few pairs: each stack holds them in order
+    rng = np.random.default_rng(3)
+    seen: dict[int, list[int]] = {}
+    for _ in range(20_000):
+        x, u = int(rng.integers(3)), int(rng.integers(2))
+        k = int(rng.integers(lay.nsucc[x, u]))
+        bfs3._observe(model, urn, x, u, k)
+        seen.setdefault(x * 2 + u, []).append(k)
+    stk, soff, scap, slen, stop = urn[7], urn[8], urn[9], urn[10], urn[11]
+    for p, ks in seen.items():
+        assert stk[soff[p]:soff[p] + slen[p]].tolist() == ks
+        assert scap[p] >= slen[p] + D + 1  # (room for a rollout's pseudo-counts)
+    assert stop[0] <= stk.size

@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 import time
 import tomllib
 from pathlib import Path
@@ -147,6 +148,11 @@ BAD_CONFIGS = {
     "unknown parameter": (
         lambda c: c["algorithms"]["e-greedy"].update(eps=[0.1]),
         "algorithms.e-greedy.eps: unknown parameter of e-greedy",
+    ),
+    # issue 41: refused before any probe (the snakemake run: no results directory)
+    "episodic-only algorithm in a continuing experiment": (
+        lambda c: c["algorithms"].update({"q-learning-ucb": {}}),
+        "experiments[0] (GC-GC): q-learning-ucb plays episodic interactions only",
     ),
 }
 
@@ -611,10 +617,24 @@ def test_bbrl_init_writes_a_study_that_plans_estimates_and_dry_runs(tmp_path,
                                                                     isolated_registry):
     """A study of one's own outside config.yaml: `bbrl init` writes it (checked before it
     exists), `bbrl estimate` prices it and `snakemake --configfile` plans it, results in
-    their own directory."""
+    their own directory. Its plugin is uncalibrated: the dry run plays no trajectory (no
+    probe; the plugin leaves a mark when it plays) and says which estimates it lacks;
+    `bbrl estimate` probes it."""
     from bbrlcore.cli import main
+    from bbrlcore.plan import probe
 
-    shutil.copy(ROOT / "examples" / "my_agents.py", tmp_path / "my_agents.py")
+    plugin = (ROOT / "examples" / "my_agents.py").read_text() + textwrap.dedent("""
+        _reset = MyGreedy.reset
+
+
+        def _marked_reset(self):  # (the test's mark: this agent played)
+            (__import__("pathlib").Path(__file__).parent / "played.marker").touch()
+            _reset(self)
+
+
+        MyGreedy.reset = _marked_reset
+        """)
+    (tmp_path / "my_agents.py").write_text(plugin)
     cfg = tmp_path / "my-study.yaml"
     old = os.getcwd()
     os.chdir(tmp_path)
@@ -638,6 +658,21 @@ def test_bbrl_init_writes_a_study_that_plans_estimates_and_dry_runs(tmp_path,
     assert r.returncode == 0, r.stderr[-2000:]
     assert "my-greedy: 2 agents" in r.stderr
     assert "results/my-study/report/index.html" in r.stdout + r.stderr
+    # issue 41: a dry run plays nothing (it probed the plugin: 3 trajectories), and says so
+    assert not (tmp_path / "played.marker").exists()
+    assert not (tmp_path / "results").exists()
+    assert ("bbrl: dry run: my-greedy: no estimate for 2 runs (2 configurations on 1 "
+            "experiment, e.g. my-greedy__epsilon=0.1 on GC-UGC): not probed yet, and a dry "
+            "run plays no trajectory; a default price per step stands in") in r.stderr
+    os.chdir(tmp_path)
+    try:  # bbrl estimate probes it (the mark works), after which nothing is missing
+        assert main(["estimate", "my-study.yaml"]) == 0
+        assert (tmp_path / "played.marker").exists()
+        plan = P.load(cfg)
+        probe.ensure(plan, plan.config["results_dir"], run=False)
+    finally:
+        os.chdir(old)
+    assert plan.unprobed == [] and probe.unprobed_lines(plan) == []
 
 
 def _dry_run_plan(out: str, plan: P.Plan) -> tuple[set[str], int]:
@@ -665,14 +700,17 @@ def test_an_own_study_runs_what_bbrl_estimate_prices_beside_config_yaml(tmp_path
 
     shutil.copy(ROOT / "config.yaml", tmp_path / "config.yaml")
     bbrl = str(Path(sys.executable).with_name("bbrl"))
-    r = subprocess.run([bbrl, "init", "s.yaml", "--experiment", "GC:GC", "--n-mdps", "5"],
+    r = subprocess.run([bbrl, "init", "s.yaml", "--experiment", "DeepSea-4:UDeepSea-4",
+                        "--n-mdps", "5", "--episodes", "20"],  # (issue 41: episodic)
                        capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "snakemake --cores all --config study=s.yaml" in r.stdout
     (tmp_path / "clean.yaml").write_text(yaml.safe_dump({
         "results_dir": "results/clean", "n_mdps": 4, "horizon": 20,
         "experiments": [{"test": {"family": "riverswim", "size": [6, 8]},
-                         "prior": ["accurate", "uniform"]}],
+                         "prior": ["accurate", "uniform"]},
+                        {"test": "GC", "prior": "GC",  # (no Optimal: said at the start)
+                         "algorithms": {"random": {}, "bamcp": {"K": [50], "D": [15]}}}],
         "algorithms": {"random": {}, "bamcp": {"K": [50], "D": [15]}, "optimal": {}}}))
     for name in ("s.yaml", "clean.yaml"):
         plan = P.load(tmp_path / name)
@@ -689,6 +727,15 @@ def test_an_own_study_runs_what_bbrl_estimate_prices_beside_config_yaml(tmp_path
         assert jobs == sum(x["train_jobs"] + x["run_jobs"] for x in rows.values()), name
         assert f"{len(plan.agents)} agent configurations" in r.stderr
         assert "formula_set" not in _jobs(r.stdout)  # config.yaml's formula sets: not here
+        warned = [ln for ln in r.stderr.splitlines() if "no optimal agent" in ln]
+        if name == "s.yaml":
+            assert plan.config["episodes"] == 20 and plan.config["score"] == "undiscounted"
+            assert [e.name for e in plan.experiments] == ["DeepSea-4-UDeepSea-4@E20xH4"]
+            assert warned == []
+        else:  # issue 41: once, naming the entry and what to add
+            assert warned == ["bbrl: warning: experiments[1] (GC-GC): no optimal agent: its "
+                              "normalised score and regret will be empty; add optimal: {} "
+                              "to its algorithms: block"], r.stderr
     assert plan.config["chunk_budget_minutes"] == BASE["chunk_budget_minutes"]
     assert [a.key for a in plan.agents if a.algorithm == "bamcp"] == ["bamcp__K=50__D=15"]
 
@@ -764,6 +811,80 @@ def test_bbrl_init_writes_exactly_the_algorithms_asked_for(tmp_path, monkeypatch
     assert main(["init", "x.yaml", "--algorithm", " "]) == 2
     assert "--algorithm ' ': expected REF" in capsys.readouterr().err
     assert not (tmp_path / "x.yaml").exists()
+
+
+def test_bbrl_init_writes_the_interaction_asked_for(tmp_path, monkeypatch, capsys):
+    """Issue 41: `--episodes E`, `--horizon T`, `--score`, checked by the configuration's
+    own rules (one line naming the option, nothing written); the score is undiscounted
+    by default for an episodic or long interaction; the file plans as written."""
+    from bbrlcore.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["init", "ep.yaml", "--experiment", "DeepSea-5:UDeepSea-5", "--n-mdps",
+                 "3", "--episodes", "1e3"]) == 0
+    cfg = yaml.safe_load((tmp_path / "ep.yaml").read_text())
+    assert (cfg["episodes"], cfg["score"]) == (1000, "undiscounted")
+    exp = P.load(tmp_path / "ep.yaml").experiments[0]
+    assert (exp.episodes, exp.episode_length, exp.horizon) == (1000, 5, 5000)
+    assert main(["init", "long.yaml", "--experiment", "RiverSwim-6:URiverSwim-6",
+                 "--horizon", "100000", "--n-mdps", "3"]) == 0
+    plan = P.load(tmp_path / "long.yaml")
+    assert plan.experiments[0].horizon == 100_000 and plan.config["score"] == "undiscounted"
+    assert main(["init", "d.yaml", "--experiment", "GC:UGC", "--horizon", "500",
+                 "--score", "undiscounted"]) == 0
+    cfg = yaml.safe_load((tmp_path / "d.yaml").read_text())
+    assert (cfg["horizon"], cfg["episodes"], cfg["score"]) == (500, None, "undiscounted")
+    assert main(["init", "p.yaml", "--experiment", "GC:UGC"]) == 0  # the paper's
+    cfg = yaml.safe_load((tmp_path / "p.yaml").read_text())
+    assert (cfg["horizon"], cfg["episodes"], cfg["score"]) == (250, None, "discounted")
+    capsys.readouterr()
+    for args, needle in [
+            (["--episodes", "0"], "--episodes 0: must be >= 1"),
+            (["--episodes", "ten"], "--episodes 'ten': expected an integer"),
+            (["--horizon", "1e9"], "--horizon 1000000000: must be <= 100000000"),
+            (["--score", "regret"], "--score 'regret': expected discounted"),
+            (["--horizon", "10", "--episodes", "3"], "--horizon 10 --episodes 3: give one"),
+            (["--episodes", "3", "--experiment", "GC:UGC"],
+             "x.yaml: episodes: family gc (GC) has no episodic form")]:
+        assert main(["init", "x.yaml", *args]) == 2, args
+        err = capsys.readouterr().err
+        assert err.startswith(f"bbrl: error: {needle}") and err.count("\n") == 1, err
+        assert not (tmp_path / "x.yaml").exists()
+
+
+def test_an_experiment_without_random_or_optimal_is_said_at_plan_time(tmp_path, capsys,
+                                                                       monkeypatch):
+    """Issue 41: an experiment whose agents lack Random or Optimal would end with empty
+    normalised scores (and regrets, without Optimal): `bbrl estimate` says so once per
+    entry, naming it and what to add (the workflow's start says the same: the own-study
+    dry run above)."""
+    from bbrlcore.cli import main
+
+    f = tmp_path / "s.yaml"
+    f.write_text(yaml.safe_dump(cfg := {
+        "n_mdps": 3, "results_dir": str(tmp_path / "res"), "score": "undiscounted",
+        "experiments": [
+            {"test": "GC", "prior": "GC"},
+            {"test": {"family": "deepsea", "size": [4, 5]}, "prior": "uniform",
+             "episodes": 10, "algorithms": {"psrl": {}}},
+            {"test": "GDL", "prior": "GDL", "algorithms": {"optimal": {}, "beb": {"beta": 1.0}}}],
+        "algorithms": {"random": {}, "optimal": {}}}))
+    lines = P.load(f).missing_references()
+    assert lines == [
+        "experiments[1] (DeepSea-4-UDeepSea-4@E10xH4, DeepSea-5-UDeepSea-5@E10xH5): no "
+        "random/optimal agent: their normalised score and regret will be empty; add "
+        "random: {} and optimal: {} to its algorithms: block",
+        "experiments[2] (GDL-GDL): no random agent: its normalised score will be empty; "
+        "add random: {} to its algorithms: block"]
+    monkeypatch.chdir(tmp_path)
+    assert main(["estimate", "s.yaml"]) == 0
+    err = capsys.readouterr().err
+    assert [ln for ln in err.splitlines() if "no random" in ln] == [
+        f"bbrl: warning: {ln}" for ln in lines]
+    for e in cfg["experiments"][1:]:
+        e["algorithms"].update(random={}, optimal={})
+    f.write_text(yaml.safe_dump(cfg))
+    assert P.load(f).missing_references() == []
 
 
 PRINTABLE = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="/"),
@@ -858,8 +979,9 @@ def test_families_preset_dry_run(tmp_path):
 def test_exploration_preset_dry_run(tmp_path):
     """The exploration preset (issue 34) plans every stage: one test set per size in its
     setting (DeepSea's episodes, RiverSwim's long continuing interaction with
-    checkpoints: labelled names), a run per experiment and agent, validation sets; the
-    algorithms the benchmarks measured in another setting are probed first."""
+    checkpoints: labelled names), a run per experiment and agent, validation sets. The
+    algorithms the benchmarks measured in another setting are probed when it runs; the
+    dry run plays no trajectory and names the estimates it lacks (issue 41)."""
     cfg = _write_cfg(tmp_path, copy.deepcopy(BASE))
     r = _snake(tmp_path, cfg, "--config", "preset=exploration", "-n")
     assert r.returncode == 0, r.stderr[-3000:]
@@ -871,8 +993,12 @@ def test_exploration_preset_dry_run(tmp_path):
     assert ("test_set", "testset=DeepSea-50@E10000xH50") in planned
     assert ("test_set", "testset=RiverSwim-24@T100000n100") in planned
     assert "beyond chunk_budget_minutes" not in r.stderr
-    probed = {p.parent.parent.name for p in (tmp_path / "results/probes").rglob("*.json")}
-    assert probed == {"psrl", "ucrl2", "q-learning-ucb"}
+    assert not (tmp_path / "results").exists()  # (no probe)
+    lacking = {ln.split(": ")[2]: ln for ln in r.stderr.splitlines()
+               if ln.startswith("bbrl: dry run: ")}
+    assert set(lacking) == {"psrl", "ucrl2", "q-learning-ucb"}, r.stderr[-3000:]
+    assert "its continuing measurements (the benchmarks') stands in" in lacking["psrl"]
+    assert "a default price per step stands in" in lacking["ucrl2"]
 
 
 @pytest.mark.slow

@@ -283,6 +283,7 @@ def _dtype(t: Any) -> str:
 def column_tables() -> list[tuple[str, str, list[tuple[str, str, str]]]]:
     """(title, what the table is, [(column, type, meaning)]) for every artefact kind."""
     from bbrlcore.agents.formulas import FORMULA_SET_COLUMNS
+    from bbrlcore.analysis.curves import CURVE_COLUMN_DOCS
     from bbrlcore.analysis.results import SUMMARY_COLUMN_DOCS
     from bbrlcore.mdp import hardness
     from bbrlcore.mdp.distributions import DISTRIBUTION_COLUMNS
@@ -305,6 +306,12 @@ def column_tables() -> list[tuple[str, str, list[tuple[str, str, str]]]]:
         ("Summary",
          "`results/summary.parquet` (`bbrl summary -o`): one row per experiment × agent.",
          [(c, _dtype(t), d) for c, (t, d) in SUMMARY_COLUMN_DOCS.items()]),
+        ("Learning curves",
+         "`bbrl curves -o DIR` (`DIR/curves.parquet`) and `results/report/data/curves.parquet`: "
+         "one row per experiment × algorithm family (its best agent, and Optimal) × time "
+         "point; each value is a mean over the experiment's test MDPs, `_low`/`_high` its "
+         "95% paired bootstrap band.",
+         [(c, _dtype(t), d) for c, (t, d) in CURVE_COLUMN_DOCS.items()]),
         ("Test sets",
          "`results/test_sets/{test}.parquet` (`bbrl experiment new -o`): one row per test "
          "MDP; the metadata holds the test distribution, N, γ, T and the seed.",

@@ -21,9 +21,11 @@ class OutOfMemory(Exception):  # noqa: N818 (what the command line says, not a b
 
 
 @contextmanager
-def building(what: str) -> Iterator[None]:
+def building(what: str, doing: str = "building") -> Iterator[None]:
     """Turn a :class:`MemoryError` raised inside into one :class:`OutOfMemory` line
-    naming ``what`` was being built (the innermost of nested ones names it).
+    naming ``what`` was being built (``doing``: or computed, ...; the innermost of
+    nested ones names it), with the allocator's message and the process's memory limit
+    (:func:`memory_detail`).
 
     >>> try:
     ...     with building("the test set of DeepSea-70"):
@@ -35,10 +37,23 @@ def building(what: str) -> Iterator[None]:
     try:
         yield
     except MemoryError as exc:
-        raise OutOfMemory(f"out of memory while building {what}{memory_detail(exc)}") from None
+        raise OutOfMemory(f"out of memory while {doing} {what}{memory_detail(exc)}") from None
 
 
 def memory_detail(exc: BaseException) -> str:
-    """`` (the allocator's message)`` of a :class:`MemoryError`, on one line, or ``""``."""
+    """`` (the allocator's message)`` of a :class:`MemoryError`, on one line, or ``""``;
+    then, when the process's address space is limited (``ulimit -v``, a scheduler's
+    memory limit enforced so), the limit and what to do:
+    ``; the address space is limited to 5.7 GiB (ulimit -v): raise the limit``."""
     text = " ".join(str(exc).split())
-    return f" ({text})" if text else ""
+    out = f" ({text})" if text else ""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    except (ImportError, OSError, ValueError, AttributeError):  # (no such limit here)
+        return out
+    if soft != resource.RLIM_INFINITY and soft > 0:
+        out += (f"; the address space is limited to {soft / 2**30:.1f} GiB (ulimit -v): "
+                "raise the limit")
+    return out

@@ -51,9 +51,12 @@ if workflow.is_main_process:  # a lock left by a killed run (bbrlcore.plan.workf
     bbrl_support.clear_stale_lock()
 
 # Algorithms the benchmarks do not calibrate (plugins) are probed once, by the main
-# process, before the chunks are sized (bbrlcore.plan.probe); jobs reuse the probes.
+# process, before the chunks are sized (bbrlcore.plan.probe); jobs reuse the probes. A dry
+# run (snakemake -n) plays no trajectory: it uses the probes that exist and says which
+# estimates it lacks.
+DRY_RUN = bool(getattr(workflow.output_settings, "dryrun", False))
 try:
-    bbrl_probe.ensure(PLAN, R, run=workflow.is_main_process)
+    bbrl_probe.ensure(PLAN, R, run=workflow.is_main_process and not DRY_RUN)
 except BBRLError as exc:
     raise WorkflowError(str(exc)) from None
 # `bbrl` (beside this Python) first on PATH for the shell rules; the probes for the jobs
@@ -71,6 +74,12 @@ if workflow.is_main_process:  # what the plan runs (compat variants named, never
     # a single interaction beyond the chunk budget, named before anything runs
     for _line in PLAN.over_budget():
         print(f"bbrl: warning: {_line}", file=sys.stderr)
+    # an experiment without Random or Optimal: empty normalised scores at the end
+    for _line in PLAN.missing_references():
+        print(f"bbrl: warning: {_line}", file=sys.stderr)
+    # estimates a dry run cannot make (probes it did not run)
+    for _line in bbrl_probe.unprobed_lines(PLAN):
+        print(f"bbrl: dry run: {_line}", file=sys.stderr)
 
 
 def one_of(names):
@@ -278,6 +287,18 @@ def merge_inputs(wildcards):
 
 def merge_validation_inputs(wildcards):
     return validation_chunks(wildcards.experiment)
+
+
+def merge_test_set(wildcards):
+    """The test set of the experiment's runs: merge checks them against it."""
+    return f"{R}/test_sets/{EXPERIMENTS[wildcards.experiment].test_set}.parquet"
+
+
+def merge_validation_test_set(wildcards):
+    """The validation set of the experiment's validation runs."""
+    return (
+        f"{R}/test_sets/{EXPERIMENTS[wildcards.experiment].test_set}.validation.parquet"
+    )
 
 
 def versus_arg(wildcards):

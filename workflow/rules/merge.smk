@@ -3,7 +3,8 @@
 
 rule merge:
     input:
-        merge_inputs,
+        runs=merge_inputs,
+        test_set=merge_test_set,
     output:
         f"{R}/merged/{{experiment}}.parquet",
     log:
@@ -16,14 +17,15 @@ rule merge:
     params:
         version=VERSION,
     shell:
-        "bbrl --log {log:q} merge {input:q} -o {output:q}"
+        "bbrl --log {log:q} merge {input.runs:q} --test-sets {input.test_set:q} -o {output:q}"
 
 
 rule merge_validation:
     """One table per experiment of the runs on its validation set (selection:
     validation): what chooses each algorithm's configuration."""
     input:
-        merge_validation_inputs,
+        runs=merge_validation_inputs,
+        test_set=merge_validation_test_set,
     output:
         f"{R}/merged_validation/{{experiment}}.parquet",
     log:
@@ -36,4 +38,4 @@ rule merge_validation:
     params:
         version=VERSION,
     shell:
-        "bbrl --log {log:q} merge {input:q} -o {output:q}"
+        "bbrl --log {log:q} merge {input.runs:q} --test-sets {input.test_set:q} -o {output:q}"

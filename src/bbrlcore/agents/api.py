@@ -210,8 +210,12 @@ continuing interaction. Without it nothing changes: a plugin written before epis
 plays episodic experiments as it is.
 
 Errors of the user's code (an exception in any of its methods, ``SystemExit`` included;
-an action that is not an integer in ``[0, nU)``; functions that do not compile) stop the
-run with one line naming the algorithm (and, while playing, the test MDP and the step).
+an action that is not an integer in ``[0, nU)``; functions that do not compile, or that
+take other arguments than the loop gives them) stop the run with one line naming the
+algorithm (and, while playing, the test MDP, the hook and its step: ``RuntimeError in
+observe at step 11``, ``RuntimeError in episode_start(k=3), before step 12``,
+:func:`hook_place`). An ``episode_start`` that is not a method ``episode_start(self, k)``
+(or an ``@njit`` function) is refused when the class is read, before any trajectory.
 Anything a plugin prints goes to stderr (stdout carries bbrl's own output).
 """
 
@@ -247,11 +251,58 @@ from bbrlcore.mdp.rows import read_only as _readonly
 
 class AgentError(BBRLError):
     """The user's agent code failed (or played an invalid action) during a trajectory.
-    :func:`bbrlcore.protocol.run_agent` adds the test MDP to the message."""
+    :func:`bbrlcore.protocol.run_agent` adds the test MDP to the message. ``step``: the
+    step played (or before which a hook ran); ``error`` (the exception's type name),
+    ``hook`` and ``place`` (:func:`hook_place`): where an exception of the user's code
+    was raised, when it was."""
 
-    def __init__(self, message: str, step: int | None = None) -> None:
+    def __init__(self, message: str, step: int | None = None, *, error: str = "",
+                 hook: str = "", place: str = "") -> None:
         super().__init__(message)
         self.step = step
+        self.error = error
+        self.hook = hook
+        self.place = place
+
+
+#: The hooks of an agent the package's loop calls, by the code the compiled loop writes
+#: into ``status[3]`` while it runs one (``status[4]``: the episode k of
+#: ``episode_start``), so that an exception is reported with its hook and step.
+HOOKS = ("reset", "episode_start", "act", "observe", "counter_values")
+_RESET, _START, _ACT, _OBSERVE, _COUNT = range(len(HOOKS))
+
+
+def hook_place(hook: str, step: int, k: int = 0, horizon: int = 0) -> tuple[str, str]:
+    """Where a hook of an agent runs in a trajectory of ``horizon`` steps: ``(hook, place)``
+    for the messages of an error raised there. ``step``: the step played by ``act`` and
+    ``observe``, the step before which ``episode_start`` runs (episode ``k``).
+
+    >>> hook_place("observe", 11)
+    ('observe', 'at step 11')
+    >>> hook_place("episode_start", 12, 3)
+    ('episode_start(k=3)', 'before step 12')
+    >>> hook_place("reset", 0), hook_place("counter_values", 0, horizon=200)
+    (('reset', 'before step 0'), ('counter_values', 'after step 199'))
+    """
+    if hook == "reset":
+        return hook, "before step 0"
+    if hook == "episode_start":
+        return f"episode_start(k={k})", f"before step {step}"
+    if hook == "counter_values":
+        return hook, f"after step {horizon - 1}"
+    return hook, f"at step {step}"
+
+
+def hook_error(name: str, exc: BaseException, hook: str, step: int, k: int = 0,
+               horizon: int = 0) -> AgentError:
+    """The :class:`AgentError` of an exception ``exc`` raised by hook ``hook`` of agent
+    ``name``: ``name: Type in hook, place: message``, e.g. ``my-agent: RuntimeError in
+    episode_start(k=3), before step 12: boom`` (:func:`hook_place`)."""
+    where, place = hook_place(hook, step, k, horizon)
+    sep = " " if place.startswith("at ") else ", "
+    what = describe_error(exc).replace(":", f" in {where}{sep}{place}:", 1)
+    return AgentError(f"{name}: {what}", max(step, 0), error=type(exc).__name__,
+                      hook=where, place=place)
 
 
 @contextlib.contextmanager
@@ -423,7 +474,9 @@ def algorithm_of(cls: type, what: str) -> Algorithm:
         start = getattr(cls, "episode_start", None)
         if start is not None and not hasattr(start, "py_func"):
             raise BBRLError(f"{what}: {cls.__name__}.episode_start must be a numba @njit "
-                            "function (state, k) (a CompiledAgent), or left out")
+                            "function episode_start(state, k), called before each "
+                            "episode's first act (a CompiledAgent), or left out; got "
+                            f"{_shown(start)}")
         make_player = _compiled_player(cls, name, counters)
 
         def prepare(prior: Any, params: dict, trained: Trained | None, ep: Episode) -> None:
@@ -432,6 +485,11 @@ def algorithm_of(cls: type, what: str) -> Algorithm:
         for m in ("act",):
             if not callable(getattr(cls, m, None)) or getattr(cls, m) is PythonAgent.act:
                 raise BBRLError(f"{what}: {cls.__name__} must define the method {m}(state)")
+        wrong = _not_a_method(cls, "episode_start", 1)
+        if wrong:
+            raise BBRLError(f"{what}: {cls.__name__}.episode_start must be a method "
+                            "episode_start(self, k), called before each episode's first "
+                            f"act (a PythonAgent), or left out; got {wrong}")
         make_player = _python_player(cls, name, counters)
     trains = getattr(cls, "train", None) not in (None, _AgentBase.train)
     return Algorithm(
@@ -453,6 +511,47 @@ def algorithm_of(cls: type, what: str) -> Algorithm:
         # agent's own dense kernel (written before episodes) does not
         episodic=sparse,
     )
+
+
+def _shown(v: Any) -> str:
+    """A value in a message: ``int 5``, ``function plain (not decorated with @njit)``."""
+    import inspect
+
+    if inspect.isfunction(v):
+        return f"function {v.__name__} (not decorated with @njit)"
+    text = repr(v)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{type(v).__name__} {text}"
+
+
+def _not_a_method(cls: type, name: str, n_args: int) -> str:
+    """"" when ``cls.name`` is absent or a method taking ``n_args`` arguments besides
+    ``self``; else what it is instead (``int 5``, ``a method episode_start(self)``)."""
+    import inspect
+
+    fn = inspect.getattr_static(cls, name, None)
+    if fn is None:
+        return ""
+    if isinstance(fn, staticmethod):
+        fn, bound = fn.__func__, n_args
+    elif isinstance(fn, classmethod):
+        fn, bound = fn.__func__, n_args + 1  # (cls)
+    elif inspect.isfunction(fn):
+        bound = n_args + 1  # (self)
+    else:
+        bound = n_args  # (a callable object: called as it is)
+    if not callable(fn):
+        return _shown(fn)
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):  # (a callable without a signature to read)
+        return ""
+    try:
+        sig.bind(*range(bound))
+    except TypeError:
+        return f"a method {name}({', '.join(sig.parameters)})"
+    return ""
 
 
 def _instance(cls: type, params: dict, prior: Any, learned: Any, gamma: float,
@@ -539,7 +638,8 @@ def _python_player(cls: type, name: str, counters: tuple[str, ...]):
         lay = ep.layout()
         succ, nsucc = lay.succ, lay.nsucc
         nC = len(counters)
-        # (a class written before episodes has no episode_start: nothing to call)
+        # (a class written before episodes has no episode_start: nothing to call; one
+        # that is not a method was refused when the class was read, algorithm_of)
         start = getattr(agent, "episode_start", None) or (lambda k: None)
 
         def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
@@ -552,15 +652,17 @@ def _python_player(cls: type, name: str, counters: tuple[str, ...]):
             env = np.random.Generator(np.random.PCG64(env_ss))
             agent.rng = np.random.Generator(np.random.PCG64(agent_ss))
             cdf = np.cumsum(P, axis=2)  # (the test MDP on its sparse rows)
-            step = -1
+            step, k_ep, hook = 0, 0, "reset"  # (where the user's code runs: its errors)
             ret, disc = 0.0, 1.0
             # (run_agent sends the user's prints to stderr around the whole run)
             try:
                 agent.reset()
                 x = ep.initial_state if ep.initial_state >= 0 else int(env.integers(nX))
                 if H > 0:
+                    hook = "episode_start"
                     start(0)
                 for step in range(ep.horizon):
+                    hook = "act"
                     a = _action(agent.act(x), nU, name, step)
                     row = cdf[x, a]
                     k = min(int(np.searchsorted(row, env.random(), side="right")),
@@ -574,6 +676,7 @@ def _python_player(cls: type, name: str, counters: tuple[str, ...]):
                     rewards[step] = r
                     ret += disc * r
                     disc *= ep.gamma
+                    hook = "observe"
                     agent.observe(x, a, y, r)
                     x = y
                     left -= 1
@@ -581,14 +684,15 @@ def _python_player(cls: type, name: str, counters: tuple[str, ...]):
                         left = H
                         x = (ep.initial_state if ep.initial_state >= 0
                              else int(env.integers(nX)))
-                        start((step + 1) // H)
+                        k_ep, hook = (step + 1) // H, "episode_start"
+                        start(k_ep)
+                hook = "counter_values"
                 cnt = np.asarray(agent.counter_values(), dtype=np.int64) if nC else _NONE
             except (AgentError, KeyboardInterrupt):
                 raise
             except BaseException as exc:  # noqa: BLE001 - the user's code: any error
-                where = "reset" if step < 0 else f"step {step}"
-                what = describe_error(exc).replace(":", f" at {where}:", 1)
-                raise AgentError(f"{name}: {what}", max(step, 0)) from None
+                at = k_ep * H if hook == "episode_start" else step
+                raise hook_error(name, exc, hook, at, k_ep, ep.horizon) from None
             if cnt.shape != (nC,):
                 raise AgentError(f"{name}: counter_values returned {cnt.size} values, "
                                  f"expected {nC} ({', '.join(counters)})")
@@ -610,7 +714,10 @@ def compiled_trajectory(reset, act, observe, setup, P, R, Rstd, gaussian, initia
     state)`` (and fills ``rewards``, when given, as the loop does).
 
     ``status[0]`` holds the step being played, ``status[1]`` an invalid action (the
-    trajectory stops and returns with ``status[2] = 1``). Not cached: it takes functions as
+    trajectory stops and returns with ``status[2] = 1``); a status of 5 entries also
+    gets the hook being run (``status[3]``, its index in :data:`HOOKS`) and the episode
+    of ``episode_start`` (``status[4]``; ``status[0]`` is then the step it runs before),
+    for the message of an error raised there. Not cached: it takes functions as
     arguments, so it is compiled once per process for each agent (outside the timing).
     The package itself plays compiled agents with :func:`trajectory_kernel` (the same
     loop, specialised once per agent and cached on disk).
@@ -715,19 +822,32 @@ def trajectory_loop_rows(reset, act, observe, counter_values, setup, P, succ, ns
     np.random.seed(seed)
     nX, nU, _ = P.shape
     status[2] = 0
+    # (a status of 5 entries or more, the package's: the hook being run, status[3], and
+    # the episode of episode_start, status[4], for the message of an error raised there)
+    hooks = status.shape[0] >= 5
+    status[0] = 0
+    if hooks:
+        status[3] = 0  # reset (HOOKS)
     state = reset(setup)
     x = env_reset(initial_state, nX)
     ret = 0.0
     disc = 1.0
     left = episode_length if episode_length > 0 else -1  # steps left in the episode
     if episode_length > 0:
+        if hooks:
+            status[3] = 1  # episode_start
+            status[4] = 0
         start_episode(episode_start, state, 0)
     for t in range(horizon):
         status[0] = t
+        if hooks:
+            status[3] = 2  # act
         u = act(state, x)
         if u < 0 or u >= nU:
             status[1] = u
             status[2] = 1
+            if hooks:
+                status[3] = 4  # counter_values
             return ret, counter_values(state)
         k = env_step_rows(P, nsucc, x, u)
         r = env_reward_rows(R, Rstd, gaussian, x, u, k)
@@ -735,13 +855,21 @@ def trajectory_loop_rows(reset, act, observe, counter_values, setup, P, succ, ns
         ret += disc * r
         disc *= gamma
         y = succ[x, u, k]
+        if hooks:
+            status[3] = 3  # observe
         observe(state, x, u, y, r)
         x = y
         left -= 1
         if left == 0 and t + 1 < horizon:  # the episode's end: back to the initial state
             left = episode_length
             x = env_reset(initial_state, nX)
+            if hooks:
+                status[0] = t + 1  # (the step it runs before)
+                status[3] = 1  # episode_start
+                status[4] = (t + 1) // episode_length
             start_episode(episode_start, state, (t + 1) // episode_length)
+    if hooks:
+        status[3] = 4  # counter_values
     return ret, counter_values(state)
 
 
@@ -830,7 +958,7 @@ def _writable(v: Any) -> Any:
 
 
 def _compile(kernel: Any, args: tuple, lock: str | None, name: str,
-             fns: tuple[Any, Any, Any, Any]) -> None:
+             fns: tuple[Any, ...]) -> None:
     """Compile ``kernel`` for ``args`` (or load it from numba's cache), before any
     trajectory: code that does not compile is one line naming the plugin, the function
     and the cause."""
@@ -869,7 +997,9 @@ def _compiled_player(cls: type, name: str, counters: tuple[str, ...]):
         # names it if the plugin crashes the process: bbrlcore.crash)
         status = crash.status()
         own = getattr(cls, "trajectory", None)
-        fns = (cls.reset, cls.act, cls.observe, final_state if in_python else count_fn)
+        start = getattr(cls, "episode_start", None)
+        fns = (cls.reset, cls.act, cls.observe, final_state if in_python else count_fn,
+               start)
         gaussian, initial_state = bool(ep.gaussian), int(ep.initial_state)
         gamma, horizon = float(ep.gamma), int(ep.horizon)
         dense_of = None
@@ -892,7 +1022,7 @@ def _compiled_player(cls: type, name: str, counters: tuple[str, ...]):
                 R = _readonly(np.ascontiguousarray(rows.scatter(ep.R, dense_of)))
                 Rstd = _readonly(np.ascontiguousarray(rows.scatter(ep.Rstd, dense_of)))
         else:
-            kernel, lock = _kernel_and_lock(*fns, True, getattr(cls, "episode_start", None))
+            kernel, lock = _kernel_and_lock(*fns[:4], True, start)
             records = True
             lay = ep.layout()
             lead = (lay.succ, lay.nsucc)
@@ -906,6 +1036,7 @@ def _compiled_player(cls: type, name: str, counters: tuple[str, ...]):
         def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
                  ) -> tuple[float, np.ndarray]:
             status[:] = 0
+            status[3] = -1  # (no hook yet: the package's loop says which one it runs)
             if dense_of is not None:
                 from bbrlcore.mdp import rows
 
@@ -928,8 +1059,12 @@ def _compiled_player(cls: type, name: str, counters: tuple[str, ...]):
 
                 if isinstance(exc, NumbaError):
                     raise BBRLError(f"{name}: {compile_message(exc, fns, setup)}") from None
-                raise AgentError(f"{name}: {type(exc).__name__} at step {int(status[0])}: "
-                                 f"{_first_line(exc)}", int(status[0])) from None
+                if not 0 <= status[3] < len(HOOKS):  # (a kernel of its own: no hooks)
+                    raise AgentError(f"{name}: {type(exc).__name__} at step "
+                                     f"{int(status[0])}: {_first_line(exc)}",
+                                     int(status[0]), error=type(exc).__name__) from None
+                raise hook_error(name, exc, HOOKS[int(status[3])], int(status[0]),
+                                 int(status[4]), horizon) from None
             if status[2]:
                 raise AgentError(f"{name}: act returned {int(status[1])} at step "
                                  f"{int(status[0])}, outside [0, {P.shape[1]})",
@@ -1033,15 +1168,52 @@ def _role(fn: Any, role: str) -> str:
     return role if name.strip("_") == role else f"{role} ({name})"
 
 
-def _diagnose(fns: tuple[Any, Any, Any, Any], setup: tuple) -> str:
-    """Which of an agent's functions does not compile with the types the loop gives it,
-    and why: ``act does not compile: ...`` or ``act returns float64, not an integer
-    action``; "" when each compiles alone."""
+#: The arguments the package's loop calls each function of a compiled agent with.
+SIGNATURES = {"reset": "(setup)", "act": "(state, x)", "observe": "(state, x, u, y, r)",
+              "counter_values": "(state)", "episode_start": "(state, k)"}
+
+
+def _arity_problem(fn: Any, role: str) -> str:
+    """``episode_start (one_arg) takes (state), expected (state, k) (plug.py, line 9)``
+    when the Python function behind ``fn`` cannot be called with the arguments the loop
+    gives ``role`` (:data:`SIGNATURES`), else ""."""
+    import inspect
+
+    expected = SIGNATURES[role]
+    n = expected.count(",") + 1
+    try:
+        sig = inspect.signature(fn.py_func)
+    except (TypeError, ValueError, AttributeError):  # (none to read: numba will tell)
+        return ""
+    try:
+        sig.bind(*range(n))
+    except TypeError:
+        shown = "(" + ", ".join(sig.parameters) + ")"
+        return (f"{_role(fn, role)} takes {shown}, expected {role}{expected} "
+                f"({_def_line(fn)})")
+    return ""
+
+
+def _diagnose(fns: tuple[Any, ...], setup: tuple) -> str:
+    """Which of an agent's functions (reset, act, observe, counters and, when given,
+    episode_start) does not compile with the types the loop gives it, and why: ``act
+    does not compile: ...``, ``act returns float64, not an integer action`` or
+    ``episode_start takes (state), expected episode_start(state, k)``; "" when each
+    compiles alone."""
     from numba import typeof, types
     from numba.core.errors import NumbaError
 
-    reset, act, observe, count = fns
+    reset, act, observe, count = fns[:4]
+    start = fns[4] if len(fns) > 4 else None
     i64, f64 = types.int64, types.float64
+    roles = [(reset, "reset"), (act, "act"), (observe, "observe"), (start, "episode_start")]
+    if count is not None and hasattr(count, "py_func") and count is not final_state:
+        roles.append((count, "counter_values"))
+    for fn, role in roles:  # (called with the wrong number of arguments: said at once)
+        if fn is not None and hasattr(fn, "py_func"):
+            wrong = _arity_problem(fn, role)
+            if wrong:
+                return wrong
 
     def typed(fn: Any, role: str, sig: tuple) -> Any:
         try:
@@ -1060,6 +1232,8 @@ def _diagnose(fns: tuple[Any, Any, Any, Any], setup: tuple) -> str:
         if not isinstance(action, types.Integer):
             return f"{_role(act, 'act')} returns {action}, not an integer action"
         typed(observe, "observe", (state, i64, action, i64, f64))
+        if start is not None and hasattr(start, "py_func"):
+            typed(start, "episode_start", (state, i64))
         if count is not None and hasattr(count, "py_func"):
             typed(count, "counter_values", (state,))
     except _Diagnosis as d:
@@ -1071,11 +1245,13 @@ class _Diagnosis(Exception):
     pass
 
 
-def compile_message(exc: BaseException, fns: tuple[Any, Any, Any, Any] | None = None,
+def compile_message(exc: BaseException, fns: tuple[Any, ...] | None = None,
                     setup: tuple | None = None) -> str:
     """One line saying why a compiled agent's trajectory does not compile: the function
     at fault and numba's cause (:func:`numba_cause`) when ``fns`` (reset, act, observe,
-    counters) and ``setup`` are given and one of them fails alone, else numba's cause."""
+    counters and, optionally, episode_start) and ``setup`` are given and one of them
+    fails alone (or takes other arguments than the loop gives it), else numba's cause.
+    (Called on the error path only: it types each function again.)"""
     if fns is not None and setup is not None:
         try:
             found = _diagnose(fns, setup)
@@ -1083,4 +1259,6 @@ def compile_message(exc: BaseException, fns: tuple[Any, Any, Any, Any] | None = 
             found = ""
         if found:
             return found
-    return f"its reset/act/observe do not compile with the trajectory loop: {numba_cause(exc)}"
+    hooks = "reset/act/observe" + ("/episode_start" if fns is not None and len(fns) > 4
+                                   and fns[4] is not None else "")
+    return f"its {hooks} do not compile with the trajectory loop: {numba_cause(exc)}"

@@ -294,6 +294,11 @@ class Algorithm:
     #: False (an :class:`Algorithm` written before episodes): refused, in one line, in an
     #: episodic experiment (:meth:`check_episodic`).
     episodic: bool = False
+    #: Why it plays episodic interactions only ("": it plays continuing ones too):
+    #: Q-learning-UCB learns one Q-function per step of an episode. Refused, in one line,
+    #: in a continuing interaction (:meth:`check_episodic`, the one place that says so:
+    #: the configuration, the runner and the player ask it).
+    episodic_only: str = ""
 
     # -----------------------------------------------------------------------------------
     def parse_params(
@@ -347,23 +352,38 @@ class Algorithm:
             where = f"{source}: " if source else ""
             raise BBRLError(f"{where}{self.agent_id(params)} on {prior.short_name}: {err}")
 
-    def check_episodic(self, episode_length: int, *, source: str = "") -> None:
-        """Raise :class:`BBRLError` (prefixed by ``source``) when the interaction is
-        episodic (``episode_length`` > 0) and the algorithm's players do not honour it
-        (:attr:`episodic` False).
+    def check_episodic(self, episode_length: int, *, source: str = "",
+                       fix: str = "") -> None:
+        """Raise :class:`BBRLError` (prefixed by ``source``) when the algorithm cannot play
+        the interaction: an episodic one (``episode_length`` > 0) and its players do not
+        honour episodes (:attr:`episodic` False), or a continuing one (``episode_length``
+        0) and it plays episodic interactions only (:attr:`episodic_only`). ``fix`` says
+        what to change where the interaction was given (default: the command line's
+        ``bbrl experiment new --episodes E``).
 
         >>> Algorithm("old", (), lambda *a: None).check_episodic(10, source="agent old")
         Traceback (most recent call last):
         ...
         bbrlcore.errors.BBRLError: agent old: algorithm old does not support episodic ...
+        >>> ep = Algorithm("ep", (), lambda *a: None, episodic=True, episodic_only="why")
+        >>> ep.check_episodic(0, fix="give it episodes:")
+        Traceback (most recent call last):
+        ...
+        bbrlcore.errors.BBRLError: ep plays episodic interactions only (why); give it episodes:
         """
+        where = f"{source}: " if source else ""
         if episode_length > 0 and not self.episodic:
-            where = f"{source}: " if source else ""
             raise BBRLError(
                 f"{where}algorithm {self.name} does not support episodic interactions "
                 f"(episode_length {episode_length}): its Algorithm does not say "
                 "episodic=True (its players must return to the initial state after every "
                 "episode_length steps, see bbrlcore.agents.base.Episode)")
+        if episode_length <= 0 and self.episodic_only:
+            raise BBRLError(
+                f"{where}{self.name} plays episodic interactions only "
+                f"({self.episodic_only}); "
+                + (fix or "this interaction is continuing: make an episodic test set "
+                   "(bbrl experiment new --episodes E)"))
 
     def agent_id(self, params: dict[str, Any],
                  rendered: dict[str, str] | None = None) -> str:

@@ -76,9 +76,11 @@ successors, each a slot of the pair's row (its next state), a multiplicity and a
 index (12 bytes):
 :math:`N D\,(24 + n_U (20 + 12 C))` bytes, about 27 MB for Grid (nU = 4) at K = 10 000,
 C = 15, D = 50. The kernel checks the bound on every allocation and raises if it would
-be exceeded. Besides the pool: the urn's stacks, one 4-byte entry per count,
-:math:`n_X n_U (T + D + 1)` of them (120 KB for Grid at T = 250, D = 50), allocated
-but only written where counts are pushed; the counts and the prior's alias tables, on
+be exceeded. Besides the pool: the urn's stacks, one 4-byte entry per count, in one
+pool of :math:`2 (n_X n_U (3D + 2) + 2T)` entries (:func:`urn_pool_entries`: each
+pair's stack starts with room for ``D + 2`` and doubles when full; 10 MB for
+DeepSea-50 over bsuite's 500,000 steps, where a stack of ``T + D + 1`` per pair took
+10 GB); the counts and the prior's alias tables, on
 the agent's **sparse rows** (:mod:`bbrlcore.mdp.rows`: the successors of each pair that
 the prior or the test MDPs allow), :math:`n_X n_U W` entries each with ``W`` the widest
 row (``n_X`` only for a prior whose rows are full, as UGrid's), so that setting up a
@@ -236,7 +238,7 @@ def _fsss(
     x, a, k1, s1, N, C, D, KW, nU, gamma, R, vmin, vmax, pc, pcsum, supp, nsupp, succ,
     vstate, vU, vL, qU, qL, nrec, sslot, smult, schild,
     path_node, path_b, path_s, path_y, path_old, tie, rbuf, rstate, rs,
-    th_tot, al_k, al_scale, al_uni, al_y, al_prob, al_alias, stk, scap, slen, cnt, bstep,
+    th_tot, al_k, al_scale, al_uni, al_y, al_prob, al_alias, stk, soff, slen, cnt, bstep,
     hmask, hw, hW, hn, hflip, hcdf, kseq, cbern,
 ):  # fmt: skip
     """N rollouts in a fresh FSSS tree rooted at state ``s1`` (reached by x, a -> s1);
@@ -246,7 +248,9 @@ def _fsss(
     bounds, the tie-breaks) because numba does not make calls to small helpers free, on
     flat arrays (one multiply-add per index): pair ``p = s nU + b``; a pair's row (the
     slots of the agent's sparse rows, ``KW`` wide: slot ``k`` is the transition to
-    ``succ[p KW + k]``) at ``p KW``, its count stack at ``p scap``; a node's action at
+    ``succ[p KW + k]``) at ``p KW``, its count stack at ``soff[p]`` (with room for the
+    D + 1 pseudo-counts of a rollout beyond its real counts: :func:`_observe`); a node's
+    action at
     ``nb = node nU + b``, its recorded successors (slots of the row, with their
     multiplicities) at ``nb C``. The root ``s1`` is slot ``k1`` of row (x, a);
     ``supp``/``nsupp`` list each row's slots of positive count. ``pc``/``pcsum`` (the
@@ -272,7 +276,7 @@ def _fsss(
         old_root_sum = pcsum[U(pa)]
         pc[U(pa * KW + k1)] += 1.0
         pcsum[U(pa)] += 1.0
-        stk[U(pa * scap + slen[U(pa)])] = k1
+        stk[U(soff[U(pa)] + slen[U(pa)])] = k1
         slen[U(pa)] += 1
         node = root
         parent = -1
@@ -416,7 +420,7 @@ def _fsss(
                         sc = al_scale[U(p)]
                         uni = al_uni[U(p)]
                         Lm = L - 1
-                        sk = p * scap
+                        sk = soff[U(p)]
                         cb = b * KW  # (one counter row per action: independent chains)
                         if rp + C > RB:
                             rng_fill_uniform(rs, rbuf)
@@ -550,7 +554,7 @@ def _fsss(
             plen += 1
             pc[U(p * KW + y)] += 1.0
             pcsum[U(p)] += 1.0
-            stk[U(p * scap + slen[U(p)])] = y
+            stk[U(soff[U(p)] + slen[U(p)])] = y
             slen[U(p)] += 1
             parent = node
             pj = sb + j
@@ -609,7 +613,8 @@ def _workspace(succ, nsucc, theta, R, T, N, C, D):
     rows ``succ, nsucc`` (``theta``, ``R``: the prior's values on them): the counting
     model (3-D, for the updates, and flat views of it, of ``R`` and of ``succ`` for the
     search) and the search's arrays, in tuples. Everything but the node pool and the
-    binomials' table is O(transitions) or O(nX nU T)."""
+    binomials' table is O(transitions) or, the urn's stacks, O(T + nX nU D)
+    (:func:`urn_pool_entries`)."""
     nX, nU, W = theta.shape
     pc, pcsum, supp, nsupp = support_init(theta, nsucc)
     flat = (R.ravel(), pc.ravel(), pcsum.ravel(), supp.ravel(), nsupp.ravel(), succ.ravel(), W)
@@ -633,17 +638,26 @@ def _workspace(succ, nsucc, theta, R, T, N, C, D):
         np.empty(2 * D),  # path_old
         np.empty(max(nU, C), dtype=np.int64),  # tie
     )
-    # the predictive's urn: alias tables of the prior's part, stacks of the counts (at
-    # most T real transitions and D + 1 pseudo-counts per pair)
+    # the predictive's urn: alias tables of the prior's part, stacks of the counts: a
+    # pair's stack holds its real transitions (at most T over all pairs) and at most D + 1
+    # pseudo-counts of a rollout; each starts with room for D + 2 entries in one pool and
+    # moves to the pool's end with twice the room when a real count leaves less than
+    # D + 1 free (_observe, _grow), so that the pool
+    # needs O(T + nX nU D) entries, not nX nU (T + D + 1) (DeepSea-50's 500,000 steps:
+    # 10 MB instead of 10 GB)
     th_tot, al_k, al_scale, al_uni, al_y, al_prob, al_alias = _prior_alias(theta, nsucc)
-    scap = T + D + 1
+    n_pairs = nX * nU
+    first = D + 2
     urn = (
         th_tot.ravel(), al_k.ravel(), al_scale.ravel(), al_uni.ravel(), al_y.ravel(),
         al_prob.ravel(), al_alias.ravel(),
-        np.empty(nX * nU * scap, dtype=np.int32),  # stk
-        scap,
-        np.zeros(nX * nU, dtype=np.int64),  # slen
+        np.empty(urn_pool_entries(n_pairs, T, D), dtype=np.int32),  # stk
+        np.arange(n_pairs, dtype=np.int64) * first,  # soff
+        np.full(n_pairs, first, dtype=np.int64),  # scap
+        np.zeros(n_pairs, dtype=np.int64),  # slen
+        np.full(1, n_pairs * first, dtype=np.int64),  # stop: the pool's first free entry
         np.zeros(nU * W, dtype=np.int64),  # cnt
+        D + 1,  # the room kept free in every stack
     )
     # steps of the binomial inversion: pmf(m + 1) = pmf(m) (p / (1 - p)) (n - m) / (m + 1)
     bstep = np.zeros((C + 1) * (C + 1))
@@ -677,10 +691,45 @@ def _observe(model, urn, x, u, k):
     stack of counts."""
     pc, pcsum, supp, nsupp = model
     support_observe(pc, pcsum, supp, nsupp, x, u, k)
-    stk, scap, slen = urn[7], urn[8], urn[9]
+    stk, soff, scap, slen, stop = urn[7], urn[8], urn[9], urn[10], urn[11]
     p = x * pc.shape[1] + u
-    stk[p * scap + slen[p]] = k
+    stk[soff[p] + slen[p]] = k
     slen[p] += 1
+    # room for a rollout's pseudo-counts (at most D + 1: the root's, one a level), so that
+    # the search pushes without a check (_fsss)
+    if slen[p] + urn[13] > scap[p]:
+        _grow(stk, soff, scap, slen, stop, p)
+
+
+@njit(cache=True, error_model="numpy")
+def urn_pool_entries(n_pairs, T, D):
+    """Entries of the pool of the urn's stacks (:func:`_workspace`, :func:`_grow`) for
+    ``n_pairs`` state-action pairs, ``T`` real transitions and rollouts of depth ``D``:
+    a pair's stack starts with ``c0 = D + 2`` entries and doubles whenever its ``n`` real
+    transitions leave less than ``D + 1`` free (the pseudo-counts of a rollout), so its
+    segments sum to less than twice its last size, which is at most ``c0 + 2 (n + D)``;
+    over all pairs, ``2 (n_pairs (c0 + 2 D) + 2 T)``.
+
+    >>> urn_pool_entries(5004, 500_000, 15)  # DeepSea-50 (bsuite's 10,000 episodes)
+    2470376
+    """
+    return 2 * (n_pairs * (D + 2 + 2 * D) + 2 * T)
+
+
+@njit(cache=True, error_model="numpy")
+def _grow(stk, soff, scap, slen, stop, p):
+    """Pair ``p``'s stack moves to the pool's first free entry with twice the room (its
+    entries in the same order, so the same draws)."""
+    new = stop[0]
+    cap = 2 * scap[p]
+    if new + cap > stk.shape[0]:  # (never: urn_pool_entries bounds it)
+        raise RuntimeError("bfs3: urn pool overflow")
+    old = soff[p]
+    for j in range(slen[p]):
+        stk[new + j] = stk[old + j]
+    soff[p] = new
+    scap[p] = cap
+    stop[0] = new + cap
 
 
 @njit(cache=True, error_model="numpy")
@@ -690,13 +739,13 @@ def _tree(x, a, k1, s1, N, C, D, nU, gamma, vmin, vmax, flat, nodes, path, urn, 
     R_f, pc_f, pcsum_f, supp_f, nsupp_f, succ_f, KW = flat
     vstate, vU, vL, qU, qL, nrec, sslot, smult, schild = nodes
     path_node, path_b, path_s, path_y, path_old, tie = path
-    th_f, alk_f, als_f, alu_f, aly_f, alp_f, ala_f, stk, scap, slen, cnt = urn
+    th_f, alk_f, als_f, alu_f, aly_f, alp_f, ala_f, stk, soff, _scap, slen, _stop, cnt, _room = urn
     bstep, hmask, hw, hW, hn, hflip, hcdf, kseq, cbern = binom
     return _fsss(
         x, a, k1, s1, N, C, D, KW, nU, gamma, R_f, vmin, vmax, pc_f, pcsum_f, supp_f, nsupp_f,
         succ_f, vstate, vU, vL, qU, qL, nrec, sslot, smult, schild,
         path_node, path_b, path_s, path_y, path_old, tie, rbuf, rstate, rs,
-        th_f, alk_f, als_f, alu_f, aly_f, alp_f, ala_f, stk, scap, slen, cnt, bstep,
+        th_f, alk_f, als_f, alu_f, aly_f, alp_f, ala_f, stk, soff, slen, cnt, bstep,
         hmask, hw, hW, hn, hflip, hcdf, kseq, cbern,
     )  # fmt: skip
 

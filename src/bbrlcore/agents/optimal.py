@@ -156,14 +156,34 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
     return play
 
 
-def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict[str, float]:
+def cost_features(params: dict, prior, test, gamma: float, horizon: int,
+                  episode_length: int = 0) -> dict[str, float]:
     """``discounted``: one Q-iteration of the test MDP from zero at reset (about
     log(tol (1-g)/Rmax) / log(g) sweeps, at most T + 1), then a greedy step per decision.
-    ``undiscounted``: T sweeps of backward induction at reset, then one row of Q-values
-    per decision."""
+    ``undiscounted``: backward induction over the planning horizon at reset (T + 1 rows
+    of values, each a sweep of the B transitions: ``induction_backups``, priced apart
+    from the Q-iteration's backups: a sweep per step of the horizon, writing a row of
+    values that a long horizon keeps out of the caches, costs more per transition; an
+    episodic interaction plans its H steps once), then at each decision one state's
+    row of Q-values (``row_steps``: T × B / nX transitions). Both grow with T, which
+    the cost model sizes chunks by up to T = 10^8 (``benchmarks/bench_long.py
+    --only optimal`` measures them).
+
+    >>> from bbrlcore.mdp import families
+    >>> d = families.make("deepsea", size=4).prior("accurate")
+    >>> f = cost_features({"criterion": "undiscounted"}, d, d, 0.95, 10**6)
+    >>> f["induction_backups"] == (10**6 + 1) * d.support_layout.nnz
+    True
+    >>> cost_features({"criterion": "undiscounted"}, d, d, 0.95, 10**6, 4)[
+    ...     "induction_backups"] == 5 * d.support_layout.nnz
+    True
+    """
     B = float(test.support_layout.nnz)
     if criterion_of(params) == "undiscounted":
-        return {"trajectory": 1.0, "steps": float(horizon), "backups": (horizon + 1.0) * B}
+        plan = episode_length if episode_length > 0 else horizon
+        return {"trajectory": 1.0, "steps": float(horizon),
+                "induction_backups": (plan + 1.0) * B,
+                "row_steps": float(horizon) * B / max(int(test.n_states), 1)}
     g = gamma if gamma < 1.0 else 0.95
     r_max = max(float(test.r_max), 1e-12)
     sweeps = min(horizon + 1, max(1.0, math.log(0.01 * (1 - g) / r_max) / math.log(g)))

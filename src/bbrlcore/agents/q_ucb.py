@@ -153,10 +153,7 @@ def table_bytes(n_states: int, n_actions: int, H: int) -> int:
 
 def make_player(prior: Any, params: dict, trained: Trained | None, ep: Episode):
     H = int(getattr(ep, "episode_length", 0) or 0)
-    if H <= 0:
-        raise BBRLError("q-learning-ucb: episodic only (it learns one Q-function per step "
-                        "of an episode, Jin et al. 2018); this experiment is continuing: "
-                        "make an episodic one (--episodes E)")
+    ALGORITHM.check_episodic(H)  # (episodic only: the rule is the Algorithm's)
     lay = ep.layout()
     succ = np.ascontiguousarray(lay.succ, dtype=np.int64)
     nsucc = np.ascontiguousarray(lay.nsucc, dtype=np.int64)
@@ -215,4 +212,5 @@ ALGORITHM = Algorithm(
     display_name="Q-learning-UCB",
     sparse=True,
     episodic=True,
+    episodic_only="it learns one Q-function per step of an episode, Jin et al. 2018",
 )

@@ -117,9 +117,16 @@ def family_order(families: list[str]) -> list[str]:
 
 
 def with_family(summary: pl.DataFrame) -> pl.DataFrame:
+    """``summary`` with the column ``family``: :func:`family` of each row's ``algorithm``
+    and ``compat`` (a null ``compat``: not compat), computed by a polars expression (the
+    display name of each distinct algorithm looked up once, no Python call per row)."""
+    names = {a: display_name(a) for a in summary["algorithm"].unique().to_list()
+             if a is not None}
+    shown = pl.col("algorithm").replace_strict(names, default=None, return_dtype=pl.Utf8)
     return summary.with_columns(
-        pl.struct(["algorithm", "compat"])
-        .map_elements(lambda s: family(s["algorithm"], bool(s["compat"])), return_dtype=pl.Utf8)
+        pl.when(pl.col("compat").fill_null(False))
+        .then(shown + pl.lit(" (compat)"))
+        .otherwise(shown)
         .alias("family")
     )
 

@@ -1,4 +1,5 @@
-r"""Learning curves and regret over time, from the per-step rewards of the run tables.
+r"""Learning curves, regret and shortfall over time, from the per-step rewards of the run
+tables.
 
 A run table records, for every trajectory, its rewards :math:`r_0, \dots, r_{T-1}`
 (column ``rewards``, float32). From them, for agent *a* on test MDP *i* of experiment *e*,
@@ -11,7 +12,10 @@ Dearden et al. 1998 and Guez et al. 2012) or the discounted return accumulated s
           C_{a,e,i}(t) = \sum_{s<t} \gamma^s r_s .
 
 Per experiment and family (its best agent, as :func:`bbrlcore.analysis.aggregate.best_agents`
-selects it; and Optimal, the reference), at every time *t* of a grid:
+selects it; and Optimal, the reference), at every time *t* of a grid (at most
+:data:`MAX_POINTS` evenly spaced times, and for a long curve every time up to the
+:data:`LOG_EVERY`-th and log-spaced ones beyond, which figures with a logarithmic time
+axis draw: :func:`curve_positions`):
 
 * the **mean cumulative reward** :math:`\bar C_{a,e}(t)` of the score (the discounted
   return so far, or the sum of rewards so far: the score everywhere, as the rest of the
@@ -22,12 +26,14 @@ selects it; and Optimal, the reference), at every time *t* of a grid:
   below :data:`MIN_GAIN_FRACTION` of its gain at T (the first steps of many problems,
   where the ratio is noise); at *t* = T it is the summary's ``normalised_score`` (with
   the score of the same kind);
-* the **cumulative regret** against Optimal, paired on the test MDPs,
-  :math:`\frac1{N_e}\sum_i (C_{O,e,i}(t) - C_{a,e,i}(t))` (against the Optimal agent's
-  own trajectory, which knows the MDP);
+* the **cumulative shortfall** ``shortfall`` against the Optimal agent, paired on the
+  test MDPs, :math:`\frac1{N_e}\sum_i (C_{O,e,i}(t) - C_{a,e,i}(t))`: how far below the
+  Optimal agent's own realised trajectory (which knows the MDP) the agent's score is
+  (not the regret, which is against the optimal policy's exact expected value);
 * where the runs carry their test MDPs' **reference values** (test sets drawn with them,
-  :mod:`bbrlcore.mdp.references`): the **exact regret** ``regret_ref``, against the
-  optimal policy's expected reward, :math:`t\rho^*_i - U_{a,e,i}(t)` (continuing) or
+  :mod:`bbrlcore.mdp.references`): the **regret** ``regret``, against the
+  optimal policy's exact expected reward, as the run tables' ``regret`` (at *t* = T it is
+  their mean), :math:`t\rho^*_i - U_{a,e,i}(t)` (continuing) or
   :math:`e V^*_{H,i}(s_0) - U_{a,e,i}(eH)` after e episodes (episodic), U the
   undiscounted cumulative reward, exact at every time of the curve (the steps, the
   checkpoints); and **Colosseum's per-step normalised cumulative regret**
@@ -41,7 +47,7 @@ selects it; and Optimal, the reference), at every time *t* of a grid:
   steps, ``episodes`` = t / H).
 
 Each comes with a **paired bootstrap band**: a replicate draws the experiment's test MDPs
-with replacement once and applies them to every family and to Optimal (the regret's
+with replacement once and applies them to every family and to Optimal (the shortfall's
 pairs); the normalising means of Random and Optimal are held at their values, as the
 aggregates hold them (:mod:`bbrlcore.analysis.aggregate`): the bands are conditional on
 them. The band is the percentile interval. Each experiment's replicates come from the
@@ -56,15 +62,19 @@ policy optimal for the sum of rewards over the horizon (backward induction,
 ``optimal__criterion=undiscounted``), whose expected sum no agent exceeds at t = T. Runs
 that hold only the discounted Optimal are normalised by it, and the report says so: an
 agent may then collect more undiscounted reward than that reference (normalised scores
-above 1 and negative regret that a true reference would not give). At t < T even the
+above 1 and negative shortfall that a true reference would not give). At t < T even the
 right reference can be beaten for a while (it plans for T, not for t): a normalised
 score above 1 early on is not an error.
 
 An agent without per-step rewards (a table written before bbrl recorded them, or a
-player that records none) has no curve; an experiment without Random or Optimal, or whose
-Random or Optimal has none, has no curves; the others are drawn, and what is left out is
-said, with the reason (:attr:`Curves.left_out`; ``bbrl curves`` and the report print
-it). The rewards of the agents drawn are checked against their returns and γ
+player that records none) has no curve; an experiment whose Random or Optimal has none
+has no curves; an experiment without Random or Optimal has the curves its tables allow:
+the cumulative score, and where its runs carry their references the regret, the
+normalised regret and bsuite's DeepSea score, but no normalised score (it needs Random
+and Optimal; null) and, without Optimal, no shortfall against it (null); it is then left
+out of the IQM across experiments. The others are drawn, and what is left out is said,
+with the reason (:attr:`Curves.left_out`; ``bbrl curves`` and the report print it).
+The rewards of the agents drawn are checked against their returns and γ
 (:func:`bbrlcore.analysis.results.check_rewards`). A **long** interaction (more than
 :data:`~bbrlcore.protocol.runner.MAX_RECORDED_STEPS` steps) records its cumulative
 reward at checkpoints instead (``checkpoints``, every ``checkpoint_every`` steps; the
@@ -85,11 +95,16 @@ Tables (``curves`` returns them; :func:`write_tables` writes them as Parquet art
 
 =============  ========================================================================
 ``curves``     one row per experiment × family × t: ``experiment, test, prior, family,
-               algorithm, compat, agent, n, t, episodes, cumulative, cumulative_low,
-               cumulative_high, normalised, normalised_low, normalised_high, regret,
-               regret_low, regret_high, regret_ref, regret_ref_low, regret_ref_high,
+               algorithm, compat, agent, n, t, episodes, even_grid, cumulative,
+               cumulative_low,
+               cumulative_high, normalised, normalised_low, normalised_high, shortfall,
+               shortfall_low, shortfall_high, regret, regret_low, regret_high,
                normalised_regret, normalised_regret_low, normalised_regret_high,
-               score`` (the exact and normalised regret null without references)
+               score`` (:data:`CURVE_COLUMN_DOCS`; the regret and the normalised
+               regret null without references, the shortfall without Optimal;
+               ``even_grid``: the point is one of the evenly spaced ones that linear
+               time axes draw, false for the log-spaced points of a long curve,
+               :func:`curve_positions`)
 ``aggregate``  one row per family × t: ``family, n_experiments, t, iqm, iqm_low,
                iqm_high, score``
 ``deepsea``    bsuite's DeepSea score per experiment × family
@@ -127,6 +142,14 @@ SCORES = ("discounted", "undiscounted")
 #: Most time points of a per-experiment curve and of the aggregate curve.
 MAX_POINTS = 100
 AGGREGATE_POINTS = 25
+#: A curve whose evenly spaced points keep fewer than one of its times (steps,
+#: checkpoints or episode ends) in this many also gets log-spaced points, for the figures
+#: with a logarithmic time axis (:func:`curve_positions`): its first times, where
+#: learning shows, would fall between its first two evenly spaced points.
+LOG_SPARSE = 4
+#: Those log-spaced points: every time up to this many (steps, checkpoints or episodes),
+#: then ``points`` log-spaced times beyond, up to the last.
+LOG_EVERY = 200
 #: The normalised score at t is defined once Optimal's mean gain over Random has reached
 #: this fraction of its gain at T. Before, it divides by a small and noisy gap (the first
 #: steps of a problem whose reward is far from the start: RiverSwim's gap is 0 until the
@@ -205,6 +228,33 @@ def checkpoint_matrix(runs: pl.DataFrame, source: str = "runs"
     return flat.reshape(runs.height, T // n), np.arange(n, T + 1, n, dtype=np.int64)
 
 
+def curve_positions(n_times: int, points: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
+    """The points of a curve among its ``n_times`` times (steps, checkpoints or episode
+    ends, in order): ``(positions, even)``, the indices of the points (increasing) and
+    whether each is one of the at most ``points`` evenly spaced ones (the first and last
+    included: what linear time axes draw, as :func:`time_grid`). When those keep fewer
+    than one time in :data:`LOG_SPARSE`, the curve also has every time up to the
+    :data:`LOG_EVERY`-th and ``points`` log-spaced ones beyond (``even`` false where a
+    point is of those only): a logarithmic time axis then shows the first episodes too.
+
+    Examples
+    --------
+    >>> pos, even = curve_positions(250)  # (the paper's T = 250: evenly spaced only)
+    >>> len(pos), bool(even.all())
+    (100, True)
+    >>> pos, even = curve_positions(10_000)  # (bsuite's 10,000 episodes)
+    >>> (pos[:5] + 1).tolist(), int(even.sum()), (pos[even][:3] + 1).tolist()
+    ([1, 2, 3, 4, 5], 100, [1, 102, 203])
+    """
+    even_pos = _positions(np.arange(n_times), points)
+    if n_times <= LOG_SPARSE * points:
+        return even_pos, np.ones(even_pos.size, dtype=bool)
+    first = np.arange(min(n_times, LOG_EVERY))
+    beyond = np.round(np.geomspace(LOG_EVERY, n_times, points)).astype(np.int64) - 1
+    pos = np.unique(np.concatenate([even_pos, first, beyond]))
+    return pos, np.isin(pos, even_pos)
+
+
 def _positions(times: np.ndarray, points: int) -> np.ndarray:
     """At most ``points`` indices into ``times``, evenly spread, the first and last
     included (on times 1..T: :func:`time_grid`)."""
@@ -251,14 +301,21 @@ class LeftOut:
     experiment GC-GC: no learning curves: no Random agent
     >>> print(LeftOut("GC-GC", "it has no per-step rewards", "psrl", "PSRL"))
     experiment GC-GC: no learning curve for PSRL (agent psrl): it has no per-step rewards
+    >>> print(LeftOut("GC-GC", "no Random agent", what="no normalised score"))
+    experiment GC-GC: no normalised score: no Random agent
     """
 
     experiment: str | None
     reason: str
     agent: str | None = None
     family: str | None = None
+    #: What the experiment's curves lack (its other curves are drawn), when not all of
+    #: them are left out: "no normalised score".
+    what: str | None = None
 
     def __str__(self) -> str:
+        if self.what is not None:
+            return f"experiment {self.experiment}: {self.what}: {self.reason}"
         if self.experiment is None:
             return f"{self.family}: left out of the IQM across experiments: {self.reason}"
         if self.agent is None:
@@ -270,9 +327,10 @@ class LeftOut:
 @dataclass
 class Curves:
     """What :func:`curves` returns: ``tables`` (``curves``, ``aggregate``), ``meta``, and
-    what was left out and why (``left_out``: experiments without Random, Optimal or their
-    rewards, agents without per-step rewards on some test MDPs, families left out of the
-    IQM across experiments; :class:`LeftOut`, one line each)."""
+    what was left out and why (``left_out``: experiments whose Random or Optimal has no
+    rewards, the curves that experiments without Random or Optimal lack, agents without
+    per-step rewards on some test MDPs, families left out of the IQM across experiments;
+    :class:`LeftOut`, one line each)."""
 
     tables: dict[str, pl.DataFrame]
     meta: dict[str, Any] = field(default_factory=dict)
@@ -298,8 +356,8 @@ def curves(
     Parameters
     ----------
     merged : polars.DataFrame
-        Merged run table(s) with the ``rewards`` column, Random and Optimal in every
-        experiment.
+        Merged run table(s) with the ``rewards`` column (the normalised score of an
+        experiment needs its Random and Optimal: the module docstring).
     score : {"discounted", "undiscounted"}
         What is accumulated (the module docstring); also what selects the best agents.
     n_resamples, seed, confidence
@@ -327,7 +385,7 @@ def curves(
     >>> from bbrlcore.analysis.curves import _example_runs
     >>> c = curves(_example_runs(), n_resamples=100, points=5)
     >>> t = c.tables["curves"].filter(pl.col("family") == "Optimal")
-    >>> t["t"].to_list(), t["normalised"].to_list()[-1], t["regret"].to_list()[-1]
+    >>> t["t"].to_list(), t["normalised"].to_list()[-1], t["shortfall"].to_list()[-1]
     ([1, 2, 3, 4], 1.0, 0.0)
     """
     from bbrlcore.analysis import aggregate as A
@@ -340,23 +398,17 @@ def curves(
         best = A.best_agents(merged, offline_bound=offline_bound, online_bound=online_bound,
                              separate_compat=separate_compat, score=score)
     left_out: list[LeftOut] = []
-    # an experiment without Random or Optimal has no normalised score nor regret: its
-    # curves are left out (and said: left_out); none left is an error
+    # an experiment without Random or Optimal has curves of what its tables allow (the
+    # cumulative score, the regret against its references, bsuite's DeepSea score),
+    # not the normalised score (nor the shortfall against Optimal without Optimal): said in
+    # one line each (left_out)
     refs = (merged.filter(pl.col("algorithm").is_in(["random", "optimal"]))
             .group_by("experiment").agg(pl.col("algorithm").unique()))
     have = {e: set(a) for e, a in refs.iter_rows()}
-    for exp in sorted(set(merged["experiment"].to_list())):
-        missing = [n for a, n in (("random", "Random"), ("optimal", "Optimal"))
-                   if a not in have.get(exp, set())]
-        if missing:
-            left_out.append(LeftOut(exp, f"no {' and no '.join(missing)} agent (the curves "
-                                         "are normalised against Random and Optimal, and "
-                                         "the regret is measured against Optimal)"))
-    complete = [e for e, a in have.items() if {"random", "optimal"} <= a]
-    if best.height and not best.filter(pl.col("experiment").is_in(complete)).height:
-        raise BBRLError(f"curves: {left_out[0]}; run Random and Optimal in every "
-                        "experiment")
-    best = best.filter(pl.col("experiment").is_in(complete))
+    for exp in sorted(set(best["experiment"].to_list())):
+        note = _missing_references(have.get(exp, set()))
+        if note:
+            left_out.append(LeftOut(exp, note[1], what=note[0]))
     needed = _needed(merged, best)
     table = with_settings(merged.join(needed, on=["experiment", "agent"], how="semi"))
     # long interactions record checkpoints, not every step: their curves are the
@@ -420,7 +472,8 @@ def curves(
     a = (1.0 - confidence) / 2.0
     rows: list[dict[str, Any]] = []
     strata: dict[tuple[Any, ...], int] = {}
-    agg_scores: dict[str, list[np.ndarray]] = {}
+    agg_scores: dict[str, dict[str, np.ndarray]] = {}
+    iqm_exps: list[str] = []
     agg_stratum: list[int] = []
     agg_sizes: list[int] = []
     agg_grid = None
@@ -436,7 +489,7 @@ def curves(
     # (the columns of the cumulative matrices: every step, or the checkpoints)
     check_memory(*bootstrap_bytes(sizes, width, points, aggregate_points), n_resamples,
                  resamples_option, "the learning curves' bootstrap")
-    for e_i, exp in enumerate(exps):
+    for exp in exps:
         m = table.filter(pl.col("experiment") == exp)
         gamma = float(m["gamma"][0])
         T = int(m["horizon"][0])
@@ -450,16 +503,12 @@ def curves(
         else:
             R, times = checkpoint_matrix(m, "merged run table")
         local = {r: k for k, r in enumerate(m["_row"].to_list())}
-        gi = _positions(times, points)  # (indices into the times of C's columns)
+        # (indices into the times of C's columns: the evenly spaced points, and the
+        # log-spaced ones of a long curve)
+        gi, even = curve_positions(times.size, points)
         grid = times[gi]
         agi = _positions(times, aggregate_points)
         ag = times[agi]
-        if agg_grid is None:
-            agg_grid = ag
-        elif not np.array_equal(agg_grid, ag) and agg_differ is None:
-            agg_differ = (f"experiment {exp} is measured at other times (T = {T:,}"
-                          + (f", episodes of {H}" if H else "") + ") than "
-                          f"{exps[0]}: the IQM across experiments needs one time grid")
 
         # an episodic run's checkpoints at every episode end (float64, as the kernels
         # summed them) give the undiscounted cumulative there exactly, where the per-step
@@ -485,16 +534,31 @@ def curves(
                 return und, und
             return cumulative(rows_, gamma, score)[:, times - 1], und
 
-        rand = m.filter(pl.col("algorithm") == "random")["agent"][0]
-        opt = reference_agents(m, score)["agent"][0]
-        (Cr, _), (Co, _) = cum_of(rand), cum_of(opt)
-        N = Cr.shape[0]
-        span = Co.mean(axis=0) - Cr.mean(axis=0)  # (K,)
-        ok = (span > 1e-12 * max(1.0, float(np.abs(Co).max(initial=0.0))))
-        ok &= span >= MIN_GAIN_FRACTION * span[-1]
+        rands = m.filter(pl.col("algorithm") == "random")["agent"]
+        opts = reference_agents(m, score)["agent"]
+        rand = rands[0] if rands.len() else None
+        opt = opts[0] if opts.len() else None
+        # the normalised score needs Random and Optimal, the shortfall against Optimal needs
+        # Optimal (an experiment without them: said in left_out; its curves are the rest)
+        Co = cum_of(opt)[0] if opt is not None else None
+        # (the test MDPs' references, copied into every row: Random's, else any agent's)
+        ref = m.filter(pl.col("agent") == (rand if rand is not None
+                                           else m.sort("agent")["agent"][0])).sort("mdp_index")
+        N = ref.height
+        if rand is not None and Co is not None:
+            Cr = cum_of(rand)[0]
+            span = Co.mean(axis=0) - Cr.mean(axis=0)  # (K,)
+            ok = (span > 1e-12 * max(1.0, float(np.abs(Co).max(initial=0.0))))
+            ok &= span >= MIN_GAIN_FRACTION * span[-1]
+        else:
+            Cr = np.zeros((N, times.size))
+            span = np.ones(times.size)
+            ok = np.zeros(times.size, dtype=bool)
+        has_opt = Co is not None
+        if Co is None:
+            Co = np.zeros((N, times.size))
         # the exact references of every test MDP (the test set's, copied into each row):
         # regret t rho* - C(t) (episodic: e V*_H - C(eH)), normalised by optimal - worst
-        ref = m.filter(pl.col("agent") == rand).sort("mdp_index")
         rho = ref["optimal_reference"].cast(pl.Float64).fill_null(np.nan).to_numpy()
         low_ref = ref["worst_reference"].cast(pl.Float64).fill_null(np.nan).to_numpy()
         has_ref = bool(np.isfinite(rho).all())
@@ -502,12 +566,24 @@ def curves(
         normalisable = has_ref and bool(
             (np.isfinite(gap) & (gap > 1e-12 * (1.0 + np.abs(rho)))).all())
         units = (times // H if H > 0 else times).astype(np.float64)  # episodes or steps
-        key = (str(m["test"][0]), int(m["test_seed"][0]) if "test_seed" in m.columns
-               else -1, N)
-        if key not in strata:
-            strata[key] = len(agg_sizes)
-            agg_sizes.append(N)
-        agg_stratum.append(strata[key])
+        # the IQM across experiments pools the normalised scores: only the experiments
+        # that have them enter it
+        in_iqm = rand is not None and has_opt
+        if in_iqm:
+            if agg_grid is None:
+                agg_grid = ag
+            elif not np.array_equal(agg_grid, ag) and agg_differ is None:
+                agg_differ = (f"experiment {exp} is measured at other times (T = {T:,}"
+                              + (f", episodes of {H}" if H else "") + ") than "
+                              f"{iqm_exps[0]}: the IQM across experiments needs one time "
+                              "grid")
+            key = (str(m["test"][0]), int(m["test_seed"][0]) if "test_seed" in m.columns
+                   else -1, N)
+            if key not in strata:
+                strata[key] = len(agg_sizes)
+                agg_sizes.append(N)
+            agg_stratum.append(strata[key])
+            iqm_exps.append(exp)
         # every replicate's counts of the test MDPs, one row each (the same draws for
         # every family: paired)
         W = np.concatenate([_counts(i[0]) for i in _index_blocks(
@@ -516,10 +592,11 @@ def curves(
         opt_row = {"test": str(m["test"][0]), "prior": str(m["prior"][0]),
                    "family": "Optimal", "algorithm": "optimal", "compat": False,
                    "agent": opt}
-        for r in [*best.filter(pl.col("experiment") == exp).iter_rows(named=True), opt_row]:
+        for r in [*best.filter(pl.col("experiment") == exp).iter_rows(named=True),
+                  *([opt_row] if has_opt else [])]:
             C, U = cum_of(r["agent"])
             X = np.where(ok, (C - Cr.mean(axis=0)) / np.where(ok, span, 1.0), np.nan)
-            regret = Co - C
+            short = Co - C  # the shortfall against the Optimal agent
             RR = (rho[:, None] * units[None, :] - U) if has_ref else np.zeros_like(U)
             NR = RR / np.where(normalisable, gap, 1.0)[:, None] if normalisable \
                 else np.zeros_like(U)
@@ -532,8 +609,8 @@ def curves(
             G = grid.size
             reps = W @ np.hstack([Cg, Xg, Cog - Cg, RR[:, g0], NR[:, g0]]) / N
             lo_, hi_ = np.quantile(reps, [a, 1 - a], axis=0)
-            lc, lx, lr, lrr, lnr = (lo_[k * G:(k + 1) * G] for k in range(5))
-            hc, hx, hr, hrr, hnr = (hi_[k * G:(k + 1) * G] for k in range(5))
+            lc, lx, ls, lrr, lnr = (lo_[k * G:(k + 1) * G] for k in range(5))
+            hc, hx, hs, hrr, hnr = (hi_[k * G:(k + 1) * G] for k in range(5))
             with np.errstate(invalid="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # (columns of no score)
                 xm = (np.nanmean(X[:, g0], axis=0) if ok[g0].any()
@@ -545,32 +622,36 @@ def curves(
                     "family": r["family"], "algorithm": r["algorithm"],
                     "compat": r["compat"], "agent": r["agent"], "n": N, "t": int(t),
                     "episodes": int(t // H) if H > 0 else None,
+                    "even_grid": bool(even[k]),
                     "cumulative": float(C[:, j].mean()),
                     "cumulative_low": float(lc[k]), "cumulative_high": float(hc[k]),
                     "normalised": float(xm[k]) if valid else None,
                     "normalised_low": float(lx[k]) if valid else None,
                     "normalised_high": float(hx[k]) if valid else None,
-                    "regret": float(regret[:, j].mean()),
-                    "regret_low": float(lr[k]), "regret_high": float(hr[k]),
-                    "regret_ref": float(RR[:, j].mean()) if has_ref else None,
-                    "regret_ref_low": float(lrr[k]) if has_ref else None,
-                    "regret_ref_high": float(hrr[k]) if has_ref else None,
+                    "shortfall": float(short[:, j].mean()) if has_opt else None,
+                    "shortfall_low": float(ls[k]) if has_opt else None,
+                    "shortfall_high": float(hs[k]) if has_opt else None,
+                    "regret": float(RR[:, j].mean()) if has_ref else None,
+                    "regret_low": float(lrr[k]) if has_ref else None,
+                    "regret_high": float(hrr[k]) if has_ref else None,
                     "normalised_regret": float(NR[:, j].mean()) if normalisable else None,
                     "normalised_regret_low": float(lnr[k]) if normalisable else None,
                     "normalised_regret_high": float(hnr[k]) if normalisable else None,
                     "score": score,
                 })
-            agg_scores.setdefault(r["family"], [None] * len(exps))[e_i] = X[:, agi]
+            if in_iqm:
+                agg_scores.setdefault(r["family"], {})[exp] = X[:, agi]
     curves_t = pl.DataFrame(rows, schema=_CURVE_SCHEMA)
     if agg_differ is not None:
         left_out.append(LeftOut(None, agg_differ, family="every algorithm"))
         agg_scores = {}
-    for fam, per_exp in agg_scores.items():
-        absent = [e for e, x in zip(exps, per_exp, strict=True) if x is None]
+    pooled = {fam: [x.get(e) for e in iqm_exps] for fam, x in agg_scores.items()}
+    for fam, per_exp in pooled.items():
+        absent = [e for e, x in zip(iqm_exps, per_exp, strict=True) if x is None]
         if absent:
             left_out.append(LeftOut(None, f"no curve in {', '.join(absent)} (the IQM "
                                           "pools every experiment)", family=fam))
-    agg_t = _aggregate(agg_scores, agg_stratum, agg_sizes, agg_grid, n_resamples, seed,
+    agg_t = _aggregate(pooled, agg_stratum, agg_sizes, agg_grid, n_resamples, seed,
                        confidence, score)
     from bbrlcore.analysis.exploration import deepsea_scores
 
@@ -582,18 +663,56 @@ def curves(
                   left_out)
 
 
-_CURVE_SCHEMA: dict[str, Any] = {
-    "experiment": pl.Utf8, "test": pl.Utf8, "prior": pl.Utf8, "family": pl.Utf8,
-    "algorithm": pl.Utf8, "compat": pl.Boolean, "agent": pl.Utf8, "n": pl.Int64,
-    "t": pl.Int64, "episodes": pl.Int64, "cumulative": pl.Float64,
-    "cumulative_low": pl.Float64,
-    "cumulative_high": pl.Float64, "normalised": pl.Float64, "normalised_low": pl.Float64,
-    "normalised_high": pl.Float64, "regret": pl.Float64, "regret_low": pl.Float64,
-    "regret_high": pl.Float64, "regret_ref": pl.Float64, "regret_ref_low": pl.Float64,
-    "regret_ref_high": pl.Float64, "normalised_regret": pl.Float64,
-    "normalised_regret_low": pl.Float64, "normalised_regret_high": pl.Float64,
-    "score": pl.Utf8,
+#: Each column of the ``curves`` table: its type and what it holds (the documentation's
+#: column reference is generated from this; a test checks it against a real table). Every
+#: value is a mean over the experiment's test MDPs at time ``t``; ``_low``, ``_high``: its
+#: paired bootstrap band (the module docstring).
+CURVE_COLUMN_DOCS: dict[str, tuple[Any, str]] = {
+    "experiment": (pl.Utf8, "the experiment's name"),
+    "test": (pl.Utf8, "the test distribution's name"),
+    "prior": (pl.Utf8, "the prior's name"),
+    "family": (pl.Utf8, "the algorithm family drawn (its best agent), or `Optimal`"),
+    "algorithm": (pl.Utf8, "the agent's algorithm"),
+    "compat": (pl.Boolean, "whether the agent runs in compat mode"),
+    "agent": (pl.Utf8, "the agent's id"),
+    "n": (pl.Int64, "test MDPs, N"),
+    "t": (pl.Int64, "time: steps played (an episodic experiment: at episode ends)"),
+    "episodes": (pl.Int64, "episodes played, t / H; null when continuing"),
+    "even_grid": (pl.Boolean, "whether the point is one of the evenly spaced ones that "
+                              "linear time axes draw (false: a log-spaced point of a long "
+                              "curve)"),
+    "cumulative": (pl.Float64, "the score accumulated up to t (discounted return or sum of "
+                               "rewards so far, as `score` says)"),
+    "cumulative_low": (pl.Float64, "its band's low end"),
+    "cumulative_high": (pl.Float64, "its band's high end"),
+    "normalised": (pl.Float64, "the normalised score at t, Random = 0 and Optimal = 1 at "
+                               "each t; null without both agents, or while Optimal's gain "
+                               "over Random is below a tenth of its final gain"),
+    "normalised_low": (pl.Float64, "its band's low end"),
+    "normalised_high": (pl.Float64, "its band's high end"),
+    "shortfall": (pl.Float64, "how far below the Optimal agent: the Optimal agent's "
+                              "cumulative score − the agent's, paired on each test MDP (the "
+                              "Optimal agent's realised rewards, not the optimal policy's "
+                              "exact value: `regret` is against that); null without Optimal"),
+    "shortfall_low": (pl.Float64, "its band's low end"),
+    "shortfall_high": (pl.Float64, "its band's high end"),
+    "regret": (pl.Float64, "the regret against the optimal policy's exact expected value, "
+                           "undiscounted: t·ρ* − Σ rewards so far (continuing) or "
+                           "e·V*_H(s₀) − Σ rewards so far after e episodes (episodic); at "
+                           "the last t the mean of the run tables' `regret`; null without "
+                           "the test MDPs' references"),
+    "regret_low": (pl.Float64, "its band's low end"),
+    "regret_high": (pl.Float64, "its band's high end"),
+    "normalised_regret": (pl.Float64, "Colosseum's normalised cumulative regret: each "
+                                      "step's (episode's) `regret` divided by optimal − "
+                                      "worst (ρ* − ρ⁻, or V*_H − V⁻_H), summed; null "
+                                      "without the references or where they coincide"),
+    "normalised_regret_low": (pl.Float64, "its band's low end"),
+    "normalised_regret_high": (pl.Float64, "its band's high end"),
+    "score": (pl.Utf8, "the score `cumulative`, `normalised` and `shortfall` measure: "
+                       "`discounted` or `undiscounted` (`regret` is always undiscounted)"),
 }
+_CURVE_SCHEMA: dict[str, Any] = {c: t for c, (t, _) in CURVE_COLUMN_DOCS.items()}
 _AGG_SCHEMA: dict[str, Any] = {"family": pl.Utf8, "n_experiments": pl.Int64, "t": pl.Int64,
                                "iqm": pl.Float64, "iqm_low": pl.Float64,
                                "iqm_high": pl.Float64, "score": pl.Utf8}
@@ -655,7 +774,7 @@ def bootstrap_bytes(sizes: list[int], horizon: int, points: int = MAX_POINTS,
     >>> bootstrap_bytes([500], 250)  # 500 MDPs: 500 counts + 12 x 100 points a resample
     (13600.0, 3072000.0)
     """
-    G = time_grid(max(1, horizon), points).size
+    G = curve_positions(max(1, horizon), points)[0].size
     Ga = time_grid(max(1, horizon), aggregate_points).size
     n = max(sizes, default=0)
     return (8.0 * max(n + 12 * G, 4 * Ga),
@@ -681,6 +800,26 @@ def _experiment_seed(seed: int, experiment: str) -> int:
     from bbrlcore.seeds import id_hash64
 
     return int((int(seed) + id_hash64(f"curves/{experiment}")) % (2**63))
+
+
+def _missing_references(have: set[str]) -> tuple[str, str] | None:
+    """What the curves of an experiment whose reference agents are ``have`` (among
+    ``random``, ``optimal``) lack, and why: ``(what, reason)`` for :class:`LeftOut`, or
+    None when it has both.
+
+    >>> _missing_references({"optimal"})[0]
+    'no normalised score'
+    >>> _missing_references(set())[1].split(" (")[0]
+    'no Random and no Optimal agent'
+    """
+    missing = [n for a, n in (("random", "Random"), ("optimal", "Optimal")) if a not in have]
+    if not missing:
+        return None
+    what = "no normalised score" + (" and no shortfall against Optimal"
+                                    if "Optimal" in missing else "")
+    return what, (f"no {' and no '.join(missing)} agent (the normalised score needs Random "
+                  "and Optimal; drawn: the cumulative score and, where the runs carry their "
+                  "test MDPs' references, the regret and bsuite's DeepSea score)")
 
 
 def _needed(merged: pl.DataFrame, best: pl.DataFrame) -> pl.DataFrame:

@@ -21,8 +21,9 @@ time; ``learning_low``/``learning_high`` are the percentile interval (null: beyo
 last episode), ``learned_probability`` the fraction of replicates that learn, and the
 score's interval the percentiles of the fraction of sizes learned in each replicate
 (each size resampled on its own: the sizes are independent test sets). An interaction
-shorter than :math:`2^N` episodes that has not learned cannot tell "learns later than
-dithering" from "learns later": ``decided`` says whether it can.
+shorter than :math:`2^N + 100` episodes that has not learned cannot tell "learns later
+than dithering" from "learns later": ``decided`` says whether it can
+(:func:`undecided_text` says why not).
 
 Each algorithm enters with its best agent of the experiment (the highest mean score, as
 everywhere in bbrl: :func:`bbrlcore.analysis.aggregate.best_agents`). The experiments
@@ -60,6 +61,17 @@ from bbrlcore.protocol.runner import with_settings
 THRESHOLD = 0.9
 #: bsuite's forgiveness: a size is learned when its learning time is below 2^N + this.
 FORGIVENESS = 100
+
+
+def undecided_text(episodes: int, size: int, forgiveness: int = FORGIVENESS) -> str:
+    """Why a DeepSea size not learned is undecided: the interaction's ``episodes`` are
+    fewer than the limit 2^N + ``forgiveness`` of bsuite's rule.
+
+    >>> undecided_text(50, 4)
+    '50 episodes < 2^4 + 100 = 116'
+    """
+    return f"{episodes} episodes < 2^{size} + {forgiveness} = {2 ** size + forgiveness}"
+
 
 _DEEPSEA_SCHEMA: dict[str, Any] = {
     "experiment": pl.Utf8, "test": pl.Utf8, "prior": pl.Utf8, "ladder": pl.Utf8,
@@ -274,7 +286,7 @@ def regret_summary(merged: pl.DataFrame) -> pl.DataFrame:
     """Per experiment and agent whose runs carry their references: the mean of
     Colosseum's per-step normalised regret over the test MDPs (:func:`normalised_regrets`)
     with its 95% interval (mean ± 1.96·s/√N, as the summary's): ``experiment, agent, n,
-    normalised_regret, regret_low, regret_high``.
+    normalised_regret, normalised_regret_low, normalised_regret_high``.
 
     >>> t = pl.DataFrame({"experiment": ["E", "E"], "agent": ["a", "a"],
     ...                   "horizon": [10, 10], "episode_length": [0, 0], "episodes": [1, 1],
@@ -287,8 +299,8 @@ def regret_summary(merged: pl.DataFrame) -> pl.DataFrame:
     from bbrlcore.analysis import stats
 
     schema = {"experiment": pl.Utf8, "agent": pl.Utf8, "n": pl.Int64,
-              "normalised_regret": pl.Float64, "regret_low": pl.Float64,
-              "regret_high": pl.Float64}
+              "normalised_regret": pl.Float64, "normalised_regret_low": pl.Float64,
+              "normalised_regret_high": pl.Float64}
     if "regret" not in merged.columns:
         return pl.DataFrame(schema=schema)
     nr = normalised_regrets(merged)
@@ -299,5 +311,6 @@ def regret_summary(merged: pl.DataFrame) -> pl.DataFrame:
             continue
         mean, lo, hi = stats.mean_ci(v.to_numpy())
         rows.append({"experiment": exp, "agent": agent, "n": g.height,
-                     "normalised_regret": mean, "regret_low": lo, "regret_high": hi})
+                     "normalised_regret": mean, "normalised_regret_low": lo,
+                     "normalised_regret_high": hi})
     return pl.DataFrame(rows, schema=schema)

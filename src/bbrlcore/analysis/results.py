@@ -9,19 +9,22 @@
   different from the horizon) before they are merged.
 * :func:`summary_table` gives one row per experiment × agent: ``experiment, test, prior,
   algorithm, agent, params, compat, grid_size, n, mean, ci_low, ci_high, offline_time_s,
-  online_time_per_decision_s, normalised_score, regret, score`` (``grid_size``: how
+  online_time_per_decision_s, normalised_score, shortfall, score`` (``grid_size``: how
   many configurations of its algorithm, compat variants apart, the experiment ran: its
   tuning budget; chosen on validation MDPs, :mod:`bbrlcore.analysis.selection` adds
   ``validation_mean`` and ``validation_n``). The interval is
   mean ± 1.96·s/√N; the normalised score puts Random at 0 and Optimal at 1 within each
-  experiment (null when either is missing); the regret is the Optimal agent's mean minus
-  the agent's mean (null without Optimal). The Optimal is the score's reference
+  experiment (null when either is missing); the shortfall is the Optimal agent's mean
+  minus the agent's mean, how far below the Optimal agent it scores (null without
+  Optimal; not the regret, which the run tables' ``regret`` measures against the optimal
+  policy's exact expected value). The Optimal is the score's reference
   (:func:`reference_agents`: optimal for the discounted return, or for the sum of
   rewards over the horizon).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +59,7 @@ SUMMARY_COLUMNS = (
     "offline_time_s",
     "online_time_per_decision_s",
     "normalised_score",
-    "regret",
+    "shortfall",
     "score",
 )
 
@@ -82,8 +85,11 @@ SUMMARY_COLUMN_DOCS: dict[str, tuple[Any, str]] = {
                                    "trajectories' time over the steps taken"),
     "normalised_score": (pl.Float64, "(mean − Random's mean) / (Optimal's mean − Random's "
                          "mean) in the experiment; null without both references"),
-    "regret": (pl.Float64, "Optimal's mean − mean in the experiment; null without Optimal"),
-    "score": (pl.String, "the score `mean`, its interval, `normalised_score` and `regret` "
+    "shortfall": (pl.Float64, "how far below the Optimal agent: Optimal's mean − mean in the "
+                              "experiment, of the score `score` names (the Optimal agent's "
+                              "realised mean, not the optimal policy's exact value: the run "
+                              "tables' `regret` is against that); null without Optimal"),
+    "score": (pl.String, "the score `mean`, its interval, `normalised_score` and `shortfall` "
                          "measure: `discounted` (Σ γᵗ rₜ) or `undiscounted` (Σ rₜ)"),
 }
 
@@ -180,7 +186,7 @@ def reference_warning(refs: pl.DataFrame, score: str) -> str | None:
     shown = ", ".join(exps[:3]) + (f" and {len(exps) - 3} more" if len(exps) > 3 else "")
     other = bad["criterion"][0]
     return (f"score={score}, but the Optimal of {shown} is optimal for the {other} "
-            f"criterion, not for the {score} score: its normalised scores and regrets are "
+            f"criterion, not for the {score} score: its normalised scores and shortfalls are "
             f"against a reference that can be beaten (run optimal with criterion: {score}; "
             f"the workflow does when score: {score})")
 
@@ -339,6 +345,7 @@ def check_run_table(table: pl.DataFrame, source: str,
         raise BBRLError(f"{source}: row {k} (agent {row['agent']}, MDP {row['mdp_index']}): "
                         f"n_steps {row['n_steps']} differs from the horizon {row['horizon']} "
                         f"(every trajectory lasts the horizon); {hint}")
+    _check_settings(table, source, hint)
     check_rewards(table, source)
     partly = _partly_recorded(table)
     if partly:
@@ -347,7 +354,7 @@ def check_run_table(table: pl.DataFrame, source: str,
         raise BBRLError(f"{source}: experiment {e}, agent {a}: {have} is null on some test "
                         f"MDPs only (an agent records the rewards of all its trajectories or "
                         f"none: chunks from before and after bbrl recorded them?); {hint}")
-    _check_settings(table, source, hint)
+    check_derived(table, source)
 
 
 def _check_settings(table: pl.DataFrame, source: str, hint: str) -> None:
@@ -392,6 +399,158 @@ def _check_settings(table: pl.DataFrame, source: str, hint: str) -> None:
             raise BBRLError(f"{source}: row {k} (agent {row['agent']}, MDP "
                             f"{row['mdp_index']}): the last checkpoint {last[k]} is not the "
                             f"undiscounted return {u[k]}; {hint}")
+
+
+#: The reference columns of a run table: one value per test MDP, from its test set.
+REFERENCE_COLUMNS = ("optimal_reference", "worst_reference", "random_reference")
+
+
+def check_derived(table: pl.DataFrame, source: str, first_row: int = 0) -> None:
+    """Check the columns of a run table that are derived from others against their
+    source, where no per-step rewards can (:func:`check_rewards` checks the episode
+    returns and checkpoints against the rewards where the table has them): one
+    :class:`BBRLError` naming ``source``, the row, the experiment, the agent, the MDP and
+    what disagrees.
+
+    * every value of ``checkpoints`` and ``episode_returns`` is finite (a null list is
+      "not recorded"; a null or NaN inside one is refused), and so are the references
+      (null where undefined) and ``regret``;
+    * ``regret`` is the reference's expected total minus what was collected:
+      ``optimal_reference`` × E − ``undiscounted_return`` (episodic) or
+      ``optimal_reference`` × T − ``undiscounted_return`` (continuing), and it is null
+      exactly where one of them is (within :data:`RETURNS_RTOL` of the terms' size);
+    * an episodic row's ``episode_returns`` sum to ``undiscounted_return`` and their
+      running sum at every ``checkpoint_every / episode_length`` episodes is the row's
+      ``checkpoints`` (the long interactions, whose per-step rewards are not kept).
+
+    Tables written before these columns lack them (nothing to check).
+
+    Examples
+    --------
+    >>> t = pl.DataFrame({"experiment": ["E"], "agent": ["a"], "mdp_index": [0],
+    ...                   "horizon": [4], "episode_length": [2], "episodes": [2],
+    ...                   "checkpoint_every": [2], "undiscounted_return": [1.0],
+    ...                   "checkpoints": [[0.0, 1.0]], "episode_returns": [[0.0, 1.0]],
+    ...                   "optimal_reference": [1.0], "worst_reference": [0.0],
+    ...                   "random_reference": [0.25], "regret": [1.0]})
+    >>> check_derived(t, "ok.parquet")
+    >>> check_derived(t.with_columns(regret=pl.lit(0.5)), "edited.parquet")
+    Traceback (most recent call last):
+    ...
+    bbrlcore.errors.BBRLError: edited.parquet: row 0 (experiment E, agent a, MDP 0): regret 0.5
+    is not optimal_reference x episodes - undiscounted_return = 1 x 2 - 1 = 1 ...
+    """
+    if not any(c in table.columns for c in RECORDED_SINCE_EPISODES):
+        return
+    hint = artefacts.REGENERATE["run"]
+    t = with_settings(table)
+
+    def fail(k: int, what: str) -> None:
+        row = t.select("experiment", "agent", "mdp_index").row(k, named=True)
+        raise BBRLError(f"{source}: row {first_row + k} (experiment {row['experiment']}, "
+                        f"agent {row['agent']}, MDP {row['mdp_index']}): {what}; {hint}")
+
+    for col in (*REFERENCE_COLUMNS, "regret"):
+        v = t[col]
+        bad = (v.is_not_null() & ~v.is_finite().fill_null(True)).to_numpy()
+        if bad.any():
+            k = int(np.argmax(bad))
+            fail(k, f"{col} must be finite (null where undefined), got {v[k]}")
+    for col in ("checkpoints", "episode_returns"):
+        v = t[col]
+        if v.null_count() == t.height:
+            continue
+        ok = v.list.eval(pl.element().is_finite().fill_null(False)).list.all()
+        bad = (v.is_not_null() & ~ok.fill_null(True)).to_numpy()
+        if bad.any():
+            k = int(np.argmax(bad))
+            fail(k, f"{col} must hold finite values (a NaN, an infinity or a null)")
+    if "undiscounted_return" in t.columns:
+        _check_regret(t, fail)
+    _check_episodes_against_checkpoints(t, fail)
+
+
+def _check_regret(t: pl.DataFrame, fail: Callable[[int, str], None]) -> None:
+    """:func:`check_derived`'s regret: recomputed from the references and the returns."""
+    H, E, T = t["episode_length"], t["episodes"], t["horizon"]
+    units = pl.select(pl.when(H > 0).then(E).otherwise(T).cast(pl.Float64)).to_series()
+    opt, u, reg = t["optimal_reference"], t["undiscounted_return"], t["regret"]
+    expected_null = (opt.is_null() | u.is_null()).to_numpy()
+    is_null = reg.is_null().to_numpy()
+    odd = expected_null != is_null
+    if odd.any():
+        k = int(np.argmax(odd))
+        what = ("regret is recorded where optimal_reference or undiscounted_return is "
+                f"null (got {reg[k]})" if expected_null[k] else
+                "regret is null where optimal_reference and undiscounted_return are "
+                "recorded (it is derived from them)")
+        fail(k, what)
+    have = ~expected_null
+    if not have.any():
+        return
+    o = opt.to_numpy()[have].astype(np.float64)
+    n = units.to_numpy()[have]
+    uu = u.to_numpy()[have].astype(np.float64)
+    r = reg.to_numpy()[have].astype(np.float64)
+    want = o * n - uu
+    off = ~(np.abs(r - want) <= RETURNS_RTOL * (np.abs(o * n) + np.abs(uu)) + RETURNS_ATOL)
+    if off.any():
+        j = int(np.argmax(off))
+        k = int(np.flatnonzero(have)[j])
+        per = "episodes" if int(t["episode_length"][k]) > 0 else "horizon"
+        fail(k, f"regret {r[j]:.9g} is not optimal_reference x {per} - undiscounted_return "
+                f"= {o[j]:.9g} x {n[j]:.9g} - {uu[j]:.9g} = {want[j]:.9g} (the regret is "
+                "derived from them)")
+
+
+#: Absolute floor of the agreement between episode returns and checkpoints, where the
+#: per-step rewards are not kept (both are float64 sums of the same rewards, in two
+#: orders): :data:`RETURNS_RTOL` relative to the sums of absolute values, plus this.
+SUMS_ATOL = 1e-9
+
+
+def _check_episodes_against_checkpoints(t: pl.DataFrame,
+                                        fail: Callable[[int, str], None]) -> None:
+    """:func:`check_derived`'s episodic rows without per-step rewards: the episode
+    returns' sum is the undiscounted return and their running sum is the checkpoints
+    (rows with rewards are checked against them by :func:`check_rewards`)."""
+    rewards = t["rewards"] if "rewards" in t.columns else pl.Series([None] * t.height)
+    sel = ((t["episode_length"] > 0) & t["episode_returns"].is_not_null()
+           & rewards.is_null()).fill_null(False)
+    if not sel.any() or "undiscounted_return" not in t.columns:
+        return
+    idx = np.flatnonzero(sel.to_numpy())
+    sub = t[idx].with_row_index("_k")
+    for (H, E, n), g in sub.group_by(["episode_length", "episodes", "checkpoint_every"]):
+        for lo in range(0, g.height, max(1, CHECK_CHUNK_VALUES // max(int(E), 1))):
+            c = g.slice(lo, max(1, CHECK_CHUNK_VALUES // max(int(E), 1)))
+            G = c["episode_returns"].list.to_array(int(E)).to_numpy().astype(np.float64)
+            cum, cabs = np.cumsum(G, axis=1), np.cumsum(np.abs(G), axis=1)
+            rows = idx[c["_k"].to_numpy()]
+            u = c["undiscounted_return"].to_numpy()
+            have_u = ~np.isnan(u.astype(np.float64))
+            off = have_u & ~(np.abs(cum[:, -1] - u) <= RETURNS_RTOL * (cabs[:, -1] + np.abs(u))
+                             + SUMS_ATOL)
+            if off.any():
+                j = int(np.argmax(off))
+                fail(int(rows[j]), f"episode_returns sum to {cum[j, -1]:.9g}, not the "
+                                   f"undiscounted_return {u[j]:.9g} (the episode returns "
+                                   "are derived from the rewards)")
+            if n is None or c["checkpoints"].null_count() == c.height or n % H:
+                continue
+            per = int(n) // int(H)
+            C = c["checkpoints"].list.to_array(int(E) // per).to_numpy()
+            want, scale = cum[:, per - 1::per], cabs[:, per - 1::per]
+            bad = ~(np.abs(C - want) <= RETURNS_RTOL * (scale + np.abs(C)) + SUMS_ATOL)
+            bad = bad.any(axis=1)
+            if bad.any():
+                j = int(np.argmax(bad))
+                e = int(np.argmax(~(np.abs(C[j] - want[j])
+                                    <= RETURNS_RTOL * (scale[j] + np.abs(C[j])) + SUMS_ATOL)))
+                fail(int(rows[j]), f"checkpoint {e} ({C[j, e]:.9g}, at step {(e + 1) * n}) "
+                                   f"is not the sum of the episode returns up to it "
+                                   f"({want[j, e]:.9g}): the checkpoints and episode returns "
+                                   "are derived from the same rewards")
 
 
 #: Tolerance of the agreement between a run table's per-step rewards and its returns
@@ -527,6 +686,59 @@ def _check_rewards_chunk(table: pl.DataFrame, source: str, first_row: int,
                        f"{how.format(g=gamma[j])} {sums[j]:.9g} (relative tolerance "
                        f"{RETURNS_RTOL:g}): the rewards, returns and gamma of a run must "
                        "agree")
+    _check_against_steps(table, flat, lens, rows, fail)
+
+
+def _check_against_steps(table: pl.DataFrame, flat: np.ndarray, lens: np.ndarray,
+                         rows: np.ndarray, fail: Callable[[np.ndarray, str], None]) -> None:
+    """:func:`check_rewards`' episode returns and checkpoints: each episode's return is
+    the sum of its H rewards and each checkpoint the running sum after its n steps
+    (:data:`RETURNS_RTOL` relative to the sums of absolute rewards, which the stored
+    float32 rewards round)."""
+    cols = [c for c in ("episode_returns", "checkpoints") if c in table.columns]
+    if not cols:
+        return
+    t = with_settings(table)
+    starts = np.cumsum(lens) - lens
+    H = t["episode_length"].to_numpy()[rows]
+    n = t["checkpoint_every"].fill_null(0).to_numpy()[rows]
+    for h, every, T in {(int(a), int(b), int(c)) for a, b, c in zip(H, n, lens, strict=True)}:
+        sel = np.flatnonzero((H == h) & (n == every) & (lens == T))
+        if T == 0 or not sel.size:
+            continue
+        M = flat[starts[sel][:, None] + np.arange(T)[None, :]]
+        A = np.abs(M)
+        checks = []
+        if h > 0 and T % h == 0 and "episode_returns" in cols:
+            checks.append(("episode_returns", "episode", M.reshape(-1, T // h, h).sum(axis=2),
+                           A.reshape(-1, T // h, h).sum(axis=2), h))
+        if every > 0 and T % every == 0 and "checkpoints" in cols:
+            checks.append(("checkpoints", "checkpoint", np.cumsum(M, axis=1)[:, every - 1::every],
+                           np.cumsum(A, axis=1)[:, every - 1::every], every))
+        for col, what, want, scale, step in checks:
+            series = t[col][rows[sel]]
+            have = series.is_not_null().to_numpy()
+            if not have.any():
+                continue
+            width = want.shape[1]
+            if (series.filter(series.is_not_null()).list.len() != width).any():
+                continue  # (a wrong length: check_run_table's settings check says so)
+            rec = np.zeros_like(want)
+            rec[have] = series.filter(series.is_not_null()).list.to_array(width).to_numpy()
+            # (a value that is not finite: check_derived says so)
+            bad = (have[:, None] & np.isfinite(rec)
+                   & ~(np.abs(rec - want) <= RETURNS_RTOL * scale + RETURNS_ATOL))
+            if bad.any():
+                j, e = (int(v) for v in np.unravel_index(int(np.argmax(bad)), bad.shape))
+                mask = np.zeros(table.height, dtype=bool)
+                mask[rows[sel][j]] = True
+                first = e * step if what == "episode" else 0
+                where = (f"episode {e}" if what == "episode" else
+                         f"checkpoint {e} (after step {(e + 1) * step - 1})")
+                fail(mask, f"{col}: {where} is {rec[j, e]:.9g}, but the rewards of steps "
+                           f"{first}-{(e + 1) * step - 1} sum to {want[j, e]:.9g} (relative "
+                           f"tolerance "
+                           f"{RETURNS_RTOL:g}): the {col} are derived from the rewards")
 
 
 def _reward_sums(flat: np.ndarray, lens: np.ndarray, gamma: np.ndarray
@@ -689,7 +901,51 @@ def merge_tables(tables: list[pl.DataFrame], sources: list[str] | None = None,
             f"{row['mdp_index']} appears more than once (overlapping chunks?)"
         )
     check_coverage(merged, command, holders)
+    check_references(merged, command, holders)
     return merged.sort(_KEY)
+
+
+def check_references(merged: pl.DataFrame, command: str,
+                     sources: dict[tuple[str, str], list[str]] | None = None) -> None:
+    """Refuse agents of one experiment that record different references for one test MDP
+    (:data:`REFERENCE_COLUMNS`: they come from the test set, one set per MDP) — an
+    edited table, or one run on another test set — or references on some agents only.
+    One :class:`BBRLError` naming ``command``, the experiment, the MDP, two agents that
+    disagree (with ``sources``: their files) and the values.
+
+    >>> t = pl.DataFrame({"experiment": ["E", "E"], "agent": ["a", "b"], "mdp_index": [0, 0],
+    ...                   "optimal_reference": [0.99, 0.5], "worst_reference": [0.0, 0.0],
+    ...                   "random_reference": [0.1, 0.1]})
+    >>> check_references(t, "merge")
+    Traceback (most recent call last):
+    ...
+    bbrlcore.errors.BBRLError: merge: experiment E, test MDP 0: agents a and b record different
+    references (optimal_reference 0.99 vs 0.5)...
+    """
+    if merged.is_empty() or not any(c in merged.columns for c in REFERENCE_COLUMNS):
+        return
+    t = with_settings(merged).select("experiment", "agent", "mdp_index", *REFERENCE_COLUMNS)
+    sets = t.unique(["experiment", "mdp_index", *REFERENCE_COLUMNS], maintain_order=True)
+    clash = sets.filter(pl.struct("experiment", "mdp_index").is_duplicated())
+    if clash.is_empty():
+        return
+    first = clash.sort("experiment", "mdp_index").row(0, named=True)
+    rows = (t.filter((pl.col("experiment") == first["experiment"])
+                     & (pl.col("mdp_index") == first["mdp_index"])).sort("agent"))
+    a = rows.row(0, named=True)
+    b = next(r for r in rows.iter_rows(named=True)
+             if any(r[c] != a[c] for c in REFERENCE_COLUMNS))
+    diff = ", ".join(f"{c} {a[c]} vs {b[c]}" for c in REFERENCE_COLUMNS if a[c] != b[c])
+
+    def who(r: dict) -> str:
+        files = (sources or {}).get((r["experiment"], r["agent"]), [])
+        return r["agent"] + (f" ({files[0]})" if files else "")
+
+    raise BBRLError(
+        f"{command}: experiment {a['experiment']}, test MDP {a['mdp_index']}: agents "
+        f"{who(a)} and {who(b)} record different references ({diff}): a test MDP has one "
+        "set of references, its test set's (an edited table, or runs of another test "
+        "set?); rerun them from the experiment's test set")
 
 
 def _check_rewards_alike(merged: pl.DataFrame, command: str) -> None:
@@ -884,6 +1140,36 @@ def check_test_sets(merged: pl.DataFrame, test_sets: list, sources: list[str],
                     f"{src}: test set of {name} (seed {ts.seed}, n_mdps {ts.n_mdps}) is not "
                     f"the one experiment {exp} was run on ({', '.join(diff)}); give the "
                     "test set the runs were played on")
+            _check_references_of(merged.filter(pl.col("experiment") == exp), ts, src, exp,
+                                  command)
+
+
+def _check_references_of(rows: pl.DataFrame, ts, src: str, exp: str, command: str) -> None:
+    """The references the run rows ``rows`` of experiment ``exp`` record are their test
+    set's (``ts``, named ``src``): :func:`check_test_sets`. Rows of tables written before
+    references were recorded (no column) are not checked."""
+    if not any(c in rows.columns for c in REFERENCE_COLUMNS) or rows.is_empty():
+        return
+    t = with_settings(rows)
+    if t["optimal_reference"].null_count() == t.height and ts.references is None:
+        return
+    refs = ts.reference_values()
+    idx = t["mdp_index"].to_numpy()
+    for j, col in enumerate(REFERENCE_COLUMNS):
+        have = t[col].fill_null(np.nan).to_numpy().astype(np.float64)
+        want = (refs[j][idx] if refs is not None and idx.max(initial=-1) < ts.n_mdps
+                else np.full(len(idx), np.nan))
+        same = (np.isnan(have) & np.isnan(want)) | (
+            np.abs(have - want) <= 1e-12 * (1.0 + np.abs(want)))
+        if not same.all():
+            k = int(np.argmax(~same))
+            r = t.row(k, named=True)
+            exp_v = "none" if np.isnan(want[k]) else f"{want[k]:.12g}"
+            raise BBRLError(
+                f"{command}: experiment {exp}, agent {r['agent']}, test MDP {r['mdp_index']}: "
+                f"{col} {r[col]} is not its test set's ({src}: {exp_v}): the runs' "
+                "references must be their test set's (an edited table?); rerun them from "
+                "this test set")
 
 
 def check_one_setting(merged: pl.DataFrame, command: str) -> None:
@@ -914,9 +1200,9 @@ def check_one_setting(merged: pl.DataFrame, command: str) -> None:
 
 def summary_table(merged: pl.DataFrame, score: str = "discounted") -> pl.DataFrame:
     """The summary (one row per experiment × agent: mean score with its 95% interval,
-    times, normalised score and regret) from a merged run table (any number of
-    experiments), ranking by ``score`` (:data:`SCORES`; the ``score`` column says which);
-    agents of one experiment measured on different test MDPs are refused
+    times, normalised score and shortfall against Optimal) from a merged run table (any
+    number of experiments), ranking by ``score`` (:data:`SCORES`; the ``score`` column says
+    which); agents of one experiment measured on different test MDPs are refused
     (:func:`check_coverage`)."""
     col = score_column(score, merged)
     missing = merged.filter(pl.col(col).is_null())
@@ -968,7 +1254,7 @@ def summary_table(merged: pl.DataFrame, score: str = "discounted") -> pl.DataFra
         .otherwise(None)
         .cast(pl.Float64)
         .alias("normalised_score"),
-        (pl.col("_optimal") - pl.col("mean")).cast(pl.Float64).alias("regret"),
+        (pl.col("_optimal") - pl.col("mean")).cast(pl.Float64).alias("shortfall"),
         pl.lit(score).alias("score"),
         pl.col("agent").count().over(["experiment", "algorithm", "compat"]).cast(pl.Int64)
         .alias("grid_size"),

@@ -241,8 +241,10 @@ def validation_info(validation: pl.DataFrame) -> dict[str, object]:
             "experiments": sorted(validation["experiment"].unique().to_list())}
 
 
-def selection_text(selection: str, n_validation: int | None = None) -> str:
-    """The sentence every report page and the summary say about the selection.
+def selection_text(selection: str, n_validation: int | str | None = None) -> str:
+    """The sentence every report page and the summary say about the selection
+    (``n_validation``: the number of validation MDPs, or a text such as "20 to 50 (by
+    experiment)").
 
     >>> selection_text("test").split(":")[0]
     "Each algorithm's configuration is chosen on the test MDPs themselves, as the paper does"

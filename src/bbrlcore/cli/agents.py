@@ -6,7 +6,7 @@ import argparse
 import sys
 import textwrap
 
-from bbrlcore import agents
+from bbrlcore import agents, crash
 from bbrlcore import protocol as E
 from bbrlcore.cli._io import IO
 from bbrlcore.errors import BBRLError
@@ -91,10 +91,9 @@ def _train(args: argparse.Namespace) -> int:
                                                    args.horizon),
     )
     E.write_agent(agent, args.output)
-    print(
-        f"wrote {args.output}: {agent.agent_id} on {prior.short_name}, "
-        f"offline {agent.offline_time_s:.3g} s"
-    )
+    # (said once the file is there: after a clean exit of a watched process)
+    crash.announce(f"wrote {args.output}: {agent.agent_id} on {prior.short_name}, "
+                   f"offline {agent.offline_time_s:.3g} s")
     return 0
 
 
@@ -103,15 +102,15 @@ def _run(args: argparse.Namespace) -> int:
     agent = E.read_agent(args.agent)
     sel = E.parse_slice(args.mdps, ts.n_mdps)
     table = E.run_agent(ts, agent, sel, progress=not args.quiet,
-                        expected_s=lambda: _expected_run_seconds(ts, agent, len(sel)))
+                        expected_s=lambda: expected_run_seconds(ts, agent, len(sel)))
     E.write_run(table, args.output, E.run_meta(ts, agent, sel))
     n = len(table)
     if n:
-        mean = table["discounted_return"].mean()
         ms = 1000 * table["online_time_s"].mean()
-        print(f"wrote {args.output}: {n} trajectories, mean return {mean:.4g}, {ms:.3g} ms each")
+        crash.announce(f"wrote {args.output}: {n} trajectories, {E.score_summary(table)}, "
+                       f"{ms:.3g} ms each")
     else:
-        print(f"wrote {args.output}: no trajectories (empty slice)")
+        crash.announce(f"wrote {args.output}: no trajectories (empty slice)")
     return 0
 
 
@@ -126,14 +125,17 @@ def _expected_train_seconds(algorithm: str, raw: dict, prior, gamma: float,
         return None
 
 
-def _expected_run_seconds(ts: E.TestSet, agent: E.TrainedAgent, n: int) -> float | None:
-    """The cost model's estimate of ``n`` trajectories (None if it cannot tell)."""
+def expected_run_seconds(ts: E.TestSet, agent: E.TrainedAgent, n: int) -> float | None:
+    """The cost model's estimate of ``n`` trajectories of ``agent`` on ``ts`` in its
+    setting (its horizon and, episodic, its episodes: PSRL's episodic form plans once
+    per episode), as ``bbrl run`` and a workflow job announce and watch it (None if it
+    cannot tell)."""
     from bbrlcore.plan import cost
 
     try:
         s = cost.model().seconds_per_trajectory(
             agent.algorithm, agent.params, ts.test, ts.horizon, agent.prior, ts.gamma,
-            learned=agent.info)
+            learned=agent.info, episode_length=ts.episode_length)
     except (BBRLError, ValueError, ArithmeticError):
         return None
     return n * s

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from bbrlcore.errors import BBRLError
-
 
 def register(sub: argparse._SubParsersAction) -> None:
     b = sub.add_parser(
@@ -23,19 +21,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.set_defaults(func=_batch)
 
 
-def _expected(ts, agent, n: int) -> float | None:
-    """The cost model's estimate of ``n`` trajectories (None if it cannot tell)."""
-    from bbrlcore.plan import cost  # (asked only after a unit has lasted 30 s)
-
-    try:
-        s = cost.model().seconds_per_trajectory(
-            agent.algorithm, agent.params, ts.test, ts.horizon, agent.prior, ts.gamma,
-            learned=agent.info)
-    except (BBRLError, ValueError, ArithmeticError):
-        return None
-    return n * s
-
-
 def _batch(args: argparse.Namespace) -> int:
     from bbrlcore.formats import artefacts
     from bbrlcore.protocol import batch
@@ -43,5 +28,8 @@ def _batch(args: argparse.Namespace) -> int:
     spec = batch.load_spec(args.spec)
     for unit in batch.expand(spec):  # refused before any unit runs, as bbrl train/run do
         artefacts.check_output_path(unit["output"])
-    batch.run_batch(spec, args.partial, progress=not args.quiet, expected=_expected)
+    from bbrlcore.cli.agents import expected_run_seconds
+
+    batch.run_batch(spec, args.partial, progress=not args.quiet,
+                    expected=expected_run_seconds)
     return 0

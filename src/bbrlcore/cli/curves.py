@@ -1,13 +1,16 @@
-"""``bbrl curves MERGED... [-o DIR]``: learning curves and regret over time.
+"""``bbrl curves MERGED... [-o DIR]``: learning curves, shortfall and regret over time.
 
 From the per-step rewards of the run tables (:mod:`bbrlcore.analysis.curves`): per
 experiment and algorithm (its best agent), the mean cumulative reward, the normalised
-score (Random 0, Optimal 1 at each t) and the cumulative regret against Optimal, with
-paired bootstrap bands; across experiments, the IQM of the normalised score against time
-with stratified bands. Prints a few points of each curve; ``-o DIR`` writes the tables
-(``curves.parquet``, ``curves-aggregate.parquet``). What has no curve (an experiment
-without Random, Optimal or their rewards, an agent without rewards on some test MDPs) is
-said on stderr, one line each, with the reason.
+score (Random 0, Optimal 1 at each t), the cumulative shortfall against the Optimal agent
+and, where the runs carry their test MDPs' references, the regret against the optimal
+policy's exact value, with paired bootstrap bands; across experiments, the IQM of the
+normalised score against time with stratified bands. Prints a few points of each
+curve; ``-o DIR`` writes the tables (``curves.parquet``, ``curves-aggregate.parquet``).
+What has no curve (an experiment whose Random or Optimal has no rewards, an agent without
+rewards on some test MDPs) and what an experiment without Random or Optimal lacks (the
+normalised score; its cumulative score, regret and bsuite's DeepSea score are computed)
+is said on stderr, one line each, with the reason.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from bbrlcore.errors import BBRLError
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "curves", help="learning curves and regret over time (from per-step rewards)",
+        "curves", help="learning curves, shortfall and regret over time (from per-step "
+        "rewards)",
         description=__doc__.split("\n\n")[1].replace("\n", " ") if __doc__ else None)
     p.add_argument("merged", nargs="+", metavar="MERGED",
                    help="merged (or run) .parquet files with per-step rewards")
@@ -84,15 +88,16 @@ def _curves(args: argparse.Namespace) -> int:
         print(f"bbrl: warning: left out of the learning curves: {what}", file=sys.stderr)
     t = c.tables["curves"]
     print(f"learning curves ({args.score} score; normalised: Random 0, Optimal 1 at each t; "
-          "regret: against Optimal, paired; norm. regret: Colosseum's, the regret against "
-          "the optimal policy's exact value divided by optimal - worst; 95% bootstrap "
+          "shortfall: below the Optimal agent, paired; regret: against the optimal policy's "
+          "exact value; norm. regret: Colosseum's, the regret divided by optimal - worst; "
+          "95% bootstrap "
           "intervals; each algorithm's agent "
           + ("chosen on the validation runs" if best is not None else
              "chosen on the test runs, the paper's selection") + ")")
     for exp in t["experiment"].unique(maintain_order=True).to_list():
         e = t.filter(t["experiment"] == exp)
         T = int(e["t"].max())
-        grid = sorted(set(e["t"].to_list()))
+        grid = sorted(set(e.filter(e["even_grid"])["t"].to_list()))
         # a quarter, half and all of the horizon: the nearest time points of the curves
         marks = sorted({min(grid, key=lambda g, m=m: (abs(g - m), g))
                         for m in (max(1, T // 4), max(1, T // 2), T)})
@@ -101,21 +106,34 @@ def _curves(args: argparse.Namespace) -> int:
         per = e["episodes"].drop_nulls()
         unit = "episode" if per.len() else "step"
         has_nr = e["normalised_regret"].drop_nulls().len() > 0
+        # what the experiment has (without Random or Optimal: no normalised score, without
+        # Optimal no shortfall against it; said in the warnings above): the columns shown,
+        # the shortfall, else the regret
+        has_norm = e["normalised"].drop_nulls().len() > 0
+        reg = ("shortfall" if e["shortfall"].drop_nulls().len() else
+               "regret" if e["regret"].drop_nulls().len() else None)
         print(f"\n{exp}")
-        print(f"  {'algorithm':22s}" + "".join(f"{'norm. t=' + str(m):>18s}" for m in marks)
-              + f"{'regret t=' + str(T):>22s}"
+        print(f"  {'algorithm':22s}"
+              + ("".join(f"{'norm. t=' + str(m):>18s}" for m in marks) if has_norm
+                 else f"{'cumulative t=' + str(T):>28s}")
+              + ({"shortfall": f"{'shortfall t=' + str(T):>22s}",
+                  "regret": f"{'regret t=' + str(T):>22s}", None: ""}[reg])
               + (f"{'norm. regret / ' + unit:>28s}" if has_nr else ""))
         for fam in e["family"].unique(maintain_order=True).to_list():
             f = e.filter(e["family"] == fam)
+            last = f.filter(f["t"] == T).row(0, named=True)
             cells = []
-            for m in marks:
+            for m in marks if has_norm else ():
                 r = f.filter(f["t"] == m)
                 v = r["normalised"][0] if r.height else None
                 cells.append("–" if v is None else f"{0.0 if abs(v) < 5e-4 else v:.3f}")
-            last = f.filter(f["t"] == T).row(0, named=True)
-            line = (f"  {fam:22s}" + "".join(f"{c:>18s}" for c in cells)
-                    + f"{last['regret']:>11.3f} [{last['regret_low']:.2f}, "
-                      f"{last['regret_high']:.2f}]")
+            line = f"  {fam:22s}" + "".join(f"{c:>18s}" for c in cells)
+            if not has_norm:
+                line += (f"{last['cumulative']:>13.3f} [{last['cumulative_low']:.2f}, "
+                         f"{last['cumulative_high']:.2f}]")
+            if reg is not None and last[reg] is not None:
+                line += (f"{last[reg]:>11.3f} "
+                         f"[{last[reg + '_low']:.2f}, {last[reg + '_high']:.2f}]")
             if has_nr and last["normalised_regret"] is not None:
                 k = float(last["episodes"] or last["t"])
                 line += (f"{last['normalised_regret'] / k:>13.4f} "
@@ -131,7 +149,7 @@ def _curves(args: argparse.Namespace) -> int:
                   f"{r['iqm_high']:.3f}]  ({r['n_experiments']} experiments)")
     ds = c.tables["deepsea"]
     if not ds.is_empty():
-        from bbrlcore.analysis.exploration import FORGIVENESS, THRESHOLD
+        from bbrlcore.analysis.exploration import FORGIVENESS, THRESHOLD, undecided_text
 
         print(f"\nbsuite's DeepSea score: episodes until the average regret falls below "
               f"{THRESHOLD} (learned: before 2^N + {FORGIVENESS} episodes, dithering's)")
@@ -142,8 +160,8 @@ def _curves(args: argparse.Namespace) -> int:
             hi = "> E" if r["learning_high"] is None else f"{r['learning_high']:.0f}"
             print(f"  {r['experiment']:34s} {r['family']:18s} {when:>15s} [{lo}, {hi}]  "
                   f"{'learned' if r['learned'] else 'not learned'}"
-                  + ("" if r["decided"] else f" (undecided: {r['episodes']} episodes < 2^"
-                                              f"{r['size']})"))
+                  + ("" if r["decided"] else
+                     f" (undecided: {undecided_text(r['episodes'], r['size'])})"))
         for r in c.tables["deepsea_summary"].iter_rows(named=True):
             print(f"  score {r['ladder']}, {r['family']}: {r['score']:.2f} [{r['score_low']:.2f}"
                   f", {r['score_high']:.2f}] ({r['n_learned']} of {r['n_sizes']} sizes: "

@@ -180,6 +180,8 @@ def _estimate(args: argparse.Namespace) -> int:
     c = plan.config
     for line in plan.over_budget():  # (before anything runs: a job no chunk can shorten)
         print(f"bbrl: warning: {line}", file=sys.stderr)
+    for line in plan.missing_references():  # (columns that would be empty at the end)
+        print(f"bbrl: warning: {line}", file=sys.stderr)
     print(
         f"{args.config}" + (f" (preset {c['preset']})" if c.get("preset") else "")
         + f": {len(plan.experiments)} experiments, {len(plan.agents)} agent configurations "

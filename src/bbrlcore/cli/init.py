@@ -41,6 +41,9 @@ EXAMPLE_ALGORITHMS: dict[str, Any] = {
     "beb": {"beta": [0.5, 2.5]}, "optimal": {}}
 #: The references of the normalised score (Random = 0, Optimal = 1), always in a study.
 REFERENCES = ("random", "optimal")
+#: Beyond this many steps an interaction is long (its run tables keep checkpoints, not
+#: every step's reward): ``bbrl init``'s score is then undiscounted by default.
+LONG_STEPS = 10_000
 
 HEADER = """\
 # {name}: a bbrl study of your own (written by `bbrl init`).
@@ -78,8 +81,12 @@ def run_option(file: str) -> str:
 #: (comment, keys) of each section of the file, in order.
 SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("# This study's artefacts (its report: RESULTS_DIR/report/index.html); N test MDPs per\n"
-     "# test distribution (the paper: 500), the discount, the horizon T, the seeds.",
-     ("results_dir", "n_mdps", "gamma", "horizon", "test_seed", "train_seed")),
+     "# test distribution (the paper: 500), the discount, the horizon T (one continuing\n"
+     "# interaction of T steps) or `episodes: E` (E episodes of each test's natural length),\n"
+     "# the seeds; `score` ranks the agents: discounted (the discounted return, the paper's)\n"
+     "# or undiscounted (the sum of rewards: long and episodic interactions).",
+     ("results_dir", "n_mdps", "gamma", "horizon", "episodes", "score", "test_seed",
+      "train_seed")),
     ("# Each algorithm's best configuration is chosen on validation_mdps validation MDPs\n"
      "# (the same distributions, another seed) and its score reported on the test MDPs;\n"
      "# `selection: test` chooses on the test MDPs themselves, as the paper does (biased\n"
@@ -115,6 +122,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="an experiment as TEST:PRIOR, e.g. GC:UGC (repeatable; default: "
                    "the paper's six)")
     p.add_argument("--n-mdps", type=int, default=100)
+    p.add_argument("--horizon", metavar="T",
+                   help="one continuing interaction of T steps per test MDP (default: 250, "
+                   "the paper's)")
+    p.add_argument("--episodes", metavar="E",
+                   help="an episodic interaction instead: E episodes of each test's natural "
+                   "length (DeepSea N: N steps; bbrl families)")
+    p.add_argument("--score", metavar="SCORE",
+                   help="what ranks the agents: discounted (the discounted return, the "
+                   "paper's) or undiscounted (the sum of rewards); default: undiscounted "
+                   f"for an episodic or long interaction (T > {LONG_STEPS:,}), discounted "
+                   "otherwise")
     p.add_argument("--force", action="store_true", help="overwrite an existing file")
     p.set_defaults(func=_init)
 
@@ -184,14 +202,50 @@ def _algorithm(spec: str) -> tuple[str, dict[str, Any]]:
     return ref, grid
 
 
+def setting(n_mdps: Any = 100, horizon: Any = None, episodes: Any = None,
+            score: Any = None) -> dict[str, Any]:
+    """The settings ``bbrl init`` writes (``n_mdps``, ``horizon``, ``episodes``,
+    ``score``), checked by the configuration's own rules (an error names the option):
+    the paper's continuing 250 steps unless ``--horizon`` or ``--episodes`` says
+    otherwise (not both: an episode's length is its test's), and the score undiscounted
+    for an episodic or long interaction unless ``--score`` says.
+
+    >>> setting(5, episodes="1000")
+    {'n_mdps': 5, 'horizon': 250, 'episodes': 1000, 'score': 'undiscounted'}
+    >>> setting(5, horizon=100)["score"], setting(5, horizon=100_000)["score"]
+    ('discounted', 'undiscounted')
+    >>> setting(5, horizon=0)
+    Traceback (most recent call last):
+    bbrlcore.errors.BBRLError: --horizon 0: must be >= 1
+    """
+    from bbrlcore.plan.config import check_settings
+
+    if horizon is not None and episodes is not None:
+        raise BBRLError(f"--horizon {horizon} --episodes {episodes}: give one of them (an "
+                        "episodic interaction lasts E episodes of its test's natural "
+                        "length; --horizon is a continuing one's)")
+    values = {"n_mdps": n_mdps, "horizon": 250 if horizon is None else horizon,
+              "episodes": episodes}
+    options = {"n_mdps": "--n-mdps", "horizon": "--horizon", "episodes": "--episodes",
+               "score": "--score"}
+    out = check_settings(values, options)
+    long = out["episodes"] is not None or out["horizon"] > LONG_STEPS
+    out["score"] = check_settings(
+        {"score": score if score is not None else
+         ("undiscounted" if long else "discounted")}, options)["score"]
+    return out
+
+
 def study(file: str, algorithms: list[str], experiments: list[str],
-          n_mdps: int) -> dict[str, Any]:
+          n_mdps: int, *, horizon: Any = None, episodes: Any = None,
+          score: Any = None) -> dict[str, Any]:
     """The configuration ``bbrl init`` writes, as a mapping (:func:`render` writes it):
-    configurations chosen on validation MDPs (``selection: validation``)."""
+    configurations chosen on validation MDPs (``selection: validation``), in the
+    interaction of :func:`setting`."""
     from bbrlcore.plan.model import VALIDATION_MDPS
 
-    if n_mdps < 1:
-        raise BBRLError(f"--n-mdps {n_mdps}: must be >= 1")
+    fixed = setting(n_mdps, horizon, episodes, score)
+    n_mdps = fixed["n_mdps"]
     exps = []
     for e in experiments or PAPER_EXPERIMENTS:
         t, colon, p = e.partition(":")
@@ -210,7 +264,9 @@ def study(file: str, algorithms: list[str], experiments: list[str],
     else:
         algs = {k: dict(v) for k, v in EXAMPLE_ALGORITHMS.items()}
     return {"results_dir": results_dir(file), "n_mdps": n_mdps, "gamma": 0.95,
-            "horizon": 250, "test_seed": 0, "train_seed": 0, "selection": "validation",
+            "horizon": fixed["horizon"], "episodes": fixed["episodes"],
+            "score": fixed["score"], "test_seed": 0, "train_seed": 0,
+            "selection": "validation",
             "validation_mdps": min(n_mdps, VALIDATION_MDPS), "experiments": exps,
             "distributions": {}, "algorithms": algs, "compat_variants": False,
             "extended": False, "formula_sets": {}}
@@ -229,7 +285,8 @@ def results_dir(file: str) -> str:
     return f"results/{stem}"
 
 
-def render(file: str, algorithms: list[str], experiments: list[str], n_mdps: int) -> str:
+def render(file: str, algorithms: list[str], experiments: list[str], n_mdps: int,
+           **interaction: Any) -> str:
     """The configuration's text: a header comment, then each section (a comment and its
     keys, written by the YAML library). It is read back before it is returned: a name that
     YAML cannot carry is one :class:`BBRLError` line. The configuration itself is checked
@@ -239,7 +296,7 @@ def render(file: str, algorithms: list[str], experiments: list[str], n_mdps: int
     if not file.isprintable():
         raise BBRLError(f"{file!r}: the file name has a character that is not printable "
                         "(it is written into the file's comments): choose another name")
-    data = study(file, algorithms, experiments, n_mdps)
+    data = study(file, algorithms, experiments, n_mdps, **interaction)
     quoted = shlex.quote(file)
     parts = [HEADER.format(name=Path(file).stem, file=quoted, run=run_option(file))]
     for comment, keys in SECTIONS:
@@ -299,7 +356,8 @@ def _init(args: argparse.Namespace) -> int:
     path = Path(args.file)
     if path.suffix not in (".yaml", ".yml"):
         raise BBRLError(f"{args.file}: give a .yaml file name")
-    text = render(args.file, args.algorithm, args.experiment, args.n_mdps)
+    text = render(args.file, args.algorithm, args.experiment, args.n_mdps,
+                  horizon=args.horizon, episodes=args.episodes, score=args.score)
     try:
         exists = path.exists()
     except (OSError, ValueError) as exc:  # a name too long, a NUL byte

@@ -43,8 +43,9 @@ def _directory_inputs(args: argparse.Namespace) -> list[tuple[str, str]]:
 
 
 def read_summary(paths: list[str]) -> pl.DataFrame:
-    """The summary table of ``paths`` (see the module docstring); one :class:`BBRLError`
-    naming the path when there is nothing to compare."""
+    """The summary table of ``paths`` (see the module docstring; a summary written before
+    its ``regret`` column was named ``shortfall`` is read with that column renamed); one
+    :class:`BBRLError` naming the path when there is nothing to compare."""
     from bbrlcore.analysis.results import read_runs, summary_table
 
     if len(paths) == 1 and Path(paths[0]).is_dir():
@@ -67,6 +68,10 @@ def read_summary(paths: list[str]) -> pl.DataFrame:
             raise BBRLError(f"{summaries[0]}: a summary table; give it alone (not with other "
                             "tables)")
         table, _ = artefacts.read_artefact(summaries[0], "summary")
+        if "regret" in table.columns and "shortfall" not in table.columns:
+            # written before the summary's `regret` (Optimal's mean − mean) was named
+            # `shortfall` (CHANGELOG): the same values under the name they have now
+            table = table.rename({"regret": "shortfall"})
         return table
     return summary_table(read_runs(paths, "published"))
 

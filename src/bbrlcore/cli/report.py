@@ -42,6 +42,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
+    """``bbrl report``. A SIGTERM or SIGHUP (a job's time limit) ends it with status 128
+    + the signal's number wherever it lands (:func:`bbrlcore.report.ended_as_signal`);
+    the report is moved into place only when complete and no signal arrived."""
+    from bbrlcore.report import ended_as_signal
+
+    with ended_as_signal():
+        return _report_of(args)
+
+
+def _report_of(args: argparse.Namespace) -> int:
     from bbrlcore import report
     from bbrlcore.analysis.curves import curve_agents
     from bbrlcore.analysis.results import (

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from bbrlcore.analysis.results import (
+    check_test_sets,
     markdown,
     read_runs,
     read_runs_with_sizes,
@@ -29,8 +30,12 @@ from bbrlcore.formats import artefacts
 def register(sub: argparse._SubParsersAction) -> None:
     m = sub.add_parser("merge", help="concatenate run tables (chunks) into one table")
     m.add_argument("runs", nargs="+", metavar="RUN", help="run .parquet files")
+    m.add_argument("--test-sets", nargs="*", default=[], metavar="TEST_SET",
+                   help="the test sets the runs were played on: each run's seed, size, "
+                   "gamma, horizon and references are checked against its test set's "
+                   "(the workflow gives them)")
     m.add_argument("-o", "--output", required=True, help="output merged .parquet")
-    m.set_defaults(func=_merge, io=IO(inputs=("runs",), outputs=("output",)))
+    m.set_defaults(func=_merge, io=IO(inputs=("runs", "test_sets"), outputs=("output",)))
 
     s = sub.add_parser("summary", help="one row per experiment x agent: scores and times")
     s.add_argument("merged", nargs="+", metavar="MERGED", help="merged (or run) .parquet files")
@@ -61,6 +66,11 @@ def add_validation(p: argparse.ArgumentParser) -> None:
 
 def _merge(args: argparse.Namespace) -> int:
     merged, n_mdps = read_runs_with_sizes(args.runs, "merge")
+    if args.test_sets:
+        from bbrlcore import protocol
+
+        check_test_sets(merged, [protocol.read_test_set(p) for p in args.test_sets],
+                        list(args.test_sets), n_mdps, "merge")
     exps = merged["experiment"].unique().to_list()
     artefacts.write_artefact(
         args.output, merged, "merged", {"experiments": sorted(exps), "n_inputs": len(args.runs),

@@ -23,7 +23,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bbrlcore import __version__
+from bbrlcore import __version__, crash
 from bbrlcore.errors import BBRLError
 
 META_KEY = b"bbrl"
@@ -88,13 +88,18 @@ def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
 
 
 @contextmanager
-def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+def atomic_path(path: str | os.PathLike[str], *, publish: bool = False) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; rename it onto ``path`` on success.
 
     On any exception the temporary file is removed, ``path`` is left untouched and the
     directories created for it are removed again (when empty). An
     operating-system error (no space, permission, not a directory, ...) becomes one
     :class:`BBRLError` naming ``path``.
+
+    ``publish`` (a command's output: run tables, agents): in a watched child process
+    (``bbrl run``, ``train``, ``batch``) the finished file keeps its temporary name
+    until the process has exited cleanly, and its watcher renames it then
+    (:func:`bbrlcore.crash.publish`): a process that crashes leaves no output behind.
     """
     target = Path(path)
     check_output_path(target)
@@ -121,7 +126,8 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp_path, 0o666 & ~umask)  # mkstemp creates files readable by owner only
-        os.replace(tmp_path, target)
+        if not (publish and crash.publish(tmp_path, target, created)):
+            os.replace(tmp_path, target)
     except OSError as exc:
         tmp_path.unlink(missing_ok=True)
         undo()
@@ -153,9 +159,13 @@ def write_artefact(
     table: pl.DataFrame | pa.Table,
     kind: str,
     meta: dict[str, Any] | None = None,
+    *,
+    publish: bool = False,
 ) -> None:
     """Write ``table`` to ``path`` atomically, recording ``kind``, version and ``meta``
-    (Parquet, zstd at the level :data:`ZSTD_LEVELS` gives ``kind``, else Arrow's)."""
+    (Parquet, zstd at the level :data:`ZSTD_LEVELS` gives ``kind``, else Arrow's).
+    ``publish``: a command's output, renamed onto ``path`` only once a watched process
+    has exited cleanly (:func:`atomic_path`)."""
     record = {"kind": kind, "bbrlcore_version": __version__}
     record.update(meta or {})
     arrow = table.to_arrow() if isinstance(table, pl.DataFrame) else table
@@ -166,7 +176,7 @@ def write_artefact(
                         f"MB (an embedded distribution of that many transitions), more than "
                         f"the {MAX_META_BYTES / 1e6:,.0f} MB a Parquet footer may hold")
     arrow = arrow.replace_schema_metadata(existing)
-    with atomic_path(path) as tmp:
+    with atomic_path(path, publish=publish) as tmp:
         pq.write_table(arrow, tmp, compression="zstd", compression_level=ZSTD_LEVELS.get(kind))
 
 

@@ -307,8 +307,22 @@ def load(
     used = {k for keys in exp_agents.values() for k in keys}
     out = [a for a in out if a.key in used]
     # cross-field checks: every configuration where it will be trained and run
+    entry_index = {ex.name: i for i, ex in zip(entry_of, experiments, strict=True)}
     for a in out:
         alg = agents_mod.get(a.ref)
+        for ex in experiments:  # the setting first: nothing is probed or planned before
+            if ex.episode_length or a.key not in exp_agents[ex.name]:
+                continue
+            i = entry_index[ex.name]
+            fix = ("give the experiment `episodes:` (E episodes of its natural length"
+                   + (")" if "algorithms" in exps[i] else
+                      "), or list " + alg.name + " only in the own algorithms: block of "
+                      "episodic experiments"))
+            try:
+                alg.check_episodic(0, fix=fix)
+            except BBRLError as exc:
+                raise _fail(source, f"{where(f'experiments[{i}]')} ({ex.name})",
+                            str(exc)) from None
         full = alg.parse_params(a.param_dict, stored=True)  # with the defaults
         settings = sorted({(ex.prior, ex.horizon) for ex in experiments
                            if a.key in exp_agents[ex.name]})
@@ -347,6 +361,8 @@ def load(
     plan.test_dists = {k: v for k, v in test_dists.items()
                        if any(ex.test == k for ex in experiments)}
     plan.exp_agents = exp_agents
+    plan.entry_of = entry_index
+    plan.own_blocks = {i for i in own_of}
     return plan
 
 
@@ -683,6 +699,33 @@ def _check_scalars(cfg: dict[str, Any], fail) -> None:
     if not rd.isprintable() or "{" in rd or "}" in rd:
         raise fail(f"results_dir={rd!r}", "a directory name without braces (the workflow's "
                    "paths take { } as wildcards) or characters that are not printable")
+
+
+def check_settings(values: Mapping[str, Any], options: Mapping[str, str]) -> dict[str, Any]:
+    """Top-level settings ``values`` checked by the rules of a configuration's keys (the
+    other keys at their :data:`DEFAULTS`), an error naming the command-line option that
+    gave the key (``options``: key -> option): what ``bbrl init`` writes is refused as
+    the workflow would refuse it, in the options' words. Returns ``values`` as the
+    configuration holds them (``"1e3"`` is 1000).
+
+    >>> check_settings({"episodes": "1e3"}, {"episodes": "--episodes"})
+    {'episodes': 1000}
+    >>> check_settings({"episodes": 0}, {"episodes": "--episodes"})
+    Traceback (most recent call last):
+    bbrlcore.errors.BBRLError: --episodes 0: must be >= 1
+    >>> check_settings({"score": "regret"}, {"score": "--score"})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    bbrlcore.errors.BBRLError: --score 'regret': expected discounted (...) or undiscounted ...
+    """
+    cfg = {k: copy.deepcopy(v) for k, v in DEFAULTS.items() if v is not ...}
+    cfg.update(values)
+
+    def fail(key: str, msg: str) -> BBRLError:
+        k, eq, v = str(key).partition("=")
+        return BBRLError(f"{options.get(k, k)}{' ' + v if eq else ''}: {msg}")
+
+    _check_scalars(cfg, fail)
+    return {k: cfg[k] for k in values}
 
 
 def _expand(name, params, grid, gkey, fail, fsets) -> list[dict[str, Any]]:

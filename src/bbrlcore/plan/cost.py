@@ -293,8 +293,16 @@ def features(
         kw["learned"] = dict(learned)
     if episode_length and "episode_length" in accepts:
         kw["episode_length"] = int(episode_length)
+    from bbrlcore.errors import building
+
+    # (out of memory: one line naming the algorithm, its parameters and the setting)
+    shown = ", ".join(f"{k}={v}" for k, v in args[0].items())
+    what = (f"{algorithm}'s work amounts for the cost model ({shown or 'no parameters'}) on "
+            f"{args[2].short_name} with the prior {args[1].short_name}, T = {args[4]:,} steps"
+            + (f" in episodes of {int(episode_length)}" if episode_length else ""))
     if not getattr(fn, "__module__", "").startswith("bbrlcore."):
-        return fn(*args, **kw)  # a plugin's: its code is not among bbrlcore's sources
+        with building(what, "computing"):
+            return fn(*args, **kw)  # a plugin's: its code is not among bbrlcore's sources
     # bbrlcore's own: a pure function of its arguments and bbrlcore's sources, memoised
     # (a dry run plans the same work amounts every time; computing some loads numba)
     from bbrlcore.agents._memo import memo_features
@@ -302,7 +310,8 @@ def features(
     key = json.dumps([algorithm, sorted((k, repr(v)) for k, v in args[0].items()),
                       _content_digest(args[1]), _content_digest(args[2]), args[3], args[4],
                       sorted((k, repr(v)) for k, v in kw.items())])
-    return memo_features("cost-features", key, lambda: fn(*args, **kw))
+    with building(what, "computing"):
+        return memo_features("cost-features", key, lambda: fn(*args, **kw))
 
 
 def _built_in_family(d: Any) -> bool:
@@ -396,23 +405,34 @@ class Fit:
         return float(sum(c * feats.get(n, 0.0) for n, c in zip(self.names, p, strict=True)))
 
     def correction(self, params: Mapping[str, Any], test: str, prior: str,
-                   exclude: Any = None) -> float:
+                   exclude: Any = None, horizon: int | None = None,
+                   episode_length: int = 0) -> float:
         """exp(inverse-distance mean of the log residuals of the nearest measured
-        configurations of the experiment); 1 without one."""
+        configurations of the experiment); 1 without one. Where the configuration itself
+        was measured (the same parameters), in several settings of the interaction (a
+        probe at another horizon, a benchmark's long trajectories), its residual is
+        taken in the query's setting: among its measurements of the same episode length
+        (else of the same kind, episodic or continuing; else all), interpolated in log T
+        between the horizons just below and above ``horizon``, the nearest one's outside
+        them (``horizon`` None: its first measurement, as before)."""
         num, cat = _split(params)
         near = []
+        same: list[tuple[int, int, float]] = []
         for cfg, n2, c2, res in self.residuals.get((test, prior), []):
             if cfg == exclude:
                 continue  # categorical parameters that differ count as a whole range apart
             miss = sum(1.0 for a, b in zip(c2, cat, strict=False) if a != b) + abs(
                 len(c2) - len(cat))
-            near.append((math.hypot(self._distance(num, n2), miss), res))
+            d = math.hypot(self._distance(num, n2), miss)
+            near.append((d, res))
+            if d == 0.0:
+                same.append((int(cfg[4]), int(cfg[6]), res))
+        if same:
+            return math.exp(_in_setting(same, horizon, episode_length))
         if not near:
             return 1.0
         near.sort(key=lambda v: v[0])
         near = near[:NEIGHBOURS]
-        if near[0][0] == 0.0:
-            return math.exp(near[0][1])
         w = np.array([1.0 / d for d, _ in near])
         return math.exp(float(np.dot(w, [r for _, r in near]) / w.sum()))
 
@@ -442,6 +462,36 @@ class Fit:
 
 #: Measured configurations a local correction averages over.
 NEIGHBOURS = 2
+
+
+def _in_setting(points: list[tuple[int, int, float]], horizon: int | None,
+                episode_length: int) -> float:
+    """The log residual of one measured configuration in the interaction's setting, from
+    its measurements ``(T, H, log residual)`` (:meth:`Fit.correction`): those of the same
+    H (else of the same kind, else all), interpolated in log T, the nearest horizon's
+    beyond them.
+
+    >>> pts = [(1_000, 10, 0.0), (100_000, 10, 1.0), (250, 0, 5.0)]
+    >>> _in_setting(pts, 10**6, 10), round(_in_setting(pts, 10_000, 10), 6)
+    (1.0, 0.5)
+    >>> _in_setting(pts, 250, 0), _in_setting(pts, None, 0)  # (continuing; the first)
+    (5.0, 0.0)
+    >>> round(_in_setting(pts, 10_000, 20), 6)  # (no H = 20: the episodic ones)
+    0.5
+    """
+    if horizon is None or len(points) == 1:
+        return points[0][2]
+    pts = ([p for p in points if p[1] == episode_length]
+           or [p for p in points if (p[1] > 0) == (episode_length > 0)] or points)
+    pts = sorted(pts)
+    x = math.log(max(int(horizon), 1))
+    if x <= math.log(pts[0][0]):
+        return pts[0][2]
+    for (t0, _, r0), (t1, _, r1) in zip(pts, pts[1:], strict=False):
+        a, b = math.log(t0), math.log(t1)
+        if x <= b:
+            return r1 if b == a else r0 + (r1 - r0) * (x - a) / (b - a)
+    return pts[-1][2]
 
 
 def _split(params: Mapping[str, Any]) -> tuple[dict[str, float], tuple[Any, ...]]:
@@ -502,8 +552,10 @@ def _fit(rows: list[tuple[Record, dict[str, float], dict[str, Any]]]) -> Fit:
         loo_prices = _nnls_relative(F[keep], t[keep]) if keep.any() else prices
         loo = Fit(names, loo_prices, 0, 0, ranges=fit.ranges,
                   residuals=residuals(loo_prices, skip=cfg))
-        pred_in = float(F[idx[0]] @ prices) * fit.correction(full, r.test, r.prior)
-        pred_out = float(F[idx[0]] @ loo_prices) * loo.correction(full, r.test, r.prior)
+        pred_in = float(F[idx[0]] @ prices) * fit.correction(
+            full, r.test, r.prior, horizon=r.horizon, episode_length=r.episode_length)
+        pred_out = float(F[idx[0]] @ loo_prices) * loo.correction(
+            full, r.test, r.prior, horizon=r.horizon, episode_length=r.episode_length)
         fit.validation.append((cfg, meas, pred_in, pred_out))
     return fit
 
@@ -561,7 +613,9 @@ class CostModel:
         if fit is None:
             return sum(UNCALIBRATED_S.get(k, 0.0) * v for k, v in f.items())
         full = _full_params(algorithm, params)
-        return max(fit.priced(f) * fit.correction(full, _name(test), _name(p)), 1e-7)
+        return max(fit.priced(f) * fit.correction(full, _name(test), _name(p),
+                                                  horizon=horizon,
+                                                  episode_length=episode_length), 1e-7)
 
     def offline_seconds(
         self, algorithm: str, params: Mapping[str, Any], prior: Any, horizon: int = 250,
@@ -579,7 +633,7 @@ class CostModel:
             return sum(UNCALIBRATED_S.get(k, 0.0) * v for k, v in f.items())
         full = _full_params(algorithm, params)
         name = _name(self.dists(prior))
-        return max(fit.priced(f) * fit.correction(full, name, name), 0.0)
+        return max(fit.priced(f) * fit.correction(full, name, name, horizon=horizon), 0.0)
 
     def in_range(self, algorithm: str, params: Mapping[str, Any], test: str,
                  prior: str) -> bool:

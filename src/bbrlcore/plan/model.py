@@ -269,10 +269,18 @@ class Plan:
     #: algorithms the benchmarks measured in continuing interactions only, probed in this
     #: plan's episodic experiments (:func:`bbrlcore.plan.probe.uncalibrated_episodic`)
     probed_episodic: set[str] = field(default_factory=set)
+    #: (agent key, experiment name) pairs whose probe was not run (a dry run's plan:
+    #: :func:`bbrlcore.plan.probe.ensure` with ``run=False``), so that their estimates
+    #: stand on a default price
+    unprobed: list[tuple[str, str]] = field(default_factory=list)
     #: experiment name -> keys of its agent configurations
     exp_agents: dict[str, list[str]] = field(default_factory=dict)
     #: top-level keys the preset set (errors name them ``presets.PRESET.KEY``)
     from_preset: set[str] = field(default_factory=set)
+    #: experiment name -> the index of its ``experiments`` entry
+    entry_of: dict[str, int] = field(default_factory=dict)
+    #: indices of the ``experiments`` entries with an ``algorithms`` block of their own
+    own_blocks: set[int] = field(default_factory=set)
 
     def where(self, key: str) -> str:
         """``key`` as the user wrote it (``presets.tiny.n_mdps`` when the preset set
@@ -470,6 +478,45 @@ class Plan:
                         f"is expected to take {m:,.0f} min, beyond chunk_budget_minutes="
                         f"{budget:g}: its jobs hold one test MDP each and may overrun "
                         "the budget")
+        return out
+
+    def missing_references(self) -> list[str]:
+        """One line per ``experiments`` entry whose experiments run no Random or no
+        Optimal agent (the references of the normalised score, Random = 0 and Optimal =
+        1; Optimal's mean is also the reference of the summary's regret): their columns
+        would be empty at the end of the run, so it is said before anything runs
+        (``bbrl estimate``, the workflow's start), naming the entry, its experiments and
+        what to add. Empty when every experiment has both.
+
+        >>> plan = Plan({}, [Experiment("GC", "UGC")], [], exp_agents={"GC-UGC": ["beb"]},
+        ...             entry_of={"GC-UGC": 1}, own_blocks={1})
+        >>> plan.agents = [AgentConfig("beb", (), "beb")]
+        >>> print(plan.missing_references()[0])  # doctest: +NORMALIZE_WHITESPACE
+        experiments[1] (GC-UGC): no random/optimal agent: its normalised score and regret
+        will be empty; add random: {} and optimal: {} to its algorithms: block
+        """
+        by: dict[int, tuple[list[str], set[str]]] = {}
+        for exp in self.experiments:
+            algs = {a.algorithm for a in self.agents_of(exp)}
+            missing = [r for r in ("random", "optimal") if r not in algs]
+            if missing:
+                i = self.entry_of.get(exp.name, -1)
+                names, miss = by.setdefault(i, ([], set()))
+                names.append(exp.name)
+                miss.update(missing)
+        out = []
+        for i, (names, miss) in sorted(by.items()):
+            what = [r for r in ("random", "optimal") if r in miss]
+            lost = ("normalised score and regret" if "optimal" in miss
+                    else "normalised score")
+            shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more"
+                                            if len(names) > 3 else "")
+            its = "its" if len(names) == 1 else "their"
+            where = ("its algorithms: block" if i in self.own_blocks
+                     else f"{self.where('algorithms')}:")
+            out.append(f"{self.where(f'experiments[{i}]')} ({shown}): no {'/'.join(what)} "
+                       f"agent: {its} {lost} will be empty; add "
+                       + " and ".join(f"{r}: {{}}" for r in what) + f" to {where}")
         return out
 
     def run_minutes(self, exp: Experiment, agent: AgentConfig, size: int) -> float:

@@ -20,6 +20,7 @@ from bbrlcore.protocol.runner import (
     read_run,
     run_agent,
     run_meta,
+    score_summary,
     write_run,
 )
 from bbrlcore.protocol.test_sets import (
@@ -46,6 +47,6 @@ __all__ = [
     "OVERRUN_MIN_S", "ROW_SUM_TOLERANCE", "RUN_COLUMNS", "TIMING_COLUMNS", "Interaction",
     "Overrun", "TestSet", "TrainedAgent", "check_mdps", "default_checkpoint_every",
     "interaction", "new_test_set", "parse_slice", "read_agent", "read_run", "read_test_set",
-    "run_agent", "run_meta", "train_agent", "validation_meta", "validation_set", "write_agent",
-    "write_run", "write_test_set",
+    "run_agent", "run_meta", "score_summary", "train_agent", "validation_meta",
+    "validation_set", "write_agent", "write_run", "write_test_set",
 ]

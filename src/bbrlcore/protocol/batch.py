@@ -50,7 +50,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bbrlcore import __version__
+from bbrlcore import __version__, crash
 from bbrlcore.errors import BBRLError
 
 KINDS = ("train", "run")
@@ -170,27 +170,38 @@ def unit_key(spec: dict[str, Any], unit: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
-def _place(src: str, dst: str) -> None:
-    """``dst`` becomes a copy of ``src`` (a hard link where possible), atomically."""
-    Path(dst).parent.mkdir(parents=True, exist_ok=True)
+def _place(src: str | Path, dst: str, *, publish: bool = False) -> None:
+    """``dst`` becomes a copy of ``src`` (a hard link where possible), atomically;
+    ``publish`` (an output of the bundle): once a watched process has exited cleanly
+    (:func:`bbrlcore.crash.publish`)."""
+    parent = Path(dst).parent
+    created = [d for d in (parent, *parent.parents) if not d.exists()]  # deepest first
+    parent.mkdir(parents=True, exist_ok=True)
     tmp = f"{dst}.batch-{os.getpid()}.tmp"
+    handed = False  # (over to the watcher, which renames it)
     try:
         try:
             os.link(src, tmp)
         except OSError:
             shutil.copyfile(src, tmp)
-        os.replace(tmp, dst)
+        handed = publish and crash.publish(Path(tmp), Path(dst), created)
+        if not handed:
+            os.replace(tmp, dst)
     finally:
-        if os.path.exists(tmp):
+        if not handed and os.path.exists(tmp):
             os.unlink(tmp)
 
 
 def _keep(partial: str | None, key: str, output: str) -> None:
-    if partial is None:
+    """Keep a finished unit's ``output`` under ``partial`` for a later attempt (not in
+    a diagnostic run after a crash, which keeps nothing)."""
+    if partial is None or crash.diagnosing():
         return
     try:
         Path(partial).mkdir(parents=True, exist_ok=True)
-        _place(output, os.path.join(partial, key + ".parquet"))
+        kept = os.path.join(partial, key + ".parquet")
+        _place(crash.location(output), kept)  # (the output may wait for the watcher)
+        crash.kept(kept)
     except OSError as exc:  # only a lost shortcut: say so, go on
         print(f"bbrl: warning: cannot keep {output} under {partial} ({exc})",
               file=sys.stderr, flush=True)
@@ -270,7 +281,7 @@ def _do_train(spec: dict[str, Any], unit: dict[str, Any], cache: _Cache,
 
 def _do_run(spec: dict[str, Any], unit: dict[str, Any], cache: _Cache,
             progress: bool, expected: Expected = None) -> str:
-    from bbrlcore.protocol.runner import run_agent, run_meta, write_run
+    from bbrlcore.protocol.runner import run_agent, run_meta, score_summary, write_run
 
     ts = cache.test_set(unit["test_set"])
     agent = cache.agent(unit["agent"], ts)
@@ -286,7 +297,7 @@ def _do_run(spec: dict[str, Any], unit: dict[str, Any], cache: _Cache,
     write_run(table, unit["output"], meta)
     if not len(table):
         return "no trajectories"
-    return (f"{len(table)} trajectories, mean return {table['discounted_return'].mean():.4g}, "
+    return (f"{len(table)} trajectories, {score_summary(table)}, "
             f"{1000 * table['online_time_s'].mean():.3g} ms each")
 
 
@@ -316,7 +327,7 @@ def run_batch(spec: dict[str, Any], partial: str | None = None, *,
         key = unit_key(spec, unit)
         kept = os.path.join(partial, key + ".parquet") if partial else None
         if kept and os.path.isfile(kept):
-            _place(kept, unit["output"])
+            _place(kept, unit["output"], publish=True)
             say(f"[{name}] {i + 1}/{len(units)} {what}: finished by an earlier attempt")
             continue
         say(f"[{name}] {i + 1}/{len(units)} {what} ...")
@@ -334,7 +345,7 @@ def run_batch(spec: dict[str, Any], partial: str | None = None, *,
         _keep(partial, key, unit["output"])
         say(f"[{name}] {i + 1}/{len(units)} {what}: {result} "
             f"({time.perf_counter() - t0:.2f} s)")
-    if partial:
+    if partial and not crash.diagnosing():
         shutil.rmtree(partial, ignore_errors=True)
         try:  # the directory of all bundles' partial results, once the last is done
             os.rmdir(os.path.dirname(os.path.abspath(partial)))

@@ -125,6 +125,7 @@ def run_agent(
     progress: bool = True,
     label: str | None = None,
     expected_s: Expected = None,
+    cpu_times: list[float] | None = None,
 ) -> pl.DataFrame:
     """Play one trajectory of ``agent`` on each selected test MDP; one row per MDP, with
     its discounted return, its per-step rewards (``rewards``, float32; up to
@@ -137,7 +138,9 @@ def run_agent(
     computing it when first needed) makes a run that lasts more than
     :data:`OVERRUN_FACTOR` times longer say so on stderr. Anything the
     agent's code prints goes to stderr; an error of the agent's code is one
-    :class:`BBRLError` naming the agent, the test MDP and the step."""
+    :class:`BBRLError` naming the agent, the test MDP and the step. ``cpu_times``: a list
+    that gets the process CPU seconds of each trajectory (its timed region), beside its
+    wall time ``online_time_s`` (a probe's, :mod:`bbrlcore.plan.probe`)."""
     from bbrlcore.agents.api import AgentError, plugin_output
 
     alg = agents.get(agent.ref or agent.algorithm)
@@ -195,8 +198,8 @@ def run_agent(
                     warm(mdp(idx[0]), int(tseeds[0]), np.empty(w))
                 else:
                     warm(mdp(idx[0]), int(tseeds[0]))
-        except AgentError as exc:
-            raise BBRLError(f"agent {agent.agent_id}, test MDP {int(idx[0])}: {exc}") from None
+        except AgentError:  # (a shortened trajectory: its place, e.g. counter_values
+            pass  # "after step w - 1", is not the real one's; played in full below)
     n = len(idx)
     T, H, E = ts.horizon, ts.episode_length, ts.episodes
     every = ts.checkpoint_every
@@ -228,15 +231,19 @@ def run_agent(
             # (the kernel writes into this row)
             row = (rewards[k] if steps else buf) if records else None
             crash.at_mdp(int(i))
+            c0 = time.process_time() if cpu_times is not None else 0.0
             t0 = time.perf_counter()
             try:
                 if records:
                     ret, cnt = call(P, int(tseeds[k]), row)
                 else:
                     ret, cnt = call(P, int(tseeds[k]))
-            except AgentError as exc:
+            except AgentError as exc:  # (the place, for a diagnostic run after a crash)
+                crash.error_at(exc.error, exc.hook, exc.place, int(i))
                 raise BBRLError(f"agent {agent.agent_id}, test MDP {int(i)}: {exc}") from None
             times[k] = time.perf_counter() - t0
+            if cpu_times is not None:
+                cpu_times.append(time.process_time() - c0)
             returns[k] = ret
             if records:  # (outside the timed region)
                 totals[k], bad = aggregate(row, every or 0, H, ck[k] if every else ck,
@@ -575,6 +582,43 @@ def with_settings(table: pl.DataFrame) -> pl.DataFrame:
 TIMING_COLUMNS = ("online_time_s", "offline_time_s")
 
 
+def score_summary(table: pl.DataFrame) -> str:
+    """What a run table's trajectories scored, in the words of their setting (what ``bbrl
+    run`` and a workflow job print): the paper's protocol (a continuing interaction
+    without checkpoints) is scored by the discounted return, its mean as always; an
+    episodic or a long one (checkpoints) by the sum of its rewards, with the mean return
+    of an episode when episodic and the mean regret when the test set has references
+    (the discounted return of 10,000 steps is its first hundred steps').
+
+    >>> t = pl.DataFrame({"discounted_return": [0.0063, 0.0065], "episode_length": [10] * 2,
+    ...                   "episodes": [500] * 2, "checkpoint_every": [10] * 2,
+    ...                   "undiscounted_return": [488.0, 490.0], "regret": [12.0, 10.0]})
+    >>> score_summary(t)
+    'mean undiscounted return 489 over 500 episodes (0.978 an episode), mean regret 11'
+    >>> score_summary(t.with_columns(episode_length=0, episodes=1, checkpoint_every=None))
+    'mean return 0.0064'
+    """
+    table = with_settings(table)
+    disc = f"mean return {table['discounted_return'].mean():.4g}"
+    if not len(table):
+        return disc
+    H, E = int(table["episode_length"][0]), int(table["episodes"][0])
+    every = table["checkpoint_every"][0]
+    und = table["undiscounted_return"] if "undiscounted_return" in table.columns else None
+    if (not H and every is None) or und is None or und.null_count() == len(table):
+        return disc  # (the paper's protocol; or a player that records no rewards)
+    u = float(und.mean())
+    if H:
+        out = f"mean undiscounted return {u:.4g} over {E:,} episodes ({u / E:.4g} an episode)"
+    else:
+        T = int(table["horizon"][0]) if "horizon" in table.columns else 0
+        out = f"mean undiscounted return {u:.4g}" + (f" over {T:,} steps" if T else "")
+    regret = table["regret"]
+    if regret.null_count() < len(table):
+        out += f", mean regret {float(regret.mean()):.4g}"
+    return out
+
+
 def run_meta(ts: TestSet, agent: TrainedAgent, mdps: range) -> dict[str, Any]:
     """The metadata of a run artefact: the agent, its parameters, the experiment, the
     test set's seed and size, and the slice of test MDPs played."""
@@ -590,7 +634,10 @@ def run_meta(ts: TestSet, agent: TrainedAgent, mdps: range) -> dict[str, Any]:
 
 
 def write_run(table: pl.DataFrame, path: str | Path, meta: dict[str, Any]) -> None:
-    artefacts.write_artefact(path, table, "run", meta)
+    """Write a run table (:func:`run_agent`) with its metadata (:func:`run_meta`),
+    atomically; in a watched ``bbrl run`` or ``batch``, it appears at ``path`` once the
+    process has exited cleanly (:func:`bbrlcore.crash.publish`)."""
+    artefacts.write_artefact(path, table, "run", meta, publish=True)
 
 
 def read_run(path: str | Path) -> pl.DataFrame:

@@ -185,6 +185,9 @@ AGENT_COLUMNS: dict[str, tuple[str, str]] = {
 
 
 def write_agent(agent: TrainedAgent, path: str | Path) -> None:
+    """Write an agent artefact (what it learned, its prior, its offline time),
+    atomically; in a watched ``bbrl train`` or ``batch``, it appears at ``path`` once the
+    process has exited cleanly (:func:`bbrlcore.crash.publish`)."""
     row = {
         "algorithm": [agent.algorithm],
         "agent": [agent.agent_id],
@@ -212,7 +215,7 @@ def write_agent(agent: TrainedAgent, path: str | Path) -> None:
     }
     if agent.ref:
         meta["plugin"] = {"ref": agent.ref, "fingerprint": agent.fingerprint}
-    artefacts.write_artefact(path, table, "agent", meta)
+    artefacts.write_artefact(path, table, "agent", meta, publish=True)
 
 
 #: Stands for a parameter whose rendering in the id cannot be checked (see

@@ -41,7 +41,7 @@ import socket
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -185,22 +185,27 @@ def experiment_section(
     if table_c is not None:
         ct = table_c.filter(pl.col("experiment") == exp)
         if ct.is_empty():
-            whole = [w.reason for w in mine if w.agent is None] or [
+            whole = [w.reason for w in mine if w.agent is None and w.what is None] or [
                 f"{w.family} (agent {w.agent}): {w.reason}" for w in mine]
             curve_sec["reason"] = ("No learning curves for this experiment: "
                                    + ("; ".join(whole) or "no algorithm has a curve here")
                                    + ".")
         else:
             panels = [(exp, title)]
+            # the views the tables allow (without Random or Optimal: no normalised score)
+            views = tuple(v for v in ("cumulative", "normalised", "shortfall")
+                          if ct[v].drop_nulls().len())
             curve_sec = {
                 "available": True,
                 "figure": I.to_json(I.learning_curves(
                     ct, panels, styles, score, title=f"{title}: learning curves")),
-                "fig": _save(figures.learning_curves_figure(ct, panels, styles, score),
+                "fig": _save(figures.learning_curves_figure(ct, panels, styles, score,
+                                                            views),
                              fig_dir / f"{exp}-curves"),
                 "T": int(ct["t"].max())}
-    curve_sec["left_out"] = [f"{w.family} (agent {w.agent}): {w.reason}" for w in mine
-                             if w.agent is not None]
+    curve_sec["left_out"] = ([f"{w.what}: {w.reason}" for w in mine if w.what is not None]
+                             + [f"{w.family} (agent {w.agent}): {w.reason}" for w in mine
+                                if w.agent is not None])
 
     if among is None:
         best = constraints.among_best(contenders, returns, alpha, correction=correction)
@@ -233,7 +238,7 @@ def experiment_section(
             "online": _time(r["online_time_per_decision_s"]),
             "normalised": "–" if r["normalised_score"] is None
             else f"{r['normalised_score']:.3f}",
-            "regret": "–" if r["regret"] is None else f"{r['regret']:.2f}",
+            "shortfall": "–" if r["shortfall"] is None else f"{r['shortfall']:.2f}",
             "bold": bool(r["among_best"]), "z": r["z"],
             "above": None if flag is None else _above_text(flag),
             "reference": r["agent"] == reference,
@@ -498,6 +503,8 @@ def curves_section(
     figs = out / "figures"
     sec: dict[str, Any] = {"available": True, "table": table, "score": score,
                            "T": int(table["t"].max()) if table.height else 0,
+                           "horizon": horizon_text(table.group_by("experiment").agg(
+                               pl.col("t").max())["t"].to_list()),
                            "n_resamples": n_resamples, "seed": seed, "aggregate": None,
                            "ladders": [], "left_out": [str(w) for w in c.left_out],
                            "left_out_items": c.left_out}
@@ -773,9 +780,15 @@ def _build_into(out: Path, merged: pl.DataFrame, summary: pl.DataFrame,
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES),
                              autoescape=jinja2.select_autoescape(["html"]))
     fwer_over = [sec for sec in ordered if sec["fwer"] > alpha + 1e-12]
-    horizon = int(merged["horizon"].max()) if "horizon" in merged.columns else None
+    # (experiments of several horizons: each T, or their range; issue 41)
+    horizon = (horizon_text(merged["horizon"].drop_nulls().to_list())
+               if "horizon" in merged.columns else None)
     chosen = selection_of(summary)
-    n_val = int(summary["validation_n"].max() or 0) if chosen == "validation" else None
+    n_val: int | str | None = None
+    if chosen == "validation":  # (experiments of several validation sizes: the range)
+        ns = sorted({int(v) for v in summary["validation_n"].drop_nulls().to_list()})
+        n_val = (ns[0] if len(ns) == 1 else f"{ns[0]} to {ns[-1]} (by experiment)"
+                 if ns else None)
     selection = {"kind": chosen, "text": selection_text(chosen, n_val)}
     grids: dict[str, list[int]] = {}
     for sec in ordered:
@@ -813,6 +826,31 @@ def _build_into(out: Path, merged: pl.DataFrame, summary: pl.DataFrame,
         compile_latex(out)
 
 
+def horizon_text(horizons: Iterable[int]) -> dict[str, str] | None:
+    """How the report states the horizon T of several experiments: ``{"html": ...,
+    "tex": ...}``, one T when they share it, else each T (up to four) or the range, "by
+    experiment"; None without any.
+
+    >>> horizon_text([250, 250])["html"]
+    'T = 250'
+    >>> horizon_text([200000, 100000, 140000])["html"]
+    'T = 100000, 140000 or 200000, by experiment'
+    >>> horizon_text(range(100, 700, 100))["tex"]
+    '$T = 100$ to $600$, by experiment'
+    """
+    hs = sorted({int(h) for h in horizons})
+    if not hs:
+        return None
+    if len(hs) == 1:
+        return {"html": f"T = {hs[0]}", "tex": f"$T = {hs[0]}$"}
+    if len(hs) <= 4:
+        listed = ", ".join(str(h) for h in hs[:-1]) + f" or {hs[-1]}"
+        return {"html": f"T = {listed}, by experiment",
+                "tex": f"$T = {listed.replace(' or ', '$ or $')}$, by experiment"}
+    return {"html": f"T = {hs[0]} to {hs[-1]}, by experiment",
+            "tex": f"$T = {hs[0]}$ to ${hs[-1]}$, by experiment"}
+
+
 def _stage_base(out: Path) -> str:
     """The staging directories of a report into ``out`` begin with this, then the
     process id: the report's name and this machine's, so that a staging directory left
@@ -846,6 +884,11 @@ def _remove_stale(out: Path) -> None:
             continue
 
 
+#: The record of the outermost :func:`_terminate_as_exception` block in force (blocks
+#: within it share its handlers and its record).
+_TERM: dict[str, int] | None = None
+
+
 @contextmanager
 def _terminate_as_exception() -> Iterator[dict[str, int]]:
     """Within the block, SIGTERM and SIGHUP (a job's time limit, a closed terminal)
@@ -853,18 +896,29 @@ def _terminate_as_exception() -> Iterator[dict[str, int]]:
     that the staging directory is removed; the former handlers are restored after. The
     yielded dict records the signal (``signum``): a library that swallows the
     ``SystemExit`` (polars does, in a function it calls back) turns it into another
-    error, which the caller then ends as the signal would have."""
+    error, or into a ``SystemExit`` whose code is its message, which the caller then
+    ends as the signal would have (:func:`ended_as_signal`). Only the first signal
+    raises: a later one (a scheduler repeating it) is recorded, and the clean-up it
+    would interrupt goes on. A block within another shares the outer one's handlers
+    and record; within :func:`_signals_held` the signal is recorded only."""
     import signal
     import threading
 
+    global _TERM
+    if _TERM is not None:
+        yield _TERM
+        return
     state: dict[str, int] = {}
     if threading.current_thread() is not threading.main_thread():
         yield state
         return
 
     def stop(signum: int, frame: Any) -> None:
+        if "signum" in state:
+            return
         state["signum"] = signum
-        raise SystemExit(128 + signum)
+        if "held" not in state:  # (:func:`_signals_held`)
+            raise SystemExit(128 + signum)
 
     saved = {}
     for sig in (signal.SIGTERM, signal.SIGHUP):
@@ -872,11 +926,52 @@ def _terminate_as_exception() -> Iterator[dict[str, int]]:
             saved[sig] = signal.signal(sig, stop)
         except (ValueError, OSError):
             pass
+    _TERM = state
     try:
         yield state
     finally:
+        _TERM = None
         for sig, handler in saved.items():
             signal.signal(sig, handler)
+
+
+@contextmanager
+def _signals_held(term: dict[str, int]) -> Iterator[None]:
+    """Within the block, a SIGTERM or SIGHUP (handled by the
+    :func:`_terminate_as_exception` block whose record is ``term``) is recorded but
+    raises nothing; one that arrived raises its ``SystemExit`` when the block ends: a
+    report being moved into place is moved whole before the signal ends the process."""
+    term["held"] = 1
+    try:
+        yield
+    finally:
+        del term["held"]
+    if "signum" in term:
+        raise SystemExit(128 + term["signum"])
+
+
+@contextmanager
+def ended_as_signal() -> Iterator[dict[str, int]]:
+    """Within the block, a SIGTERM or SIGHUP ends the block with ``SystemExit(128 +
+    signum)`` (143 for SIGTERM: the exit status of a process killed by it, as a shell or
+    a scheduler reports it), wherever it lands: whatever exception comes out of the
+    block once the signal has arrived (a library's error wrapping it, a ``SystemExit``
+    whose code is a message) is replaced by that one, and a signal that some code
+    swallowed altogether ends the block as soon as it completes. ``finally`` clauses
+    and context managers inside the block run as for any exception. The yielded dict
+    records the signal (``signum``), for a block that must not go on once it arrived.
+    ``bbrl report`` runs within it, and so does :func:`build`'s staging directory
+    (removed, the report not moved into place)."""
+    with _terminate_as_exception() as term:
+        try:
+            yield term
+        except BaseException:
+            if "signum" in term:
+                raise SystemExit(128 + term["signum"]) from None
+            raise
+        if "signum" in term:  # swallowed on the way, and the work went on to its end
+            raise SystemExit(128 + term["signum"])
+
 
 def _progress(message: str) -> None:
     """Where a long computation of the report announces its estimated time (stderr)."""
@@ -890,8 +985,9 @@ def _staged_directory(out: Path) -> Iterator[Path]:
     report does not write stay). On any error, an interruption or a SIGTERM or SIGHUP
     nothing is moved, the staging directory is removed, and so are the directories
     created for it: a report that fails leaves the output directory as it was (or
-    absent). Staging directories left by reports killed outright are removed first
-    (:func:`_remove_stale`)."""
+    absent); a signal that arrives while the finished report is moved waits until it is
+    moved whole (:func:`_signals_held`). Staging directories left by reports killed
+    outright are removed first (:func:`_remove_stale`)."""
     out = Path(out)
     created: list[Path] = []
     anc = out.parent if str(out.parent) else Path(".")
@@ -899,9 +995,8 @@ def _staged_directory(out: Path) -> Iterator[Path]:
         created.append(anc)
         anc = anc.parent
     stage: Path | None = None
-    term: dict[str, int] = {}
     try:
-        with _terminate_as_exception() as term:
+        with ended_as_signal() as term:
             try:
                 out.parent.mkdir(parents=True, exist_ok=True)
                 _remove_stale(out)
@@ -911,7 +1006,10 @@ def _staged_directory(out: Path) -> Iterator[Path]:
             except OSError as exc:
                 raise BBRLError(f"{out}: cannot write ({exc.strerror or exc})") from None
             yield stage
-            _move_into(stage, out)
+            if "signum" in term:  # swallowed on the way: what was written may be wrong
+                raise SystemExit(128 + term["signum"])
+            with _signals_held(term):  # a complete report or none, then the signal
+                _move_into(stage, out)
     except BaseException as exc:
         if stage is not None:
             shutil.rmtree(stage, ignore_errors=True)
@@ -925,8 +1023,6 @@ def _staged_directory(out: Path) -> Iterator[Path]:
                 raise BBRLError(str(exc).replace(str(stage), str(out))) from None
             if isinstance(exc, OSError) and exc.filename and str(stage) in str(exc.filename):
                 exc.filename = str(exc.filename).replace(str(stage), str(out))
-        if "signum" in term and not isinstance(exc, SystemExit):  # (swallowed on the way)
-            raise SystemExit(128 + term["signum"]) from None
         raise
     shutil.rmtree(stage, ignore_errors=True)
 

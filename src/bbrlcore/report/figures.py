@@ -379,7 +379,7 @@ def _legend_right(fig: Figure, axes: list) -> None:
 
 def learning_curves_figure(table: pl.DataFrame, panels: list[tuple[str, str]],
                            styles: dict[str, tuple[str, str, bool]], score: str,
-                           views: tuple[str, ...] = ("cumulative", "normalised", "regret"),
+                           views: tuple[str, ...] = ("cumulative", "normalised", "shortfall"),
                            ) -> Figure:
     """Learning curves with their bands (the ``curves`` table): one experiment of
     ``panels`` gives one row of the ``views``; several (a ladder) give a column per
@@ -388,9 +388,10 @@ def learning_curves_figure(table: pl.DataFrame, panels: list[tuple[str, str]],
     has gained a tenth of its final lead over Random:
     :data:`bbrlcore.analysis.curves.MIN_GAIN_FRACTION`), so the noise of the first steps
     does not set the scale; the axes name the score."""
-    from bbrlcore.report.interactive import curve_labels
+    from bbrlcore.report.interactive import curve_labels, even_points
 
     labels = curve_labels(score, short=True)
+    table = even_points(table)
     n = len(panels)
     single = n == 1
     nrows, ncols = (1, len(views)) if single else (len(views), n)
@@ -437,8 +438,16 @@ def regret_curves_figure(table: pl.DataFrame, panels: list[tuple[str, str]],
     """Colosseum's normalised cumulative regret against time (log axes), one panel per
     experiment of ``panels`` side by side (a ladder's sizes) on one y-range, each family
     with its paired bootstrap band; Random's is the uniformly random policy's, drawn
-    beside the others as Colosseum does; Optimal (about 0) is left out of the log axes."""
+    beside the others as Colosseum does; Optimal (about 0) is left out. The y axis is
+    logarithmic while every value drawn (bands included) is positive; with a value of 0
+    or below (an agent that does better than the optimal policy's expected reward for a
+    while: a realised regret below 0) it is symmetric-logarithmic, linear within ±1
+    (:data:`bbrlcore.report.interactive.SYMLOG_LINEAR`), so that signed values show as
+    they are."""
+    from bbrlcore.report.interactive import SYMLOG_LINEAR, regret_is_signed
+
     n = len(panels)
+    signed = regret_is_signed(table, panels)
     fig, axes = plt.subplots(1, n, figsize=(3.4 * n + 1.8, 3.1), dpi=110, squeeze=False,
                              sharey=True)
     for k, (exp, name) in enumerate(panels):
@@ -454,18 +463,26 @@ def regret_curves_figure(table: pl.DataFrame, panels: list[tuple[str, str]],
             y = h["normalised_regret"].to_numpy().astype(float)
             floor = max(1e-3, float(np.nanmin(np.where(y > 0, y, np.inf))) / 10
                         if (y > 0).any() else 1e-3)
+            if signed:  # (symmetric-log axis: every value as it is)
+                floor = -np.inf
             lo = np.maximum(h["normalised_regret_low"].to_numpy().astype(float), floor)
             hi = np.maximum(h["normalised_regret_high"].to_numpy().astype(float), floor)
             ax.fill_between(x, lo, hi, color=col, alpha=0.15, lw=0)
             ax.plot(x, np.maximum(y, floor), color=col, lw=1.2,
                     ls="--" if fam.endswith("(compat)") else "-", label=fam)
         ax.set_xscale("log")
-        ax.set_yscale("log")
+        if signed:
+            ax.set_yscale("symlog", linthresh=SYMLOG_LINEAR)
+            ax.axhline(0.0, color="0.5", lw=0.6)
+        else:
+            ax.set_yscale("log")
         ax.set_title(name, fontsize=8)
         ax.set_xlabel(xl, fontsize=8)
         if k == 0:
             ax.set_ylabel("normalised cumulative regret\n(Colosseum's: Σ regret / "
-                          "(optimal − worst))", fontsize=7)
+                          "(optimal − worst))"
+                          + (f"\nsymlog: linear within ±{SYMLOG_LINEAR:g}" if signed else ""),
+                          fontsize=7)
         ax.tick_params(labelsize=7)
         ax.grid(True, which="both", lw=0.3, alpha=0.4)
     _legend_right(fig, list(axes.flat))

@@ -6,7 +6,8 @@ Each function takes a table of :mod:`bbrlcore.analysis.constraints` or
 id, its parameters, its score with the 95% interval and its offline and online times;
 clicking a family in the legend hides or shows it; the score-against-time figures have
 buttons switching the time axis between log and linear, the learning curves buttons
-switching the view (cumulative reward, normalised score, cumulative regret).
+switching the view (cumulative reward, normalised score, cumulative shortfall against
+the Optimal agent).
 
 **Library.** plotly.js, from the ``plotly`` Python package (MIT licence, released every
 few weeks), which ships the minified library: :func:`write_library` copies it once into
@@ -598,7 +599,7 @@ def score_vs_size(ladder: pl.DataFrame,
 #: The views of a learning-curve figure: the column of the ``curves`` table (with its
 #: ``_low``/``_high`` band) -> the button's label.
 CURVE_VIEWS = {"cumulative": "cumulative reward", "normalised": "normalised score",
-               "regret": "cumulative regret"}
+               "shortfall": "cumulative shortfall"}
 
 
 def curve_labels(score: str, short: bool = False) -> dict[str, str]:
@@ -612,14 +613,22 @@ def curve_labels(score: str, short: bool = False) -> dict[str, str]:
     so_far = "discounted return so far" if score == "discounted" else "sum of rewards so far"
     if short:
         return {"cumulative": f"mean {so_far}", "normalised": f"normalised score ({acc})",
-                "regret": f"cumulative regret ({acc})"}
+                "shortfall": f"cumulative shortfall ({acc})"}
     return {"cumulative": f"mean {so_far} (cumulative reward)",
             "normalised": f"normalised score ({acc}; Random = 0, Optimal = 1 at each t)",
-            "regret": f"cumulative regret against Optimal ({acc})"}
+            "shortfall": f"cumulative shortfall against Optimal ({acc})"}
 
 
 def _families_in(styles: dict[str, Any], present: set[str]) -> list[str]:
     return [f for f in styles if f in present] + sorted(present - set(styles))
+
+
+def even_points(table: pl.DataFrame) -> pl.DataFrame:
+    """The rows of a ``curves`` table at its evenly spaced points, the ones a linear time
+    axis draws (``even_grid``; a table without the column: all of them); the log-spaced
+    points of a long curve are for logarithmic time axes
+    (:func:`bbrlcore.analysis.curves.curve_positions`)."""
+    return table.filter(pl.col("even_grid")) if "even_grid" in table.columns else table
 
 
 def _curve_view(h: pl.DataFrame, col: str) -> tuple[list[Any], list[Any], list[Any],
@@ -643,11 +652,13 @@ def learning_curves(table: pl.DataFrame, panels: list[tuple[str, str]],
     :func:`bbrlcore.analysis.curves.curves`: each
     family a line with its paired bootstrap band (clicking the legend hides or shows it
     in every panel); buttons switch the view (:data:`CURVE_VIEWS`: mean cumulative reward,
-    normalised score, cumulative regret against Optimal), ``view`` is the first shown.
+    normalised score, cumulative shortfall against the Optimal agent), ``view`` is the
+    first shown.
 
     Every view's data are in the buttons (``args[0]``: ``x``, ``y``, ``customdata``, one
     entry per trace, band then line for each family of each panel); each trace's ``meta``
     is ``[experiment, family, "band" | "line"]``."""
+    table = even_points(table)  # (a linear time axis: the evenly spaced points)
     n = len(panels)
     labels = curve_labels(score, short=n > 1)
     cols = min(n, 4) if n else 1
@@ -727,6 +738,51 @@ def learning_curves(table: pl.DataFrame, panels: list[tuple[str, str]],
     return {"data": traces, "layout": layout}
 
 
+#: The regret figures' symmetric-logarithmic y axis (signed values) is linear within
+#: ± this (one step's, or one episode's, regret of the worst policy), logarithmic beyond.
+SYMLOG_LINEAR = 1.0
+
+
+def regret_is_signed(table: pl.DataFrame, panels: list[tuple[str, str]]) -> bool:
+    """Whether the normalised regret that :func:`regret_curves` draws for ``panels``
+    (Optimal left out) has a value of 0 or below, its bands included: the figures then
+    use a symmetric-logarithmic y axis instead of a logarithmic one."""
+    g = table.filter(pl.col("experiment").is_in([e for e, _ in panels])
+                     & (pl.col("family") != "Optimal")
+                     & pl.col("normalised_regret").is_not_null())
+    return bool(g.select(pl.min_horizontal(
+        pl.col("normalised_regret").min(), pl.col("normalised_regret_low").min(),
+        pl.col("normalised_regret_high").min()) <= 0).item()) if g.height else False
+
+
+def symlog(v: float | None) -> float | None:
+    """A value's position on the symmetric-logarithmic axis of the regret figures (as
+    matplotlib's ``symlog`` with ``linthresh`` :data:`SYMLOG_LINEAR`): linear within it,
+    then one unit per decade; None stays None.
+
+    >>> [symlog(v) for v in (-100.0, -0.5, 0.0, 1.0, 10.0, None)]
+    [-3.0, -0.5, 0.0, 1.0, 2.0, None]
+    """
+    if v is None or not math.isfinite(v):
+        return None
+    c = SYMLOG_LINEAR
+    a = abs(v)
+    return v / c if a <= c else math.copysign(1.0 + math.log10(a / c), v)
+
+
+def _symlog_ticks(values: list[float]) -> dict[str, Any]:
+    """``tickvals`` and ``ticktext`` of a symmetric-logarithmic axis holding ``values``
+    (positions given by :func:`symlog`): 0, ±the linear limit and each decade beyond it
+    up to the largest magnitude."""
+    c = SYMLOG_LINEAR
+    top = max([abs(v) for v in values if v is not None and math.isfinite(v)] or [c])
+    mags = [c * 10.0 ** k for k in range(0, max(0, math.ceil(math.log10(max(top, c) / c))) + 1)]
+    lo = min([v for v in values if v is not None and math.isfinite(v)] or [0.0])
+    vals = sorted({0.0, *mags, *([-m for m in mags] if lo < 0 else [])})
+    return {"tickvals": [symlog(v) for v in vals],
+            "ticktext": [f"{v:g}" if abs(v) < 1e4 else f"{v:.0e}" for v in vals]}
+
+
 def regret_curves(table: pl.DataFrame, panels: list[tuple[str, str]],
                   styles: dict[str, tuple[str, str, bool]], title: str | None = None
                   ) -> dict[str, Any]:
@@ -734,12 +790,21 @@ def regret_curves(table: pl.DataFrame, panels: list[tuple[str, str]],
     experiment of ``panels`` (a ladder's sizes side by side, up to four a row, one
     y-range), each family's best agent with its paired bootstrap band (the ``curves``
     table's ``normalised_regret``); Random's is the uniformly random policy's, beside
-    the others as in Colosseum's figures; Optimal (about 0) is left out of the log axes.
-    Each trace's ``meta`` is ``[experiment, family, "band" | "line"]``."""
+    the others as in Colosseum's figures; Optimal (about 0) is left out. The y axis is
+    logarithmic while every value drawn is positive; with a value of 0 or below
+    (:func:`regret_is_signed`: an agent ahead of the optimal policy's expected reward
+    for a while) it is symmetric-logarithmic as the static figure's (plotly has no such
+    axis: the values are placed by :func:`symlog`, the ticks say the real values, and
+    so does the hover). Each trace's ``meta`` is ``[experiment, family, "band" |
+    "line"]``."""
+    signed = regret_is_signed(table, panels)
+    drawn: list[float] = []
     n = len(panels)
     cols = min(n, 4) if n else 1
     rows = max(1, -(-n // cols))
     label = "normalised cumulative regret (Colosseum's: Σ regret / (optimal − worst))"
+    if signed:
+        label += f"; symlog: linear within ±{SYMLOG_LINEAR:g}"
     layout: dict[str, Any] = {
         "height": 110 + 320 * rows, "margin": {"t": 70 if title else 50, "r": 10},
         "legend": {"itemclick": "toggle", "itemdoubleclick": "toggleothers"},
@@ -762,7 +827,8 @@ def regret_curves(table: pl.DataFrame, panels: list[tuple[str, str]],
         layout[f"xaxis{axis}"] = {"domain": [x0, x1], "anchor": f"y{axis}", "type": "log",
                                   "title": {"text": xname, "font": {"size": 11},
                                             "standoff": 4}}
-        layout[f"yaxis{axis}"] = {"domain": [y0, y1], "anchor": f"x{axis}", "type": "log"}
+        layout[f"yaxis{axis}"] = {"domain": [y0, y1], "anchor": f"x{axis}",
+                                  "type": "linear" if signed else "log"}
         if k % cols == 0:
             layout[f"yaxis{axis}"]["title"] = {"text": label, "font": {"size": 10}}
         if k:
@@ -777,6 +843,12 @@ def regret_curves(table: pl.DataFrame, panels: list[tuple[str, str]],
                 h = h.with_columns(pl.col("episodes").alias("t"))
             colour = styles.get(fam, ("#333", "o", True))[0]
             bx, by, lx, ly, cd = _curve_view(h, "normalised_regret")
+            hover_y = "%{y:.4g}"
+            if signed:  # (positions on the symmetric-log axis; the hover the real value)
+                drawn += [v for v in by + ly if v is not None]
+                cd = [[a, b, v] for (a, b), v in zip(cd, ly, strict=True)]
+                by, ly = [symlog(v) for v in by], [symlog(v) for v in ly]
+                hover_y = "%{customdata[2]:.4g}"
             common = {"legendgroup": fam, "xaxis": f"x{axis}", "yaxis": f"y{axis}"}
             traces.append({"type": "scatter", "mode": "lines", "name": fam, "x": bx,
                            "y": by, "showlegend": False, "hoverinfo": "skip",
@@ -789,9 +861,13 @@ def regret_curves(table: pl.DataFrame, panels: list[tuple[str, str]],
                 "line": {"color": colour, "width": 2,
                          "dash": "dash" if fam.endswith("(compat)") else "solid"},
                 "hovertemplate": f"<b>{fam}</b> ({h['agent'][0]})<br>{xname} = %{{x}}: "
-                                 "%{y:.4g} [%{customdata[0]:.4g}, %{customdata[1]:.4g}]"
+                                 f"{hover_y} [%{{customdata[0]:.4g}}, %{{customdata[1]:.4g}}]"
                                  f"<extra>{name}</extra>", **common})
             shown.add(fam)
+    if signed:
+        ticks = _symlog_ticks(drawn)
+        for k in range(n):
+            layout[f"yaxis{'' if k == 0 else k + 1}"].update(ticks)
     return {"data": traces, "layout": layout}
 
 
@@ -802,6 +878,8 @@ def episodes_to_learn(ds: pl.DataFrame, styles: dict[str, tuple[str, str, bool]]
     axes: each algorithm's first episode at which the average regret falls below 0.9,
     with its bootstrap interval; one that does not learn within the interaction at its
     last episode, marked with a cross; dithering's 2^N dashed."""
+    from bbrlcore.analysis.exploration import undecided_text
+
     traces: list[dict[str, Any]] = []
     for fam in [f for f in styles if f in set(ds["family"])]:
         h = ds.filter(pl.col("family") == fam).sort("size")
@@ -821,7 +899,8 @@ def episodes_to_learn(ds: pl.DataFrame, styles: dict[str, tuple[str, str, bool]]
                         "arrayminus": [_gap(a, b) for a, b in zip(y, h["learning_low"],
                                                                   strict=True)]},
             "customdata": [[r["experiment"], r["agent"], "learned" if r["learned"] else
-                            ("not learned" if r["decided"] else "undecided")]
+                            ("not learned" if r["decided"] else "undecided: "
+                             + undecided_text(r["episodes"], r["size"]))]
                            for r in h.iter_rows(named=True)],
             "hovertemplate": "<b>%{customdata[0]}</b><br>%{customdata[1]}<br>size %{x}: "
                              "%{y} episodes (%{customdata[2]})" f"<extra>{fam}</extra>"})

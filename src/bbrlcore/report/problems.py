@@ -22,7 +22,8 @@ Three tables (written under ``data/``, drawn by :mod:`bbrlcore.report.figures` a
   ``normalised_low, normalised_high`` (the summary's mean ± 1.96·s/√N, normalised by the
   experiment's Random and Optimal means), the test set's hardness and, where the runs
   carry their test MDPs' references, that agent's **regret**: Colosseum's per-step
-  normalised regret ``normalised_regret`` with ``regret_low, regret_high``
+  normalised regret ``normalised_regret`` with ``normalised_regret_low,
+  normalised_regret_high``
   (:func:`bbrlcore.analysis.exploration.regret_summary`), which the report draws against
   hardness and size beside the score;
 * :func:`ladder_table`: the rows of :func:`score_table` on a ladder of at least two
@@ -146,7 +147,7 @@ _SCORE_SCHEMA = {"experiment": pl.Utf8, "test": pl.Utf8, "prior": pl.Utf8,
                  "normalised_low": pl.Float64, "normalised_high": pl.Float64,
                  "diameter": pl.Float64, "value_norm": pl.Float64,
                  "suboptimality_gaps": pl.Float64, "normalised_regret": pl.Float64,
-                 "regret_low": pl.Float64, "regret_high": pl.Float64}
+                 "normalised_regret_low": pl.Float64, "normalised_regret_high": pl.Float64}
 
 
 def score_table(summary: pl.DataFrame, hmap: pl.DataFrame,
@@ -157,7 +158,8 @@ def score_table(summary: pl.DataFrame, hmap: pl.DataFrame,
     carries the report's ``family`` column, ``families`` their order (module
     docstring). ``regrets`` (:func:`bbrlcore.analysis.exploration.regret_summary`) adds
     that agent's normalised regret per step with its interval (``normalised_regret,
-    regret_low, regret_high``; null where its runs carry no references)."""
+    normalised_regret_low, normalised_regret_high``; null where its runs carry no
+    references)."""
     from bbrlcore.analysis.results import normalising_means
     from bbrlcore.analysis.selection import selection_key
 
@@ -199,7 +201,7 @@ def score_table(summary: pl.DataFrame, hmap: pl.DataFrame,
         (r["experiment"], r["agent"]): r for r in regrets.iter_rows(named=True)}
     for row in out:
         r = reg.get((row["experiment"], row["agent"]), {})
-        for c in ("normalised_regret", "regret_low", "regret_high"):
+        for c in ("normalised_regret", "normalised_regret_low", "normalised_regret_high"):
             row[c] = r.get(c)
     return pl.DataFrame(out, schema=_SCORE_SCHEMA)
 
@@ -210,8 +212,8 @@ def regret_view(table: pl.DataFrame) -> pl.DataFrame:
     ``normalised_low``, ``normalised_high``), for the figures that draw the score."""
     return (table.filter(pl.col("normalised_regret").is_not_null())
             .with_columns(pl.col("normalised_regret").alias("normalised_score"),
-                          pl.col("regret_low").alias("normalised_low"),
-                          pl.col("regret_high").alias("normalised_high")))
+                          pl.col("normalised_regret_low").alias("normalised_low"),
+                          pl.col("normalised_regret_high").alias("normalised_high")))
 
 
 def ladder_table(scores: pl.DataFrame) -> pl.DataFrame:
