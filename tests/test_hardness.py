@@ -625,3 +625,30 @@ def test_gaps_with_colosseums_regularisation_match_its_formula():
         colosseum = (1 / (V[:, None] - Q + 0.1)).sum()
         assert H.suboptimality_gaps(P, R, 0.9, regularization=0.1) == pytest.approx(
             colosseum, rel=1e-9)
+
+
+def test_the_package_exports_every_public_name_of_its_modules():
+    """``bbrlcore.mdp.hardness`` is a sub-package (one module per measure): every public
+    name a module defines is a name of the package, listed in ``__all__``, the same object;
+    no module is named like one of those names (it would shadow it)."""
+    import ast
+    import importlib
+    import pkgutil
+    from pathlib import Path
+
+    defined = {}
+    for info in pkgutil.iter_modules(H.__path__):
+        mod = importlib.import_module(f"{H.__name__}.{info.name}")
+        for node in ast.parse(Path(mod.__file__).read_text()).body:
+            names = ([node.name] if isinstance(node, ast.FunctionDef | ast.ClassDef) else
+                     [t.id for t in node.targets] if isinstance(node, ast.Assign) else
+                     [node.target.id] if isinstance(node, ast.AnnAssign) else [])
+            for n in names:
+                if not n.startswith("_"):
+                    assert n not in defined, (n, defined.get(n), info.name)
+                    defined[n] = info.name
+                    assert getattr(H, n) is getattr(mod, n), n
+    assert sorted(H.__all__) == sorted(defined)
+    assert not {info.name for info in pkgutil.iter_modules(H.__path__)} & set(defined)
+    assert {"diameter", "measures", "hardness_table", "value_norm", "suboptimality_gaps",
+            "REACH_TOLERANCE", "optimal_values_rows"} <= set(defined)
