@@ -272,10 +272,12 @@ def test_natural_episode_lengths_of_the_families():
     H = {name: families.episodic_form(families.make(name, **kw).test)[1] for name, kw in [
         ("deepsea", {"size": 20}), ("riverswim", {"size": 12}), ("frozenlake", {"size": 4}),
         ("simplegrid", {"size": 5}), ("simplegrid", {"size": 6}), ("taxi", {"size": 4}),
-        ("minigrid_empty", {"size": 3}), ("chain", {}), ("sixarms", {}),
+        ("minigrid_empty", {"size": 3}), ("minigrid_rooms", {"size": 2}), ("chain", {}),
+        ("sixarms", {}),
         ("doubleloop", {}), ("gc", {}), ("gdl", {}), ("grid", {})]}
     assert H == {"deepsea": 20, "riverswim": 12, "frozenlake": 7, "simplegrid": 7,
-                 "taxi": 24, "minigrid_empty": 10, "chain": None, "sixarms": None,
+                 "taxi": 24, "minigrid_empty": 10, "minigrid_rooms": 16, "chain": None,
+                 "sixarms": None,
                  "doubleloop": None, "gc": None, "gdl": None, "grid": None}
     # GC by its built-in name, a family's FDM test by its file's name
     assert families.episodic_form(D.builtin("GC"))[1] is None

@@ -41,6 +41,8 @@ SMALL = [
     ("simplegrid", {"size": 3, "p_rand": 0.0}),
     ("minigrid_empty", {"size": 3}),
     ("minigrid_empty", {"size": 3, "p_rand": 0.1, "p_lazy": 0.05}),
+    ("minigrid_rooms", {"size": 2}),
+    ("minigrid_rooms", {"size": 2, "n_starts": 3, "p_rand": 0.1, "p_lazy": 0.05}),
     ("taxi", {"size": 4}),
     ("taxi", {"size": 4, "p_rand": 0.1}),
     ("gc", {}),
@@ -52,7 +54,8 @@ IDS = [f"{f}-{'-'.join(f'{k}{v}' for k, v in p.items())}" for f, p in SMALL]
 #: Instances whose drawn MDPs must be deterministic (every entry 0 or 1).
 DETERMINISTIC = [("doubleloop", {"size": 2, "p_rand": 0.0}), ("deepsea", {"size": 3}),
                  ("simplegrid", {"size": 3, "p_rand": 0.0}), ("minigrid_empty", {"size": 3}),
-                 ("frozenlake", {"size": 3, "slip": 0.0})]
+                 ("frozenlake", {"size": 3, "slip": 0.0}),
+                 ("minigrid_rooms", {"size": 2, "n_starts": 1})]
 
 
 def solve(P: np.ndarray, R: np.ndarray, gamma: float = GAMMA) -> tuple[np.ndarray, np.ndarray]:
@@ -84,7 +87,8 @@ def one_line_error(match: str, fam: str, /, **params) -> str:
 
 def test_registry_lists_every_family():
     assert set(F.FAMILIES) == {"chain", "doubleloop", "riverswim", "sixarms", "deepsea",
-                               "frozenlake", "simplegrid", "minigrid_empty", "taxi", "gc",
+                               "frozenlake", "simplegrid", "minigrid_empty", "minigrid_rooms",
+                               "taxi", "gc",
                                "gdl", "grid"}
     for name, fam in F.FAMILIES.items():
         assert fam.name == name and fam.reference

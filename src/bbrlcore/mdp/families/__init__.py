@@ -17,6 +17,7 @@ family                    problem
 ``frozenlake``            FrozenLake (Colosseum)
 ``simplegrid``            SimpleGrid (Colosseum)
 ``minigrid_empty``        MiniGrid-Empty (Chevalier-Boisvert et al.; Colosseum)
+``minigrid_rooms``        MiniGrid-Rooms (Chevalier-Boisvert et al.; Colosseum)
 ``taxi``                  Taxi (Dietterich 2000; Colosseum)
 ``gc``, ``gdl``, ``grid`` the BBRL paper's GC, GDL and Grid (defaults: the built-ins)
 ========================  ===========================================================
@@ -51,6 +52,7 @@ from bbrlcore.mdp.families import (
     gdl,
     grid,
     minigrid_empty,
+    minigrid_rooms,
     riverswim,
     simplegrid,
     sixarms,
@@ -74,7 +76,7 @@ __all__ = ["FAMILIES", "Family", "FamilyDistribution", "Param", "Problem", "Rewa
 FAMILIES: dict[str, Family] = {
     m.FAMILY.name: m.FAMILY
     for m in (chain, doubleloop, riverswim, sixarms, deepsea, frozenlake, simplegrid,
-              minigrid_empty, taxi, gc, gdl, grid)
+              minigrid_empty, minigrid_rooms, taxi, gc, gdl, grid)
 }
 
 
@@ -245,7 +247,8 @@ def episodic_families() -> list[str]:
     """The families with an episodic form.
 
     >>> episodic_families()
-    ['riverswim', 'deepsea', 'frozenlake', 'simplegrid', 'minigrid_empty', 'taxi']
+    ['riverswim', 'deepsea', 'frozenlake', 'simplegrid', 'minigrid_empty', 'minigrid_rooms',
+     'taxi']
     """
     return [n for n, f in FAMILIES.items() if f.episode_length is not None]
 
