@@ -18,7 +18,8 @@ what it adds to PSRL on Colosseum's DeepSea when evaluated every 100 steps.
   hyperparameters) on its DeepSea-10 benchmark instance (p_rand 0.4), ``log_every`` =
   100, in steps per second (wall time of ``run``; its evaluation included).
 
-    .venv/bin/python benchmarks/bench_indicators.py [--colosseum-python /work/peers/venv-col/bin/python]
+    .venv/bin/python benchmarks/bench_indicators.py \
+        [--colosseum-python /work/peers/venv-col/bin/python]
 
 Writes ``results/indicators.json`` and ``results/indicators.md``.
 """
@@ -88,25 +89,26 @@ def evaluation(rounds: int) -> list[dict]:
             states, probs = np.array([test.initial_state], np.int64), np.ones(1)
             if H:
                 if pi.ndim == 2:
-                    def kern(pi=pi, V=V):
+                    def kern(pi=pi, V=V, ev=ev, H=H):
                         EV.episode_values_deterministic(ev.succ, ev.nsucc, ev.P, ev.rbar, pi,
                                                         H, V)
                 else:
-                    def kern(pi=pi, V=V):
+                    def kern(pi=pi, V=V, ev=ev, H=H):
                         EV.episode_values_stochastic(ev.succ, ev.nsucc, ev.P, ev.rbar, pi, H,
                                                      V)
             else:
                 ps = pi[0] if pi.ndim == 3 else EV._NO_STOCHASTIC
                 pd = pi[0] if pi.ndim == 2 else EV._NO_DETERMINISTIC
 
-                def kern(ps=ps, pd=pd, st=pi.ndim == 3, sc=sc, states=states, probs=probs):
+                def kern(ps=ps, pd=pd, st=pi.ndim == 3, sc=sc, states=states, probs=probs,
+                         ev=ev):
                     EV.policy_chain(ev.succ, ev.nsucc, ev.P, ev.rbar, ps, pd, st, sc.indptr,
                                     sc.indices, sc.probs, sc.r)
                     EV.chain_gain_from(sc.indptr, sc.indices, sc.probs, sc.r, states, probs,
                                        EV.DENSE_MAX, sc.g)
 
-            def full(pol=pol):
-                ev.evaluate(pol, test.initial_state)
+            def full(pol=pol, ev=ev, s0=test.initial_state):
+                ev.evaluate(pol, s0)
 
             k_us = _median_us(kern, 2000, rounds)
             f_us = _median_us(full, 2000, rounds)

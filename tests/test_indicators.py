@@ -68,7 +68,7 @@ def test_the_fixture_exercises_the_rules_it_is_meant_to(fixture):
     # 1e-3 but not 0 has regret 0 in Colosseum's log
     c = "riverswim6_freeze"
     ev, g = case_evaluator(fixture, c)
-    gains = [ev.gain(p, int(s)) for p, s in zip(g("policies"), g("states"))]
+    gains = [ev.gain(p, int(s)) for p, s in zip(g("policies"), g("states"), strict=True)]
     short = ev.optimal - np.array(gains)
     clipped = (short > 1e-7) & (short <= IND.CLIP_ATOL)
     assert clipped.any()
