@@ -3,20 +3,23 @@ what it adds to PSRL on Colosseum's DeepSea when evaluated every 100 steps.
 
 * ``evaluation``: µs per exact evaluation (:mod:`bbrlcore.mdp.evaluation`) of a random
   stochastic policy (Colosseum's form, ``(H, nX, nU)`` episodic / ``(nX, nU)``
-  continuing) and of a deterministic one, on DeepSea-10 and DeepSea-20 (episodic, H = N,
-  backward induction) and RiverSwim-6 and RiverSwim-25 (continuing: chain, closed
-  classes, GTH, gain from a state). Two figures each: the numba kernel alone (what a
+  continuing) and of a deterministic one, on DeepSea-10 and DeepSea-20 with p_rand 0.4
+  (episodic, H = N, backward induction) and RiverSwim-6 and RiverSwim-25 (continuing:
+  chain, closed classes, GTH, gain from a state). Two figures each: the numba kernel alone (what a
   wired agent kernel would pay) and the Python call :meth:`Evaluator.evaluate` (checks,
   conversion, kernel). Median over ``--rounds`` rounds of many calls, this thread's CPU
   time (the machine is shared).
-* ``psrl``: PSRL's kernel on DeepSea-10 episodic (accurate prior, 10^5 steps, episodes of
-  10 steps) in steps per second, and the same with one evaluation every 100 steps added
-  (the kernel's time plus 1,000 Python-path evaluations, measured separately: the
-  evaluation is not wired into the kernel yet), against 100 × Colosseum's steps per second.
+* ``psrl``: PSRL's kernel on DeepSea-10 with p_rand 0.4 (Colosseum's benchmark instance's
+  size and noise; bbrl's DeepSea family and PSRL, accurate prior), episodic (10^5 steps,
+  episodes of 10 steps) in steps per second, and the same with one evaluation every 100
+  steps added (the kernel's time plus 1,000 Python-path evaluations, measured separately:
+  the evaluation is not wired into the kernel yet), against 100 × Colosseum's steps/s.
 * ``colosseum`` (with ``--colosseum-python``, a Python that has Colosseum and ray):
   Colosseum's own ``MDPLoop`` with its PSRL (``PSRLEpisodic``, its cached benchmark
   hyperparameters) on its DeepSea-10 benchmark instance (p_rand 0.4), ``log_every`` =
-  100, in steps per second (wall time of ``run``; its evaluation included).
+  100, in steps per second of the process's CPU time (comparable with bbrl's figures on a
+  shared machine) and of wall time, its evaluation included; PSRL's module is imported
+  without its package's deep agents (sonnet and TensorFlow are not needed).
 
     .venv/bin/python benchmarks/bench_indicators.py \
         [--colosseum-python /work/peers/venv-col/bin/python]
@@ -51,8 +54,8 @@ def _cpu() -> float:
 def _cases():
     out = []
     for n in (10, 20):
-        p = families.make("deepsea", size=n)
-        out.append((f"DeepSea-{n} (episodic, H={n})", p.test, n))
+        p = families.make("deepsea", size=n, p_rand=0.4)  # Colosseum's benchmark noise
+        out.append((f"DeepSea-{n}, p_rand 0.4 (episodic, H={n})", p.test, n))
     for n in (6, 25):
         p = families.make("riverswim", size=n)
         out.append((f"RiverSwim-{n} (continuing)", p.test, None))
@@ -126,7 +129,7 @@ def psrl(rounds: int, eval_rows: list[dict]) -> dict:
     from bbrlcore import protocol as E
     from bbrlcore.protocol import runner
 
-    p = families.make("deepsea", size=10)
+    p = families.make("deepsea", size=10, p_rand=0.4)  # as Colosseum's instance
     prior = p.prior("accurate")
     agent = E.train_agent("psrl", {}, prior, progress=False)
     T, H = 100_000, 10
@@ -156,24 +159,30 @@ def psrl(rounds: int, eval_rows: list[dict]) -> dict:
 
 
 COLOSSEUM_SNIPPET = r"""
-import time, warnings, numpy as np
+import os, sys, time, types, warnings
 warnings.filterwarnings("ignore")
+# PSRL alone: the episodic agents' package imports the deep agents (sonnet, TensorFlow),
+# which PSRL does not use; a bare package object lets its module import without them
+import colosseum.agent.agents as A
+pkg = types.ModuleType("colosseum.agent.agents.episodic")
+pkg.__path__ = [os.path.join(A.__path__[0], "episodic")]
+sys.modules["colosseum.agent.agents.episodic"] = pkg
+from colosseum.agent.agents.episodic.posterior_sampling import PSRLEpisodic
 from colosseum.mdp.deep_sea import DeepSeaEpisodic
-from colosseum.agent.agents.episodic import PSRLEpisodic
 from colosseum.experiment.agent_mdp_interaction import MDPLoop
 from colosseum.utils.acme.specs import make_mdp_spec
-from colosseum import config
-config.disable_verbose_logging() if hasattr(config, "disable_verbose_logging") else None
 T = {T}
+PRMS = dict(prior_mean=0.41854463543357456, transition_prior=0.32345772625210756)
 mdp = DeepSeaEpisodic(seed=0, size=10, p_rand=0.4, make_reward_stochastic=False,
                       randomize_actions=False)
-agent = PSRLEpisodic.get_agent_instance_from_parameters(
-    0, T, make_mdp_spec(mdp),
-    dict(prior_mean=0.41854463543357456, transition_prior=0.32345772625210756))
-loop = MDPLoop(mdp, agent)
-w0 = time.perf_counter()
-loop.run(T, 100)
-print(T / (time.perf_counter() - w0))
+def loop(seed):
+    agent = PSRLEpisodic.get_agent_instance_from_parameters(seed, T, make_mdp_spec(mdp), PRMS)
+    return MDPLoop(mdp, agent)
+loop(0).run(300, 100)  # numba compilation
+lp = loop(1)
+w0, c0 = time.perf_counter(), time.process_time()
+lp.run(T, 100)
+print(T / (time.perf_counter() - w0), T / (time.process_time() - c0))
 """
 
 
@@ -184,10 +193,10 @@ def colosseum(python: str, T: int) -> dict:
         tail = res.stderr.strip().splitlines()[-1:] or ["?"]
         print("Colosseum's loop did not run:", tail[0])
         return {"error": tail[0]}
-    sps = float(res.stdout.strip().splitlines()[-1])
+    wall, cpu = (float(v) for v in res.stdout.strip().splitlines()[-1].split())
     print(f"Colosseum's MDPLoop, PSRL on DeepSea-10 (p_rand 0.4), log_every 100: "
-          f"{sps:,.0f} steps/s (T = {T:,}, wall)", flush=True)
-    return {"T": T, "steps_per_s": round(sps)}
+          f"{cpu:,.0f} steps/s of CPU time, {wall:,.0f} wall (T = {T:,})", flush=True)
+    return {"T": T, "steps_per_s": round(cpu), "wall_steps_per_s": round(wall)}
 
 
 def markdown(out: dict) -> str:
@@ -201,7 +210,9 @@ def markdown(out: dict) -> str:
                      f"{r['kernel_us']} | {r['python_us']} |")
     p = out.get("psrl")
     if p:
-        lines += ["", "PSRL on DeepSea-10, episodic (accurate prior, 10^5 steps):", "",
+        lines += ["", "PSRL on DeepSea-10, p_rand 0.4, episodic (bbrl's family and PSRL, accurate "
+                  "prior, 10^5 steps; Colosseum's instance has its own prior and its action "
+                  "mapping off):", "",
                   f"- bbrl's kernel alone: {p['kernel_steps_per_s']:,} steps/s;",
                   f"- with Colosseum's expected regret evaluated every 100 steps "
                   f"({p['evaluations']:,} evaluations of {p['evaluation_us']} µs, Python "
@@ -211,9 +222,11 @@ def markdown(out: dict) -> str:
                   f"steps/s (issue 43's measurement) = {p['goal_steps_per_s']:,} steps/s."]
     c = out.get("colosseum")
     if c and "steps_per_s" in c:
+        ratio = p["with_evaluation_steps_per_s"] / c["steps_per_s"] if p else float("nan")
         lines += [f"- Colosseum's own `MDPLoop` with its PSRL on its DeepSea-10 instance "
-                  f"(p_rand 0.4), measured here: {c['steps_per_s']:,} steps/s "
-                  f"(T = {c['T']:,}, wall time, its evaluation included)."]
+                  f"(p_rand 0.4), measured here: {c['steps_per_s']:,} steps/s of CPU time "
+                  f"({c['wall_steps_per_s']:,} wall; T = {c['T']:,}, its evaluation "
+                  f"included); bbrl with the evaluation: {ratio:,.0f}× that."]
     elif c:
         lines += [f"- Colosseum's own loop could not run here: {c['error']}"]
     return "\n".join(lines) + "\n"
@@ -221,17 +234,21 @@ def markdown(out: dict) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", choices=("evaluation", "psrl", "colosseum"))
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--colosseum-python", default=None)
     ap.add_argument("--colosseum-steps", type=int, default=20_000)
     ap.add_argument("-o", "--output", default=str(HERE / "results" / "indicators.json"))
     args = ap.parse_args()
-    out = {"date": time.strftime("%Y-%m-%d")}
-    out["evaluation"] = evaluation(args.rounds)
-    out["psrl"] = psrl(min(args.rounds, 3), out["evaluation"])
-    if args.colosseum_python:
-        out["colosseum"] = colosseum(args.colosseum_python, args.colosseum_steps)
     path = Path(args.output)
+    out = json.loads(path.read_text()) if args.only and path.exists() else {}
+    out["date"] = time.strftime("%Y-%m-%d")
+    if args.only in (None, "evaluation"):
+        out["evaluation"] = evaluation(args.rounds)
+    if args.only in (None, "psrl"):
+        out["psrl"] = psrl(min(args.rounds, 3), out["evaluation"])
+    if args.colosseum_python and args.only in (None, "colosseum"):
+        out["colosseum"] = colosseum(args.colosseum_python, args.colosseum_steps)
     path.write_text(json.dumps(out, indent=1) + "\n")
     path.with_suffix(".md").write_text(markdown(out))
     print(f"wrote {path}")

@@ -144,16 +144,32 @@ def as_policy(policy: np.ndarray, n_states: int, n_actions: int,
                         f"({n_states}, {n_actions}) or (H, {n_states}, {n_actions}) with "
                         f"H = {horizon}")
     a = np.ascontiguousarray(a, dtype=np.float64)
-    if not np.isfinite(a).all() or (a < 0).any():
+    code, h, x, total = _check_stochastic(a, POLICY_SUM_ATOL)
+    if code == 1:
         raise BBRLError(f"{what}: action probabilities must be finite and >= 0")
-    s = a.sum(axis=2)
-    bad = np.abs(s - 1.0) > POLICY_SUM_ATOL
-    if bad.any():
-        h, x = (int(v) for v in np.argwhere(bad)[0])
+    if code == 2:
         where = f"state {x}" if a.shape[0] == 1 else f"state {x} at step {h}"
         raise BBRLError(f"{what}: the action probabilities of {where} sum to "
-                        f"{float(s[h, x]):.6g}, not 1")
+                        f"{total:.6g}, not 1")
     return a
+
+
+@njit(cache=True, error_model="numpy")
+def _check_stochastic(a, atol):
+    """Kernel: (0, ...) when every row of ``a`` (Hp, nX, nU) is a distribution; (1, h, x,
+    0) at a negative or non-finite entry; (2, h, x, sum) at a row not summing to 1."""
+    Hp, nX, nU = a.shape
+    for h in range(Hp):
+        for x in range(nX):
+            s = 0.0
+            for u in range(nU):
+                v = a[h, x, u]
+                if not (v >= 0.0) or v == np.inf:
+                    return 1, h, x, 0.0
+                s += v
+            if abs(s - 1.0) > atol:
+                return 2, h, x, s
+    return 0, 0, 0, 0.0
 
 
 def expected_rewards(succ: np.ndarray, nsucc: np.ndarray, P: np.ndarray,
