@@ -40,8 +40,7 @@ cumulative, with t the row's ``steps``:
 ``normalised_expected_regret``  Σ weight × normalised regret (Colosseum's table metric)
 ``expected_reward``             Σ weight × expected reward per step
 ``normalised_expected_reward``  (expected_reward − t ρ⁻) / (ρ* − ρ⁻)
-``reward``                      the rewards collected (steps 0 … t-1 at an in-loop row,
-                                all T at the final one)
+``reward``                      the rewards collected (steps 0 … t-1; all T at the last row)
 ``normalised_reward``           (reward − t ρ⁻) / (ρ* − ρ⁻)
 =============================== ============================================================
 
