@@ -341,3 +341,41 @@ def test_policy_checks_name_the_problem():
         lay = rows.full(2, 1)
         EV.policy_gain(lay.succ, lay.nsucc, np.full((2, 1, 2), 0.5), np.zeros((2, 1, 2)),
                        np.zeros(2, dtype=np.int64), 5)
+
+
+def test_on_a_family_the_optimal_policy_has_no_regret_and_uniform_its_reference():
+    """bbrl's own DeepSea-6 (episodic, H = 6): the backward-induction greedy policy has no
+    expected regret; the uniform policy's expected reward per step is the test set's
+    ``random_episode_value`` / H (mdp.references), at every row."""
+    from bbrlcore.mdp import families
+
+    t = families.make("deepsea", size=6, p_rand=0.1).test
+    lay = t.support_layout
+    P = t.draw_rows(np.random.default_rng(3))
+    H = 6
+    R = t.reward_rows
+    rbar = (P * R).sum(axis=2)
+    greedy = np.zeros((H, t.n_states), dtype=np.int64)
+    V = np.zeros(t.n_states)
+    for h in reversed(range(H)):
+        Q = rbar + np.einsum("xuk,xuk->xu", P, V[lay.succ])
+        greedy[h] = Q.argmax(axis=1)
+        V = Q.max(axis=1)
+    T, L = 1500, 100
+    n = IND.log_rows(T, L)[0].size
+    out = IND.evaluate_policies(lay.succ, lay.nsucc, P, R, [greedy] * n, T=T, log_every=L,
+                                horizon=H, start=t.initial_state)
+    assert np.abs(out["normalised_expected_regret"]).max() <= 1e-12
+    assert out.stopped_training_at == 1001  # the tenth optimal row (t = 1000 > 0.2 T)
+    uniform = np.full((t.n_states, t.n_actions), 1.0 / t.n_actions)
+    out = IND.evaluate_policies(lay.succ, lay.nsucc, P, R, [uniform] * n, T=T, log_every=L,
+                                horizon=H, start=t.initial_state)
+    ref = RF.references_rows(lay.succ, lay.nsucc, P, R, t.initial_state, H, continuing=False)
+    np.testing.assert_allclose(out["row_expected_reward"], ref.random_episode_value / H,
+                               rtol=1e-12)
+    span = ref.optimal_episode_value - ref.worst_episode_value
+    np.testing.assert_allclose(out["row_normalised_regret"],
+                               (ref.optimal_episode_value - ref.random_episode_value) / span,
+                               rtol=1e-12)
+    table = out.to_polars()
+    assert table.height == n and "normalised_expected_regret" in table.columns

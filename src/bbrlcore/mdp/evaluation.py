@@ -442,9 +442,9 @@ def gth_stationary(A):
 
 
 @njit(cache=True, error_model="numpy")
-def _closed_classes(indptr, indices, comp, n_comp, members, n_members):
-    """Kernel: which components are closed (no edge leaves), and each component's
-    states (``members`` grouped by component, ``n_members`` their counts)."""
+def _closed_classes(indptr, indices, comp, n_comp, n_members):
+    """Kernel: which components are closed (no edge leaves them); ``n_members`` receives
+    each component's number of states."""
     closed = np.ones(n_comp, dtype=np.bool_)
     nX = indptr.shape[0] - 1
     for x in range(nX):
@@ -473,7 +473,7 @@ def chain_gain_from(indptr, indices, probs, r, start_states, start_probs, dense_
     n_comp = strong_components(indptr, indices, seen, comp)
     n_members = np.zeros(n_comp, dtype=np.int64)
     members = np.empty(nX, dtype=np.int64)
-    closed = _closed_classes(indptr, indices, comp, n_comp, members, n_members)
+    closed = _closed_classes(indptr, indices, comp, n_comp, n_members)
     # group the reachable states by component
     first = np.zeros(n_comp + 1, dtype=np.int64)
     for c in range(n_comp):

@@ -113,7 +113,7 @@ table shows 93.8889 / 250.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -175,7 +175,6 @@ class Indicators:
     columns: dict[str, np.ndarray]
     T: int
     stopped_training_at: int | None = None
-    notes: list[str] = field(default_factory=list)
 
     def __getitem__(self, name: str) -> np.ndarray:
         try:
