@@ -213,6 +213,14 @@ def test_bad_input_is_one_clear_error():
         IND.Evaluator(lay.succ, lay.nsucc, P, np.zeros_like(R), start=0)
     with pytest.raises(BBRLError, match="horizon=0"):
         IND.Evaluator(lay.succ, lay.nsucc, P, R, start=0, horizon=0)
+    epi = IND.Evaluator(lay.succ, lay.nsucc, P, R, start=0, horizon=3)
+    with pytest.raises(BBRLError, match="row 1 starts its episode in state 1, which the "
+                                        "starting distribution never gives"):
+        epi.accumulate([np.array([0, 0])] * 3, [0, 1, 0], T=250, log_every=100)
+    P1, R1 = P.copy(), R.copy()
+    P1[1, 0], R1[1, 0] = P1[1, 1], R1[1, 1]  # state 1's actions alike: nothing to regret
+    with pytest.raises(BBRLError, match="from start state 1 the best and the worst"):
+        IND.Evaluator(lay.succ, lay.nsucc, P1, R1, start=1, horizon=1)
 
 
 # ---------------------------------------------------------------------------------------

@@ -81,8 +81,11 @@ best policy by a method ``policy(self) -> np.ndarray`` returning a stochastic ``
 (:func:`bbrlcore.mdp.evaluation.as_policy`); a compiled plugin, a ``@njit`` function of
 its state arrays writing into a preallocated policy array. The runner calls it at
 Colosseum's rows only (every ``log_every`` steps, and once at the end) and feeds
-:meth:`Accumulator.add`; an agent without the hook has no expected indicators (said once
-for the run, never guessed from its actions).
+the evaluation (:meth:`Evaluator.evaluate`, or inside a trajectory kernel the numba
+kernels of :mod:`bbrlcore.mdp.evaluation` with :func:`episodic_row`, :func:`continuing_row`
+and :func:`stops_training`, which :meth:`Evaluator.accumulate` itself uses); an agent
+without the hook has no expected indicators (said once for the run, never guessed from
+its actions).
 
 Examples
 --------
@@ -117,6 +120,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from bbrlcore.errors import BBRLError
 from bbrlcore.mdp import evaluation as ev_
@@ -194,6 +198,46 @@ class Indicators:
         return pl.DataFrame({k: v for k, v in self.columns.items()})
 
 
+@njit(cache=True, error_model="numpy")
+def episodic_row(V, optimal_start, worst_start, start_distribution, s, H):
+    """Kernel: Colosseum's per-step ``(regret, normalised regret, expected reward)`` of an
+    episodic row (module docstring): ``V`` the policy's :math:`V^\\pi_0` (nX,), ``s`` the
+    episode's starting state."""
+    gap = optimal_start[s] - V[s]
+    if gap < 0.0:
+        gap = 0.0
+    avg = 0.0
+    for x in range(V.shape[0]):
+        avg += start_distribution[x] * V[x]
+    return gap / H, gap / (optimal_start[s] - worst_start[s]), avg / H
+
+
+@njit(cache=True, error_model="numpy")
+def continuing_row(g, optimal, worst):
+    """Kernel: Colosseum's per-step ``(regret, normalised regret, expected reward)`` of a
+    continuing row, ``g`` the policy's gain from the current state: regret within
+    :data:`CLIP_ATOL` of 0, or negative, is 0."""
+    r = optimal - g
+    if abs(r) <= CLIP_ATOL or r < 0.0:
+        r = 0.0
+    return r, r / (optimal - worst), g
+
+
+@njit(cache=True, error_model="numpy")
+def stops_training(nreg, i, t, T, atol):
+    """Kernel: Colosseum's "the policy is optimal" test after the in-loop row ``i`` (step
+    ``t``) of an interaction of ``T`` steps, ``nreg`` the rows' normalised regrets: past
+    a fifth of the interaction, the last :data:`OPTIMALITY_WINDOW` rows within ``atol``
+    of 0 (``np.isclose(0, v, atol)``) and this one within 10⁻⁸."""
+    if not t > OPTIMALITY_AFTER * T or i + 1 < OPTIMALITY_WINDOW:
+        return False
+    for j in range(i + 1 - OPTIMALITY_WINDOW, i + 1):
+        v = abs(nreg[j])
+        if not v <= atol + 1e-5 * v:
+            return False
+    return abs(nreg[i]) <= 1e-8
+
+
 class Evaluator:
     """A test MDP prepared for Colosseum's indicators: its sparse rows (``succ``,
     ``nsucc``, ``P``; ``R`` per transition ``(nX, nU, K)`` or expected ``(nX, nU)``),
@@ -235,6 +279,11 @@ class Evaluator:
                             else float(optimal))
             self.worst = (float(self.start_distribution @ vw) / H if worst is None
                           else float(worst))
+            flat = np.flatnonzero((self.start_distribution > 0) & (vs - vw <= 0.0))
+            if flat.size:
+                raise BBRLError(f"episodic MDP: from start state {int(flat[0])} the best and "
+                                "the worst episode values are equal; regret cannot be "
+                                "normalised")
         else:
             from bbrlcore.mdp.references import average_reward_rows
 
@@ -292,19 +341,11 @@ class Evaluator:
         return self._continuing_row(self.gain(policy, int(state)))
 
     def _episodic_row(self, V: np.ndarray, s: int) -> tuple[float, float, float]:
-        H = self.horizon
-        gap = max(float(self.optimal_start[s] - V[s]), 0.0)
-        span = float(self.optimal_start[s] - self.worst_start[s])
-        if span <= 0.0:
-            raise BBRLError(f"episodic MDP: from start state {s} the best and the worst "
-                            "episode values are equal; regret cannot be normalised")
-        return gap / H, gap / span, float(self.start_distribution @ V) / H
+        return episodic_row(V, self.optimal_start, self.worst_start, self.start_distribution,
+                            int(s), self.horizon)
 
     def _continuing_row(self, g: float) -> tuple[float, float, float]:
-        r = self.optimal - g
-        if abs(r) <= CLIP_ATOL or r < 0:
-            r = 0.0
-        return r, r / (self.optimal - self.worst), g
+        return continuing_row(g, self.optimal, self.worst)
 
     # -- a whole interaction ------------------------------------------------------------
 
@@ -348,6 +389,10 @@ class Evaluator:
         states = np.asarray(states, dtype=np.int64)
         if states.shape != (n,) or (states < 0).any() or (states >= self.n_states).any():
             raise BBRLError(f"states: expected {n} states in [0, {self.n_states}), one a row")
+        if self.episodic and (self.start_distribution[states] <= 0).any():
+            i = int(np.flatnonzero(self.start_distribution[states] <= 0)[0])
+            raise BBRLError(f"states: row {i} starts its episode in state {int(states[i])}, "
+                            "which the starting distribution never gives")
         reg = np.zeros(n)
         nreg = np.zeros(n)
         avg = np.zeros(n)
@@ -355,7 +400,6 @@ class Evaluator:
         is_training = True
         stopped: int | None = None
         cache: Any = None
-        latest: list[float] = []
         atol = OPTIMALITY_ATOL_EPISODIC if self.episodic else OPTIMALITY_ATOL_CONTINUING
         for i in range(n):
             t = int(steps[i])
@@ -378,12 +422,7 @@ class Evaluator:
                     reg[i], nreg[i], avg[i] = cache
             if not in_loop:
                 break
-            latest.append(nreg[i])
-            if len(latest) > OPTIMALITY_WINDOW:
-                latest.pop(0)
-            if (is_training and t > OPTIMALITY_AFTER * T and len(latest) == OPTIMALITY_WINDOW
-                    and all(abs(v) <= atol + 1e-5 * abs(v) for v in latest)
-                    and abs(nreg[i]) <= 1e-8):
+            if is_training and stops_training(nreg, i, t, int(T), atol):
                 is_training = False
                 stopped = t + 1
         cols: dict[str, np.ndarray] = {
