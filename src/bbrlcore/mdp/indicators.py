@@ -49,7 +49,7 @@ Note the final row's t = T − 1 while its sums cover T steps: Colosseum's off-b
 kept. Colosseum's **tables** (Tables 11-14 of its paper; ``analysis/tables.py``) report
 the final row's value divided by T (:meth:`Indicators.table_value`).
 
-**When Colosseum stops evaluating.** At every in-loop row with ``t > 0.2 T``, if the last
+**When Colosseum stops training.** At every in-loop row with ``t > 0.2 T``, if the last
 10 rows' normalised regrets are all within :math:`10^{-4}` (episodic; :math:`10^{-5}`
 continuing) of 0 and the current one within :math:`10^{-8}`, Colosseum decides the
 policy is optimal and **stops training** the agent (no more updates) — also when its
@@ -62,18 +62,19 @@ play what Colosseum's agent plays.
 **What differs from Colosseum, and by how much.** Colosseum evaluates in float32 (its
 value iteration, policy evaluation and transition arrays): its values carry relative
 errors around 10⁻⁷, bbrl's exact float64 evaluations none beyond round-off; the tests
-hold the two within 10⁻⁵ relative (``tests/test_indicators.py``). When the start reaches
+hold the two within 10⁻⁶ relative (``tests/test_indicators.py``). When the start reaches
 several closed classes of a policy's chain, Colosseum's gain weights only the first one
 networkx lists; bbrl's is the exact gain (:mod:`bbrlcore.mdp.evaluation`). The reference
 values (ρ*, ρ⁻, V*, V⁻) are bbrl's exact ones (:mod:`bbrlcore.mdp.references`) unless
 given: Colosseum's continuing ρ* and ρ⁻ are the gains of the greedy policies of a
-γ = 0.99 discounted value iteration (tolerance 10⁻³), which equal the exact optimal and
-worst gains on its benchmark MDPs (checked on the fixtures' RiverSwims).
+γ = 0.99 discounted value iteration (tolerance 10⁻³); they equal the exact optimal and
+worst gains on the fixtures' RiverSwims, not checked elsewhere (pass Colosseum's values as
+``optimal`` and ``worst`` to reproduce an MDP where they would differ).
 
 **bbrl's own regret** (the run tables' ``regret`` columns, :mod:`bbrlcore.analysis.curves`)
 is the *realised* regret — the optimum's expected reward minus the rewards actually
-collected — and keeps its name; it equals 1 − ``normalised_reward`` per step, not
-``normalised_expected_regret``.
+collected — and keeps its name; divided by the steps (episodes) it equals
+1 − ``normalised_reward`` / t, not ``normalised_expected_regret`` / t.
 
 **A plugin hook (design, not wired into the kernels yet).** An agent exposes its current
 best policy by a method ``policy(self) -> np.ndarray`` returning a stochastic ``(nX, nU)``
