@@ -187,8 +187,11 @@ print(T / (time.perf_counter() - w0), T / (time.process_time() - c0))
 
 
 def colosseum(python: str, T: int) -> dict:
-    res = subprocess.run([python, "-c", COLOSSEUM_SNIPPET.replace("{T}", str(T))],
-                         capture_output=True, text=True, timeout=3600)
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as cwd:  # Colosseum writes caches where it runs
+        res = subprocess.run([python, "-c", COLOSSEUM_SNIPPET.replace("{T}", str(T))],
+                             capture_output=True, text=True, timeout=3600, cwd=cwd)
     if res.returncode != 0:
         tail = res.stderr.strip().splitlines()[-1:] or ["?"]
         print("Colosseum's loop did not run:", tail[0])

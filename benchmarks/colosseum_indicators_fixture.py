@@ -174,6 +174,11 @@ def main(argv=None):
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "tests",
                                                   "fixtures", "colosseum", "indicators.npz"))
     args = ap.parse_args(argv)
+    out = os.path.abspath(args.out)
+    # Colosseum writes caches (cached_hardness_measures/, tmp/) into the working directory
+    import tempfile
+
+    os.chdir(tempfile.mkdtemp(prefix="colosseum-"))
     import colosseum
 
     data = {}
@@ -182,9 +187,9 @@ def main(argv=None):
         print(case[0], "done", file=sys.stderr)
     data["cases"] = np.array([c[0] for c in CASES])
     data["colosseum_version"] = np.array(getattr(colosseum, "__version__", "1.2"))
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    np.savez_compressed(args.out, **data)
-    print("wrote", os.path.abspath(args.out), file=sys.stderr)
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    np.savez_compressed(out, **data)
+    print("wrote", out, file=sys.stderr)
 
 
 if __name__ == "__main__":
