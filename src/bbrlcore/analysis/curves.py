@@ -128,6 +128,7 @@ from bbrlcore.analysis.estimators import (
     DEFAULT_RESAMPLES,
     _check_resampling,
     _counts,
+    _experiment_seed,
     _index_blocks,
     _pooled_kernel,
     check_memory,
@@ -792,14 +793,6 @@ def check_bootstrap_memory(merged: pl.DataFrame, n_resamples: int,
              ["mdp_index"].to_list())
     check_memory(*bootstrap_bytes(sizes, int(merged["horizon"].max() or 1), points),
                  n_resamples, option, "the learning curves' bootstrap")
-
-
-def _experiment_seed(seed: int, experiment: str) -> int:
-    """The bootstrap seed of one experiment's bands: from the user's seed and the
-    experiment's name (not its position among the experiments given)."""
-    from bbrlcore.seeds import id_hash64
-
-    return int((int(seed) + id_hash64(f"curves/{experiment}")) % (2**63))
 
 
 def _missing_references(have: set[str]) -> tuple[str, str] | None:

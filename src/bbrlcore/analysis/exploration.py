@@ -52,6 +52,7 @@ from bbrlcore.analysis.estimators import (
     DEFAULT_RESAMPLES,
     _check_resampling,
     _counts,
+    _experiment_seed,
     _index_blocks,
 )
 from bbrlcore.errors import BBRLError
@@ -178,8 +179,6 @@ def deepsea_scores(
             avg = S.mean(axis=0) / per_episode
             point = int(first_below(avg[None, :], threshold)[0])
             if W is None:  # (the same replicates for every family: paired)
-                from bbrlcore.analysis.curves import _experiment_seed
-
                 W = [_counts(i[0]) for i in _index_blocks([N], n_resamples,
                                                           _experiment_seed(seed, exp))]
             firsts = np.concatenate([first_below((w @ S) / N / per_episode, threshold)
