@@ -311,24 +311,30 @@ def bsuite_size_solution(bad_runs: list[np.ndarray], threshold: float = THRESHOL
                          num_episodes: int = BSUITE_EPISODES) -> dict[str, Any] | None:
     """bsuite's ``find_solution`` for one size whose runs have the per-episode bad flags
     ``bad_runs`` (module docstring): ``episode`` (the learning time, or the last logged
-    episode when not solved), ``solved``, ``finished``, ``rows`` (how many rows bsuite
-    merges back: the runs logged at that episode, the size's weight in the score),
-    ``run_episodes`` (each run's own first crossing, None where it has none) and
-    ``logged_last`` (the last logged episode of the longest run); None when no run has
-    a logged episode.
+    episode when not solved), ``solved``, ``finished`` (``find_solution``'s: solved, or
+    logged up to ``num_episodes``), ``rows`` (how many rows bsuite merges back: the runs
+    logged at that episode, the size's weight in the score), ``run_episodes`` (each
+    run's own first crossing, None where it has none) and ``last_logged`` (the last
+    episode any run logged, ``num_episodes`` or not: what bsuite's summary calls
+    finished); None when no run has a logged episode.
 
     >>> bad = [np.r_[np.ones(20, bool), np.zeros(80, bool)], np.ones(100, bool)]
     >>> r = bsuite_size_solution(bad)
     >>> r["episode"], r["solved"], r["rows"], r["run_episodes"]
     (25, True, 2, [25, None])
     """
-    sched = bsuite_logged_episodes(num_episodes)
+    longest = max((np.asarray(b).size for b in bad_runs), default=0)
+    sched = bsuite_logged_episodes(longest)
     firsts: list[int | None] = []
     lasts: list[int] = []
+    raw_last = 0
     logged: list[np.ndarray] = []
     for bad in bad_runs:
         b = np.asarray(bad, dtype=bool)
-        L = sched[sched <= b.size]
+        full = sched[sched <= b.size]
+        if full.size:
+            raw_last = max(raw_last, int(full[-1]))
+        L = full[full <= num_episodes]  # (bsuite's analysis drops the later episodes)
         if not L.size:
             continue
         total = np.cumsum(b, dtype=np.int64)[L - 1]
@@ -344,7 +350,7 @@ def bsuite_size_solution(bad_runs: list[np.ndarray], threshold: float = THRESHOL
     rows = sum(1 for L in logged if episode in L)
     return {"episode": int(episode), "solved": solved,
             "finished": solved or max(lasts) >= num_episodes, "rows": int(rows),
-            "run_episodes": firsts, "logged_last": max(lasts)}
+            "run_episodes": firsts, "last_logged": raw_last}
 
 
 def bsuite_deepsea_score(runs: pl.DataFrame, threshold: float = THRESHOLD,
@@ -359,7 +365,7 @@ def bsuite_deepsea_score(runs: pl.DataFrame, threshold: float = THRESHOLD,
     every size given, as bsuite's function does with whatever it is fed).
 
     ``per_size``: ``size, runs, episode, solved, beat_dither, finished, rows,
-    dither_limit, run_learning_episodes`` (:func:`bsuite_size_solution`).
+    last_logged, dither_limit, run_learning_episodes`` (:func:`bsuite_size_solution`).
 
     >>> ok = [True] * 20 + [False] * 200
     >>> runs = pl.DataFrame({"size": [10, 12, 12], "bad": [ok, [True] * 220, ok]})
@@ -373,7 +379,7 @@ def bsuite_deepsea_score(runs: pl.DataFrame, threshold: float = THRESHOLD,
         raise BBRLError(f"num_episodes={num_episodes}: must be an integer >= 1")
     schema = {"size": pl.Int64, "runs": pl.Int64, "episode": pl.Int64,
               "solved": pl.Boolean, "beat_dither": pl.Boolean, "finished": pl.Boolean,
-              "rows": pl.Int64, "dither_limit": pl.Float64,
+              "rows": pl.Int64, "last_logged": pl.Int64, "dither_limit": pl.Float64,
               "run_learning_episodes": pl.List(pl.Int64)}
     rows = []
     for size in sorted(set(runs["size"].to_list())):
@@ -389,7 +395,8 @@ def bsuite_deepsea_score(runs: pl.DataFrame, threshold: float = THRESHOLD,
                      "solved": sol["solved"],
                      "beat_dither": bool(sol["solved"] and sol["episode"] < limit),
                      "finished": bool(sol["finished"]), "rows": sol["rows"],
-                     "dither_limit": limit, "run_learning_episodes": sol["run_episodes"]})
+                     "last_logged": sol["last_logged"], "dither_limit": limit,
+                     "run_learning_episodes": sol["run_episodes"]})
     t = pl.DataFrame(rows, schema=schema)
     if t.is_empty():
         return None, t
@@ -408,8 +415,8 @@ _BSUITE_SCHEMA: dict[str, Any] = {
     "ladder": pl.Utf8, "family": pl.Utf8, "algorithm": pl.Utf8, "agents": pl.Utf8,
     "experiments": pl.Utf8, "size": pl.Int64, "runs": pl.Int64, "episodes": pl.Int64,
     "episode": pl.Int64, "solved": pl.Boolean, "beat_dither": pl.Boolean,
-    "finished": pl.Boolean, "rows": pl.Int64, "dither_limit": pl.Float64,
-    "run_learning_episodes": pl.List(pl.Int64),
+    "finished": pl.Boolean, "rows": pl.Int64, "last_logged": pl.Int64,
+    "dither_limit": pl.Float64, "run_learning_episodes": pl.List(pl.Int64),
 }
 _BSUITE_SUMMARY_SCHEMA: dict[str, Any] = {
     "ladder": pl.Utf8, "family": pl.Utf8, "score": pl.Float64, "n_sizes": pl.Int64,
@@ -430,6 +437,14 @@ def bsuite_deepsea_scores(
     ``{"bsuite_deepsea": per ladder × family × size, "bsuite_deepsea_summary": per ladder
     × family}`` (empty tables when there is none). A ladder with ``p_rand`` > 0 gets a
     summary row without a score and a note saying why.
+
+    ``bsuite_deepsea``: ``ladder, family, algorithm, agents, experiments, size, runs,
+    episodes`` (the longest run's) and the columns of :func:`bsuite_deepsea_score`'s
+    per-size table (``episode``: bsuite's learning time when ``solved``).
+    ``bsuite_deepsea_summary``: ``ladder, family, score`` (bsuite's), ``n_sizes, sizes``
+    (scored), ``n_beat`` (sizes beating dithering), ``missing_sizes`` (of bsuite's
+    sweep, not run), ``off_sweep`` (run, not scored), ``finished`` (bsuite's summary
+    flag: every size logged up to 10,000 episodes), ``note``.
 
     Examples
     --------
@@ -490,7 +505,9 @@ def bsuite_deepsea_scores(
             "missing_sizes": (f"{_size_text(missing)} ({len(missing)} of {len(sizes)})"
                               if missing and sizes is not None else ""),
             "off_sweep": _size_text(off),
-            "finished": bool(ps["finished"].all()) if ps.height else False,
+            # (bsuite's summary: every size logged up to its 10,000 episodes)
+            "finished": bool((ps["last_logged"] >= num_episodes).all()) if ps.height
+            else False,
             "note": "" if score is not None else "no size of bsuite's sweep was run"})
     for (ladder, fam), note in notes.items():
         if (ladder, fam) not in per:
