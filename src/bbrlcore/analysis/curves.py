@@ -107,9 +107,14 @@ Tables (``curves`` returns them; :func:`write_tables` writes them as Parquet art
                :func:`curve_positions`)
 ``aggregate``  one row per family × t: ``family, n_experiments, t, iqm, iqm_low,
                iqm_high, score``
-``deepsea``    bsuite's DeepSea score per experiment × family
-               (:func:`bbrlcore.analysis.exploration.deepsea_scores`), and
+``deepsea``    bbrl's DeepSea score (the regret's learning time, paired intervals) per
+               experiment × family
+               (:func:`bbrlcore.analysis.exploration.bbrl_deepsea_scores`), and
 ``deepsea_summary``  per DeepSea ladder × family (empty without episodic DeepSea)
+``bsuite_deepsea``  bsuite's DeepSea score, exactly as bsuite computes it, per ladder ×
+               family × size (:func:`bbrlcore.analysis.exploration.bsuite_deepsea_scores`),
+               and
+``bsuite_deepsea_summary``  per ladder × family: bsuite's score
 =============  ========================================================================
 """
 
@@ -162,7 +167,9 @@ MIN_GAIN_FRACTION = 0.1
 #: Tables of :func:`curves`, and the file each gets from :func:`write_tables`.
 TABLE_FILES = {"curves": "curves.parquet", "aggregate": "curves-aggregate.parquet",
                "deepsea": "curves-deepsea.parquet",
-               "deepsea_summary": "curves-deepsea-summary.parquet"}
+               "deepsea_summary": "curves-deepsea-summary.parquet",
+               "bsuite_deepsea": "curves-bsuite-deepsea.parquet",
+               "bsuite_deepsea_summary": "curves-bsuite-deepsea-summary.parquet"}
 
 
 def check_score(score: str) -> str:
@@ -654,10 +661,11 @@ def curves(
                                           "pools every experiment)", family=fam))
     agg_t = _aggregate(pooled, agg_stratum, agg_sizes, agg_grid, n_resamples, seed,
                        confidence, score)
-    from bbrlcore.analysis.exploration import deepsea_scores
+    from bbrlcore.analysis.exploration import bbrl_deepsea_scores, bsuite_deepsea_scores
 
-    ds = deepsea_scores(table, best, n_resamples, seed, confidence)
-    return Curves({"curves": curves_t, "aggregate": agg_t, **ds},
+    ds = bbrl_deepsea_scores(table, best, n_resamples, seed, confidence)
+    bs = bsuite_deepsea_scores(table, best)
+    return Curves({"curves": curves_t, "aggregate": agg_t, **ds, **bs},
                   {"score": score, "n_resamples": n_resamples, "seed": seed,
                    "confidence": confidence, "offline_bound": offline_bound,
                    "online_bound": online_bound, "separate_compat": separate_compat},
