@@ -537,16 +537,34 @@ def curves_section(
                 "fig": _save(figures.regret_curves_figure(table, with_reg, styles),
                              figs / f"regret-ladder-{k + 1}"),
                 "id": f"fig-regret-ladder-{k + 1}"}
-    # bsuite's DeepSea score: episodes to learn against size, per DeepSea ladder
+    # the DeepSea scores per DeepSea ladder: bsuite's (exactly as bsuite computes it) and
+    # bbrl's (the regret's learning time with paired intervals, its figure)
     ds, dsum = c.tables["deepsea"], c.tables["deepsea_summary"]
+    bsum = c.tables.get("bsuite_deepsea_summary")
+    bsizes = c.tables.get("bsuite_deepsea")
+    ladders = ds["ladder"].unique(maintain_order=True).to_list()
+    if bsum is not None:
+        ladders += [x for x in bsum["ladder"].unique(maintain_order=True).to_list()
+                    if x not in ladders]
     sec["deepsea"] = []
-    for k, name in enumerate(ds["ladder"].unique(maintain_order=True).to_list()):
+    for k, name in enumerate(ladders):
         d = ds.filter(pl.col("ladder") == name)
-        sec["deepsea"].append({
-            "name": name, "id": f"fig-deepsea-{k + 1}",
-            "figure": I.to_json(I.episodes_to_learn(d, styles, title=name)),
-            "fig": _save(figures.episodes_to_learn_figure(d, styles), figs / f"deepsea-{k + 1}"),
-            "summary": dsum.filter(pl.col("ladder") == name).to_dicts()})
+        item: dict[str, Any] = {"name": name, "id": f"fig-deepsea-{k + 1}",
+                                "summary": dsum.filter(pl.col("ladder") == name).to_dicts(),
+                                "bsuite": []}
+        if bsum is not None:
+            for r in bsum.filter(pl.col("ladder") == name).to_dicts():
+                per = bsizes.filter((pl.col("ladder") == name)
+                                    & (pl.col("family") == r["family"]))
+                r["learning"] = ", ".join(
+                    f"{s['size']}: {s['episode'] if s['solved'] else '–'}"
+                    for s in per.iter_rows(named=True))
+                item["bsuite"].append(r)
+        if d.height:
+            item["figure"] = I.to_json(I.episodes_to_learn(d, styles, title=name))
+            item["fig"] = _save(figures.episodes_to_learn_figure(d, styles),
+                                figs / f"deepsea-{k + 1}")
+        sec["deepsea"].append(item)
     return sec
 
 
