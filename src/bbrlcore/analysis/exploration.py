@@ -458,6 +458,10 @@ def bsuite_deepsea_scores(
     ('e-Greedy', 1.0, '12–50 (20 of 21)')
     """
     t = with_settings(merged)
+    empty = {"bsuite_deepsea": pl.DataFrame(schema=_BSUITE_SCHEMA),
+             "bsuite_deepsea_summary": pl.DataFrame(schema=_BSUITE_SUMMARY_SCHEMA)}
+    if "episode_returns" not in t.columns:
+        return empty  # (tables made before bbrl recorded episode returns)
     per: dict[tuple[str, str], dict[str, Any]] = {}
     notes: dict[tuple[str, str], str] = {}
     exps = (t.filter(pl.col("episode_length") > 0)
