@@ -1211,5 +1211,5 @@ def test_the_deepsea_scores_say_whose_score_is_which(tmp_path):
         "no size of bsuite's sweep was run (sizes run: 4)")
     html = env.from_string('{% from "_macros.html.j2" import deepsea_scores %}'
                            "{{ deepsea_scores(items) }}").render(items=[off])
-    assert "bsuite's DeepSea score: not given: no size of bsuite&#39;s sweep was run " \
+    assert "bsuite's DeepSea score: not given: no size of bsuite's sweep was run " \
            "(sizes run: 4)" in html
