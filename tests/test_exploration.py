@@ -292,7 +292,7 @@ def test_curves_without_random_and_optimal_give_what_the_references_allow(tmp_pa
         "@E40xH4: no normalised score and no shortfall against Optimal: no Random and no "
         "Optimal agent (the normalised score needs Random and Optimal; drawn: the "
         "cumulative score and, where the runs carry their test MDPs' references, the "
-        "regret and bsuite's DeepSea score)"]
+        "regret and bbrl's DeepSea score)"]
     assert "regret t=160" in out and "shortfall" not in out.split("\n", 1)[1]
     assert "bbrl's DeepSea score" in out
     assert (tmp_path / "out" / "curves-deepsea.parquet").exists()

@@ -70,8 +70,9 @@ An agent without per-step rewards (a table written before bbrl recorded them, or
 player that records none) has no curve; an experiment whose Random or Optimal has none
 has no curves; an experiment without Random or Optimal has the curves its tables allow:
 the cumulative score, and where its runs carry their references the regret, the
-normalised regret and bsuite's DeepSea score, but no normalised score (it needs Random
-and Optimal; null) and, without Optimal, no shortfall against it (null); it is then left
+normalised regret and bbrl's DeepSea score (bsuite's needs no references), but no
+normalised score (it needs Random and Optimal; null) and, without Optimal, no shortfall
+against it (null); it is then left
 out of the IQM across experiments. The others are drawn, and what is left out is said,
 with the reason (:attr:`Curves.left_out`; ``bbrl curves`` and the report print it).
 The rewards of the agents drawn are checked against their returns and γ
@@ -88,8 +89,8 @@ same strata (experiments sharing a test set resample the same MDPs) and the same
 IQM kernel as the aggregates, at the points of a coarser grid; only when every
 experiment is measured at the same times (a ladder played for a number of episodes has a
 horizon per size: its experiments get their curves, the IQM across them is left out and
-said). On episodic DeepSea experiments, **bsuite's DeepSea score**
-(:mod:`bbrlcore.analysis.exploration`).
+said). On episodic DeepSea experiments, **bsuite's DeepSea score** exactly as bsuite
+computes it and **bbrl's DeepSea score** beside it (:mod:`bbrlcore.analysis.exploration`).
 
 Tables (``curves`` returns them; :func:`write_tables` writes them as Parquet artefacts):
 
@@ -407,7 +408,7 @@ def curves(
                              separate_compat=separate_compat, score=score)
     left_out: list[LeftOut] = []
     # an experiment without Random or Optimal has curves of what its tables allow (the
-    # cumulative score, the regret against its references, bsuite's DeepSea score),
+    # cumulative score, the regret against its references, the DeepSea scores),
     # not the normalised score (nor the shortfall against Optimal without Optimal): said in
     # one line each (left_out)
     refs = (merged.filter(pl.col("algorithm").is_in(["random", "optimal"]))
@@ -820,7 +821,7 @@ def _missing_references(have: set[str]) -> tuple[str, str] | None:
                                     if "Optimal" in missing else "")
     return what, (f"no {' and no '.join(missing)} agent (the normalised score needs Random "
                   "and Optimal; drawn: the cumulative score and, where the runs carry their "
-                  "test MDPs' references, the regret and bsuite's DeepSea score)")
+                  "test MDPs' references, the regret and bbrl's DeepSea score)")
 
 
 def _needed(merged: pl.DataFrame, best: pl.DataFrame) -> pl.DataFrame:

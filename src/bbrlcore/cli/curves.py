@@ -9,7 +9,7 @@ normalised score against time with stratified bands. Prints a few points of each
 curve; ``-o DIR`` writes the tables (``curves.parquet``, ``curves-aggregate.parquet``).
 What has no curve (an experiment whose Random or Optimal has no rewards, an agent without
 rewards on some test MDPs) and what an experiment without Random or Optimal lacks (the
-normalised score; its cumulative score, regret and bsuite's DeepSea score are computed)
+normalised score; its cumulative score, regret and the DeepSea scores are computed)
 is said on stderr, one line each, with the reason.
 """
 
