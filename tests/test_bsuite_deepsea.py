@@ -164,6 +164,25 @@ def test_noisy_deepsea_has_no_bsuite_score():
     assert s["score"] is None and "p_rand > 0" in s["note"]
 
 
+def test_episodes_other_than_one_pass_are_not_bsuite_s():
+    """An episodic DeepSea experiment whose episodes are not one pass down the grid
+    (H != N) holds no bsuite episodes: left out, and said beside the score of the
+    others."""
+    G = np.where(np.arange(40) >= 5, 0.99, 0.0)
+    rows = [X._deepsea_run(10, 40, "e-greedy", "e-greedy__epsilon=0.1", 0, G),
+            X._deepsea_run(12, 40, "e-greedy", "e-greedy__epsilon=0.1", 0, G)]
+    rows[1].update(episode_length=13, horizon=40 * 13,
+                   experiment="DeepSea-12-UDeepSea-12@E40xH13")
+    m = pl.DataFrame(rows)
+    best = m.select("experiment", "agent", "algorithm").with_columns(
+        pl.lit("e-Greedy").alias("family"))
+    out = X.bsuite_deepsea_scores(m, best)
+    s = out["bsuite_deepsea_summary"].row(0, named=True)
+    assert s["score"] == 1.0 and s["sizes"] == "10"
+    assert s["note"] == ("DeepSea-12-UDeepSea-12@E40xH13: episodes of 13 steps, not one "
+                         "pass down the grid (N = 12): not bsuite's episodes, left out")
+
+
 def test_bad_input_is_one_clear_line():
     runs = pl.DataFrame({"size": [10], "bad": [[True]]})
     with pytest.raises(Exception, match="threshold=0"):

@@ -479,6 +479,11 @@ def bsuite_deepsea_scores(
                               "from a left move on the diagonal; the run tables cannot tell "
                               "bsuite's bad episodes")
                 continue
+            H = int(m["episode_length"][0])
+            if H != size:
+                notes[key] = (f"{exp}: episodes of {H} steps, not one pass down the grid "
+                              f"(N = {size}): not bsuite's episodes, left out")
+                continue
             g = m.filter(pl.col("agent") == r["agent"]).sort("mdp_index")
             if g.is_empty() or g["episode_returns"].null_count():
                 continue
@@ -512,7 +517,9 @@ def bsuite_deepsea_scores(
             # (bsuite's summary: every size logged up to its 10,000 episodes)
             "finished": bool((ps["last_logged"] >= num_episodes).all()) if ps.height
             else False,
-            "note": "" if score is not None else "no size of bsuite's sweep was run"})
+            "note": "; ".join(v for v in (
+                "" if score is not None else "no size of bsuite's sweep was run",
+                notes.get((ladder, fam), "")) if v)})
     for (ladder, fam), note in notes.items():
         if (ladder, fam) not in per:
             summary.append({"ladder": ladder, "family": fam, "score": None, "n_sizes": 0,
