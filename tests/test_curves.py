@@ -248,7 +248,7 @@ def test_what_has_no_curve_is_said_with_the_reason(tmp_path, capsys):
     lines = [str(w) for w in c.left_out]
     drawn = ("(the normalised score needs Random and Optimal; drawn: the cumulative score "
              "and, where the runs carry their test MDPs' references, the regret and "
-             "bsuite's DeepSea score)")
+             "bbrl's DeepSea score)")
     assert lines == [
         f"experiment GC-UGC: no normalised score: no Random agent {drawn}",
         "experiment GDL-UGDL: no normalised score and no shortfall against Optimal: no Random "

@@ -1,7 +1,9 @@
 """The field's scores (issue 34): the regret against the optimal policy's exact value and
 Colosseum's normalised regret in the
-learning curves and the aggregates, bsuite's DeepSea score; checked against sums written
-here from the run tables' episode returns and checkpoints."""
+learning curves and the aggregates, bbrl's DeepSea score and bsuite's (issue 43) in the
+curves and on the command line; checked against sums written here from the run tables'
+episode returns and checkpoints (bsuite's score against bsuite's own code:
+``tests/test_bsuite_deepsea.py``)."""
 
 from __future__ import annotations
 
@@ -199,7 +201,7 @@ def _synthetic(size: int, learn_at: dict[str, int | None], E: int, n: int = 5,
     return pl.DataFrame(rows)
 
 
-def test_bsuite_s_learning_time_and_score_by_hand():
+def test_bbrl_s_deepsea_learning_time_and_score_by_hand():
     """An agent that takes the treasure from episode k on: its average regret after e
     episodes is 0.995 (k - 1) / e, first below 0.9 at e = floor(0.995 (k - 1) / 0.9) + 1.
     Size 4: learned when that is before 2^4 + 100 episodes; size 10: before 1124."""
@@ -208,7 +210,7 @@ def test_bsuite_s_learning_time_and_score_by_hand():
         _synthetic(4, {"random": None, "optimal": 1, "e-greedy": 150, "beb": 2}, E),
         _synthetic(10, {"random": None, "optimal": 1, "e-greedy": 150, "beb": 2}, E)])
     best = A.best_agents(runs, score="undiscounted")
-    out = X.deepsea_scores(runs, best, n_resamples=100)
+    out = X.bbrl_deepsea_scores(runs, best, n_resamples=100)
     t = out["deepsea"]
 
     def crossing(k: int) -> int:
@@ -230,7 +232,7 @@ def test_bsuite_s_learning_time_and_score_by_hand():
     assert s["e-Greedy"]["sizes"] == "4, 10" and s["Random"]["undecided"] == 1
 
 
-def test_the_bsuite_score_of_real_runs_and_the_command_line(tmp_path, capsys):
+def test_bbrl_s_deepsea_score_of_real_runs_and_the_command_line(tmp_path, capsys):
     from bbrlcore.cli import main
     from bbrlcore.formats import artefacts
 
@@ -239,7 +241,10 @@ def test_the_bsuite_score_of_real_runs_and_the_command_line(tmp_path, capsys):
     assert main(["curves", str(tmp_path / "m.parquet"), "--score", "undiscounted",
                  "--resamples", "100", "-o", str(tmp_path / "out")]) == 0
     out = capsys.readouterr().out
-    assert "bsuite's DeepSea score" in out and "norm. regret / episode" in out
+    assert "bbrl's DeepSea score (not bsuite's number)" in out
+    assert "norm. regret / episode" in out
+    # size 4 is not in bsuite's sweep: bsuite's score says so rather than scoring it
+    assert "no score (no size of bsuite's sweep was run; sizes run off bsuite's sweep: 4)" in out
     ds = artefacts.read_artefact(tmp_path / "out" / "curves-deepsea.parquet", "curves")[0]
     for r in ds.iter_rows(named=True):  # the first crossing, computed here
         g = m.filter(pl.col("agent") == r["agent"]).sort("mdp_index")
@@ -256,7 +261,7 @@ def test_the_bsuite_score_of_real_runs_and_the_command_line(tmp_path, capsys):
 
 
 def test_curves_without_random_and_optimal_give_what_the_references_allow(tmp_path, capsys):
-    """bsuite's DeepSea score and the regret need the references the runs carry,
+    """bbrl's DeepSea score and the regret need the references the runs carry,
     not Random nor Optimal: ``bbrl curves`` refused a table without them. It computes
     them (the same numbers as with Random and Optimal beside) and says in one line what
     is missing and why (the normalised score needs Random and Optimal)."""
@@ -287,10 +292,11 @@ def test_curves_without_random_and_optimal_give_what_the_references_allow(tmp_pa
         "@E40xH4: no normalised score and no shortfall against Optimal: no Random and no "
         "Optimal agent (the normalised score needs Random and Optimal; drawn: the "
         "cumulative score and, where the runs carry their test MDPs' references, the "
-        "regret and bsuite's DeepSea score)"]
+        "regret and bbrl's DeepSea score)"]
     assert "regret t=160" in out and "shortfall" not in out.split("\n", 1)[1]
-    assert "bsuite's DeepSea score" in out
+    assert "bbrl's DeepSea score" in out
     assert (tmp_path / "out" / "curves-deepsea.parquet").exists()
+    assert (tmp_path / "out" / "curves-bsuite-deepsea-summary.parquet").exists()
 
 
 def test_an_undecided_size_says_its_real_limit(tmp_path, capsys):
@@ -324,3 +330,46 @@ def test_normalised_regret_rows_and_runner_columns():
         r["regret"] / (r["episodes"] * (r["optimal_reference"] - r["worst_reference"])))
     assert set(runner.RUN_COLUMNS) >= {"regret", "optimal_reference", "worst_reference",
                                       "random_reference"}
+
+
+def test_bsuite_s_deepsea_score_of_real_runs_in_the_curves_and_the_command_line(
+        tmp_path, capsys):
+    """Real runs of DeepSea-10 (bsuite's smallest size): bsuite's score in the curves'
+    tables and on the command line, each size's learning episode the earliest run's
+    first logged episode whose fraction of missed treasures is below 0.9 (bsuite's
+    schedule written out here), beside bbrl's."""
+    from bbrlcore.cli import main
+    from bbrlcore.formats import artefacts
+
+    m = deepsea_runs(size=10, episodes=60, n=3)
+    c = C.curves(m, "undiscounted", n_resamples=100)
+    per, summ = c.tables["bsuite_deepsea"], c.tables["bsuite_deepsea_summary"]
+    logged = np.array([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 14, 17, 20, 25, 30, 40, 50, 60])
+    assert set(per["family"]) == set(c.tables["deepsea"]["family"])
+    for r in per.iter_rows(named=True):
+        agent = c.tables["deepsea"].filter(pl.col("family") == r["family"])["agent"][0]
+        G = np.asarray(m.filter(pl.col("agent") == agent).sort("mdp_index")
+                       ["episode_returns"].to_list())
+        assert set(np.round(G, 9).ravel()) <= {0.99} | {-k / 1000 for k in range(11)}
+        frac = np.cumsum(G < 0.5, axis=1)[:, logged - 1] / logged
+        firsts = [int(logged[np.argmax(f < 0.9)]) if (f < 0.9).any() else None
+                  for f in frac]
+        assert r["run_learning_episodes"] == firsts
+        crossed = [f for f in firsts if f is not None]
+        assert r["solved"] == bool(crossed)
+        assert r["episode"] == (min(crossed) if crossed else 60)
+        assert r["beat_dither"] == bool(crossed) and r["rows"] == 3 and r["runs"] == 3
+    s = {r["family"]: r for r in summ.iter_rows(named=True)}
+    assert s["Random"]["score"] == 0.0 and s["PSRL"]["score"] == 1.0
+    assert s["Random"]["missing_sizes"] == "12–50 (20 of 21)"
+    assert not s["PSRL"]["finished"]  # (60 episodes, not bsuite's 10,000)
+    artefacts.write_artefact(tmp_path / "m.parquet", m, "merged", {})
+    assert main(["curves", str(tmp_path / "m.parquet"), "--score", "undiscounted",
+                 "--resamples", "100", "-o", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert "bsuite's DeepSea score, as bsuite 0.3.6 computes it" in out
+    assert ("score DeepSea, uniform prior, Random: 0.00 (0 of 1 sizes beat dithering; "
+            "learning episode by size: 10: never) (unfinished") in out
+    t = artefacts.read_artefact(tmp_path / "out" / "curves-bsuite-deepsea-summary.parquet",
+                                "curves")[0]
+    assert t.equals(summ)

@@ -871,6 +871,11 @@ def test_report_of_an_episodic_ladder_shows_regret_and_episodes_to_learn(episodi
     summ = pl.read_parquet(tmp_path / "data" / "curves-deepsea-summary.parquet")
     for r in summ.iter_rows(named=True):
         assert f"<td>{r['family']}</td><td>{r['score']:.2f} [" in html
+    # bsuite's score is of its sizes 10, 12, ..., 50: not given here, and said
+    assert ("bsuite's DeepSea score: not given: no size of bsuite's sweep was run (sizes "
+            "run: 3, 4)") in html
+    bs = pl.read_parquet(tmp_path / "data" / "curves-bsuite-deepsea-summary.parquet")
+    assert bs["score"].null_count() == bs.height > 0
     scores = pl.read_parquet(tmp_path / "data" / "score-hardness.parquet")
     assert scores["normalised_regret"].null_count() == 0
     spec = html.split('id="fig-deepsea-1"><script type="application/json">')[1]

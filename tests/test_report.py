@@ -1149,3 +1149,67 @@ def test_ladder_panels_share_their_y_range(learning_report):
     for row in fig.axes[:0] or [fig.axes[0:2], fig.axes[2:4], fig.axes[4:6]]:
         assert row[0].get_ylim() == row[1].get_ylim()
     figures.plt.close(fig)
+
+
+def test_the_deepsea_scores_say_whose_score_is_which(tmp_path):
+    """A DeepSea ladder of bsuite's sizes 10 and 12 (issue 43): the report shows bsuite's
+    score, as bsuite computes it, beside bbrl's, each named, in HTML and LaTeX; a ladder
+    off bsuite's sweep says in one sentence why bsuite's score is not given."""
+    import jinja2
+
+    from bbrlcore.analysis import exploration as X
+
+    def tables(sizes, E):
+        rows = []
+        for size in sizes:
+            for alg, agent, at in (("random", "random", None),
+                                   ("e-greedy", "e-greedy__epsilon=0.1", 150)):
+                for i in range(3):
+                    G = (np.full(E, -0.005) if at is None else
+                         np.where(np.arange(1, E + 1) >= at + i, 0.99, -0.005))
+                    rows.append(X._deepsea_run(size, E, alg, agent, i, G))
+        m = pl.DataFrame(rows)
+        best = (m.select("experiment", "agent", "algorithm").unique(maintain_order=True)
+                .with_columns(pl.col("algorithm").replace({"random": "Random",
+                                                           "e-greedy": "e-Greedy"})
+                              .alias("family")))
+        return {**X.bbrl_deepsea_scores(m, best, n_resamples=100),
+                **X.bsuite_deepsea_scores(m, best)}
+
+    styles = figures.style_map(["Random", "e-Greedy"])
+    items = report.deepsea_items(tables((10, 12), 1200), styles, tmp_path)
+    assert len(items) == 1 and items[0]["name"] == "DeepSea, uniform prior"
+    b = {r["family"]: r for r in items[0]["bsuite"]}
+    # e-Greedy's first run: 149 bad episodes of its first 170 (0.876 < 0.9, at the logged
+    # episode 170); Random never crosses and keeps its last logged episode, 1,200
+    assert b["e-Greedy"]["learning"] == "10: 170, 12: 170" and b["e-Greedy"]["score"] == 1.0
+    assert b["Random"]["learning"] == "10: –, 12: –" and b["Random"]["score"] == 0.0
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(report.TEMPLATES),
+                             autoescape=jinja2.select_autoescape(["html"]))
+    html = env.from_string('{% from "_macros.html.j2" import deepsea_scores %}'
+                           "{{ deepsea_scores(items) }}").render(items=items)
+    assert "<strong>bsuite's DeepSea score</strong>, exactly as bsuite 0.3.6" in html
+    assert "<strong>bbrl's DeepSea score</strong> (bbrl's many-MDP form, not " \
+           "bsuite's number)" in html
+    assert "<td>e-Greedy</td><td>1.00</td><td>2 of 2 (10–12)</td><td>10: 170, 12: 170</td>" \
+           in html
+    assert "not run: 14–50 (19 of 21)" in html
+    assert html.index("bsuite's score</th>") < html.index("bbrl's score</th>")
+    tex_env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(report.TEMPLATES), block_start_string="((*",
+        block_end_string="*))", variable_start_string="(((", variable_end_string=")))",
+        comment_start_string="((#", comment_end_string="#))", autoescape=False)
+    tex_env.filters["tex"] = report._tex_escape
+    tex = tex_env.from_string('((* from "_macros.tex.j2" import deepsea_scores *))'
+                              "(((deepsea_scores(items))))").render(items=items)
+    assert "bsuite's DeepSea score} exactly as bsuite 0.3.6" in tex
+    assert ("Random: 0.00, 0 of 2 sizes beat dithering, unfinished; e-Greedy: 1.00, 2 of 2 "
+            "sizes beat dithering, unfinished.") in tex
+    assert "bbrl's DeepSea score (not bsuite's number)" in tex
+    off = report.deepsea_items(tables((4,), 40), styles, tmp_path)[0]
+    assert off["bsuite"] == [] and off["bsuite_note"] == (
+        "no size of bsuite's sweep was run (sizes run: 4)")
+    html = env.from_string('{% from "_macros.html.j2" import deepsea_scores %}'
+                           "{{ deepsea_scores(items) }}").render(items=[off])
+    assert "bsuite's DeepSea score: not given: no size of bsuite's sweep was run " \
+           "(sizes run: 4)" in html

@@ -166,7 +166,7 @@ def among_best(
             schema={"family": pl.Utf8, "agent": pl.Utf8, "mean": pl.Float64,
                     "z": pl.Float64, "among_best": pl.Boolean, "reference": pl.Boolean}
         )
-    from bbrlcore.analysis.selection import selection_key
+    from bbrlcore.analysis.choice import selection_key
 
     best = (
         ok.sort([selection_key(ok), pl.col("agent")], descending=[True, False])

@@ -70,8 +70,9 @@ An agent without per-step rewards (a table written before bbrl recorded them, or
 player that records none) has no curve; an experiment whose Random or Optimal has none
 has no curves; an experiment without Random or Optimal has the curves its tables allow:
 the cumulative score, and where its runs carry their references the regret, the
-normalised regret and bsuite's DeepSea score, but no normalised score (it needs Random
-and Optimal; null) and, without Optimal, no shortfall against it (null); it is then left
+normalised regret and bbrl's DeepSea score (bsuite's needs no references), but no
+normalised score (it needs Random and Optimal; null) and, without Optimal, no shortfall
+against it (null); it is then left
 out of the IQM across experiments. The others are drawn, and what is left out is said,
 with the reason (:attr:`Curves.left_out`; ``bbrl curves`` and the report print it).
 The rewards of the agents drawn are checked against their returns and γ
@@ -88,8 +89,8 @@ same strata (experiments sharing a test set resample the same MDPs) and the same
 IQM kernel as the aggregates, at the points of a coarser grid; only when every
 experiment is measured at the same times (a ladder played for a number of episodes has a
 horizon per size: its experiments get their curves, the IQM across them is left out and
-said). On episodic DeepSea experiments, **bsuite's DeepSea score**
-(:mod:`bbrlcore.analysis.exploration`).
+said). On episodic DeepSea experiments, **bsuite's DeepSea score** exactly as bsuite
+computes it and **bbrl's DeepSea score** beside it (:mod:`bbrlcore.analysis.exploration`).
 
 Tables (``curves`` returns them; :func:`write_tables` writes them as Parquet artefacts):
 
@@ -107,9 +108,14 @@ Tables (``curves`` returns them; :func:`write_tables` writes them as Parquet art
                :func:`curve_positions`)
 ``aggregate``  one row per family × t: ``family, n_experiments, t, iqm, iqm_low,
                iqm_high, score``
-``deepsea``    bsuite's DeepSea score per experiment × family
-               (:func:`bbrlcore.analysis.exploration.deepsea_scores`), and
+``deepsea``    bbrl's DeepSea score (the regret's learning time, paired intervals) per
+               experiment × family
+               (:func:`bbrlcore.analysis.exploration.bbrl_deepsea_scores`), and
 ``deepsea_summary``  per DeepSea ladder × family (empty without episodic DeepSea)
+``bsuite_deepsea``  bsuite's DeepSea score, exactly as bsuite computes it, per ladder ×
+               family × size (:func:`bbrlcore.analysis.exploration.bsuite_deepsea_scores`),
+               and
+``bsuite_deepsea_summary``  per ladder × family: bsuite's score
 =============  ========================================================================
 """
 
@@ -128,6 +134,7 @@ from bbrlcore.analysis.estimators import (
     DEFAULT_RESAMPLES,
     _check_resampling,
     _counts,
+    _experiment_seed,
     _index_blocks,
     _pooled_kernel,
     check_memory,
@@ -161,7 +168,9 @@ MIN_GAIN_FRACTION = 0.1
 #: Tables of :func:`curves`, and the file each gets from :func:`write_tables`.
 TABLE_FILES = {"curves": "curves.parquet", "aggregate": "curves-aggregate.parquet",
                "deepsea": "curves-deepsea.parquet",
-               "deepsea_summary": "curves-deepsea-summary.parquet"}
+               "deepsea_summary": "curves-deepsea-summary.parquet",
+               "bsuite_deepsea": "curves-bsuite-deepsea.parquet",
+               "bsuite_deepsea_summary": "curves-bsuite-deepsea-summary.parquet"}
 
 
 def check_score(score: str) -> str:
@@ -399,7 +408,7 @@ def curves(
                              separate_compat=separate_compat, score=score)
     left_out: list[LeftOut] = []
     # an experiment without Random or Optimal has curves of what its tables allow (the
-    # cumulative score, the regret against its references, bsuite's DeepSea score),
+    # cumulative score, the regret against its references, the DeepSea scores),
     # not the normalised score (nor the shortfall against Optimal without Optimal): said in
     # one line each (left_out)
     refs = (merged.filter(pl.col("algorithm").is_in(["random", "optimal"]))
@@ -653,10 +662,11 @@ def curves(
                                           "pools every experiment)", family=fam))
     agg_t = _aggregate(pooled, agg_stratum, agg_sizes, agg_grid, n_resamples, seed,
                        confidence, score)
-    from bbrlcore.analysis.exploration import deepsea_scores
+    from bbrlcore.analysis.exploration import bbrl_deepsea_scores, bsuite_deepsea_scores
 
-    ds = deepsea_scores(table, best, n_resamples, seed, confidence)
-    return Curves({"curves": curves_t, "aggregate": agg_t, **ds},
+    ds = bbrl_deepsea_scores(table, best, n_resamples, seed, confidence)
+    bs = bsuite_deepsea_scores(table, best)
+    return Curves({"curves": curves_t, "aggregate": agg_t, **ds, **bs},
                   {"score": score, "n_resamples": n_resamples, "seed": seed,
                    "confidence": confidence, "offline_bound": offline_bound,
                    "online_bound": online_bound, "separate_compat": separate_compat},
@@ -794,14 +804,6 @@ def check_bootstrap_memory(merged: pl.DataFrame, n_resamples: int,
                  n_resamples, option, "the learning curves' bootstrap")
 
 
-def _experiment_seed(seed: int, experiment: str) -> int:
-    """The bootstrap seed of one experiment's bands: from the user's seed and the
-    experiment's name (not its position among the experiments given)."""
-    from bbrlcore.seeds import id_hash64
-
-    return int((int(seed) + id_hash64(f"curves/{experiment}")) % (2**63))
-
-
 def _missing_references(have: set[str]) -> tuple[str, str] | None:
     """What the curves of an experiment whose reference agents are ``have`` (among
     ``random``, ``optimal``) lack, and why: ``(what, reason)`` for :class:`LeftOut`, or
@@ -819,7 +821,7 @@ def _missing_references(have: set[str]) -> tuple[str, str] | None:
                                     if "Optimal" in missing else "")
     return what, (f"no {' and no '.join(missing)} agent (the normalised score needs Random "
                   "and Optimal; drawn: the cumulative score and, where the runs carry their "
-                  "test MDPs' references, the regret and bsuite's DeepSea score)")
+                  "test MDPs' references, the regret and bbrl's DeepSea score)")
 
 
 def _needed(merged: pl.DataFrame, best: pl.DataFrame) -> pl.DataFrame:

@@ -484,3 +484,10 @@ def _bootstrap(
     return point, low, high
 
 
+def _experiment_seed(seed: int, experiment: str) -> int:
+    """The bootstrap seed of one experiment's replicates (the learning curves' bands,
+    the DeepSea scores' intervals): from the user's seed and the
+    experiment's name (not its position among the experiments given)."""
+    from bbrlcore.seeds import id_hash64
+
+    return int((int(seed) + id_hash64(f"curves/{experiment}")) % (2**63))

@@ -1267,7 +1267,7 @@ def markdown(summary: pl.DataFrame) -> str:
     variants apart) per experiment, chosen as the summary says
     (:mod:`bbrlcore.analysis.selection`: on the test MDPs, or on validation MDPs), with
     each algorithm's grid size."""
-    from bbrlcore.analysis.selection import selection_key, selection_of, selection_text
+    from bbrlcore.analysis.choice import selection_key, selection_of, selection_text
 
     score = str(summary["score"][0]) if "score" in summary.columns and summary.height \
         else "discounted"

@@ -39,6 +39,11 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from bbrlcore.analysis.choice import (  # noqa: F401 (re-exported: the public API)
+    selection_key,
+    selection_of,
+    selection_text,
+)
 from bbrlcore.analysis.results import merge_tables, read_runs, score_column
 from bbrlcore.errors import BBRLError
 
@@ -50,21 +55,6 @@ VALIDATION_COLUMNS = ("validation_mean", "validation_n")
 #: (where the run tables record it): the test distribution and prior, the protocol.
 SAME_SETTING = ("test", "prior", "gamma", "horizon", "episode_length", "episodes",
                 "checkpoint_every")
-
-
-def selection_of(table: pl.DataFrame) -> str:
-    """``"validation"`` when ``table`` (a summary, a best-agent table) was chosen on
-    validation MDPs, else ``"test"``."""
-    return "validation" if "validation_mean" in table.columns else "test"
-
-
-def selection_key(table: pl.DataFrame) -> pl.Expr:
-    """What each family's best agent is chosen by in ``table``: the validation mean when
-    the table has one (an algorithm with one configuration has none: its test mean, the
-    only candidate anyway), else the test mean (the paper's)."""
-    if "validation_mean" in table.columns:
-        return pl.coalesce(pl.col("validation_mean"), pl.col("mean"))
-    return pl.col("mean")
 
 
 def with_grid_sizes(table: pl.DataFrame, by: Sequence[str] = ("algorithm", "compat")
@@ -239,26 +229,6 @@ def validation_info(validation: pl.DataFrame) -> dict[str, object]:
              if "test_seed" in validation.columns else [])
     return {"n_mdps": int(n or 0), "seeds": seeds,
             "experiments": sorted(validation["experiment"].unique().to_list())}
-
-
-def selection_text(selection: str, n_validation: int | str | None = None) -> str:
-    """The sentence every report page and the summary say about the selection
-    (``n_validation``: the number of validation MDPs, or a text such as "20 to 50 (by
-    experiment)").
-
-    >>> selection_text("test").split(":")[0]
-    "Each algorithm's configuration is chosen on the test MDPs themselves, as the paper does"
-    """
-    if selection == "validation":
-        on = f"{n_validation} validation MDPs" if n_validation else "validation MDPs"
-        return (f"Each algorithm's configuration is chosen on {on} (the same distribution, "
-                "another seed) and its score is reported on the test MDPs, which played no "
-                "part in the choice (selection: validation). Grid: how many configurations "
-                "each algorithm was tried in (its tuning budget).")
-    return ("Each algorithm's configuration is chosen on the test MDPs themselves, as the "
-            "paper does: its score is biased upwards, the more so the larger its grid "
-            "(selection: test; selection: validation chooses on other MDPs). Grid: how many "
-            "configurations each algorithm was tried in (its tuning budget).")
 
 
 def chosen(summary: pl.DataFrame, merged: pl.DataFrame, paths: Sequence[str] | None,

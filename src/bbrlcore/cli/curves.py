@@ -9,7 +9,7 @@ normalised score against time with stratified bands. Prints a few points of each
 curve; ``-o DIR`` writes the tables (``curves.parquet``, ``curves-aggregate.parquet``).
 What has no curve (an experiment whose Random or Optimal has no rewards, an agent without
 rewards on some test MDPs) and what an experiment without Random or Optimal lacks (the
-normalised score; its cumulative score, regret and bsuite's DeepSea score are computed)
+normalised score; its cumulative score, regret and the DeepSea scores are computed)
 is said on stderr, one line each, with the reason.
 """
 
@@ -147,12 +147,47 @@ def _curves(args: argparse.Namespace) -> int:
         for r in a.filter(a["t"] == T).sort("iqm", descending=True).iter_rows(named=True):
             print(f"  {r['family']:22s} {r['iqm']:.3f} [{r['iqm_low']:.3f}, "
                   f"{r['iqm_high']:.3f}]  ({r['n_experiments']} experiments)")
+    bs = c.tables["bsuite_deepsea_summary"]
+    if not bs.is_empty():
+        import polars as pl
+
+        from bbrlcore.analysis.exploration import (
+            BSUITE_EPISODES,
+            FORGIVENESS,
+            THRESHOLD,
+        )
+
+        print(f"\nbsuite's DeepSea score, as bsuite 0.3.6 computes it: per size, the first "
+              f"logged episode at which a run's fraction of bad episodes falls below "
+              f"{THRESHOLD} (the earliest run), on bsuite's logging schedule up to "
+              f"{BSUITE_EPISODES:,}; beats dithering: before 2^N + {FORGIVENESS}; score: "
+              "the fraction of bsuite's sizes 10-50 run that do")
+        per = c.tables["bsuite_deepsea"]
+        for r in bs.iter_rows(named=True):
+            if r["score"] is None:
+                print(f"  {r['ladder']}, {r['family']}: no score ("
+                      + (r["note"] or "") + (f"; sizes run off bsuite's sweep: "
+                                             f"{r['off_sweep']}" if r["off_sweep"] else "")
+                      + ")")
+                continue
+            sizes = per.filter((pl.col("ladder") == r["ladder"])
+                               & (pl.col("family") == r["family"]))
+            when = ", ".join(f"{s['size']}: {s['episode'] if s['solved'] else 'never'}"
+                             for s in sizes.iter_rows(named=True))
+            print(f"  score {r['ladder']}, {r['family']}: {r['score']:.2f} ({r['n_beat']} "
+                  f"of {r['n_sizes']} sizes beat dithering; learning episode by size: "
+                  f"{when})" + ("" if r["finished"] else
+                                " (unfinished: runs shorter than 10,000 episodes)")
+                  + (f"; not run: {r['missing_sizes']}" if r["missing_sizes"] else "")
+                  + (f"; off bsuite's sweep, not scored: {r['off_sweep']}"
+                     if r["off_sweep"] else ""))
     ds = c.tables["deepsea"]
     if not ds.is_empty():
         from bbrlcore.analysis.exploration import FORGIVENESS, THRESHOLD, undecided_text
 
-        print(f"\nbsuite's DeepSea score: episodes until the average regret falls below "
-              f"{THRESHOLD} (learned: before 2^N + {FORGIVENESS} episodes, dithering's)")
+        print(f"\nbbrl's DeepSea score (not bsuite's number): episodes until the average "
+              f"regret over the test MDPs falls below {THRESHOLD}, at any episode (learned: "
+              f"before 2^N + {FORGIVENESS} episodes, dithering's), paired intervals")
         for r in ds.iter_rows(named=True):
             when = ("never" if r["learning_episode"] is None
                     else f"episode {r['learning_episode']}")

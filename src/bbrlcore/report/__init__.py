@@ -537,17 +537,55 @@ def curves_section(
                 "fig": _save(figures.regret_curves_figure(table, with_reg, styles),
                              figs / f"regret-ladder-{k + 1}"),
                 "id": f"fig-regret-ladder-{k + 1}"}
-    # bsuite's DeepSea score: episodes to learn against size, per DeepSea ladder
-    ds, dsum = c.tables["deepsea"], c.tables["deepsea_summary"]
-    sec["deepsea"] = []
-    for k, name in enumerate(ds["ladder"].unique(maintain_order=True).to_list()):
-        d = ds.filter(pl.col("ladder") == name)
-        sec["deepsea"].append({
-            "name": name, "id": f"fig-deepsea-{k + 1}",
-            "figure": I.to_json(I.episodes_to_learn(d, styles, title=name)),
-            "fig": _save(figures.episodes_to_learn_figure(d, styles), figs / f"deepsea-{k + 1}"),
-            "summary": dsum.filter(pl.col("ladder") == name).to_dicts()})
+    # the DeepSea scores per DeepSea ladder: bsuite's (exactly as bsuite computes it) and
+    # bbrl's (the regret's learning time with paired intervals, its figure)
+    sec["deepsea"] = deepsea_items(c.tables, styles, figs)
     return sec
+
+
+def deepsea_items(tables: dict[str, pl.DataFrame], styles: dict[str, Any],
+                  figs: Path) -> list[dict[str, Any]]:
+    """The report's DeepSea scores, one item per DeepSea ladder, from the curves' tables
+    (:func:`bbrlcore.analysis.exploration.bsuite_deepsea_scores` and
+    :func:`~bbrlcore.analysis.exploration.bbrl_deepsea_scores`): ``name``, ``bsuite``
+    (bsuite's score per family, with ``learning``: its learning episode by size),
+    ``bsuite_note`` (why bsuite's score is not given, when it is given for no family),
+    ``summary`` (bbrl's score per family) and bbrl's "episodes to learn" figure
+    (``figure``, ``fig``, ``id``) where bbrl's score has rows; the figures go to
+    ``figs``."""
+
+    ds, dsum = tables["deepsea"], tables["deepsea_summary"]
+    bsum = tables.get("bsuite_deepsea_summary")
+    bsizes = tables.get("bsuite_deepsea")
+    ladders = ds["ladder"].unique(maintain_order=True).to_list()
+    if bsum is not None:
+        ladders += [x for x in bsum["ladder"].unique(maintain_order=True).to_list()
+                    if x not in ladders]
+    items = []
+    for k, name in enumerate(ladders):
+        d = ds.filter(pl.col("ladder") == name)
+        item: dict[str, Any] = {"name": name, "id": f"fig-deepsea-{k + 1}",
+                                "summary": dsum.filter(pl.col("ladder") == name).to_dicts(),
+                                "bsuite": []}
+        if bsum is not None and bsizes is not None:
+            for r in bsum.filter(pl.col("ladder") == name).to_dicts():
+                per = bsizes.filter((pl.col("ladder") == name)
+                                    & (pl.col("family") == r["family"]))
+                r["learning"] = ", ".join(
+                    f"{s['size']}: {s['episode'] if s['solved'] else '–'}"
+                    for s in per.iter_rows(named=True))
+                item["bsuite"].append(r)
+            if item["bsuite"] and all(r["score"] is None for r in item["bsuite"]):
+                r = item["bsuite"][0]
+                item["bsuite_note"] = (r["note"] + (f" (sizes run: {r['off_sweep']})"
+                                                    if r["off_sweep"] else ""))
+                item["bsuite"] = []
+        if d.height:
+            item["figure"] = I.to_json(I.episodes_to_learn(d, styles, title=name))
+            item["fig"] = _save(figures.episodes_to_learn_figure(d, styles),
+                                figs / f"deepsea-{k + 1}")
+        items.append(item)
+    return items
 
 
 def _curves_of(merged: pl.DataFrame, score: str, n_resamples: int, seed: int,

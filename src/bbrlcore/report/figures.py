@@ -492,9 +492,10 @@ def regret_curves_figure(table: pl.DataFrame, panels: list[tuple[str, str]],
 
 def episodes_to_learn_figure(ds: pl.DataFrame,
                              styles: dict[str, tuple[str, str, bool]]) -> Figure:
-    """bsuite's "episodes to learn against size" (its ``deep_sea`` analysis,
-    ``plot_scaling_log``) for one DeepSea ladder (rows of the ``deepsea`` table of
-    :func:`bbrlcore.analysis.exploration.deepsea_scores`): each algorithm's first episode
+    """bbrl's "episodes to learn against size" (the form of bsuite's ``deep_sea``
+    ``plot_scaling_log``, of bbrl's DeepSea score) for one DeepSea ladder (rows of the
+    ``deepsea`` table of :func:`bbrlcore.analysis.exploration.bbrl_deepsea_scores`):
+    each algorithm's first episode
     at which the average regret falls below 0.9, with its bootstrap interval, against
     the size, log axes; an algorithm that does not learn within the interaction is drawn
     at its last episode with a cross; dithering's 2^N episodes dashed."""
@@ -534,7 +535,7 @@ def episodes_to_learn_figure(ds: pl.DataFrame,
         ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
         ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xlabel("DeepSea size N (log scale)")
-    ax.set_ylabel("episodes until average regret < 0.9\n(bsuite's DeepSea score; × : not "
+    ax.set_ylabel("episodes until average regret < 0.9\n(bbrl's DeepSea score; × : not "
                   "within the interaction)", fontsize=8)
     ax.grid(True, which="both", lw=0.3, alpha=0.4)
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)

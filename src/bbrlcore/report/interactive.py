@@ -873,8 +873,9 @@ def regret_curves(table: pl.DataFrame, panels: list[tuple[str, str]],
 
 def episodes_to_learn(ds: pl.DataFrame, styles: dict[str, tuple[str, str, bool]],
                       title: str | None = None) -> dict[str, Any]:
-    """bsuite's "episodes to learn against size" for one DeepSea ladder (rows of the
-    ``deepsea`` table of :func:`bbrlcore.analysis.exploration.deepsea_scores`), log
+    """bbrl's "episodes to learn against size" (bsuite's figure, of bbrl's DeepSea
+    score) for one DeepSea ladder (rows of the ``deepsea`` table of
+    :func:`bbrlcore.analysis.exploration.bbrl_deepsea_scores`), log
     axes: each algorithm's first episode at which the average regret falls below 0.9,
     with its bootstrap interval; one that does not learn within the interaction at its
     last episode, marked with a cross; dithering's 2^N dashed."""
@@ -915,7 +916,7 @@ def episodes_to_learn(ds: pl.DataFrame, styles: dict[str, tuple[str, str, bool]]
         "xaxis": {"type": "log", "title": {"text": "DeepSea size N"},
                   "tickvals": sizes},
         "yaxis": {"type": "log", "title": {
-            "text": "episodes until average regret < 0.9 (bsuite's DeepSea score)"}},
+            "text": "episodes until average regret < 0.9 (bbrl's DeepSea score)"}},
         "height": 460, "margin": {"t": 60 if title else 40, "r": 10},
         "legend": {"itemclick": "toggle", "itemdoubleclick": "toggleothers"}}
     if title:
