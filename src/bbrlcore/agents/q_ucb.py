@@ -110,11 +110,61 @@ def q_ucb_update(Q, V, N, h, x, u, r, y, H, c, iota, scale):
 
 
 @njit(cache=True, error_model="numpy")
+def colosseum_tables(nX, nU, H):
+    """``(Q, V, N, M, S2, B)`` at the start of the interaction as Colosseum's
+    ``QValuesModel`` sets them: :math:`Q_h = H`, :math:`V_h = 0` for every h (also
+    h < H), every count 1; ``M``, ``S2`` (sums of :math:`V_{h+1}(y)` and of its square)
+    and ``B`` (the last β) 0, for its Bernstein bonus."""
+    Q = np.full((H, nX, nU), float(H))
+    V = np.zeros((H + 1, nX))
+    N = np.ones((H, nX, nU), dtype=np.int64)
+    M = np.zeros((H, nX, nU))
+    S2 = np.zeros((H, nX, nU))
+    B = np.zeros((H, nX, nU))
+    return Q, V, N, M, S2, B
+
+
+@njit(cache=True, error_model="numpy")
+def colosseum_update(Q, V, N, M, S2, B, h, x, u, r, y, H, c1, c2, min_at, bernstein, iota):
+    """Colosseum's update of :math:`Q_h(x,u)` and :math:`V_h(x)` after (x, u, r, y) at
+    step h of an episode (``QValuesModel.step_update`` of its ``QLearningEpisodic``,
+    transcribed; the module docstring states it): returns the bonus :math:`b_t`."""
+    N[h, x, u] += 1
+    t = N[h, x, u]
+    alpha = max(min_at, (H + 1.0) / (H + t))
+    if bernstein:
+        vy = V[h + 1, y]
+        M[h, x, u] += vy
+        S2[h, x, u] += vy * vy
+        old = B[h, x, u]
+        d = S2[h, x, u] - M[h, x, u]
+        nS, nA = Q.shape[1], Q.shape[2]
+        B[h, x, u] = min(
+            c1 * (math.sqrt((H * (d * d) / (t * t) + H) * iota)
+                  + math.sqrt(float(H) ** 7 * nS * nA) * iota / t),
+            c2 * math.sqrt(float(H) ** 3 * iota / t))
+        b = (B[h, x, u] - (1.0 - alpha) * old) / 2.0 / alpha
+    else:
+        b = c1 * math.sqrt(float(H) ** 3 * iota / t)
+    Q[h, x, u] = alpha * Q[h, x, u] + (1.0 - alpha) * (r + V[h + 1, y] + b)
+    m = Q[h, x, 0]
+    for a in range(1, Q.shape[2]):
+        if Q[h, x, a] > m:
+            m = Q[h, x, a]
+    V[h, x] = min(float(H), m)
+    return b
+
+
+@njit(cache=True, error_model="numpy")
 def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, H, seed, succ, nsucc,
-                c, iota, scale, rewards):
+                c, iota, scale, rewards, colosseum, bernstein, c2, min_at):
     np.random.seed(seed)
     nX, nU, _ = P.shape
-    Q, V, N = q_ucb_tables(nX, nU, H, scale)
+    if colosseum:
+        Q, V, N, M, S2, B = colosseum_tables(nX, nU, H)
+    else:
+        Q, V, N = q_ucb_tables(nX, nU, H, scale)
+        M = S2 = B = np.empty((0, 0, 0))
     ret = 0.0
     disc = 1.0
     x = 0
@@ -129,7 +179,11 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, H, seed, su
         ret += disc * r
         disc *= gamma
         y = succ[x, u, k]
-        q_ucb_update(Q, V, N, h, x, u, r, y, H, c, iota, scale)
+        if colosseum:  # (in units of the scale: exactly Colosseum's numbers when it is 1)
+            colosseum_update(Q, V, N, M, S2, B, h, x, u, r / scale, y, H, c, c2, min_at,
+                             bernstein, iota)
+        else:
+            q_ucb_update(Q, V, N, h, x, u, r, y, H, c, iota, scale)
         x = y
     return ret
 
@@ -167,7 +221,14 @@ def make_player(prior: Any, params: dict, trained: Trained | None, ep: Episode):
     Rstd = np.array(ep.Rstd, dtype=np.float64)
     gaussian, x0 = bool(ep.gaussian), int(ep.initial_state)
     gamma, horizon = float(ep.gamma), int(ep.horizon)
+    err = _parameter_check(params)
+    if err:
+        raise BBRLError(f"{ALGORITHM.agent_id(params)}: {err}")
     c = float(params["c"])
+    colosseum = params.get("form", "jin") == "colosseum"
+    bernstein = params.get("bonus", "hoeffding") == "bernstein"
+    c2 = float(params.get("c2") or 0.0)
+    min_at = float(params.get("min_at") or 0.0)
     scale = reward_scale(prior)
     io = iota(nX, nU, horizon, float(params["p"]))
     shape = (horizon,)
@@ -178,7 +239,8 @@ def make_player(prior: Any, params: dict, trained: Trained | None, ep: Episode):
                 and rewards.dtype is FLOAT64):
             rewards = reward_buffer(rewards, horizon)
         ret = _trajectory(np.ascontiguousarray(P, dtype=np.float64), R, Rstd, gaussian, x0,
-                          gamma, horizon, H, int(seed), succ, nsucc, c, io, scale, rewards)
+                          gamma, horizon, H, int(seed), succ, nsucc, c, io, scale, rewards,
+                          colosseum, bernstein, c2, min_at)
         return float(ret), _NO_COUNTERS
 
     return play
@@ -198,16 +260,78 @@ def _probability(v: float) -> str | None:
     return None if 0.0 < v < 1.0 else "must be in (0, 1)"
 
 
+#: The update rules of ``form``: Jin et al.'s (the paper's), or Colosseum's.
+FORMS = ("jin", "colosseum")
+#: The bonuses of ``bonus``: Hoeffding's, or Colosseum's Bernstein-type one
+#: (``form=colosseum`` only).
+BONUSES = ("hoeffding", "bernstein")
+
+
+def _one_of(values: tuple[str, ...]):
+    def check(v: str) -> str | None:
+        return None if v in values else f"must be one of {', '.join(values)}"
+
+    return check
+
+
+def _min_at_check(v: float) -> str | None:
+    return None if 0.0 <= v < 0.99 else "must be in [0, 0.99) (Colosseum's range)"
+
+
+def _parameter_check(params: dict) -> str | None:
+    """The parameters that only Colosseum's form has, with ``form=jin``; Colosseum's
+    Bernstein bonus without its cap ``c2``."""
+    if params.get("form", "jin") != "colosseum":
+        for name, default in (("bonus", "hoeffding"), ("c2", None), ("min_at", 0.0)):
+            if params.get(name, default) != default:
+                return (f"{name} applies to form=colosseum only (Jin et al.'s form has a "
+                        "Hoeffding bonus, no c2 and no minimum learning rate)")
+        return None
+    if params.get("bonus", "hoeffding") == "bernstein" and params.get("c2") is None:
+        return "bonus=bernstein needs c2 (--param c2=x, x > 0: the cap of its bonus)"
+    return None
+
+
+def _setting_check(params: dict, prior, gamma: float, horizon: int) -> str | None:
+    return _parameter_check(params)
+
+
+#: Colosseum's benchmark configuration of its ``QLearningEpisodic``
+#: (``colosseum/benchmark/cached_hyperparameters/agent_configs/QLearningEpisodic.gin``:
+#: ``p=0.05``, ``UCB_type="bernstein"``, ``c_1``, ``c_2``, ``min_at``), as this agent's
+#: parameters: ``--param form=colosseum --param bonus=bernstein --param c=... ...``.
+COLOSSEUM_BENCHMARK: dict[str, Any] = {
+    "c": 0.9415278732894797,
+    "p": 0.05,
+    "form": "colosseum",
+    "bonus": "bernstein",
+    "c2": 0.013873778519317169,
+    "min_at": 0.07263563483119442,
+}
+
+
 ALGORITHM = Algorithm(
     name="q-learning-ucb",
     params=(
         Param("c", float, default=1.0, check=positive,
-              doc="bonus constant: b_t = c sqrt(H^3 iota / t)"),
+              doc="bonus constant: b_t = c sqrt(H^3 iota / t) (Colosseum's c_1)"),
         Param("p", float, default=0.05, check=_probability,
               doc="failure probability in iota = log(S A T / p) (Colosseum's 0.05)"),
+        Param("form", str, default="jin", check=_one_of(FORMS), id_omits_default=True,
+              doc="update rule: jin (Jin et al. 2018) or colosseum (Colosseum's "
+                  "QLearningEpisodic: its learning-rate weights, counts and bonus)"),
+        Param("bonus", str, default="hoeffding", check=_one_of(BONUSES),
+              id_omits_default=True,
+              doc="form=colosseum: hoeffding or bernstein (Colosseum's benchmark)"),
+        Param("c2", float, default=None, check=positive,
+              doc="form=colosseum, bonus=bernstein: the cap c2 sqrt(H^3 iota / t) of "
+                  "the bonus (Colosseum's c_2)"),
+        Param("min_at", float, default=0.0, check=_min_at_check, id_omits_default=True,
+              doc="form=colosseum: the smallest learning rate (Colosseum's min_at)"),
     ),
     make_player=make_player,
     doc=__doc__ or "",
+    setting_check=_setting_check,
     cost_features=cost_features,
     display_name="Q-learning-UCB",
     sparse=True,
