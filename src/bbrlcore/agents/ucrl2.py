@@ -163,8 +163,8 @@ BERNSTEIN_B3 = 18.0
 @njit(cache=True, error_model="numpy")
 def bernstein_intervals(C, N, nsucc, S, A, delta, lo, hi):
     """UCRL2-B's confidence interval ``[lo, hi]`` of every slot's transition probability
-    (the module docstring): the empirical :math:`\hat p = C / n` ± its empirical-Bernstein
-    width, clipped to [0, 1]; a pair never played (:math:`\hat p = 0`, n = 1) gets [0, 1]
+    (the module docstring): the empirical :math:`\\hat p = C / n` ± its empirical-Bernstein
+    width, clipped to [0, 1]; a pair never played (:math:`\\hat p = 0`, n = 1) gets [0, 1]
     on every slot."""
     nX, nU, _ = C.shape
     for x in range(nX):
@@ -181,7 +181,7 @@ def bernstein_intervals(C, N, nsucc, S, A, delta, lo, hi):
 
 @njit(cache=True, error_model="numpy")
 def optimistic_value_intervals(x, u, lo, hi, allowed, R, succ, nsucc, values, order, w):
-    """:math:`\max_{\tilde p} \sum_y \tilde p(y)(R(x,u,y) + u(y))` over the
+    """:math:`\\max_{\\tilde p} \\sum_y \\tilde p(y)(R(x,u,y) + u(y))` over the
     distributions on the ``allowed`` slots within the per-slot intervals ``[lo, hi]``
     (UCRL2-B's set): every slot at its lower bound, the remaining mass to the slots in
     decreasing order of their value, each up to its upper bound (the first of equal
@@ -440,7 +440,7 @@ def run_note(params: dict[str, Any], totals: dict[str, int], n_steps: int) -> st
     """The run's one line when the chosen action tied with another under the optimistic
     values at :data:`TIE_NOTE_SHARE` of its steps or more (else None): the published
     width keeps every pair fully optimistic (a radius of 2 or more) until it has been
-    played about :math:`3.5\,S \log(2 A t / \delta)` times, so whole rows of actions
+    played about :math:`3.5\\,S \\log(2 A t / \\delta)` times, so whole rows of actions
     tie and UCRL2 plays at random; UCRL2-B's sets are tighter.
 
     >>> run_note({"delta": 0.05, "bound": "l1"}, {"tied_steps": 95}, 100)[:46]
