@@ -8,7 +8,8 @@ uniform prior, ``--episodes`` episodes of N steps, δ = 0.05: the episodes that 
 treasure (an episode's return above 0.5), the first one, those of the last 1,000, and
 the share of steps whose action tied with another (``tied_steps`` / T).
 
-    .venv/bin/python benchmarks/bench_ucrl2b.py [--sizes 10 20 30 40 50] [--episodes 10000] [--mdps 3]
+    .venv/bin/python benchmarks/bench_ucrl2b.py [--sizes 10 20 30 40 50] \\
+        [--episodes 10000] [--mdps 3]
 
 Writes ``benchmarks/results/ucrl2b_deepsea.json`` and ``ucrl2b_deepsea.md``.
 """

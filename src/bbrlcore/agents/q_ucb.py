@@ -28,15 +28,17 @@ with S, A the numbers of states and actions and T = the interaction's total step
 (episodes × H). :math:`V_h(x) = H` until (x, h) is first updated. The learning rate
 weights the new target by :math:`\alpha_t` (α₁ = 1: the first visit replaces the
 optimistic H); Colosseum's ``QLearningEpisodic`` weights the *old* value by it, which is
-not the paper's rule. Rewards beyond 1: every H above (the initial values, the cap of
-V, the bonus) is multiplied by the scale ρ = the largest absolute reward of the prior's
-reward table on its support, or 1 if that is smaller (so ρ = 1 on the families, whose
-rewards lie within [-1, 1]: exactly the paper's algorithm; 10 on GC), the value range
-:math:`H\rho` that the paper's H stands for.
+not the paper's rule (its form is ``form=colosseum``, below). Rewards beyond 1: every H
+above (the initial values, the cap of V, the bonus) is multiplied by the scale ρ = the
+largest absolute reward of the prior's reward table on its support, or 1 if that is
+smaller (so ρ = 1 on the families, whose rewards lie within [-1, 1]: exactly the
+paper's algorithm; 10 on GC), the value range :math:`H\rho` that the paper's H stands
+for.
 The update uses the observed reward (noisy under Gaussian rewards), as the paper does.
 
 Parameters: ``c`` (bonus constant, > 0, default 1) and ``p`` (failure probability, in
-(0, 1), default 0.05). The paper proves its bound for "some absolute constant c" and
+(0, 1), default 0.05); ``form`` (``jin``, default, or ``colosseum``) and the latter's
+own (below). The paper proves its bound for "some absolute constant c" and
 reports no experiment; Colosseum's agent requires ``c`` (tuned in (0.001, 1.1), no
 default) and its benchmark fixes p = 0.05, the default here; c = 1 is the plain reading
 of the paper's bonus.
@@ -48,6 +50,43 @@ about 50 times): the bonus :math:`c\sqrt{H^3\iota/t}`, 60 at a first visit of
 DeepSea-6, swamps the values it learns; with c = 0.1 in 750 episodes of DeepSea-10 and
 none beyond; with c = 0.01 in 7,900, 440 and 67 episodes of DeepSea 10, 20 and 30. The
 ``exploration`` preset therefore chooses c among 1, 0.1 and 0.01 on its validation MDPs.
+
+**Q-learning as Colosseum computes it** (``form=colosseum``; Jin et al.'s form above
+stays the default). Colosseum's ``QLearningEpisodic`` (``colosseum/agent/agents/episodic/
+q_learning.py``, its ``QValuesModel``) cites the same paper but updates otherwise, and
+this form reproduces it: the counts start at **1** (the first update has t = 2), the
+values :math:`V_h` at **0** for every h (not H), :math:`Q_h = H`; with
+:math:`t = N_h(x,u) \leftarrow N_h(x,u) + 1` and
+:math:`\alpha_t = \max\{\alpha_{\min}, (H+1)/(H+t)\}`,
+
+.. math::  Q_h(x,u) \leftarrow \alpha_t\,Q_h(x,u) + (1-\alpha_t)\,\bigl(r +
+   V_{h+1}(y) + b_t\bigr), \qquad V_h(x) \leftarrow \min\{H, \max_{u'} Q_h(x,u')\}
+
+(α weights the **old** value), and the bonus either Hoeffding's,
+:math:`b_t = c\sqrt{H^3\iota/t}` (``bonus=hoeffding``), or Colosseum's Bernstein-type
+one (``bonus=bernstein``, its benchmark's): with :math:`\mu`, :math:`\sigma` the sums
+of :math:`V_{h+1}(y)` and of its square over the pair's updates,
+
+.. math::  \beta_t = \min\Bigl\{c\Bigl(\sqrt{\bigl(H(\sigma - \mu)^2/t^2 + H\bigr)
+   \iota} + \sqrt{H^7 S A}\,\iota/t\Bigr),\; c_2\sqrt{H^3\iota/t}\Bigr\},
+   \qquad b_t = \frac{\beta_t - (1-\alpha_t)\,\beta_{t-1}}{2\,\alpha_t},
+
+exactly as its code computes them (:math:`(\sigma - \mu)^2` included, where Jin et al.'s
+Bernstein bonus has the variance :math:`\sigma/t - (\mu/t)^2`). ι = log(SAT/p) as above;
+actions are the arg max of :math:`Q_h(x, \cdot)`, ties broken uniformly, as Colosseum's
+``QValuesActor`` does. bbrl computes in float64 where Colosseum stores Q and V in
+float32: on Colosseum's own update run over 180 fixed transitions the two agree to a
+relative 1e-6 (``tests/fixtures/colosseum_qlearning.json``, held to 1e-5). Rewards beyond
+[-1, 1]: the form runs on the rewards divided by ρ (above), so on the families (ρ = 1) it
+is Colosseum's arithmetic exactly. Parameters of this form: ``c`` (Colosseum's
+``c_1``), ``p``, ``bonus`` (``hoeffding``, default, or ``bernstein``), ``c2`` (the
+Bernstein bonus's cap, required with it) and ``min_at`` (:math:`\alpha_{\min}`, in
+[0, 0.99), default 0); ``bonus``, ``c2`` and ``min_at`` are refused with ``form=jin`` in
+one line. Colosseum's benchmark configuration (``colosseum/benchmark/
+cached_hyperparameters/agent_configs/QLearningEpisodic.gin``) is
+:data:`COLOSSEUM_BENCHMARK`: ``--param form=colosseum --param bonus=bernstein --param
+c=0.9415278732894797 --param c2=0.013873778519317169 --param min_at=0.07263563483119442``
+(p = 0.05, the default).
 
 Paper: C. Jin, Z. Allen-Zhu, S. Bubeck and M. I. Jordan, "Is Q-learning provably
 efficient?", NeurIPS 2018.

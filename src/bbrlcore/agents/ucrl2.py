@@ -57,23 +57,71 @@ pair is fully optimistic, as long as :math:`d \ge 2`, whole rows of actions tie,
 lowest index would play one fixed action everywhere); the best slot of a row is the
 first of equal ones.
 
+**Ties, and why the published width dithers.** While :math:`d(x,u) \ge 2` the L1 ball
+holds every distribution on the row's slots, so a pair is *fully* optimistic: its value
+is that of its best slot, whatever was observed. That lasts until the pair has been
+played :math:`N \ge 3.5\,S \log(2 A t_k / \delta)` times: about 5,700 visits on
+DeepSea-10 (S = 102, A = 2, t ≈ 10⁵). On DeepSea every action of a cell then leads, in
+the optimistic model, to the best of the cell's two successors: the actions tie, ties
+break at random, and UCRL2 plays as Random does (measured: no treasure in 10,000
+episodes of DeepSea 10 to 50, every step tied; ``benchmarks/results/ucrl2b_deepsea.md``).
+That is the algorithm as published, kept as the default. The counter ``tied_steps``
+counts the steps whose chosen action tied with another under the optimistic values (a
+state whose actions are truly alike counts too), and a run whose steps tied at 90 % or
+more says so in one line (:func:`run_note`, printed once per run), pointing to UCRL2-B.
+
+**UCRL2-B** (``bound=bernstein``): the confidence set of Fruit, Pirotta & Lazaric
+(2020), "Improved analysis of UCRL2 with empirical Bernstein inequality"
+(arXiv:2007.05456), the variant Bourel, Maillard & Talebi (2020, UCRL3's paper) compare
+with under the name UCRL2-B: an interval per transition rather than an L1 ball,
+
+.. math::  |\tilde p(y \mid x,u) - \hat p(y \mid x,u)| \le
+   2\sqrt{\frac{\hat p(y)(1 - \hat p(y))\,\ell}{n}} + \frac{6\,\ell}{n}, \qquad
+   \ell = \log\frac{18\,S A\,n}{\delta}, \quad n = \max\{1, N_k(x,u)\},
+
+:math:`\hat p` the empirical row (0 where never observed), intersected with [0, 1] and
+with the distributions on the row's slots (as above). The constants 2 and 6 are the
+paper's empirical-Bernstein form; :math:`\ell`'s 18 S A (δ shared among the S A pairs
+and the confidence events) and the widths as code are those of the UCRL3 authors'
+implementation of UCRL2-B with known rewards, ``UCRL2_Bernstein_detRewards`` of
+``statisticalrl-learners`` (``MDPs_discrete/UCRL2B.py``, version 2.2507), read for this.
+A transition never observed keeps the width :math:`6\ell/n`, which falls below 1 after
+some tens of visits of its pair (about 95 on DeepSea-10, S A = 204), so that a DeepSea pair stops
+being fully optimistic after tens of visits instead of thousands. The inner maximum puts
+every slot at its lower bound and the remaining mass on the slots in decreasing order of
+:math:`w_y`, each up to its upper bound (the paper's Figure 2 for intervals). Everything
+else is UCRL2's above: the doubling criterion, the damped iteration and its stopping
+test :math:`1/\sqrt{t_k}`, uniform ties (the UCRL3 code breaks ties towards the less
+played action; bbrl keeps UCRL2's rule, so that only the confidence sets differ), known
+rewards. Measured on DeepSea 10 to 50 (10,000 episodes, three test MDPs each,
+``benchmarks/results/ucrl2b_deepsea.md``): it finds the treasure after 200 to 800
+episodes at N = 10 and about 5,800 at N = 50, and takes it in every one of the last
+1,000 episodes at every size.
+
 **Settings.** Continuing (UCRL2's setting): γ plays no part (the agent maximises the
 average reward; the test set's γ only discounts the recorded return). In an episodic
 experiment the agent just sees the resets: the environment's return to the initial state
 is not a transition of the MDP and is not counted; its episodes, counts and values
 carry on.
 
-Parameter: ``delta`` (confidence, in (0, 1), default 0.05). The paper states its bounds
+Parameters: ``delta`` (confidence, in (0, 1), default 0.05) and ``bound`` (``l1``, the
+paper's sets, the default; ``bernstein``: UCRL2-B). The paper states its bounds
 for a given δ and reports no experiment with a default; 0.05 is the default of TabulaRL's
 UCRL2 (Osband's reference implementations, ``src/finite_tabular_agents.py``).
 Colosseum's ``UCRL2Continuous`` (``agent/agents/infinite_horizon/ucrl2.py``) has no fixed
 δ: it uses :math:`\delta_t = 1/\sqrt{t+1}` in the same radius (scaled by a tuned
-``alpha_p``, 1 by default) and its benchmark the Bernstein bounds of Fruit et al. 2020;
-neither is reproduced. Counters: ``policies`` (UCRL2's episodes begun, each one
-extended value iteration), ``evi_sweeps`` (sweeps of all of them) and ``evi_capped``.
+``alpha_p``, 1 by default) and its benchmark Bernstein-type bounds after Fruit et al.
+(:math:`\sqrt{\alpha_p}\sqrt{14\,\hat p(1-\hat p)\log(\cdot)/n} + \alpha_p\,49
+\log(\cdot)/(3(n-1))`, with learned rewards); neither is reproduced (``bound=bernstein``
+is the UCRL3 paper's UCRL2-B above). Counters: ``policies`` (UCRL2's episodes begun,
+each one extended value iteration), ``evi_sweeps`` (sweeps of all of them),
+``evi_capped`` and ``tied_steps``.
 
 Paper: T. Jaksch, R. Ortner and P. Auer, "Near-optimal regret bounds for reinforcement
-learning", Journal of Machine Learning Research 11, 2010, pp. 1563-1600.
+learning", Journal of Machine Learning Research 11, 2010, pp. 1563-1600. UCRL2-B:
+R. Fruit, M. Pirotta and A. Lazaric, "Improved analysis of UCRL2 with empirical Bernstein
+inequality", arXiv:2007.05456, 2020; H. Bourel, O.-A. Maillard and M. S. Talebi,
+"Tightening exploration in upper confidence reinforcement learning", ICML 2020.
 """
 
 from __future__ import annotations
