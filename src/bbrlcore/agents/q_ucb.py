@@ -52,9 +52,9 @@ none beyond; with c = 0.01 in 7,900, 440 and 67 episodes of DeepSea 10, 20 and 3
 ``exploration`` preset therefore chooses c among 1, 0.1 and 0.01 on its validation MDPs.
 
 **Q-learning as Colosseum computes it** (``form=colosseum``; Jin et al.'s form above
-stays the default). Colosseum's ``QLearningEpisodic`` (``colosseum/agent/agents/episodic/
-q_learning.py``, its ``QValuesModel``) cites the same paper but updates otherwise, and
-this form reproduces it: the counts start at **1** (the first update has t = 2), the
+stays the default). Colosseum's ``QLearningEpisodic`` (its ``QValuesModel``, in
+``colosseum/agent/agents/episodic/q_learning.py``) cites the same paper but updates
+otherwise, and this form reproduces it: the counts start at **1** (the first update has t = 2), the
 values :math:`V_h` at **0** for every h (not H), :math:`Q_h = H`; with
 :math:`t = N_h(x,u) \leftarrow N_h(x,u) + 1` and
 :math:`\alpha_t = \max\{\alpha_{\min}, (H+1)/(H+t)\}`,
@@ -82,8 +82,8 @@ is Colosseum's arithmetic exactly. Parameters of this form: ``c`` (Colosseum's
 ``c_1``), ``p``, ``bonus`` (``hoeffding``, default, or ``bernstein``), ``c2`` (the
 Bernstein bonus's cap, required with it) and ``min_at`` (:math:`\alpha_{\min}`, in
 [0, 0.99), default 0); ``bonus``, ``c2`` and ``min_at`` are refused with ``form=jin`` in
-one line. Colosseum's benchmark configuration (``colosseum/benchmark/
-cached_hyperparameters/agent_configs/QLearningEpisodic.gin``) is
+one line. Colosseum's benchmark configuration (``QLearningEpisodic.gin`` in its
+``colosseum/benchmark/cached_hyperparameters/agent_configs``) is
 :data:`COLOSSEUM_BENCHMARK`: ``--param form=colosseum --param bonus=bernstein --param
 c=0.9415278732894797 --param c2=0.013873778519317169 --param min_at=0.07263563483119442``
 (p = 0.05, the default).
