@@ -19,9 +19,10 @@ The transitions: a tiny episodic MDP (S = 3 states, A = 2 actions, H = 3 steps),
 episodes of uniformly random actions, next states and rewards in {0, 0.25, 0.5, 1} drawn
 from ``numpy.random.default_rng(20261205)``; the next state of an episode's last step is
 drawn too (Colosseum's V_H is 0, so it does not matter). Three configurations: the
-benchmark's (``cached_hyperparameters/agent_configs/QLearningEpisodic.gin``: Bernstein
-bonus, c_1, c_2, min_at), a Hoeffding bonus with c_1 = 0.5, and a Bernstein bonus with
-c_1 = 0.2, c_2 = 2, min_at = 0 (a cap that does not always bind). Recorded: after every
+benchmark's, read from the checkout's ``QLearningEpisodic.gin`` of
+``colosseum/benchmark/cached_hyperparameters/agent_configs`` (Bernstein bonus, c_1, c_2,
+min_at, p), a Hoeffding bonus with c_1 = 0.5, and a Bernstein bonus with c_1 = 0.2,
+c_2 = 2, min_at = 0 (a cap that does not always bind). Recorded: after every
 step, the updated Q_h(x, u) and V_h(x); at the end N, Q and V whole. Colosseum keeps Q and
 V in float32: the test compares to a relative 1e-5.
 """
@@ -38,15 +39,27 @@ from pathlib import Path
 import numpy as np
 
 S, A, H, EPISODES, SEED = 3, 2, 3, 60, 20261205
-BENCHMARK = {"UCB_type": "bernstein", "p": 0.05, "c_1": 0.9415278732894797,
-             "c_2": 0.013873778519317169, "min_at": 0.07263563483119442}
+#: Colosseum's benchmark configuration of the agent, read from the checkout (main)
+GIN = "colosseum/benchmark/cached_hyperparameters/agent_configs/QLearningEpisodic.gin"
 CONFIGS = {
-    "benchmark": BENCHMARK,
     "hoeffding": {"UCB_type": "hoeffding", "p": 0.05, "c_1": 0.5, "c_2": None,
                   "min_at": 0.0},
     "bernstein_loose_cap": {"UCB_type": "bernstein", "p": 0.05, "c_1": 0.2, "c_2": 2.0,
                             "min_at": 0.0},
 }
+
+
+def benchmark_config(root: Path) -> dict:
+    """The ``prms_0/QLearningEpisodic.<key> = <value>`` lines of Colosseum's benchmark
+    configuration file, as the keyword arguments of its ``QValuesModel``."""
+    out = {}
+    for line in (root / GIN).read_text().splitlines():
+        key, _, value = line.partition("=")
+        key = key.strip().rpartition(".")[2]
+        value = value.strip().strip('"').strip("'")
+        out[key] = value if key == "UCB_type" else float(value)
+    assert set(out) == {"p", "UCB_type", "c_1", "c_2", "min_at"}, out
+    return out
 
 
 def load_q_learning(root: Path) -> types.ModuleType:
@@ -117,10 +130,12 @@ def main() -> None:
         "colosseum_commit": commit,
         "S": S, "A": A, "H": H, "T": len(steps),
         "transitions": [list(t) for t in steps],
-        "runs": {name: run(q, cfg, steps) for name, cfg in CONFIGS.items()},
+        "benchmark_config_file": GIN,
+        "runs": {name: run(q, cfg, steps) for name, cfg in
+                 {"benchmark": benchmark_config(root), **CONFIGS}.items()},
     }
     out.write_text(json.dumps(data, indent=1) + "\n")
-    print(f"wrote {out}: {len(steps)} transitions, {len(CONFIGS)} configurations")
+    print(f"wrote {out}: {len(steps)} transitions, {len(data['runs'])} configurations")
 
 
 if __name__ == "__main__":

@@ -600,17 +600,20 @@ def test_colosseum_form_matches_colosseums_own_update():
     ``QValuesModel.step_update`` (its ``QLearningEpisodic``, Colosseum 1.2, run in a Python
     3.9 environment with Colosseum) computed on 180 fixed transitions of a tiny episodic
     MDP (S = 3, A = 2, H = 3), with its benchmark's configuration (Bernstein bonus, c_1,
-    c_2, min_at), a Hoeffding bonus and a Bernstein bonus whose cap does not always bind;
+    c_2, min_at, read from its ``QLearningEpisodic.gin``), a Hoeffding bonus and a Bernstein bonus whose cap does not always bind;
     made by ``benchmarks/colosseum_qlearning_fixture.py`` (its docstring says how). bbrl's
     ``colosseum_update`` fed the same transitions: the counts exactly, Q and V after every
     step and at the end to a relative 1e-5 (Colosseum keeps them in float32)."""
     data = json.loads((FIXTURES / "colosseum_qlearning.json").read_text())
     S, A, H = data["S"], data["A"], data["H"]
     assert set(data["runs"]) == {"benchmark", "hoeffding", "bernstein_loose_cap"}
+    # the benchmark's configuration, read by the script from Colosseum's .gin file, is
+    # COLOSSEUM_BENCHMARK
     bench = data["runs"]["benchmark"]["config"]
-    assert (bench["c_1"], bench["c_2"], bench["min_at"], bench["p"]) == (
-        q_ucb.COLOSSEUM_BENCHMARK["c"], q_ucb.COLOSSEUM_BENCHMARK["c2"],
-        q_ucb.COLOSSEUM_BENCHMARK["min_at"], q_ucb.COLOSSEUM_BENCHMARK["p"])
+    assert data["benchmark_config_file"].endswith("agent_configs/QLearningEpisodic.gin")
+    assert {"form": "colosseum", "bonus": bench["UCB_type"], "c": bench["c_1"],
+            "c2": bench["c_2"], "min_at": bench["min_at"], "p": bench["p"]} == (
+        q_ucb.COLOSSEUM_BENCHMARK)
     for name, run in data["runs"].items():
         cfg = run["config"]
         Q, V, N, M, S2, B = q_ucb.colosseum_tables(S, A, H)
