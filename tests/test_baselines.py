@@ -600,8 +600,9 @@ def test_colosseum_form_matches_colosseums_own_update():
     ``QValuesModel.step_update`` (its ``QLearningEpisodic``, Colosseum 1.2, run in a Python
     3.9 environment with Colosseum) computed on 180 fixed transitions of a tiny episodic
     MDP (S = 3, A = 2, H = 3), with its benchmark's configuration (Bernstein bonus, c_1,
-    c_2, min_at, read from its ``QLearningEpisodic.gin``), a Hoeffding bonus and a Bernstein bonus whose cap does not always bind;
-    made by ``benchmarks/colosseum_qlearning_fixture.py`` (its docstring says how). bbrl's
+    c_2, min_at, read from its ``QLearningEpisodic.gin``), a Hoeffding bonus and a
+    Bernstein bonus whose cap does not always bind; made by
+    ``benchmarks/colosseum_qlearning_fixture.py`` (its docstring says how). bbrl's
     ``colosseum_update`` fed the same transitions: the counts exactly, Q and V after every
     step and at the end to a relative 1e-5 (Colosseum keeps them in float32)."""
     data = json.loads((FIXTURES / "colosseum_qlearning.json").read_text())
