@@ -10,6 +10,8 @@ of an episodic experiment is marked xfail until ``bbrl experiment new --episodes
 from __future__ import annotations
 
 import dataclasses
+import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -155,6 +157,15 @@ def test_agent_ids_and_defaults():
     assert aid("ucrl2", {}) == "ucrl2__delta=0.05"
     assert aid("q-learning-ucb", {}) == "q-learning-ucb__c=1__p=0.05"
     assert aid("q-learning-ucb", {"c": "0.1", "p": "1e-3"}) == "q-learning-ucb__c=0.1__p=0.001"
+    # the variants of issue 43: named only when asked for (the defaults keep their ids)
+    assert aid("ucrl2", {"bound": "l1"}) == "ucrl2__delta=0.05"
+    assert aid("ucrl2", {"bound": "bernstein"}) == "ucrl2__delta=0.05__bound=bernstein"
+    assert aid("q-learning-ucb", {"form": "jin"}) == "q-learning-ucb__c=1__p=0.05"
+    assert aid("q-learning-ucb", {"form": "colosseum"}) == (
+        "q-learning-ucb__c=1__p=0.05__form=colosseum")
+    assert aid("q-learning-ucb", q_ucb.COLOSSEUM_BENCHMARK) == (
+        "q-learning-ucb__c=0.941527873289__p=0.05__form=colosseum__bonus=bernstein"
+        "__c2=0.0138737785193__min_at=0.0726356348312")
 
 
 @pytest.mark.parametrize("name, raw, message", [
@@ -164,6 +175,11 @@ def test_agent_ids_and_defaults():
     ("q-learning-ucb", {"c": "0"}, "c=0: must be > 0"),
     ("q-learning-ucb", {"p": "1.5"}, "p=1.5: must be in (0, 1)"),
     ("q-learning-ucb", {"c": "nan"}, "expected a number"),
+    ("ucrl2", {"bound": "l2"}, "bound=l2: must be one of l1, bernstein"),
+    ("q-learning-ucb", {"form": "watkins"}, "form=watkins: must be one of jin, colosseum"),
+    ("q-learning-ucb", {"bonus": "kl"}, "bonus=kl: must be one of hoeffding, bernstein"),
+    ("q-learning-ucb", {"min_at": "1"}, "min_at=1: must be in [0, 0.99)"),
+    ("q-learning-ucb", {"c2": "-1"}, "c2=-1: must be > 0"),
     ("psrl", {"schedule": "episode"}, "must be one of doubling, fixed"),
 ])
 def test_parameter_errors_are_one_line(name, raw, message):
@@ -378,8 +394,11 @@ def test_ucrl2_converges_to_the_better_arm():
         third = len(arm1) // 3
         assert arm1[-third:].mean() >= 0.9, arm1[-third:].mean()
         assert arm1[-third:].mean() > arm1[:third].mean()
-        policies, sweeps, capped = counters.tolist()  # UCRL2 episodes begun, ...
+        policies, sweeps, capped, tied = counters.tolist()  # UCRL2 episodes begun, ...
         assert 1 < policies < 200 and sweeps >= policies and capped == 0
+        # at states 1-4 both actions return to 0 paying 0.5: a true tie every other step;
+        # at state 0 the arms' optimistic values differ (their rewards do)
+        assert tied == T // 2
 
 
 def test_ucrl2_converges_on_a_short_chain():
@@ -405,6 +424,108 @@ def test_ucrl2_episodes_follow_the_doubling_criterion():
     _, counters = rewards_of(play, mdp, T, 0)
     starts = [0] + [2**j for j in range(10)]
     assert counters[0] == len(starts) == 11
+
+
+def test_bernstein_intervals_by_hand():
+    """UCRL2-B's widths: 2 sqrt(p(1-p) l / n) + 6 l / n with l = log(18 S A n / delta),
+    n = max(1, N): a row seen 400 times, 300 to slot 0 and 100 to slot 1 (S = 4 states,
+    A = 1, delta = 0.05), and a row never played ([0, 1] on every slot)."""
+    C = np.zeros((4, 1, 3))
+    C[0, 0, :2] = 300.0, 100.0
+    N = np.array([[400], [0], [0], [0]])
+    nsucc = np.array([[3], [2], [1], [1]])
+    lo, hi = np.zeros_like(C), np.zeros_like(C)
+    ucrl2.bernstein_intervals(C, N, nsucc, 4, 1, 0.05, lo, hi)
+    ell = np.log(18 * 4 * 1 * 400 / 0.05)
+    for k, p in enumerate((0.75, 0.25, 0.0)):
+        b = 2 * np.sqrt(p * (1 - p) * ell / 400) + 6 * ell / 400
+        assert lo[0, 0, k] == pytest.approx(max(0.0, p - b))
+        assert hi[0, 0, k] == pytest.approx(min(1.0, p + b))
+    assert 0 < hi[0, 0, 2] < 0.25  # an unobserved slot: 6 l / n (1 up to about 80 visits)
+    assert (lo[1, 0, :2] == 0).all() and (hi[1, 0, :2] == 1).all()
+
+
+def test_optimistic_value_in_intervals_fills_the_best_slots_first():
+    """Slots of values (1, 0, 5) with intervals [0.5, 0.7], [0.1, 0.5], [0, 0.2]: every slot
+    at its lower bound (0.6 of the mass), the remaining 0.4 to the best (slot 2, up to
+    0.2), then to the next (slot 0, up to 0.7: 0.2 more); a slot not allowed gets
+    nothing."""
+    succ = np.array([[[0, 1, 2]]])
+    nsucc = np.array([[3]])
+    R = np.zeros((1, 1, 3))
+    lo = np.array([[[0.5, 0.1, 0.0]]])
+    hi = np.array([[[0.7, 0.5, 0.2]]])
+    allowed = np.ones((1, 1, 3), dtype=bool)
+    values = np.array([1.0, 0.0, 5.0])
+    order, w = np.empty(3, dtype=np.int64), np.empty(3)
+    v = ucrl2.optimistic_value_intervals(0, 0, lo, hi, allowed, R, succ, nsucc, values,
+                                         order, w)
+    assert v == pytest.approx(0.7 * 1 + 0.1 * 0 + 0.2 * 5)
+    allowed[0, 0, 2] = False
+    lo[0, 0, 1] = 0.3
+    v = ucrl2.optimistic_value_intervals(0, 0, lo, hi, allowed, R, succ, nsucc, values,
+                                         order, w)
+    assert v == pytest.approx(0.7 * 1 + 0.3 * 0)
+
+
+def test_ucrl2_dithers_on_deepsea_and_ucrl2_b_learns_it():
+    """DeepSea-8 episodic, uniform prior, 1,500 episodes: with the published width the
+    chosen action ties with the other at every step and UCRL2 finds the treasure about as
+    often as a random walk (2^-8 an episode, about 6 expected; benchmarks/results/
+    ucrl2b_deepsea.md: none in 10,000 episodes at N = 10 to 50); UCRL2-B finds it and
+    then takes it in every one of the last 200 episodes."""
+    N, episodes = 8, 1500
+    p = F.make("deepsea", size=N)
+    ts = E.new_test_set(p.test, 1, 1.0, N * episodes, seed=0, episode_length=N,
+                        references=False)
+    alg = agents.get("ucrl2")
+    mdp = np.ascontiguousarray(ts.mdps[0])
+    found = {}
+    for bound in ("l1", "bernstein"):
+        play = alg.make_player(p.prior("uniform"), alg.parse_params({"bound": bound}), None,
+                               ts.episode())
+        r, counters = rewards_of(play, mdp, N * episodes, 7)
+        found[bound] = r.reshape(episodes, N).sum(axis=1) > 0.5
+        tied = counters[3] / (N * episodes)
+        assert (tied == 1.0) if bound == "l1" else (tied < 0.5), (bound, tied)
+    assert found["l1"].sum() < 20
+    assert found["bernstein"].sum() > 300 and found["bernstein"][-200:].all()
+
+
+def test_ucrl2_says_once_per_run_that_its_actions_tied():
+    """The runner prints the algorithm's run note once per run, on stderr: UCRL2 on
+    DeepSea-6 (its actions tied throughout, 1,000 episodes) points to UCRL2-B; UCRL2-B on
+    the same test set ties at about half of the steps and has nothing to say."""
+    import contextlib
+    import io
+
+    p = F.make("deepsea", size=6)
+    ts = E.new_test_set(p.test, 2, 1.0, 6 * 1000, seed=0, episode_length=6)
+    for raw, said in (({}, True), ({"bound": "bernstein"}, False)):
+        agent = E.train_agent("ucrl2", raw, p.prior("uniform"), progress=False)
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            table = E.run_agent(ts, agent, progress=False)
+        notes = [ln for ln in err.getvalue().splitlines() if ln.startswith("bbrl: note:")]
+        share = table["tied_steps"] / table["n_steps"]
+        assert share.min() >= 0.9 if said else share.max() < 0.9
+        if said:
+            assert len(notes) == 1, err.getvalue()
+            assert notes[0].startswith(f"bbrl: note: {agent.agent_id} on DeepSea-6-UDeepSea-6")
+            assert "published confidence width" in notes[0]
+            assert "--param bound=bernstein" in notes[0]
+        else:
+            assert notes == []
+
+
+def test_run_note_speaks_from_ninety_percent_of_the_steps():
+    note = agents.get("ucrl2").run_note
+    params = {"delta": 0.05, "bound": "l1"}
+    assert note(params, {"tied_steps": 899}, 1000) is None
+    assert "90%" in note(params, {"tied_steps": 900}, 1000)
+    assert "UCRL2-B" in note({**params, "bound": "bernstein"}, {"tied_steps": 1000}, 1000)
+    assert note(params, {"tied_steps": 0}, 0) is None
+    assert agents.get("psrl").run_note is None  # (a hook: only who has something to say)
 
 
 # ---------------------------------------------------------------------------------------
@@ -466,6 +587,99 @@ def test_q_ucb_scales_its_optimism_by_the_rewards():
     assert q_ucb.reward_scale(F.make("deepsea", size=5).prior("uniform")) == 1.0
     assert q_ucb.reward_scale(D.builtin("GC")) == 10.0
     assert q_ucb.iota(10, 2, 1000, 0.05) == pytest.approx(np.log(10 * 2 * 1000 / 0.05))
+
+
+# ---------------------------------------------------------------------------------------
+# Q-learning as Colosseum computes it (form=colosseum)
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def test_colosseum_form_matches_colosseums_own_update():
+    """``tests/fixtures/colosseum_qlearning.json`` holds what Colosseum's own
+    ``QValuesModel.step_update`` (its ``QLearningEpisodic``, Colosseum 1.2, run in a Python
+    3.9 environment with Colosseum) computed on 180 fixed transitions of a tiny episodic
+    MDP (S = 3, A = 2, H = 3), with its benchmark's configuration (Bernstein bonus, c_1,
+    c_2, min_at, read from its ``QLearningEpisodic.gin``), a Hoeffding bonus and a
+    Bernstein bonus whose cap does not always bind; made by
+    ``benchmarks/colosseum_qlearning_fixture.py`` (its docstring says how). bbrl's
+    ``colosseum_update`` fed the same transitions: the counts exactly, Q and V after every
+    step and at the end to a relative 1e-5 (Colosseum keeps them in float32)."""
+    data = json.loads((FIXTURES / "colosseum_qlearning.json").read_text())
+    S, A, H = data["S"], data["A"], data["H"]
+    assert set(data["runs"]) == {"benchmark", "hoeffding", "bernstein_loose_cap"}
+    # the benchmark's configuration, read by the script from Colosseum's .gin file, is
+    # COLOSSEUM_BENCHMARK
+    bench = data["runs"]["benchmark"]["config"]
+    assert data["benchmark_config_file"].endswith("agent_configs/QLearningEpisodic.gin")
+    assert {"form": "colosseum", "bonus": bench["UCB_type"], "c": bench["c_1"],
+            "c2": bench["c_2"], "min_at": bench["min_at"], "p": bench["p"]} == (
+        q_ucb.COLOSSEUM_BENCHMARK)
+    for name, run in data["runs"].items():
+        cfg = run["config"]
+        Q, V, N, M, S2, B = q_ucb.colosseum_tables(S, A, H)
+        io = q_ucb.iota(S, A, data["T"], cfg["p"])
+        for (h, x, u, r, y), (q, v) in zip(data["transitions"], run["per_step_Q_V"],
+                                           strict=True):
+            q_ucb.colosseum_update(Q, V, N, M, S2, B, h, x, u, r, y, H, cfg["c_1"],
+                                   cfg["c_2"] or 0.0, cfg["min_at"],
+                                   cfg["UCB_type"] == "bernstein", io)
+            assert Q[h, x, u] == pytest.approx(q, rel=1e-5, abs=1e-6), (name, h, x, u)
+            assert V[h, x] == pytest.approx(v, rel=1e-5, abs=1e-6), (name, h, x)
+        assert (N == np.array(run["N"])).all(), name
+        assert np.allclose(Q, run["Q"], rtol=1e-5, atol=1e-6), name
+        assert np.allclose(V, run["V"], rtol=1e-5, atol=1e-6), name
+    # (the configurations differ: a test that cannot tell them apart proves little)
+    finals = [np.array(run["Q"]) for run in data["runs"].values()]
+    assert not np.allclose(finals[0], finals[1]) and not np.allclose(finals[1], finals[2])
+
+
+def test_colosseum_form_weights_and_counts_by_hand():
+    """H = 2, iota = 2, Hoeffding c = 1: the count starts at 1, so the first update has
+    t = 2, alpha = 3/4 weighting the *old* Q (= H = 2) and 1/4 the target r + V_1(y) + b
+    with V_1 = 0 at the start and b = sqrt(8 * 2 / 2); min_at raises alpha."""
+    Q, V, N, M, S2, B = q_ucb.colosseum_tables(2, 2, 2)
+    assert (Q == 2.0).all() and (V == 0.0).all() and (N == 1).all()
+    b = q_ucb.colosseum_update(Q, V, N, M, S2, B, 0, 0, 1, 0.5, 1, 2, 1.0, 0.0, 0.0,
+                               False, 2.0)
+    assert N[0, 0, 1] == 2 and b == pytest.approx(np.sqrt(8.0))
+    assert Q[0, 0, 1] == pytest.approx(0.75 * 2 + 0.25 * (0.5 + 0.0 + np.sqrt(8.0)))
+    assert V[0, 0] == pytest.approx(min(2.0, Q[0, 0].max()))
+    Q, V, N, M, S2, B = q_ucb.colosseum_tables(2, 2, 2)
+    N[0, 0, 1] = 99  # alpha = 3 / 102 without a floor; min_at 0.5 lifts it
+    q_ucb.colosseum_update(Q, V, N, M, S2, B, 0, 0, 1, 0.0, 1, 2, 1.0, 0.0, 0.5, False, 2.0)
+    assert Q[0, 0, 1] == pytest.approx(0.5 * 2 + 0.5 * np.sqrt(8.0 * 2.0 / 100))
+
+
+def test_colosseum_form_plays_and_learns_a_tiny_episodic_chain():
+    """The player of form=colosseum (benchmark parameters) on ``two_step``: rewards in
+    {0, 0.5, 1}, reproducible, another trajectory than Jin et al.'s form, and it ends up
+    taking the optimal episode (return 1) most of the time."""
+    P, R = two_step()
+    episodes = 3000
+    play, mdp = player("q-learning-ucb", q_ucb.COLOSSEUM_BENCHMARK, P, R, 2 * episodes, 2)
+    r, counters = rewards_of(play, mdp, 2 * episodes, 1)
+    assert counters.size == 0 and set(np.unique(r)) <= {0.0, 0.5, 1.0}
+    assert (rewards_of(play, mdp, 2 * episodes, 1)[0] == r).all()
+    jin, jmdp = player("q-learning-ucb", {"c": "0.05"}, P, R, 2 * episodes, 2)
+    assert not (rewards_of(jin, jmdp, 2 * episodes, 1)[0] == r).all()
+    per = r.reshape(episodes, 2).sum(axis=1)
+    assert per[-500:].mean() >= 0.9
+
+
+@pytest.mark.parametrize("raw, message", [
+    ({"bonus": "bernstein"}, "bonus applies to form=colosseum only"),
+    ({"min_at": "0.1"}, "min_at applies to form=colosseum only"),
+    ({"c2": "0.5"}, "c2 applies to form=colosseum only"),
+    ({"form": "colosseum", "bonus": "bernstein"}, "bonus=bernstein needs c2"),
+])
+def test_colosseum_only_parameters_are_refused_in_one_line(raw, message):
+    P, R = two_step()
+    with pytest.raises(BBRLError, match=message) as e:
+        player("q-learning-ucb", raw, P, R, 10, 2)
+    assert "\n" not in str(e.value) and str(e.value).startswith("q-learning-ucb__")
+    alg = agents.get("q-learning-ucb")
+    assert message in alg.setting_check(alg.parse_params(raw), D.builtin("GC"), 0.95, 10)
 
 
 # ---------------------------------------------------------------------------------------

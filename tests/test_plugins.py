@@ -117,6 +117,46 @@ def test_train_learns_and_stores_what_it_returns(tmp_path):
     assert run.height == 2
 
 
+def test_a_plugin_says_something_about_a_run_once(tmp_path, capsys):
+    """``run_note`` (issue 43, the hook UCRL2's note uses): called once per run with the
+    sums of the counters and the steps in all; its line on stderr, nothing when it returns
+    None, and an error in it names the hook."""
+    p = write_plugin(tmp_path, HEADER + """
+    class Zeros(PythonAgent):
+        name = "zeros"
+        counters = ("zeros",)
+        def reset(self):
+            self.n = 0
+        def act(self, state):
+            self.n += 1
+            return 0
+        def counter_values(self):
+            return (self.n,)
+        @staticmethod
+        def run_note(params, totals, n_steps):
+            if totals["zeros"] == n_steps:
+                return f"played action 0 at all {n_steps} steps"
+            return None
+
+    class Broken(Zeros):
+        name = "broken"
+        @staticmethod
+        def run_note(params, totals, n_steps):
+            raise ValueError("no note")
+    """)
+    ts = E.new_test_set(D.builtin("GC"), 3, 0.95, 7, seed=0)
+    agent = E.train_agent(f"{p}:Zeros", {}, D.builtin("GC"), progress=False)
+    capsys.readouterr()
+    table = E.run_agent(ts, agent, progress=False)
+    err = capsys.readouterr().err
+    assert table["zeros"].to_list() == [7, 7, 7]
+    assert err.count("bbrl: note:") == 1
+    assert "bbrl: note: zeros on GC-GC: played action 0 at all 21 steps" in err
+    broken = E.train_agent(f"{p}:Broken", {}, D.builtin("GC"), progress=False)
+    with pytest.raises(BBRLError, match="broken: run_note raised ValueError: no note"):
+        E.run_agent(ts, broken, progress=False)
+
+
 def test_the_registry_lists_builtins_and_plugins(capsys):
     rc, out, _ = bbrl(capsys, "agents")
     assert rc == 0

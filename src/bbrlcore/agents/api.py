@@ -361,6 +361,9 @@ class _AgentBase:
     #: without them the cost model probes the algorithm.
     cost_features: ClassVar[CostFeatures | None] = None
     offline_cost_features: ClassVar[OfflineCostFeatures | None] = None
+    #: Optional line about a whole run ``(params, totals, n_steps) -> text | None``, from
+    #: the sums of its :attr:`counters` (:attr:`~bbrlcore.agents.base.Algorithm.run_note`).
+    run_note: ClassVar[Callable[..., str | None] | None] = None
 
     def __init__(self, params: dict[str, Any], prior: Any, learned: Any = None,
                  gamma: float = 0.95, horizon: int = 250) -> None:
@@ -505,6 +508,7 @@ def algorithm_of(cls: type, what: str) -> Algorithm:
         offline_cost_features=_guarded(getattr(cls, "offline_cost_features", None), name,
                                        "offline_cost_features"),
         display_name=display,
+        run_note=_guarded(getattr(cls, "run_note", None), name, "run_note"),
         prepare=prepare,
         sparse=sparse,
         # the package's loops return to the initial state after every episode; a compiled

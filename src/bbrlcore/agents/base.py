@@ -299,6 +299,13 @@ class Algorithm:
     #: in a continuing interaction (:meth:`check_episodic`, the one place that says so:
     #: the configuration, the runner and the player ask it).
     episodic_only: str = ""
+    #: A line for the user about a whole run, from its counters: ``run_note(params,
+    #: totals, n_steps)``, ``totals`` mapping each of :attr:`counters` to its sum over the
+    #: run's trajectories and ``n_steps`` their steps in all; returns the line or None.
+    #: The runner prints it once per run, on stderr (``bbrl: note: <agent> on
+    #: <experiment>: <line>``): UCRL2 says so when its actions tied under its optimistic
+    #: values at nearly every step. None: nothing to say.
+    run_note: Callable[[dict[str, Any], dict[str, int], int], str | None] | None = None
 
     # -----------------------------------------------------------------------------------
     def parse_params(

@@ -57,23 +57,71 @@ pair is fully optimistic, as long as :math:`d \ge 2`, whole rows of actions tie,
 lowest index would play one fixed action everywhere); the best slot of a row is the
 first of equal ones.
 
+**Ties, and why the published width dithers.** While :math:`d(x,u) \ge 2` the L1 ball
+holds every distribution on the row's slots, so a pair is *fully* optimistic: its value
+is that of its best slot, whatever was observed. That lasts until the pair has been
+played :math:`N \ge 3.5\,S \log(2 A t_k / \delta)` times: about 5,700 visits on
+DeepSea-10 (S = 102, A = 2, t ≈ 10⁵). On DeepSea every action of a cell then leads, in
+the optimistic model, to the best of the cell's two successors: the actions tie, ties
+break at random, and UCRL2 plays as Random does (measured: no treasure in 10,000
+episodes of DeepSea 10 to 50, every step tied; ``benchmarks/results/ucrl2b_deepsea.md``).
+That is the algorithm as published, kept as the default. The counter ``tied_steps``
+counts the steps whose chosen action tied with another under the optimistic values (a
+state whose actions are truly alike counts too), and a run whose steps tied at 90 % or
+more says so in one line (:func:`run_note`, printed once per run), pointing to UCRL2-B.
+
+**UCRL2-B** (``bound=bernstein``): the confidence set of Fruit, Pirotta & Lazaric
+(2020), "Improved analysis of UCRL2 with empirical Bernstein inequality"
+(arXiv:2007.05456), the variant Bourel, Maillard & Talebi (2020, UCRL3's paper) compare
+with under the name UCRL2-B: an interval per transition rather than an L1 ball,
+
+.. math::  |\tilde p(y \mid x,u) - \hat p(y \mid x,u)| \le
+   2\sqrt{\frac{\hat p(y)(1 - \hat p(y))\,\ell}{n}} + \frac{6\,\ell}{n}, \qquad
+   \ell = \log\frac{18\,S A\,n}{\delta}, \quad n = \max\{1, N_k(x,u)\},
+
+:math:`\hat p` the empirical row (0 where never observed), intersected with [0, 1] and
+with the distributions on the row's slots (as above). The constants 2 and 6 are the
+paper's empirical-Bernstein form; :math:`\ell`'s 18 S A (δ shared among the S A pairs
+and the confidence events) and the widths as code are those of the UCRL3 authors'
+implementation of UCRL2-B with known rewards, ``UCRL2_Bernstein_detRewards`` of
+``statisticalrl-learners`` (``MDPs_discrete/UCRL2B.py``, version 2.2507), read for this.
+A transition never observed keeps the width :math:`6\ell/n`, which falls below 1 after
+some tens of visits of its pair (about 95 on DeepSea-10, S A = 204), so that a DeepSea pair stops
+being fully optimistic after tens of visits instead of thousands. The inner maximum puts
+every slot at its lower bound and the remaining mass on the slots in decreasing order of
+:math:`w_y`, each up to its upper bound (the paper's Figure 2 for intervals). Everything
+else is UCRL2's above: the doubling criterion, the damped iteration and its stopping
+test :math:`1/\sqrt{t_k}`, uniform ties (the UCRL3 code breaks ties towards the less
+played action; bbrl keeps UCRL2's rule, so that only the confidence sets differ), known
+rewards. Measured on DeepSea 10 to 50 (10,000 episodes, three test MDPs each,
+``benchmarks/results/ucrl2b_deepsea.md``): it finds the treasure after 200 to 800
+episodes at N = 10 and about 5,800 at N = 50, and takes it in every one of the last
+1,000 episodes at every size.
+
 **Settings.** Continuing (UCRL2's setting): γ plays no part (the agent maximises the
 average reward; the test set's γ only discounts the recorded return). In an episodic
 experiment the agent just sees the resets: the environment's return to the initial state
 is not a transition of the MDP and is not counted; its episodes, counts and values
 carry on.
 
-Parameter: ``delta`` (confidence, in (0, 1), default 0.05). The paper states its bounds
+Parameters: ``delta`` (confidence, in (0, 1), default 0.05) and ``bound`` (``l1``, the
+paper's sets, the default; ``bernstein``: UCRL2-B). The paper states its bounds
 for a given δ and reports no experiment with a default; 0.05 is the default of TabulaRL's
 UCRL2 (Osband's reference implementations, ``src/finite_tabular_agents.py``).
 Colosseum's ``UCRL2Continuous`` (``agent/agents/infinite_horizon/ucrl2.py``) has no fixed
 δ: it uses :math:`\delta_t = 1/\sqrt{t+1}` in the same radius (scaled by a tuned
-``alpha_p``, 1 by default) and its benchmark the Bernstein bounds of Fruit et al. 2020;
-neither is reproduced. Counters: ``policies`` (UCRL2's episodes begun, each one
-extended value iteration), ``evi_sweeps`` (sweeps of all of them) and ``evi_capped``.
+``alpha_p``, 1 by default) and its benchmark Bernstein-type bounds after Fruit et al.
+(:math:`\sqrt{\alpha_p}\sqrt{14\,\hat p(1-\hat p)\log(\cdot)/n} + \alpha_p\,49
+\log(\cdot)/(3(n-1))`, with learned rewards); neither is reproduced (``bound=bernstein``
+is the UCRL3 paper's UCRL2-B above). Counters: ``policies`` (UCRL2's episodes begun,
+each one extended value iteration), ``evi_sweeps`` (sweeps of all of them),
+``evi_capped`` and ``tied_steps``.
 
 Paper: T. Jaksch, R. Ortner and P. Auer, "Near-optimal regret bounds for reinforcement
-learning", Journal of Machine Learning Research 11, 2010, pp. 1563-1600.
+learning", Journal of Machine Learning Research 11, 2010, pp. 1563-1600. UCRL2-B:
+R. Fruit, M. Pirotta and A. Lazaric, "Improved analysis of UCRL2 with empirical Bernstein
+inequality", arXiv:2007.05456, 2020; H. Bourel, O.-A. Maillard and M. S. Talebi,
+"Tightening exploration in upper confidence reinforcement learning", ICML 2020.
 """
 
 from __future__ import annotations
@@ -152,15 +200,81 @@ def optimistic_value(x, u, C, N, allowed, R, succ, nsucc, d, values, order):
     return q
 
 
+#: UCRL2-B's confidence width of a transition probability (see the module docstring):
+#: :math:`\beta = B_1 \sqrt{\hat p (1 - \hat p)\,\ell / n} + B_2\,\ell / n`,
+#: :math:`\ell = \log(B_3 S A n / \delta)`, n = max(1, N).
+BERNSTEIN_B1 = 2.0
+BERNSTEIN_B2 = 6.0
+BERNSTEIN_B3 = 18.0
+
+
+@njit(cache=True, error_model="numpy")
+def bernstein_intervals(C, N, nsucc, S, A, delta, lo, hi):
+    """UCRL2-B's confidence interval ``[lo, hi]`` of every slot's transition probability
+    (the module docstring): the empirical :math:`\\hat p = C / n` ± its empirical-Bernstein
+    width, clipped to [0, 1]; a pair never played (:math:`\\hat p = 0`, n = 1) gets [0, 1]
+    on every slot."""
+    nX, nU, _ = C.shape
+    for x in range(nX):
+        for u in range(nU):
+            n = max(1, N[x, u])
+            ell = math.log(BERNSTEIN_B3 * S * A * n / delta)
+            for k in range(nsucc[x, u]):
+                ph = C[x, u, k] / n
+                b = (BERNSTEIN_B1 * math.sqrt(ph * (1.0 - ph) * ell / n)
+                     + BERNSTEIN_B2 * ell / n)
+                lo[x, u, k] = max(0.0, ph - b)
+                hi[x, u, k] = min(1.0, ph + b)
+
+
+@njit(cache=True, error_model="numpy")
+def optimistic_value_intervals(x, u, lo, hi, allowed, R, succ, nsucc, values, order, w):
+    """:math:`\\max_{\\tilde p} \\sum_y \\tilde p(y)(R(x,u,y) + u(y))` over the
+    distributions on the ``allowed`` slots within the per-slot intervals ``[lo, hi]``
+    (UCRL2-B's set): every slot at its lower bound, the remaining mass to the slots in
+    decreasing order of their value, each up to its upper bound (the first of equal
+    values first). ``order`` (int64) and ``w`` (float64) are work arrays of the row
+    width."""
+    n = nsucc[x, u]
+    m = 0
+    q = 0.0
+    mass = 1.0
+    for k in range(n):
+        if allowed[x, u, k]:
+            wk = R[x, u, k] + values[succ[x, u, k]]
+            q += lo[x, u, k] * wk
+            mass -= lo[x, u, k]
+            j = m  # insertion by decreasing value, stable
+            while j > 0 and w[j - 1] < wk:
+                w[j] = w[j - 1]
+                order[j] = order[j - 1]
+                j -= 1
+            w[j] = wk
+            order[j] = k
+            m += 1
+    if m == 0:  # (a row without any allowed slot: cannot happen on a prior's support)
+        return -np.inf
+    for j in range(m):
+        if mass <= 0.0:
+            break
+        k = order[j]
+        add = min(mass, hi[x, u, k] - lo[x, u, k])
+        q += add * w[j]
+        mass -= add
+    return q
+
+
 @njit(cache=True, error_model="numpy")
 def extended_value_iteration(C, N, allowed, R, succ, nsucc, t_k, delta, values, pi,
-                             max_sweeps):
+                             max_sweeps, bernstein, ties_of):
     """The optimistic policy of an episode starting at step ``t_k`` (1-based) from the
     counts ``C`` (on the rows ``succ``, ``nsucc``) and their totals ``N``: damped extended
     value iteration from ``values`` (updated in place, shifted to a minimum of 0) until
     the span of :math:`Tu - u` is below :math:`1/\\sqrt{t_k}`; ``pi`` receives the greedy
     action of every state in the last sweep (exact ties broken uniformly at random by
-    numba's generator). Returns ``(sweeps, converged)``."""
+    numba's generator) and ``ties_of`` how many actions tied there for it (1: none).
+    ``bernstein``: UCRL2-B's per-slot intervals instead of the L1 ball. Returns
+    ``(sweeps, converged)``."""
     nX, nU, K = C.shape
     S, A = nX, nU
     logterm = math.log(2.0 * A * t_k / delta)
@@ -168,6 +282,13 @@ def extended_value_iteration(C, N, allowed, R, succ, nsucc, t_k, delta, values, 
     for x in range(nX):
         for u in range(nU):
             d[x, u] = math.sqrt(14.0 * S * logterm / max(1, N[x, u]))
+    if bernstein:
+        plo = np.zeros((nX, nU, K))
+        phi = np.zeros((nX, nU, K))
+        bernstein_intervals(C, N, nsucc, S, A, delta, plo, phi)
+    else:
+        plo = phi = np.empty((0, 0, 0))
+    w = np.empty(K)
     eps = 1.0 / math.sqrt(t_k)
     order = np.empty(K, dtype=np.int64)
     Tu = np.empty(nX)
@@ -179,8 +300,12 @@ def extended_value_iteration(C, N, allowed, R, succ, nsucc, t_k, delta, values, 
             best = -np.inf
             bu = 0
             for u in range(nU):
-                q = optimistic_value(x, u, C, N, allowed, R, succ, nsucc, d[x, u], values,
-                                     order)
+                if bernstein:
+                    q = optimistic_value_intervals(x, u, plo, phi, allowed, R, succ, nsucc,
+                                                   values, order, w)
+                else:
+                    q = optimistic_value(x, u, C, N, allowed, R, succ, nsucc, d[x, u],
+                                         values, order)
                 if q > best:
                     best = q
                     bu = u
@@ -210,7 +335,12 @@ def extended_value_iteration(C, N, allowed, R, succ, nsucc, t_k, delta, values, 
         best = -np.inf
         ties = 0
         for u in range(nU):
-            q = optimistic_value(x, u, C, N, allowed, R, succ, nsucc, d[x, u], values, order)
+            if bernstein:
+                q = optimistic_value_intervals(x, u, plo, phi, allowed, R, succ, nsucc,
+                                               values, order, w)
+            else:
+                q = optimistic_value(x, u, C, N, allowed, R, succ, nsucc, d[x, u], values,
+                                     order)
             if q > best:
                 best = q
                 ties = 1
@@ -219,6 +349,7 @@ def extended_value_iteration(C, N, allowed, R, succ, nsucc, t_k, delta, values, 
                 ties += 1
                 if np.random.randint(0, ties) == 0:
                     pi[x] = u
+        ties_of[x] = ties
     m = np.inf
     for x in range(nX):
         if values[x] < m:
@@ -230,10 +361,12 @@ def extended_value_iteration(C, N, allowed, R, succ, nsucc, t_k, delta, values, 
 
 @njit(cache=True, error_model="numpy")
 def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, episode_length, seed,
-                succ, nsucc, theta, Rm, delta, max_sweeps, rewards):
+                succ, nsucc, theta, Rm, delta, max_sweeps, rewards, bernstein):
     """One interaction of UCRL2 on the test MDP ``P`` on the agent's rows: returns
-    (discounted return, [policies, evi_sweeps, evi_capped]): UCRL2's episodes begun (each
-    an extended value iteration), their sweeps, those stopped by the cap."""
+    (discounted return, [policies, evi_sweeps, evi_capped, tied_steps]): UCRL2's episodes
+    begun (each an extended value iteration), their sweeps, those stopped by the cap, and
+    the steps whose action tied with another under the optimistic values.
+    ``bernstein``: UCRL2-B's confidence sets."""
     np.random.seed(seed)
     nX, nU, K = P.shape
     C = np.zeros((nX, nU, K))
@@ -242,7 +375,8 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, episode_len
     allowed = theta > 0.0
     values = np.zeros(nX)
     pi = np.zeros(nX, dtype=np.int64)
-    counters = np.zeros(3, dtype=np.int64)
+    ties = np.ones(nX, dtype=np.int64)
+    counters = np.zeros(4, dtype=np.int64)
     x = env_reset(initial_state, nX)
     ret = 0.0
     disc = 1.0
@@ -256,13 +390,15 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, episode_len
                     v[z, a] = 0
             sweeps, converged = extended_value_iteration(C, N, allowed, Rm, succ, nsucc,
                                                          t + 1, delta, values, pi,
-                                                         max_sweeps)
+                                                         max_sweeps, bernstein, ties)
             counters[0] += 1
             counters[1] += sweeps
             if not converged:
                 counters[2] += 1
             started = True
             u = pi[x]
+        if ties[x] > 1:
+            counters[3] += 1
         k = env_step_rows(P, nsucc, x, u)
         r = env_reward_rows(R, Rstd, gaussian, x, u, k)
         rewards[t] = r
@@ -285,6 +421,7 @@ def make_player(prior: Any, params: dict, trained: Trained | None, ep: Episode):
     Rm = np.ascontiguousarray(st.Rm)
     R, Rstd = st.R, st.Rstd
     delta = float(params["delta"])
+    bernstein = params.get("bound", "l1") == "bernstein"
     gaussian, x0 = bool(ep.gaussian), int(ep.initial_state)
     gamma, horizon = float(ep.gamma), int(ep.horizon)
     H = int(getattr(ep, "episode_length", 0) or 0)
@@ -297,7 +434,8 @@ def make_player(prior: Any, params: dict, trained: Trained | None, ep: Episode):
             rewards = reward_buffer(rewards, horizon)
         Pa = np.ascontiguousarray(st.env(np.asarray(P, dtype=np.float64)))
         ret, cnt = _trajectory(Pa, R, Rstd, gaussian, x0, gamma, horizon, H, int(seed),
-                               succ, nsucc, theta, Rm, delta, EVI_MAX_SWEEPS, rewards)
+                               succ, nsucc, theta, Rm, delta, EVI_MAX_SWEEPS, rewards,
+                               bernstein)
         return float(ret), cnt
 
     return play
@@ -333,14 +471,58 @@ def _delta_check(v: float) -> str | None:
     return None if 0.0 < v < 1.0 else "must be in (0, 1)"
 
 
+#: The confidence sets of ``bound``: the paper's L1 ball, or UCRL2-B's per-transition
+#: empirical-Bernstein intervals.
+BOUNDS = ("l1", "bernstein")
+
+
+def _bound_check(v: str) -> str | None:
+    return None if v in BOUNDS else f"must be one of {', '.join(BOUNDS)}"
+
+
+#: Share of a run's steps with tied actions from which :func:`run_note` speaks.
+TIE_NOTE_SHARE = 0.9
+
+
+def run_note(params: dict[str, Any], totals: dict[str, int], n_steps: int) -> str | None:
+    """The run's one line when the chosen action tied with another under the optimistic
+    values at :data:`TIE_NOTE_SHARE` of its steps or more (else None): the published
+    width keeps every pair fully optimistic (a radius of 2 or more) until it has been
+    played about :math:`3.5\\,S \\log(2 A t / \\delta)` times, so whole rows of actions
+    tie and UCRL2 plays at random; UCRL2-B's sets are tighter.
+
+    >>> run_note({"delta": 0.05, "bound": "l1"}, {"tied_steps": 95}, 100)[:46]
+    "UCRL2's action tied with another at 95% of the"
+    >>> run_note({"delta": 0.05, "bound": "l1"}, {"tied_steps": 89}, 100) is None
+    True
+    """
+    tied = int(totals.get("tied_steps", 0))
+    if n_steps <= 0 or tied < TIE_NOTE_SHARE * n_steps:
+        return None
+    share = f"{tied / n_steps:.0%}"
+    if params.get("bound", "l1") == "bernstein":
+        return (f"UCRL2-B's action tied with another at {share} of the steps under its "
+                "optimistic values (ties broken at random): its Bernstein sets still held "
+                "those pairs fully optimistic; a longer interaction narrows them")
+    return (f"UCRL2's action tied with another at {share} of the steps under its "
+            "optimistic values (ties broken at random, so it played at random): UCRL2's "
+            "published confidence width keeps every pair fully optimistic for about "
+            "3.5 S log(2 A t / delta) visits (S states); its tighter variant UCRL2-B "
+            "is --param bound=bernstein")
+
+
 ALGORITHM = Algorithm(
     name="ucrl2",
     params=(Param("delta", float, default=0.05, check=_delta_check,
-                  doc="confidence parameter of the L1 transition sets (TabulaRL's 0.05)"),),
+                  doc="confidence parameter of the transition sets (TabulaRL's 0.05)"),
+            Param("bound", str, default="l1", check=_bound_check, id_omits_default=True,
+                  doc="confidence sets: l1 (the paper's) or bernstein (UCRL2-B, Fruit et "
+                      "al. 2020)")),
     make_player=make_player,
     # (not "episodes": the run tables' column of an experiment's episodes, issue 34)
-    counters=("policies", "evi_sweeps", "evi_capped"),
+    counters=("policies", "evi_sweeps", "evi_capped", "tied_steps"),
     doc=__doc__ or "",
+    run_note=run_note,
     cost_features=cost_features,
     display_name="UCRL2",
     sparse=True,

@@ -278,6 +278,11 @@ def run_agent(
                             f"step {t} is {rewards[k, t]} (a player given a rewards array "
                             "must fill it with the finite reward of every step)")
     experiment = f"{ts.test.short_name}-{agent.prior.short_name}{ts.tag}"
+    if alg.run_note is not None and n:
+        note = alg.run_note(agent.params, {c: int(counters[:, j].sum())
+                                           for j, c in enumerate(alg.counters)}, n * T)
+        if note:
+            print(f"bbrl: note: {agent.agent_id} on {experiment}: {note}", file=sys.stderr)
     refs = ts.reference_values()
     if refs is not None:
         opt_r, worst_r, rand_r = (v[idx] for v in refs)
@@ -546,6 +551,9 @@ COUNTER_DOCS: dict[str, str] = {
     "evi_sweeps": "UCRL2: sweeps of extended value iteration during the trajectory",
     "evi_capped": "UCRL2: extended value iterations stopped at their sweep cap before "
                   "reaching their span criterion (0 expected)",
+    "tied_steps": "UCRL2: steps whose action tied with another under the optimistic "
+                  "values (a tie broken at random; the run says so in one line when they "
+                  "are 90 % of its steps or more)",
 }
 
 #: Columns of :data:`RUN_COLUMNS` that run tables written before bbrl recorded per-step
