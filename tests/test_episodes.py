@@ -274,7 +274,7 @@ def test_natural_episode_lengths_of_the_families():
         ("simplegrid", {"size": 5}), ("simplegrid", {"size": 6}), ("taxi", {"size": 4}),
         ("minigrid_empty", {"size": 3}), ("chain", {}), ("sixarms", {}),
         ("doubleloop", {}), ("gc", {}), ("gdl", {}), ("grid", {})]}
-    assert H == {"deepsea": 20, "riverswim": 12, "frozenlake": 7, "simplegrid": 7,
+    assert H == {"deepsea": 20, "riverswim": 12, "frozenlake": 7, "simplegrid": 10,
                  "taxi": 24, "minigrid_empty": 10, "chain": None, "sixarms": None,
                  "doubleloop": None, "gc": None, "gdl": None, "grid": None}
     # GC by its built-in name, a family's FDM test by its file's name

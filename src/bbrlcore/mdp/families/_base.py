@@ -279,6 +279,10 @@ class Family:
         **episodic form** (Colosseum's or bsuite's, said in the family's docstring): what
         an episodic experiment (``episodes: E``) plays when it does not set H. None: the
         family has no episodic form (continuing only), and ``episodes`` is refused.
+    check
+        ``check(params)`` → None, or the text of what is wrong with a combination of
+        (individually valid, complete) parameters, such as SimpleGrid's ``start`` 1 for
+        an odd size; :meth:`validate` raises it as one :class:`BBRLError` line.
     """
 
     name: str
@@ -290,6 +294,7 @@ class Family:
     reference: str
     paper: bool = False
     episode_length: Callable[[Mapping[str, Any]], int] | None = None
+    check: Callable[[Mapping[str, Any]], str | None] | None = None
 
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if p.name == name), None)
@@ -339,6 +344,10 @@ class Family:
                     f"family {self.name}: {p.name}={raw!r}: names keep 12 significant "
                     f"digits, so its name would say {p.tag}{fmt(v)}, another value: round it")
             full[p.name] = v
+        if self.check is not None:
+            problem = self.check(full)
+            if problem:
+                raise BBRLError(f"family {self.name}: {problem}")
         return full
 
     def _memory_note(self, size: int) -> str:
