@@ -1,0 +1,105 @@
+"""Colosseum's benchmark instances as bbrl names (issue #42).
+
+The table (``bbrlcore.mdp.families.colosseum_instances.RAW``) was written by
+``tests/fixtures/colosseum/read_instances.py`` from the gin files of Colosseum's four
+tabular benchmarks; the instances bbrl expresses are compared with Colosseum's own MDPs
+(fixtures ``bench_*.npz`` of ``tests/fixtures/colosseum/make_fixtures.py``) through the
+same state-by-state check as the variants (``test_colosseum_fixtures.py``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import test_colosseum_fixtures as CF
+from bbrlcore.errors import BBRLError
+from bbrlcore.mdp import distributions as D
+from bbrlcore.mdp import families as F
+from bbrlcore.mdp.families import colosseum_instances as CI
+
+#: Each instance bbrl expresses and the fixture of Colosseum's own MDP it is.
+FIXTURE_OF = {
+    "Colosseum-EC-RiverSwim-1": "bench_riverswim_e40",
+    "Colosseum-CE-RiverSwim-0": "bench_riverswim_c30_l0.1_r0.2",
+    "Colosseum-CE-RiverSwim-3": "bench_riverswim_c80_l0.1_r0.01",
+    "Colosseum-EE-DeepSea-0": "bench_deepsea_e10_r0.4",
+    "Colosseum-CC-DeepSea-1": "bench_deepsea_c40",
+    "Colosseum-CE-DeepSea-0": "bench_deepsea_c20_r0.1",
+    "Colosseum-EC-SimpleGrid-2": "bench_simplegrid_e13",
+    "Colosseum-CC-SimpleGrid-3": "bench_simplegrid_c25_l0.3",
+}
+
+
+def test_the_four_benchmarks_have_twenty_instances_each():
+    settings = [i.setting for i in CI.INSTANCES.values()]
+    assert len(CI.INSTANCES) == 80
+    assert {s: settings.count(s) for s in CI.SETTINGS.values()} == dict.fromkeys(
+        CI.SETTINGS.values(), 20)
+    # a stochastic instance always needs stochastic rewards; an expressed one never does
+    for i in CI.INSTANCES.values():
+        assert (i.problem_params is None) == (i.needs is not None)
+        assert not i.stochastic or i.needs.startswith("stochastic rewards")
+
+
+def test_gin_bindings_as_gin_reads_them():
+    """A later binding overrides an earlier one (TaxiContinuous.gin of the continuous
+    communicating benchmark binds prms_0 twice)."""
+    taxi = CI.INSTANCES["Colosseum-CC-Taxi-0"].params
+    assert taxi["p_rand"] is None and taxi["default_r"] == ("beta", (0.7, 30.0))
+    assert "Colosseum-CC-Taxi-1" not in CI.INSTANCES
+    assert CI.INSTANCES["Colosseum-CE-MiniGridEmpty-7"].params["p_rand"] == 0.6
+
+
+def test_every_expressed_instance_is_colosseums_mdp():
+    expressed = {n for n, i in CI.INSTANCES.items() if i.problem_params is not None}
+    assert expressed == set(FIXTURE_OF)
+    for name, case in FIXTURE_OF.items():
+        d = CF.load(case)
+        p, _ = CF.bbrl_problem(d)
+        inst = F.instance_problem(name)
+        assert inst.short_name == name and inst.params == {
+            **p.params, "concentration": CI.INSTANCE_CONCENTRATION}, name
+        assert CI.INSTANCES[name].episodic == bool(int(d["H"]))
+        # same nominal model and rewards as the fixture's checked variant
+        t = inst.test
+        np.testing.assert_allclose(t.mean_model(), p.test.mean_model(), atol=1e-12, rtol=0)
+        assert np.array_equal(np.asarray(t.reward), np.asarray(p.test.reward))
+
+
+def test_instance_names_work_wherever_a_distributions_name_does():
+    t = D.load_test("Colosseum-EE-DeepSea-0")
+    assert t.short_name == "Colosseum-EE-DeepSea-0" and t.n_states == 55
+    assert F.episodic_form(t)[1] == 10
+    u = D.load("UColosseum-EE-DeepSea-0")
+    assert u.short_name == "UColosseum-EE-DeepSea-0"
+    assert np.array_equal(u.theta > 0, t.theta > 0) and set(np.unique(u.theta)) == {0, 1}
+    # every drawn MDP is the instance: stochastic rows to about 1e-6
+    P = t.draw_mdp(np.random.default_rng(0))
+    assert np.abs(P - t.mean_model()).max() < 1e-5
+    spec, params, uniform = F.parse_name("UColosseum-CE-RiverSwim-3")
+    assert (spec.name, params["size"], params["current"], uniform) == ("riverswim", 80, 0,
+                                                                       True)
+
+
+@pytest.mark.parametrize("name, why", [
+    ("Colosseum-EC-Taxi-0", "needs stochastic rewards"),
+    ("Colosseum-EE-MiniGridEmpty-0", "needs several starting states"),
+    ("Colosseum-CE-SimpleGrid-1", "four central tiles"),
+    ("UColosseum-CC-MiniGridRooms-0", "a MiniGrid-Rooms family"),
+])
+def test_an_instance_bbrl_cannot_express_says_what_it_needs(name, why):
+    with pytest.raises(BBRLError, match=why) as e:
+        D.load_test(name)
+    assert "\n" not in str(e.value) and name in str(e.value)
+    assert F.from_name(name) is None and why in F.name_error(name)
+
+
+def test_bbrl_families_lists_the_instances(capsys):
+    from bbrlcore.cli import main
+
+    assert main(["families", "--colosseum"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("Colosseum-") == 80
+    assert "Colosseum-CC-DeepSea-1         = DeepSea-40-form1-c1e+12" in out
+    assert "Colosseum-CC-DeepSea-0         needs stochastic rewards" in out
