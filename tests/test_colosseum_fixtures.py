@@ -50,8 +50,8 @@ GAMMA = 0.99
 CONTINUOUS_GAP, ROUNDING = 0.1, 1e-4
 
 
-def load(case: str) -> dict:
-    with np.load(FIXTURES / f"{case}.npz", allow_pickle=False) as z:
+def load(case: str, folder: Path = FIXTURES) -> dict:
+    with np.load(folder / f"{case}.npz", allow_pickle=False) as z:
         d = {k: z[k] for k in z.files}
     d["kwargs"] = json.loads(str(d["kwargs"]))
     d["cls"] = str(d["cls"])

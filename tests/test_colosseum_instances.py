@@ -5,6 +5,16 @@ The table (``bbrlcore.mdp.families.colosseum_instances.RAW``) was written by
 tabular benchmarks; the instances bbrl expresses are compared with Colosseum's own MDPs
 (fixtures ``bench_*.npz`` of ``tests/fixtures/colosseum/make_fixtures.py``) through the
 same state-by-state check as the variants (``test_colosseum_fixtures.py``).
+
+Every instance as Colosseum's benchmark builds it (seed 0) is in
+``tests/fixtures/colosseum/instances/`` (``make_fixtures.py --instances``), with the
+reward law of each transition. RiverSwim's, DeepSea's and SimpleGrid's transitions are
+bbrl's variants' whatever their rewards: checked for every one of those instances,
+stochastic rewards included (an even SimpleGrid at the start seed 0 draws). What remains
+for the stochastic ones is their reward laws (Beta; their expected rewards are not the
+deterministic ones: RiverSwim's episodic sub-optimal mean is 0.2/size, SimpleGrid's
+corners 0.9 and 0.02), and for FrozenLake, MiniGrid-Empty, MiniGrid-Rooms and Taxi
+everything (stochastic rewards, several starting states, no MiniGrid-Rooms family).
 """
 
 from __future__ import annotations
@@ -103,3 +113,46 @@ def test_bbrl_families_lists_the_instances(capsys):
     assert out.count("Colosseum-") == 80
     assert "Colosseum-CC-DeepSea-1         = DeepSea-40-form1-c1e+12" in out
     assert "Colosseum-CC-DeepSea-0         needs stochastic rewards" in out
+
+
+INSTANCE_FIXTURES = CF.FIXTURES / "instances"
+
+
+def test_every_instance_is_in_the_fixtures_with_its_reward_laws():
+    names = sorted(p.stem for p in INSTANCE_FIXTURES.glob("*.npz"))
+    assert names == sorted(CI.INSTANCES)
+    for name in names:
+        d = CF.load(name, INSTANCE_FIXTURES)
+        i = CI.INSTANCES[name]
+        assert d["cls"] == i.cls and (int(d["H"]) > 0) == i.episodic
+        # the reward laws' means give Colosseum's expected rewards
+        nX, nU = d["R"].shape
+        mean = np.where(d["reward_kind"] == 1,
+                        d["reward_a"] / np.maximum(d["reward_a"] + d["reward_b"], 1e-300),
+                        d["reward_a"])
+        r = np.bincount(d["T_keys"] // nX, weights=d["T_values"] * mean, minlength=nX * nU)
+        np.testing.assert_allclose(r.reshape(nX, nU), d["R"], atol=1e-5, rtol=1e-5)
+        assert bool((d["reward_kind"] == 1).any()) == i.stochastic, name
+        assert np.isclose(d["start"].sum(), 1.0)
+
+
+SAME_TRANSITIONS = [n for n, i in CI.INSTANCES.items()
+                    if i.family in ("riverswim", "deepsea", "simplegrid")]
+
+
+@pytest.mark.parametrize("name", SAME_TRANSITIONS)
+def test_instance_transitions_are_bbrls_variants(name):
+    """RiverSwim, DeepSea and SimpleGrid instances, stochastic rewards or not: bbrl's
+    variant has Colosseum's transitions, start and episode length, state by state."""
+    d = CF.load(name, INSTANCE_FIXTURES)
+    p, idx = CF.bbrl_problem(d)
+    sub = p.test.mean_model()[idx][:, :, idx]
+    assert np.allclose(sub.sum(axis=2), 1.0, atol=1e-12)
+    np.testing.assert_allclose(sub, CF.colosseum_T(d), atol=1e-6, rtol=0)
+    assert p.test.initial_state == idx[np.flatnonzero(d["start"])[0]]
+    if int(d["H"]):
+        assert F.episodic_form(p.test)[1] == int(d["H"])
+    if CI.INSTANCES[name].problem_params is not None:
+        R = np.asarray(p.test.reward)
+        r = (p.test.mean_model() * R).sum(axis=2)[idx]
+        np.testing.assert_allclose(r, d["R"], atol=1e-6, rtol=1e-6)
