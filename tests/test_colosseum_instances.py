@@ -156,3 +156,24 @@ def test_instance_transitions_are_bbrls_variants(name):
         R = np.asarray(p.test.reward)
         r = (p.test.mean_model() * R).sum(axis=2)[idx]
         np.testing.assert_allclose(r, d["R"], atol=1e-6, rtol=1e-6)
+
+
+def test_episode_lengths_of_the_families_bbrl_does_not_express_yet():
+    """FrozenLake's and Taxi's natural episode lengths are Colosseum's (Taxi: 1.5·size²);
+    MiniGrid-Empty's is one more (the step from home, the family's docstring). What their
+    instances need besides: Taxi starts uniformly on every (taxi, passenger, destination)
+    with passenger ≠ destination (72 states for size 4), MiniGrid-Empty on its 3 or 5."""
+    for name, i in CI.INSTANCES.items():
+        if not i.episodic or i.cls.startswith(("MiniGridRooms", "RiverSwim", "DeepSea",
+                                               "SimpleGrid")):
+            continue
+        d = CF.load(name, INSTANCE_FIXTURES)
+        fam = i.family or "minigrid_empty"
+        H = F.episodic_form(F.make(fam, size=i.params["size"]).test)[1]
+        extra = 1 if fam == "minigrid_empty" else 0
+        assert H == int(d["H"]) + extra, name
+        starts = int((d["start"] > 0).sum())
+        if fam == "minigrid_empty":
+            assert starts == i.params["n_starting_states"]
+        if fam == "taxi" and i.params["size"] == 4:
+            assert starts == 72
