@@ -155,3 +155,22 @@ def test_simplegrid_even_start_follows_colosseums_seed():
     starts = {bbrl_problem(load(f"simplegrid_e4_seed{k}"))[0].params["start"]
               for k in range(4)}
     assert len(starts) >= 2
+
+
+def test_simplegrid_episode_length_does_not_depend_on_colosseums_seed():
+    """Colosseum's H is 1 + the largest distance from one of its (size − 1)² possible
+    starting tiles, the tiles nearest the centre, ties of the last ring broken by its seed
+    (``_calculate_starting_nodes``): whichever tiles of that ring it takes, H is the same
+    for every size bbrl allows, and equals the family's."""
+    for s in range(3, simplegrid.MAX_SIZE + 1):
+        c = (s - 1) / 2
+        tiles = sorted(((x - c) ** 2 + (y - c) ** 2, abs(x - c) + abs(y - c))
+                       for x in range(s) for y in range(s))
+        k = (s - 1) ** 2
+        cut = tiles[k - 1][0]
+        inside = [l1 for d2, l1 in tiles if d2 < cut]
+        ring = sorted(l1 for d2, l1 in tiles if d2 == cut)
+        need = k - len(inside)
+        lo, hi = max(inside + ring[:need]), max(inside + ring[-need:])
+        assert lo == hi, s
+        assert simplegrid.episode_length({"size": s}) == int(s - 1 + hi) + 1, s

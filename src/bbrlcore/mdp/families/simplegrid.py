@@ -176,12 +176,11 @@ def episode_length(p: Mapping[str, Any]) -> int:
     c = (s - 1) / 2
     x, y = np.meshgrid(np.arange(s) - c, np.arange(s) - c)
     d2, l1 = (x * x + y * y).reshape(-1), (np.abs(x) + np.abs(y)).reshape(-1)
-    order = np.lexsort((l1, d2))  # nearest first; Colosseum breaks ties by its seed,
-    cut = d2[order[(s - 1) ** 2 - 1]]  # but within the last ring taken the largest
-    far = l1[d2 < cut].max(initial=0.0)  # distance is the same whatever it takes
-    ring = np.sort(l1[d2 == cut])
-    taken = (s - 1) ** 2 - int((d2 < cut).sum())
-    return int(round(s - 1 + max(far, ring[-taken:].max() if taken else 0.0))) + 1
+    # the (s-1)² tiles nearest the centre; Colosseum breaks the ties of the last ring by
+    # its seed, but for every size here (3..56) the tiles it may take from that ring are
+    # equally far from their farthest corner, so H does not depend on the seed
+    nearest = np.argsort(d2, kind="stable")[: (s - 1) ** 2]
+    return int(round(s - 1 + l1[nearest].max())) + 1
 
 
 def _check(p: Mapping[str, Any]) -> str | None:
