@@ -275,7 +275,7 @@ def test_natural_episode_lengths_of_the_families():
         ("minigrid_empty", {"size": 3}), ("minigrid_rooms", {"size": 2}), ("chain", {}),
         ("sixarms", {}),
         ("doubleloop", {}), ("gc", {}), ("gdl", {}), ("grid", {})]}
-    assert H == {"deepsea": 20, "riverswim": 12, "frozenlake": 7, "simplegrid": 7,
+    assert H == {"deepsea": 20, "riverswim": 12, "frozenlake": 7, "simplegrid": 10,
                  "taxi": 24, "minigrid_empty": 10, "minigrid_rooms": 16, "chain": None,
                  "sixarms": None,
                  "doubleloop": None, "gc": None, "gdl": None, "grid": None}

@@ -59,8 +59,13 @@ def family_params(draw):
 
 
 def _refused_for_its_name(spec, params, exc) -> bool:
-    """Whether ``exc`` is the one-line refusal of a float its name would not identify."""
+    """Whether ``exc`` is the one-line refusal of a float its name would not identify, or
+    of a combination the family's check refuses (SimpleGrid's ``start`` on an odd grid)."""
     msg = str(exc)
+    if spec.check is not None:
+        why = spec.check({**spec.defaults(), **params})
+        if why and msg == f"family {spec.name}: {why}":
+            return True
     bad = [k for k, v in params.items() if isinstance(v, float) and float(fmt(v)) != v]
     return ("\n" not in msg and msg.startswith(f"family {spec.name}: ") and bool(bad)
             and any(msg.startswith(f"family {spec.name}: {k}={params[k]!r}: names keep 12 "
@@ -219,7 +224,7 @@ BAD_FAMILY_CONFIGS = {
     "unknown parameter": (
         {"test": {"family": "deepsea", "colour": 5}, "prior": "uniform"},
         "experiments[0].test.colour: unknown parameter of family deepsea (parameters: "
-        "size, p_rand, concentration)"),
+        "size, form, p_rand, concentration)"),
     "size out of range": (
         {"test": {"family": "deepsea", "size": 1}, "prior": "uniform"},
         "experiments[0].test.size=1: family deepsea: must be an integer in [2, 70]"),

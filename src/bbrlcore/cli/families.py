@@ -16,10 +16,36 @@ def register(sub: argparse._SubParsersAction) -> None:
         "range and meaning. Write one with `bbrl distribution new FAMILY --param k=v`, or "
         "name it in config.yaml: test: {family: FAMILY, k: v}.")
     p.add_argument("names", nargs="*", metavar="FAMILY", help="only these families")
+    p.add_argument("--colosseum", action="store_true",
+                   help="list Colosseum's tabular benchmark instances instead: their names "
+                   "(Colosseum-<setting>-<family>-<index>), the bbrl distribution each is, "
+                   "or what bbrl lacks to express it")
     p.set_defaults(func=_families)
 
 
+def _instances() -> int:
+    from bbrlcore.mdp.families import colosseum_instances as CI
+
+    print("Colosseum's tabular benchmark instances (Conserva & Rauber 2022; gin files under "
+          "colosseum/benchmark/benchmark_*/mdp_configs/). A name works wherever a "
+          "distribution's does; U + the name is its uniform prior.")
+    for setting in CI.SETTINGS.values():
+        print(f"\n{setting}:")
+        for i in CI.INSTANCES.values():
+            if i.setting != setting:
+                continue
+            if i.problem_params is None:
+                what = f"needs {i.needs}"
+            else:
+                what = "= " + F.get_family(i.family).names(
+                    F.get_family(i.family).validate(i.problem_params))[0]
+            print(f"  {i.name:30s} {what}")
+    return 0
+
+
 def _families(args: argparse.Namespace) -> int:
+    if args.colosseum:
+        return _instances()
     specs = [F.get_family(n) for n in args.names] or list(F.FAMILIES.values())
     for k, spec in enumerate(specs):
         default = F.make(spec.name)
@@ -34,4 +60,6 @@ def _families(args: argparse.Namespace) -> int:
             tag = "" if p.name == "size" else f", named {p.tag}<value>"
             print(f"  {p.name:14s} default {fmt(p.default):6s} {p.range_text()}{tag}")
             print(f"  {'':14s} {p.doc}")
+    if not args.names:
+        print("\nColosseum's benchmark instances: bbrl families --colosseum")
     return 0

@@ -45,6 +45,7 @@ from bbrlcore.errors import BBRLError
 from bbrlcore.mdp.distributions import FDMDistribution
 from bbrlcore.mdp.families import (
     chain,
+    colosseum_instances,
     deepsea,
     doubleloop,
     frozenlake,
@@ -69,8 +70,9 @@ from bbrlcore.mdp.families._base import (
 )
 
 __all__ = ["FAMILIES", "Family", "FamilyDistribution", "Param", "Problem", "Rewards",
-           "accurate_prior", "episodic_form", "from_dict", "from_name", "get_family", "make",
-           "parse_name", "support", "support_keys"]
+           "accurate_prior", "colosseum_instances", "episodic_form", "from_dict", "from_name",
+           "get_family", "instance_problem", "make", "parse_name", "support",
+           "support_keys"]
 
 #: Every family, by id.
 FAMILIES: dict[str, Family] = {
@@ -156,6 +158,13 @@ def name_error(name: Any) -> str | None:
 def _parse(name: Any) -> tuple[tuple[Family, dict[str, Any], bool] | None, str | None]:
     if not isinstance(name, str):
         return None, None
+    inst = _instance(name)
+    if inst is not None:
+        (i, uniform) = inst
+        if i.problem_params is None:
+            return None, (f"Colosseum's benchmark instance {i.cls} prms_{i.index} "
+                          f"({i.setting}) needs {i.needs}, which bbrl lacks yet (issue #42)")
+        return (FAMILIES[i.family], dict(i.problem_params), uniform), None
     error = None
     candidates = [(name, False)] + ([(name[1:], True)] if name.startswith("U") else [])
     for text, uniform in candidates:
@@ -192,6 +201,44 @@ def _parse(name: Any) -> tuple[tuple[Family, dict[str, Any], bool] | None, str |
     return None, error
 
 
+def _instance(name: str) -> tuple[colosseum_instances.Instance, bool] | None:
+    """The Colosseum instance a name (or ``U`` + it) names, and whether it is the uniform
+    prior's name; None if it names none."""
+    if name in colosseum_instances.INSTANCES:
+        return colosseum_instances.INSTANCES[name], False
+    if name[:1] == "U" and name[1:] in colosseum_instances.INSTANCES:
+        return colosseum_instances.INSTANCES[name[1:]], True
+    return None
+
+
+def instance_problem(name: str) -> Problem:
+    """The problem of a Colosseum benchmark instance
+    (:mod:`~bbrlcore.mdp.families.colosseum_instances`), named as the instance: its test
+    distribution is ``name``, its uniform prior ``U`` + ``name``; one :class:`BBRLError`
+    line saying what bbrl lacks when it cannot express the instance yet.
+
+    >>> p = instance_problem("Colosseum-CE-RiverSwim-0")
+    >>> p.short_name, p.family, p.params["current"], p.prior("uniform").short_name
+    ('Colosseum-CE-RiverSwim-0', 'riverswim', 0, 'UColosseum-CE-RiverSwim-0')
+    >>> instance_problem("Colosseum-EC-Taxi-0")
+    Traceback (most recent call last):
+    ...
+    bbrlcore.errors.BBRLError: Colosseum-EC-Taxi-0: Colosseum's benchmark instance ...
+    """
+    inst = colosseum_instances.INSTANCES.get(name)
+    if inst is None:
+        raise BBRLError(f"{name!r}: no Colosseum benchmark instance of that name "
+                        "(bbrl families lists them)")
+    if inst.problem_params is None:
+        raise BBRLError(f"{name}: {_parse(name)[1]}")
+    spec = FAMILIES[inst.family]
+    p = Problem(spec, spec.validate(inst.problem_params))
+    canonical = p.short_name
+    p.short_name = name
+    p.name = f"Colosseum {inst.setting} {inst.cls} #{inst.index} ({canonical})"
+    return p
+
+
 def from_name(name: Any) -> tuple[Problem, str] | None:
     """The problem a short name names and which of its distributions: ``"test"`` (the
     test distribution, whose accurate prior has the same name) or ``"uniform"`` (its
@@ -205,6 +252,9 @@ def from_name(name: Any) -> tuple[Problem, str] | None:
     if parsed is None:
         return None
     spec, params, uniform = parsed
+    inst = _instance(name)
+    if inst is not None:
+        return instance_problem(inst[0].name), "uniform" if uniform else "test"
     return Problem(spec, params), "uniform" if uniform else "test"
 
 

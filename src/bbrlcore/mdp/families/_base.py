@@ -280,9 +280,9 @@ class Family:
         an episodic experiment (``episodes: E``) plays when it does not set H. None: the
         family has no episodic form (continuing only), and ``episodes`` is refused.
     check
-        ``check(params)`` raises one :class:`BBRLError` line when parameters valid one by
-        one are not valid together (MiniGrid-Rooms' ``n_rooms`` must be a perfect
-        square); None: no such rule.
+        ``check(params)`` → None, or the text of what is wrong with a combination of
+        (individually valid, complete) parameters, such as SimpleGrid's ``start`` 1 for
+        an odd size or MiniGrid-Rooms' ``n_rooms`` 6 (not a perfect square); :meth:`validate` raises it as one :class:`BBRLError` line.
     """
 
     name: str
@@ -294,7 +294,7 @@ class Family:
     reference: str
     paper: bool = False
     episode_length: Callable[[Mapping[str, Any]], int] | None = None
-    check: Callable[[Mapping[str, Any]], None] | None = None
+    check: Callable[[Mapping[str, Any]], str | None] | None = None
 
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if p.name == name), None)
@@ -345,7 +345,9 @@ class Family:
                     f"digits, so its name would say {p.tag}{fmt(v)}, another value: round it")
             full[p.name] = v
         if self.check is not None:
-            self.check(full)
+            problem = self.check(full)
+            if problem:
+                raise BBRLError(f"family {self.name}: {problem}")
         return full
 
     def _memory_note(self, size: int) -> str:

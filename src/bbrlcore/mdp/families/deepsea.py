@@ -46,9 +46,28 @@ went right (the treasure, the move cost) would depend on the drawn mapping, not 
 transition, so the rewards could not be the same in every drawn MDP. (An episodic
 reading, "one pass down the grid, as bsuite", is the N steps from the top-left cell to a
 surface state: horizon N, the surface step outside every episode.) Colosseum's DeepSea
-(``colosseum/mdp/deep_sea``) is another problem: no action mapping, a left move pays
-1/N² and a right 0 but from the bottom-right cell, by the chosen action, and its last row
-returns to the start with the N-th action (N steps a pass).
+(``colosseum/mdp/deep_sea``) is another problem, available as ``form`` 1 (below).
+
+Colosseum's form (``form`` 1; the default ``form`` 0 is bsuite's, above)
+-------------------------------------------------------------------------
+Conserva & Rauber's DeepSea as ``colosseum/mdp/deep_sea/base.py`` builds it, state by
+state: **no action mapping** (action 0 moves left, action 1 right, in every cell), **no
+cost of moving right**, **a left move pays 1/N²** (its deterministic ``sub_optimal``
+reward), a right move from the bottom-right cell pays 1, every other move 0, and the
+rewards go with the **chosen action** (Colosseum's ``get_reward_distribution(node,
+action, next_node)`` with the agent's action, so under ``p_rand`` a chosen left still pays
+1/N² wherever the random action led). Its states are the reachable cells only, the
+triangle of N(N+1)/2 cells below the top-left one, numbered row by row (row ``r`` from the
+top, column ``c`` ≤ ``r``: state ``r(r+1)/2 + c``; Colosseum's node ``(X, Y)`` is column
+``X``, row ``N − 1 − Y``); from the last row both actions return to the top-left cell, so
+a pass takes N steps and there are no surface states. The structure is fixed, so the test
+distribution is an FDM: Dirichlet rows centred on the controlled model (``concentration``
+10; with ``p_rand`` 0 every drawn MDP is the nominal one). ``p_lazy`` stays out (Colosseum
+refuses it for DeepSea). Its episodic form has Colosseum's length H = N (the N-th action,
+from the last row, is the one that pays the treasure). Always going right earns
+1 per pass; always going left N/N² = 1/N. Checked against Colosseum's own
+``DeepSeaContinuous`` and ``DeepSeaEpisodic`` (deterministic rewards) state by state:
+``tests/test_colosseum_fixtures.py``. Named ``DeepSea-10-form1``.
 
 Accurate prior (exact): each cell's rows are right or left with probability 1/2 each, so
 the mean row is one half on each target, and the moment-matched total falls to the floor:
@@ -95,10 +114,13 @@ from bbrlcore.mdp.families._base import (
     FamilyDistribution,
     Kernel,
     Moments,
+    Param,
     Rewards,
+    centred,
     concentration_param,
     controlled,
     max_size,
+    merged,
     p_rand_param,
     size_param,
 )
@@ -107,8 +129,14 @@ from bbrlcore.mdp.families._base import (
 MOVE_COST = 0.01
 
 
+#: ``form``: bsuite's DeepSea (the default), Colosseum's.
+BSUITE, COLOSSEUM = 0, 1
+
+
 def _shape(p: Mapping[str, Any]) -> tuple[int, int]:
     n = int(p["size"])
+    if int(p.get("form", BSUITE)) == COLOSSEUM:
+        return n * (n + 1) // 2, 2
     return n * n + 2, 2
 
 
@@ -168,7 +196,41 @@ class DeepSeaDistribution(FamilyDistribution):
         return acc.result()
 
 
-def build(p: dict[str, Any], short_name: str, name: str) -> DeepSeaDistribution:
+def colosseum_kernel(N: int) -> Kernel:
+    """Colosseum's DeepSea kernel on the triangle of N(N+1)/2 reachable cells (state
+    ``r(r+1)/2 + c``): action 0 one row down and one column left (clipped at 0), action 1
+    one row down and one column right; from the last row every action returns to cell 0.
+
+    >>> succ, _ = colosseum_kernel(3)
+    >>> succ[:, :, 0].tolist()
+    [[1, 2], [3, 4], [3, 5], [0, 0], [0, 0], [0, 0]]
+    """
+    rows = np.concatenate([np.full(r + 1, r) for r in range(N)])
+    cols = np.concatenate([np.arange(r + 1) for r in range(N)])
+    below = (rows + 1) * (rows + 2) // 2
+    left = np.where(rows == N - 1, 0, below + np.maximum(cols - 1, 0))
+    right = np.where(rows == N - 1, 0, below + cols + 1)
+    succ = np.stack([left, right], axis=1)[:, :, None].astype(np.int64)
+    return succ, np.ones(succ.shape)
+
+
+def colosseum_rewards(N: int, p_rand: float) -> Rewards:
+    """Colosseum's deterministic DeepSea rewards by the chosen action, on every
+    transition the controlled kernel has: 1/N² on each outcome of a left move, 1 on each
+    outcome of a right move from the bottom-right cell (the last state)."""
+    nX = N * (N + 1) // 2
+    key, _ = merged(controlled(colosseum_kernel(N), p_rand, 0.0), nX)
+    row = key // nX
+    x, u = np.divmod(row, 2)
+    v = np.where(u == 0, 1.0 / (N * N), np.where(x == nX - 1, 1.0, 0.0))
+    return Rewards.on_keys(nX, 2, key, v)
+
+
+def build(p: dict[str, Any], short_name: str, name: str) -> Any:
+    if p.get("form", BSUITE) == COLOSSEUM:
+        N = p["size"]
+        return centred(p, short_name, name, colosseum_kernel(N),
+                       colosseum_rewards(N, p.get("p_rand", 0.0)), 0)
     return DeepSeaDistribution(p, short_name, name)
 
 
@@ -182,7 +244,12 @@ FAMILY = Family(
     display="DeepSea",
     long_name="DeepSea",
     params=(
-        size_param(10, 2, MAX_SIZE, "side N of the grid (N² + 2 states)"),
+        size_param(10, 2, MAX_SIZE, "side N of the grid (N² + 2 states; N(N+1)/2 in "
+                   "Colosseum's form)"),
+        Param("form", int, BSUITE, 0, 1,
+              "0: bsuite's DeepSea (per-cell action mapping, right moves cost 0.01/N, "
+              "surface states); 1: Colosseum's (no mapping, a left move pays 1/N², the "
+              "reachable triangle only)"),
         p_rand_param(),
         concentration_param(),
     ),

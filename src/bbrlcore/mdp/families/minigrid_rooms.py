@@ -267,25 +267,25 @@ class MiniGridRoomsDistribution(FamilyDistribution):
         return acc.result()
 
 
-def check(p: Mapping[str, Any]) -> None:
-    """The rules between parameters: ``n_rooms`` a perfect square, ``n_starts`` within
-    the start room's pairs, the states within ``MAX_ENTRIES``.
+def check(p: Mapping[str, Any]) -> str | None:
+    """What is wrong with a combination of parameters (None: nothing): ``n_rooms`` a
+    perfect square, ``n_starts`` within the start room's pairs, the states within
+    ``MAX_ENTRIES``; :meth:`Family.validate` raises it as one line.
 
     >>> check({"size": 2, "n_rooms": 6, "n_starts": 1})
-    Traceback (most recent call last):
-    ...
-    bbrlcore.errors.BBRLError: family minigrid_rooms: n_rooms=6: must be a perfect square ...
+    'n_rooms=6: must be a perfect square >= 4 (4, 9, 16, ...)'
     """
     s, n_rooms, n = int(p["size"]), int(p["n_rooms"]), int(p["n_starts"])
-    _per_side(n_rooms)
+    r = math.isqrt(n_rooms)
+    if r * r != n_rooms or r < 2:
+        return f"n_rooms={n_rooms}: must be a perfect square >= 4 (4, 9, 16, ...)"
     if n > 4 * s * s:
-        raise BBRLError(f"family minigrid_rooms: n_starts={n}: a room of size {s} has "
-                        f"{4 * s * s} (tile, heading) pairs")
+        return f"n_starts={n}: a room of size {s} has {4 * s * s} (tile, heading) pairs"
     nX, _ = _shape(p)
     if nX * 3 * nX > MAX_ENTRIES:
-        raise BBRLError(f"family minigrid_rooms: size={s}, n_rooms={n_rooms}: {nX:,} states "
-                        f"x 3 actions = {nX * 3 * nX:,} transitions, more than the limit "
-                        f"of {MAX_ENTRIES:,}")
+        return (f"size={s}, n_rooms={n_rooms}: {nX:,} states x 3 actions = "
+                f"{nX * 3 * nX:,} transitions, more than the limit of {MAX_ENTRIES:,}")
+    return None
 
 
 def build(p: dict[str, Any], short_name: str, name: str) -> MiniGridRoomsDistribution:

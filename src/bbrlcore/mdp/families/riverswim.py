@@ -19,11 +19,17 @@ transition of (0, left), 1 on every transition of (size - 1, right). With ``p_ra
 left at the left bank may be played as a right and carry the agent to state 1: it is
 still paid 0.005 (until issue #33 it was paid nothing: ``CHANGELOG.md``).
 
-Where it differs from Colosseum's RiverSwim (Conserva & Rauber 2022, App. A.3.1,
-``colosseum/mdp/river_swim``): Colosseum drops the current (its swim right always
-succeeds) and relies on ``p_rand`` and ``p_lazy`` instead; here they come on top of the
-published probabilities. Its rewards are the same rule (by the chosen action, at either
-bank).
+The current (``current``): 1 (the default) keeps Strehl & Littman's current, the
+probabilities above, as the paper's RiverSwim and Osband et al. do. 0 is **Colosseum's
+RiverSwim** (Conserva & Rauber 2022, App. A.3.1, ``colosseum/mdp/river_swim/base.py``):
+no current, a swim right always moves one step right (staying at the right bank), and the
+stochasticity comes from ``p_rand`` and ``p_lazy`` alone. Either way ``p_rand`` and
+``p_lazy`` apply on top, as Colosseum applies them, and the rewards are Colosseum's rule
+(by the chosen action, at either bank: its deterministic rewards are 0.005 and 1, 0
+elsewhere). With ``current`` 0 the family equals Colosseum's ``RiverSwimContinuous`` and
+``RiverSwimEpisodic`` with deterministic rewards state by state (transitions, expected
+rewards, starting state, episode length, optimal values: ``tests/test_colosseum_fixtures.py``
+against Colosseum's own code). Named ``RiverSwim-25-current0``.
 
 As a test distribution: Dirichlet rows centred on the (controlled) model, ``concentration``
 10; the structure is fixed, so the test distribution is an FDM and the accurate prior is
@@ -62,6 +68,7 @@ from bbrlcore.mdp.distributions import FDMDistribution
 from bbrlcore.mdp.families._base import (
     Family,
     Kernel,
+    Param,
     Rewards,
     centred,
     concentration_param,
@@ -82,9 +89,18 @@ def _shape(p: Mapping[str, Any]) -> tuple[int, int]:
 MAX_SIZE = max_size(lambda n: _shape({"size": n}), 2)
 
 
-def kernel(n: int) -> Kernel:
-    """The published kernel (Strehl & Littman 2008) for a river of ``n`` states."""
+def kernel(n: int, current: int = 1) -> Kernel:
+    """The published kernel (Strehl & Littman 2008) for a river of ``n`` states, or with
+    ``current`` 0 Colosseum's (every swim succeeds: left one step, right one step).
+
+    >>> succ, prob = kernel(4, current=0)
+    >>> succ[1, :, 0].tolist(), prob[1, :, 0].tolist(), succ[3, RIGHT, 0].tolist()
+    ([0, 2], [1.0, 1.0], 3)
+    """
     x = np.arange(n)
+    if not current:
+        succ = np.stack([np.maximum(x - 1, 0), np.minimum(x + 1, n - 1)], axis=1)
+        return succ[:, :, None].astype(np.int64), np.ones((n, 2, 1))
     succ = np.zeros((n, 2, 3), dtype=np.int64)
     prob = np.zeros((n, 2, 3))
     succ[:, LEFT, 0], prob[:, LEFT, 0] = np.maximum(x - 1, 0), 1.0
@@ -112,7 +128,8 @@ def reward(n: int, p_rand: float = 0.0) -> Rewards:
 
 def build(p: dict[str, Any], short_name: str, name: str) -> FDMDistribution:
     n = p["size"]
-    return centred(p, short_name, name, kernel(n), reward(n, p.get("p_rand", 0.0)), 0)
+    return centred(p, short_name, name, kernel(n, p.get("current", 1)),
+                   reward(n, p.get("p_rand", 0.0)), 0)
 
 
 def episode_length(p: Mapping[str, Any]) -> int:
@@ -126,6 +143,9 @@ FAMILY = Family(
     long_name="RiverSwim",
     params=(
         size_param(6, 2, MAX_SIZE, "number of states along the river"),
+        Param("current", int, 1, 0, 1,
+              "1: Strehl & Littman's current (a swim right may fail: right 0.35, stay "
+              "0.6, back 0.05); 0: none, every swim succeeds (Colosseum's RiverSwim)"),
         p_rand_param(),
         p_lazy_param(),
         concentration_param(),

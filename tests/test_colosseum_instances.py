@@ -1,0 +1,179 @@
+"""Colosseum's benchmark instances as bbrl names (issue #42).
+
+The table (``bbrlcore.mdp.families.colosseum_instances.RAW``) was written by
+``tests/fixtures/colosseum/read_instances.py`` from the gin files of Colosseum's four
+tabular benchmarks; the instances bbrl expresses are compared with Colosseum's own MDPs
+(fixtures ``bench_*.npz`` of ``tests/fixtures/colosseum/make_fixtures.py``) through the
+same state-by-state check as the variants (``test_colosseum_fixtures.py``).
+
+Every instance as Colosseum's benchmark builds it (seed 0) is in
+``tests/fixtures/colosseum/instances/`` (``make_fixtures.py --instances``), with the
+reward law of each transition. RiverSwim's, DeepSea's and SimpleGrid's transitions are
+bbrl's variants' whatever their rewards: checked for every one of those instances,
+stochastic rewards included (an even SimpleGrid at the start seed 0 draws). What remains
+for the stochastic ones is their reward laws (Beta; their expected rewards are not the
+deterministic ones: RiverSwim's episodic sub-optimal mean is 0.2/size, SimpleGrid's
+corners 0.9 and 0.02), and for FrozenLake, MiniGrid-Empty, MiniGrid-Rooms and Taxi
+everything (stochastic rewards, several starting states, no MiniGrid-Rooms family).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import test_colosseum_fixtures as CF
+from bbrlcore.errors import BBRLError
+from bbrlcore.mdp import distributions as D
+from bbrlcore.mdp import families as F
+from bbrlcore.mdp.families import colosseum_instances as CI
+
+#: Each instance bbrl expresses and the fixture of Colosseum's own MDP it is.
+FIXTURE_OF = {
+    "Colosseum-EC-RiverSwim-1": "bench_riverswim_e40",
+    "Colosseum-CE-RiverSwim-0": "bench_riverswim_c30_l0.1_r0.2",
+    "Colosseum-CE-RiverSwim-3": "bench_riverswim_c80_l0.1_r0.01",
+    "Colosseum-EE-DeepSea-0": "bench_deepsea_e10_r0.4",
+    "Colosseum-CC-DeepSea-1": "bench_deepsea_c40",
+    "Colosseum-CE-DeepSea-0": "bench_deepsea_c20_r0.1",
+    "Colosseum-EC-SimpleGrid-2": "bench_simplegrid_e13",
+    "Colosseum-CC-SimpleGrid-3": "bench_simplegrid_c25_l0.3",
+}
+
+
+def test_the_four_benchmarks_have_twenty_instances_each():
+    settings = [i.setting for i in CI.INSTANCES.values()]
+    assert len(CI.INSTANCES) == 80
+    assert {s: settings.count(s) for s in CI.SETTINGS.values()} == dict.fromkeys(
+        CI.SETTINGS.values(), 20)
+    # a stochastic instance always needs stochastic rewards; an expressed one never does
+    for i in CI.INSTANCES.values():
+        assert (i.problem_params is None) == (i.needs is not None)
+        assert not i.stochastic or i.needs.startswith("stochastic rewards")
+
+
+def test_gin_bindings_as_gin_reads_them():
+    """A later binding overrides an earlier one (TaxiContinuous.gin of the continuous
+    communicating benchmark binds prms_0 twice)."""
+    taxi = CI.INSTANCES["Colosseum-CC-Taxi-0"].params
+    assert taxi["p_rand"] is None and taxi["default_r"] == ("beta", (0.7, 30.0))
+    assert "Colosseum-CC-Taxi-1" not in CI.INSTANCES
+    assert CI.INSTANCES["Colosseum-CE-MiniGridEmpty-7"].params["p_rand"] == 0.6
+
+
+def test_every_expressed_instance_is_colosseums_mdp():
+    expressed = {n for n, i in CI.INSTANCES.items() if i.problem_params is not None}
+    assert expressed == set(FIXTURE_OF)
+    for name, case in FIXTURE_OF.items():
+        d = CF.load(case)
+        p, _ = CF.bbrl_problem(d)
+        inst = F.instance_problem(name)
+        assert inst.short_name == name and inst.params == {
+            **p.params, "concentration": CI.INSTANCE_CONCENTRATION}, name
+        assert CI.INSTANCES[name].episodic == bool(int(d["H"]))
+        # same nominal model and rewards as the fixture's checked variant
+        t = inst.test
+        np.testing.assert_allclose(t.mean_model(), p.test.mean_model(), atol=1e-12, rtol=0)
+        assert np.array_equal(np.asarray(t.reward), np.asarray(p.test.reward))
+
+
+def test_instance_names_work_wherever_a_distributions_name_does():
+    t = D.load_test("Colosseum-EE-DeepSea-0")
+    assert t.short_name == "Colosseum-EE-DeepSea-0" and t.n_states == 55
+    assert F.episodic_form(t)[1] == 10
+    u = D.load("UColosseum-EE-DeepSea-0")
+    assert u.short_name == "UColosseum-EE-DeepSea-0"
+    assert np.array_equal(u.theta > 0, t.theta > 0) and set(np.unique(u.theta)) == {0, 1}
+    # every drawn MDP is the instance: stochastic rows to about 1e-6
+    P = t.draw_mdp(np.random.default_rng(0))
+    assert np.abs(P - t.mean_model()).max() < 1e-5
+    spec, params, uniform = F.parse_name("UColosseum-CE-RiverSwim-3")
+    assert (spec.name, params["size"], params["current"], uniform) == ("riverswim", 80, 0,
+                                                                       True)
+
+
+@pytest.mark.parametrize("name, why", [
+    ("Colosseum-EC-Taxi-0", "needs stochastic rewards"),
+    ("Colosseum-EE-MiniGridEmpty-0", "needs several starting states"),
+    ("Colosseum-CE-SimpleGrid-1", "four central tiles"),
+    ("UColosseum-CC-MiniGridRooms-0", "a MiniGrid-Rooms family"),
+])
+def test_an_instance_bbrl_cannot_express_says_what_it_needs(name, why):
+    with pytest.raises(BBRLError, match=why) as e:
+        D.load_test(name)
+    assert "\n" not in str(e.value) and name in str(e.value)
+    assert F.from_name(name) is None and why in F.name_error(name)
+
+
+def test_bbrl_families_lists_the_instances(capsys):
+    from bbrlcore.cli import main
+
+    assert main(["families", "--colosseum"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("Colosseum-") == 80
+    assert "Colosseum-CC-DeepSea-1         = DeepSea-40-form1-c1e+12" in out
+    assert "Colosseum-CC-DeepSea-0         needs stochastic rewards" in out
+
+
+INSTANCE_FIXTURES = CF.FIXTURES / "instances"
+
+
+def test_every_instance_is_in_the_fixtures_with_its_reward_laws():
+    names = sorted(p.stem for p in INSTANCE_FIXTURES.glob("*.npz"))
+    assert names == sorted(CI.INSTANCES)
+    for name in names:
+        d = CF.load(name, INSTANCE_FIXTURES)
+        i = CI.INSTANCES[name]
+        assert d["cls"] == i.cls and (int(d["H"]) > 0) == i.episodic
+        # the reward laws' means give Colosseum's expected rewards
+        nX, nU = d["R"].shape
+        mean = np.where(d["reward_kind"] == 1,
+                        d["reward_a"] / np.maximum(d["reward_a"] + d["reward_b"], 1e-300),
+                        d["reward_a"])
+        r = np.bincount(d["T_keys"] // nX, weights=d["T_values"] * mean, minlength=nX * nU)
+        np.testing.assert_allclose(r.reshape(nX, nU), d["R"], atol=1e-5, rtol=1e-5)
+        assert bool((d["reward_kind"] == 1).any()) == i.stochastic, name
+        assert np.isclose(d["start"].sum(), 1.0)
+
+
+SAME_TRANSITIONS = [n for n, i in CI.INSTANCES.items()
+                    if i.family in ("riverswim", "deepsea", "simplegrid")]
+
+
+@pytest.mark.parametrize("name", SAME_TRANSITIONS)
+def test_instance_transitions_are_bbrls_variants(name):
+    """RiverSwim, DeepSea and SimpleGrid instances, stochastic rewards or not: bbrl's
+    variant has Colosseum's transitions, start and episode length, state by state."""
+    d = CF.load(name, INSTANCE_FIXTURES)
+    p, idx = CF.bbrl_problem(d)
+    sub = p.test.mean_model()[idx][:, :, idx]
+    assert np.allclose(sub.sum(axis=2), 1.0, atol=1e-12)
+    np.testing.assert_allclose(sub, CF.colosseum_T(d), atol=1e-6, rtol=0)
+    assert p.test.initial_state == idx[np.flatnonzero(d["start"])[0]]
+    if int(d["H"]):
+        assert F.episodic_form(p.test)[1] == int(d["H"])
+    if CI.INSTANCES[name].problem_params is not None:
+        R = np.asarray(p.test.reward)
+        r = (p.test.mean_model() * R).sum(axis=2)[idx]
+        np.testing.assert_allclose(r, d["R"], atol=1e-6, rtol=1e-6)
+
+
+def test_episode_lengths_of_the_families_bbrl_does_not_express_yet():
+    """FrozenLake's and Taxi's natural episode lengths are Colosseum's (Taxi: 1.5·size²);
+    MiniGrid-Empty's is one more (the step from home, the family's docstring). What their
+    instances need besides: Taxi starts uniformly on every (taxi, passenger, destination)
+    with passenger ≠ destination (72 states for size 4), MiniGrid-Empty on its 3 or 5."""
+    for name, i in CI.INSTANCES.items():
+        if not i.episodic or i.cls.startswith(("MiniGridRooms", "RiverSwim", "DeepSea",
+                                               "SimpleGrid")):
+            continue
+        d = CF.load(name, INSTANCE_FIXTURES)
+        fam = i.family or "minigrid_empty"
+        H = F.episodic_form(F.make(fam, size=i.params["size"]).test)[1]
+        extra = 1 if fam == "minigrid_empty" else 0
+        assert H == int(d["H"]) + extra, name
+        starts = int((d["start"] > 0).sum())
+        if fam == "minigrid_empty":
+            assert starts == i.params["n_starting_states"]
+        if fam == "taxi" and i.params["size"] == 4:
+            assert starts == 72
