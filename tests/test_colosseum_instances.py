@@ -14,7 +14,7 @@ stochastic rewards included (an even SimpleGrid at the start seed 0 draws). What
 for the stochastic ones is their reward laws (Beta; their expected rewards are not the
 deterministic ones: RiverSwim's episodic sub-optimal mean is 0.2/size, SimpleGrid's
 corners 0.9 and 0.02), and for FrozenLake, MiniGrid-Empty, MiniGrid-Rooms and Taxi
-everything (stochastic rewards, several starting states, no MiniGrid-Rooms family).
+everything (stochastic rewards, several starting states, Colosseum's MiniGrid forms).
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def test_instance_names_work_wherever_a_distributions_name_does():
     ("Colosseum-EC-Taxi-0", "needs stochastic rewards"),
     ("Colosseum-EE-MiniGridEmpty-0", "needs several starting states"),
     ("Colosseum-CE-SimpleGrid-1", "four central tiles"),
-    ("UColosseum-CC-MiniGridRooms-0", "a MiniGrid-Rooms family"),
+    ("UColosseum-CC-MiniGridRooms-0", "Colosseum's MiniGrid-Rooms form"),
 ])
 def test_an_instance_bbrl_cannot_express_says_what_it_needs(name, why):
     with pytest.raises(BBRLError, match=why) as e:

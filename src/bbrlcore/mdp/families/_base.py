@@ -282,7 +282,8 @@ class Family:
     check
         ``check(params)`` → None, or the text of what is wrong with a combination of
         (individually valid, complete) parameters, such as SimpleGrid's ``start`` 1 for
-        an odd size or MiniGrid-Rooms' ``n_rooms`` 6 (not a perfect square); :meth:`validate` raises it as one :class:`BBRLError` line.
+        an odd size or MiniGrid-Rooms' ``n_rooms`` 6 (not a perfect square);
+        :meth:`validate` raises it as one :class:`BBRLError` line.
     """
 
     name: str
