@@ -629,12 +629,42 @@ def _action(a: Any, nU: int, name: str, step: int) -> int:
     return int(a)
 
 
+def _py_start(start: np.ndarray, nX: int, env: np.random.Generator) -> int:
+    """A starting state drawn with the Python player's generator
+    (:func:`bbrlcore.mdp.environment.start_array`: m = 0 uniform, m = 1 fixed)."""
+    m = start.shape[1]
+    if m == 0:
+        return int(env.integers(nX))
+    if m == 1:
+        return int(start[0, 0])
+    i = int(np.searchsorted(start[1], env.random(), side="right"))
+    return int(start[0, min(i, m - 1)])
+
+
+def _py_law_reward(R: np.ndarray, Rstd: np.ndarray, x: int, u: int, k: int,
+                   env: np.random.Generator) -> float:
+    """A draw of slot k's reward law (:func:`bbrlcore.agents._kernels.env_law_reward`)
+    with the Python player's generator."""
+    nX = R.shape[0]
+    kind = Rstd[x, u, k]
+    if kind == 0.0:
+        return float(R[x, u, k])
+    loc, scale = float(Rstd[nX + x, u, k]), float(Rstd[2 * nX + x, u, k])
+    if kind == 1.0:
+        return loc + scale * float(env.standard_normal())
+    a = float(Rstd[3 * nX + x, u, k])
+    if kind == 2.0:
+        return loc + scale if env.random() < a else loc
+    return loc + scale * float(env.beta(a, float(Rstd[4 * nX + x, u, k])))
+
+
 def _python_player(cls: type, name: str, counters: tuple[str, ...]):
     def make_player(prior: Any, params: dict, trained: Trained | None, ep: Episode):
         learned = (trained.info or {}).get("learned") if trained is not None else None
         agent = _new_agent(cls, name, params, prior, learned, ep.gamma, ep.horizon)
         _place(agent, prior, ep)
         R, Rstd = np.asarray(ep.R), np.asarray(ep.Rstd)
+        mode, starts = int(ep.gaussian), ep.start
         lay = ep.layout()
         succ, nsucc = lay.succ, lay.nsucc
         nC = len(counters)
@@ -657,7 +687,7 @@ def _python_player(cls: type, name: str, counters: tuple[str, ...]):
             # (run_agent sends the user's prints to stderr around the whole run)
             try:
                 agent.reset()
-                x = ep.initial_state if ep.initial_state >= 0 else int(env.integers(nX))
+                x = _py_start(starts, nX, env)
                 if H > 0:
                     hook = "episode_start"
                     start(0)
@@ -671,8 +701,10 @@ def _python_player(cls: type, name: str, counters: tuple[str, ...]):
                         k -= 1
                     y = int(succ[x, a, k])
                     r = float(R[x, a, k])
-                    if ep.gaussian:
+                    if mode == 1:
                         r += float(Rstd[x, a, k]) * float(env.standard_normal())
+                    elif mode == 2:
+                        r = _py_law_reward(R, Rstd, x, a, k, env)
                     rewards[step] = r
                     ret += disc * r
                     disc *= ep.gamma
@@ -682,8 +714,7 @@ def _python_player(cls: type, name: str, counters: tuple[str, ...]):
                     left -= 1
                     if left == 0 and step + 1 < ep.horizon:  # the episode's end
                         left = H
-                        x = (ep.initial_state if ep.initial_state >= 0
-                             else int(env.integers(nX)))
+                        x = _py_start(starts, nX, env)
                         k_ep, hook = (step + 1) // H, "episode_start"
                         start(k_ep)
                 hook = "counter_values"
@@ -1000,7 +1031,7 @@ def _compiled_player(cls: type, name: str, counters: tuple[str, ...]):
         start = getattr(cls, "episode_start", None)
         fns = (cls.reset, cls.act, cls.observe, final_state if in_python else count_fn,
                start)
-        gaussian, initial_state = bool(ep.gaussian), int(ep.initial_state)
+        gaussian, initial_state = int(ep.gaussian), ep.start
         gamma, horizon = float(ep.gamma), int(ep.horizon)
         dense_of = None
         extra: tuple = ()  # (the package's loop: the episode length)
@@ -1012,6 +1043,12 @@ def _compiled_player(cls: type, name: str, counters: tuple[str, ...]):
             # the class's own kernel of the dense loop (written before sparse rows: its
             # Algorithm is not sparse, so the runner gives it dense MDPs; given an
             # Episode on rows all the same, it gets its MDPs made dense)
+            if int(ep.gaussian) > 1 or ep.starts is not None:
+                raise BBRLError(f"{name}: its own trajectory kernel (CompiledAgent."
+                                "trajectory) cannot play reward laws or starting "
+                                "distributions; leave it out (the package's loop does)")
+            # (its kernel was written for an initial state and a Gaussian flag)
+            gaussian, initial_state = bool(ep.gaussian), int(ep.initial_state)
             kernel, lock = own, None
             records = _takes_rewards(own)
             lead: tuple = ()

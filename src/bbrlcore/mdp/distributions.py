@@ -125,6 +125,11 @@ class FDMDistribution:
     short_name: str
     initial_state: int
     reward_type: str
+    #: reward laws and a starting distribution (:mod:`bbrlcore.mdp.environment`; None:
+    #: the rewards are ``reward``'s, the start ``initial_state``);
+    #: :func:`~bbrlcore.mdp.environment.with_environment` gives them
+    reward_laws: Any = None
+    starts: Any = None
 
     def __init__(
         self, name: str, short_name: str, theta: Any, reward: Any, initial_state: int = 0,

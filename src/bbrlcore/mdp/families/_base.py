@@ -889,6 +889,10 @@ class FamilyDistribution:
 
     reward_type = "constant"
     reward_variance = None
+    #: reward laws and a starting distribution (as an FDM distribution's:
+    #: :func:`bbrlcore.mdp.environment.with_environment`)
+    reward_laws: Any = None
+    starts: Any = None
 
     def __init__(self, family: str, params: Mapping[str, Any], short_name: str, name: str,
                  n_states: int, n_actions: int, initial_state: int,
