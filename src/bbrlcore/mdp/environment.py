@@ -407,3 +407,40 @@ def from_environment_dict(dist: Any, d: dict[str, Any] | None, what: str) -> Any
     return with_environment(
         dist, None if laws is None else RewardLaws.from_dict(
             dist.n_states, dist.n_actions, laws, f"{what}: reward laws"), starts, what)
+
+
+def beta_laws(dist: Any, c: float, lo: float | None = None, hi: float | None = None
+              ) -> RewardLaws:
+    """Colosseum's stochastic rewards (``make_reward_stochastic`` with
+    ``reward_variance_multiplier`` c) around a distribution's expected rewards: each
+    transition of its support whose expected reward μ lies strictly inside the reward
+    range [lo, hi] (default: the distribution's smallest and largest reward) pays
+    ``lo + (hi − lo)·X``, X ~ Beta(c, c(1/m − 1)), m = (μ − lo)/(hi − lo), so its mean is
+    μ; rewards at the range's ends stay constant (a Beta cannot have mean 0 or 1).
+
+    >>> from bbrlcore.mdp import families
+    >>> d = families.make("riverswim", size=3).test
+    >>> laws = beta_laws(d, 2.0)
+    >>> bool(np.allclose(laws.means(), expected_at(d, laws.keys)))
+    True
+    """
+    from bbrlcore.mdp import rows
+
+    c = float(c)
+    if not (np.isfinite(c) and c > 0):
+        raise BBRLError(f"reward_noise: must be a number > 0, got {c!r}")
+    lay = dist.support_layout
+    keys = rows.keys_of(lay)
+    mu = np.asarray(dist.reward_rows)[lay.mask]
+    lo = float(mu.min(initial=0.0)) if lo is None else float(lo)
+    hi = float(mu.max(initial=0.0)) if hi is None else float(hi)
+    if not hi > lo:
+        return RewardLaws.make(dist.n_states, dist.n_actions, [], [], [], [])
+    m = (mu - lo) / (hi - lo)
+    inside = (m > 0) & (m < 1)
+    n = int(inside.sum())
+    a = np.full(n, c)
+    b = c * (1.0 / m[inside] - 1.0)
+    # (its means equal μ to rounding; every exact value uses μ, the distribution's reward)
+    return RewardLaws.make(dist.n_states, dist.n_actions, keys[inside], ["beta"] * n,
+                           np.full(n, lo), np.full(n, hi - lo), a, b)

@@ -220,7 +220,8 @@ def new_test_set(
 
         with building(f"the reference values of the {n_mdps} MDPs of {test.short_name}"):
             refs = reference_table(lay.succ, lay.nsucc, mdps, test.reward_rows,
-                                   test.initial_state, it.episode_length)
+                                   test.initial_state, it.episode_length,
+                                   starts=getattr(test, "starts", None))
     return TestSet(test, mdps, float(gamma), int(horizon), int(seed), lay,
                    it.episode_length, it.checkpoint_every, lab, refs)
 

@@ -236,6 +236,17 @@ def concentration_param(default: float = 10.0, doc: str | None = None) -> Param:
                  short="c")
 
 
+#: Every family's parameter of stochastic rewards (:func:`bbrlcore.mdp.environment.beta_laws`):
+#: 0, the default, keeps the rewards deterministic (the paper's; no change of name).
+REWARD_NOISE = Param(
+    "reward_noise", float, 0.0, 0.0, 1e6,
+    "stochastic rewards as Colosseum's make_reward_stochastic: c > 0 draws each "
+    "transition's reward from Beta(c, c(1/m - 1)) on the family's reward range, m its "
+    "expected reward there (Colosseum's reward_variance_multiplier; larger: less noise; "
+    "rewards at the range's ends stay constant); 0: deterministic rewards",
+    short="rnoise")
+
+
 def max_size(shape: Callable[[int], tuple[int, int]], lo: int) -> int:
     """The largest size whose (nX, nU) keeps nX·nU·nX within ``MAX_ENTRIES``."""
     hi = lo
@@ -290,6 +301,11 @@ class Family:
     reference: str
     paper: bool = False
     episode_length: Callable[[Mapping[str, Any]], int] | None = None
+
+    def __post_init__(self) -> None:
+        # every family takes reward_noise, last (its tag after the family's own)
+        if all(p.name != REWARD_NOISE.name for p in self.params):
+            object.__setattr__(self, "params", (*self.params, REWARD_NOISE))
 
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if p.name == name), None)
@@ -427,7 +443,14 @@ class Problem:
     @cached_property
     def test(self) -> Any:
         """The test distribution (built on first use)."""
-        return self.spec.build(dict(self.params), self.short_name, self.name)
+        params = dict(self.params)
+        noise = float(params.pop(REWARD_NOISE.name, 0.0))
+        test = self.spec.build(params, self.short_name, self.name)
+        if noise > 0:
+            from bbrlcore.mdp.environment import beta_laws, with_environment
+
+            test = with_environment(test, beta_laws(test, noise))
+        return test
 
     @property
     def initial_state(self) -> int:
