@@ -112,6 +112,7 @@ from bbrlcore.mdp.distributions import (
     MAX_ENTRIES,
     FDMDistribution,
     check_concentration,
+    describe_environment,
 )
 from bbrlcore.mdp.rows import Layout
 from bbrlcore.seeds import id_hash64
@@ -450,6 +451,8 @@ class Problem:
             from bbrlcore.mdp.environment import beta_laws, with_environment
 
             test = with_environment(test, beta_laws(test, noise))
+            if isinstance(test, FamilyDistribution):  # (its parameters rebuild it)
+                test.params = {**test.params, REWARD_NOISE.name: noise}
         return test
 
     @property
@@ -1148,10 +1151,15 @@ class FamilyDistribution:
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form; :func:`bbrlcore.mdp.families.from_dict` rebuilds it from the
         family and its parameters."""
+        from bbrlcore.mdp.environment import environment_dict
+
+        env = environment_dict(self)  # (laws and starts given besides the parameters)
+        if self.params.get(REWARD_NOISE.name, 0.0) > 0:
+            env.pop("reward_laws", None)  # (reward_noise makes them)
         return {"family": self.family, "params": dict(self.params),
                 "short_name": self.short_name, "name": self.name,
                 "n_states": self.n_states, "n_actions": self.n_actions,
-                "initial_state": self.initial_state}
+                "initial_state": self.initial_state, **env}
 
     def same_as(self, other: Any) -> bool:
         """Same family, parameters and names."""
@@ -1170,6 +1178,7 @@ class FamilyDistribution:
             f"  rewards {self.reward_type}, Rmax {self.r_max:g}",
             f"  possible transitions {sk.size} of {nX * nU * nX}; "
             f"{det} (x,u) rows of {nX * nU} deterministic in every MDP",
+            *describe_environment(self),
         ])
 
     def __repr__(self) -> str:
