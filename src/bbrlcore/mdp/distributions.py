@@ -628,14 +628,14 @@ class FDMDistribution:
             else:
                 out = cls.from_entries(d["name"], d["short_name"], nX, nU, keys, theta,
                                        reward, **common)
-            from bbrlcore.mdp.environment import from_environment_dict
-
-            return from_environment_dict(
-                out, {k: d[k] for k in ("reward_laws", "starts") if k in d}, source)
         except (KeyError, ValueError, TypeError) as exc:
             raise BBRLError(f"{source}: malformed embedded distribution ({exc})") from None
         except BBRLError as exc:
             raise BBRLError(f"{source}: {exc}") from None
+        from bbrlcore.mdp.environment import from_environment_dict
+
+        return from_environment_dict(
+            out, {k: d[k] for k in ("reward_laws", "starts") if k in d}, source)
 
     def to_dat(self) -> str:
         """The original ``DirMultiDistribution`` text."""
