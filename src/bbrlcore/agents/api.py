@@ -209,6 +209,17 @@ action of episode k = 0, 1, ..., E−1 (k = 0 right after ``reset``) and never i
 continuing interaction. Without it nothing changes: a plugin written before episodes
 plays episodic experiments as it is.
 
+**Stochastic rewards and starting distributions** (:mod:`bbrlcore.mdp.environment`). On
+a test distribution with reward laws, ``observe`` receives the reward drawn at that step
+from its law (Gaussian, Bernoulli, Beta; the trajectory's stream draws it), while the
+prior's ``reward`` (``self.reward_rows``) holds the expected rewards; with a starting
+distribution, each episode's first state is a draw of it. The package's loops (Python
+and compiled) draw both; the kernels take them as ``gaussian`` = 2 (``Rstd`` then stacks
+the laws' parameters: :func:`bbrlcore.mdp.environment.law_rows`) and ``initial_state``
+the starts array (:func:`bbrlcore.mdp.environment.start_array`). A class's own
+``trajectory`` kernel is given an int ``initial_state`` and a Gaussian flag as before, and
+is refused on a test set with laws or starts.
+
 Errors of the user's code (an exception in any of its methods, ``SystemExit`` included;
 an action that is not an integer in ``[0, nU)``; functions that do not compile, or that
 take other arguments than the loop gives them) stop the run with one line naming the
@@ -849,7 +860,10 @@ def trajectory_loop_rows(reset, act, observe, counter_values, setup, P, succ, ns
     probability of the transition to ``succ[x, u, k]``, ``R`` and ``Rstd`` on the same
     slots, :mod:`bbrlcore.mdp.rows`): the agent's functions see states, actions and
     rewards only, as with a dense MDP, and the same draws give the same trajectory
-    (episodes as :func:`trajectory_loop`'s)."""
+    (episodes as :func:`trajectory_loop`'s). ``gaussian``: the rewards' mode (0 constant,
+    1 Gaussian, 2 reward laws, :func:`bbrlcore.agents._kernels.env_reward_rows`);
+    ``initial_state``: a state, -1, or a starts array
+    (:func:`bbrlcore.agents._kernels.env_reset`)."""
     np.random.seed(seed)
     nX, nU, _ = P.shape
     status[2] = 0

@@ -677,8 +677,8 @@ def describe_environment(d: Any) -> list[str]:
     if laws is not None:
         kinds = ", ".join(f"{int((laws.kind == i).sum())} {k}" for i, k in enumerate(KINDS)
                           if (laws.kind == i).any())
-        out.append(f"  reward laws: {laws.size} transitions with a random reward ({kinds}); "
-                   "the rewards above are their means")
+        out.append(f"  reward laws: {laws.size} transition{'s' * (laws.size != 1)} with a "
+                   f"random reward ({kinds}); the rewards above are their means")
     starts = getattr(d, "starts", None)
     if starts is not None:
         out.append("  starts: " + ", ".join(f"{int(s)} ({p:g})"
