@@ -291,8 +291,9 @@ def law_rows(laws: RewardLaws, layout: Any) -> np.ndarray:
     >>> from bbrlcore.mdp import rows
     >>> laws = RewardLaws.make(2, 1, keys=[1], kind=["bernoulli"], loc=[0.0],
     ...                        scale=[2.0], a=[0.5])
-    >>> law_rows(laws, rows.full(2, 1))[:, 0, 1].tolist()
-    [0.0, 2.0, 0.0, 0.0, 0.0, 2.0, 0.0, 0.5, 0.0, 0.0]
+    >>> packed = law_rows(laws, rows.full(2, 1))   # (5·2, 1, 2)
+    >>> packed.reshape(5, 2, 1, 2)[:, 0, 0, 1].tolist()  # transition (0, 0, 1)
+    [2.0, 0.0, 2.0, 0.5, 0.0]
     """
     nX = layout.n_states
     out = np.zeros((len(LAW_BLOCKS), *layout.succ.shape))
