@@ -393,3 +393,46 @@ def test_a_bad_start_or_law_in_a_file_is_one_line_naming_it():
     with pytest.raises(BBRLError, match=r"^d.json: reward laws: transition \(0, 0, 1\) .*"
                                         r"a Beta's parameters a and b must be > 0$"):
         D.FDMDistribution.from_dict({**d, "reward_laws": law}, "d.json")
+
+
+def test_a_distribution_file_with_a_bad_start_writes_nothing(tmp_path, capsys):
+    """`bbrl experiment new` on a distribution whose starts do not sum to one: one line
+    naming the file and the key, exit status 2, no test set written."""
+    from bbrlcore.cli import main
+    from bbrlcore.formats import artefacts
+
+    good = with_environment(D.builtin("GC"), starts=([0, 1], [0.5, 0.5]))
+    D.write_parquet(good, tmp_path / "good.parquet")
+    table, meta = artefacts.read_artefact(tmp_path / "good.parquet", "distribution")
+    meta = {k: v for k, v in meta.items() if k in ("name", "short_name", "n_states",
+                                                   "n_actions", "initial_state",
+                                                   "reward_type")}
+    meta["starts"] = {"states": [0, 1], "probs": [0.5, 0.6]}
+    artefacts.write_artefact(tmp_path / "bad.parquet", table, "distribution", meta)
+    capsys.readouterr()
+    rc = main(["experiment", "new", "--test", str(tmp_path / "bad.parquet"), "--n-mdps",
+               "2", "-o", str(tmp_path / "ts.parquet")])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert "bad.parquet: starts: the starting probabilities sum to 1.1, not 1" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "ts.parquet").exists()
+
+
+def test_the_gym_environment_takes_laws_and_starts_and_checks_them():
+    from bbrlcore.protocol.gym import MDPEnv
+
+    P = np.ones((2, 1, 2)) / 2
+    R = np.full((2, 1, 2), 0.5)
+    laws = RewardLaws.make(2, 1, [0, 1, 2, 3], ["bernoulli"] * 4, [0.0] * 4, [1.0] * 4,
+                           [0.5] * 4)
+    env = MDPEnv(P, R, horizon=N, reward_laws=laws, starts=([1], [1.0]))
+    x, _ = env.reset(seed=0)
+    assert x == 1
+    r = np.array([env.step(0)[1] for _ in range(N)])
+    assert set(np.unique(r).tolist()) == {0.0, 1.0}
+    _check_sample(r, 0.5, 0.25, "MDPEnv")
+    with pytest.raises(BBRLError, match=r"^MDPEnv: starts: the starting probabilities"):
+        MDPEnv(P, R, starts=([0, 1], [0.5, 0.2]))
+    with pytest.raises(BBRLError, match=r"does not have R's mean"):
+        MDPEnv(P, np.zeros((2, 1, 2)), reward_laws=laws)
