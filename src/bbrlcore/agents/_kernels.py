@@ -12,18 +12,58 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 
 # ---------------------------------------------------------------------------------------
 # The environment
 
 
-@njit(cache=True, error_model="numpy")
 def env_reset(initial_state, nX):
-    """Initial state: the fixed one, or uniform over the states when it is -1."""
+    """Initial state: the fixed one, or uniform over the states when it is -1; or a draw
+    of a starting distribution given as a float64 (2, m) array
+    (:func:`bbrlcore.mdp.environment.start_array`: the states and their cumulative
+    probabilities; m = 0: uniform over the states, as -1; m = 1: that state, no draw).
+    The int form and m <= 1 draw exactly as before starting distributions existed."""
+    if isinstance(initial_state, np.ndarray):  # (in Python: what the compiled one does)
+        m = initial_state.shape[1]
+        if m == 0:
+            return np.random.randint(0, nX)
+        if m == 1:
+            return int(initial_state[0, 0])
+        return int(start_slot(initial_state, np.random.random()))
     if initial_state < 0:
         return np.random.randint(0, nX)
     return initial_state
+
+
+@overload(env_reset, jit_options={"error_model": "numpy"})
+def _env_reset_jit(initial_state, nX):
+    if isinstance(initial_state, types.Array):
+        def impl_start(initial_state, nX):
+            m = initial_state.shape[1]
+            if m == 0:
+                return np.random.randint(0, nX)
+            if m == 1:
+                return np.int64(initial_state[0, 0])
+            return start_slot(initial_state, np.random.random())
+        return impl_start
+
+    def impl(initial_state, nX):
+        if initial_state < 0:
+            return np.random.randint(0, nX)
+        return np.int64(initial_state)
+    return impl
+
+
+@njit(cache=True, error_model="numpy")
+def start_slot(start, s):
+    """The state of the starting distribution ``start`` (m >= 2 columns) drawn by the
+    uniform ``s`` in [0, 1): the first state whose cumulative probability exceeds s."""
+    m = start.shape[1]
+    for i in range(m - 1):
+        if s < start[1, i]:
+            return np.int64(start[0, i])
+    return np.int64(start[0, m - 1])
 
 
 # ---------------------------------------------------------------------------------------
@@ -68,13 +108,42 @@ def likeliest_slot(W, x, u, n):
     return k
 
 
+#: The reward modes of the kernels' ``gaussian`` argument: constant rewards (``R``), Gaussian
+#: rewards (``R + Rstd·Z``, the paper's), reward laws (``Rstd`` then holds the laws'
+#: parameters, :func:`bbrlcore.mdp.environment.law_rows`).
+REWARD_CONSTANT, REWARD_GAUSSIAN, REWARD_LAWS = 0, 1, 2
+
+
 @njit(cache=True, error_model="numpy")
 def env_reward_rows(R, Rstd, gaussian, x, u, k):
-    """Reward of the transition in slot ``k`` of row (x, u): the mean, plus Gaussian
-    noise for Gaussian rewards."""
+    """Reward of the transition in slot ``k`` of row (x, u): the mean ``R``, plus Gaussian
+    noise for Gaussian rewards (``gaussian`` true or 1), or a draw of its law
+    (``gaussian`` 2: :func:`env_law_reward`). Constant rewards draw nothing."""
     if gaussian:
+        if gaussian == REWARD_LAWS:
+            return env_law_reward(R, Rstd, x, u, k)
         return R[x, u, k] + Rstd[x, u, k] * np.random.standard_normal()
     return R[x, u, k]
+
+
+@njit(cache=True, error_model="numpy")
+def env_law_reward(R, Rstd, x, u, k):
+    """A draw of the reward law of slot ``k`` of row (x, u) with numba's generator:
+    ``Rstd`` (5·nX, nU, K) stacks the laws' kind code, loc, scale, a and b
+    (:func:`bbrlcore.mdp.environment.law_rows`); a constant slot pays ``R`` and draws
+    nothing."""
+    nX = R.shape[0]
+    kind = Rstd[x, u, k]
+    if kind == 0.0:
+        return R[x, u, k]
+    loc = Rstd[nX + x, u, k]
+    scale = Rstd[2 * nX + x, u, k]
+    if kind == 1.0:
+        return loc + scale * np.random.standard_normal()
+    a = Rstd[3 * nX + x, u, k]
+    if kind == 2.0:
+        return loc + scale if np.random.random() < a else loc
+    return loc + scale * np.random.beta(a, Rstd[4 * nX + x, u, k])
 
 
 # ---------------------------------------------------------------------------------------

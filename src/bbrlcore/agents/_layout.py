@@ -76,10 +76,22 @@ def setting(prior: Any, ep: Episode, extra: Layout | None = None) -> Setting:
     Rstd = np.array(ep.Rstd, dtype=np.float64)
     if not same:
         R = _moved(np.ascontiguousarray(R), to_agent, test.nsucc, lay.width)
-        Rstd = _moved(np.ascontiguousarray(Rstd), to_agent, test.nsucc, lay.width)
+        Rstd = moved_stack(np.ascontiguousarray(Rstd), to_agent, test.nsucc, lay.width)
     return Setting(lay, np.ascontiguousarray(theta), np.ascontiguousarray(Rm),
                    np.ascontiguousarray(R), np.ascontiguousarray(Rstd), to_agent,
                    test.nsucc)
+
+
+def moved_stack(values: np.ndarray, to_agent: np.ndarray, nsucc: np.ndarray, K: int
+                ) -> np.ndarray:
+    """:func:`_moved` on values of shape (b·nX, nU, K'): b blocks of (nX, nU, K') each
+    moved (the reward laws' parameters, :func:`bbrlcore.mdp.environment.law_rows`)."""
+    nX = nsucc.shape[0]
+    b = values.shape[0] // nX
+    if b == 1:
+        return _moved(values, to_agent, nsucc, K)
+    return np.concatenate([_moved(np.ascontiguousarray(values[i * nX:(i + 1) * nX]),
+                                  to_agent, nsucc, K) for i in range(b)])
 
 
 def _values(src: Layout, values: np.ndarray, dst: Layout) -> np.ndarray:

@@ -61,8 +61,8 @@ def episode_args(prior: Any, episode: Episode) -> tuple[Setting, tuple]:
     return st, (
         _writable(st.R),
         _writable(st.Rstd),
-        bool(episode.gaussian),
-        int(episode.initial_state),
+        int(episode.gaussian),
+        episode.start,
         float(episode.gamma),
         int(episode.horizon),
         st.succ,

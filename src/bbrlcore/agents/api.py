@@ -209,6 +209,17 @@ action of episode k = 0, 1, ..., E−1 (k = 0 right after ``reset``) and never i
 continuing interaction. Without it nothing changes: a plugin written before episodes
 plays episodic experiments as it is.
 
+**Stochastic rewards and starting distributions** (:mod:`bbrlcore.mdp.environment`). On
+a test distribution with reward laws, ``observe`` receives the reward drawn at that step
+from its law (Gaussian, Bernoulli, Beta; the trajectory's stream draws it), while the
+prior's ``reward`` (``self.reward_rows``) holds the expected rewards; with a starting
+distribution, each episode's first state is a draw of it. The package's loops (Python
+and compiled) draw both; the kernels take them as ``gaussian`` = 2 (``Rstd`` then stacks
+the laws' parameters: :func:`bbrlcore.mdp.environment.law_rows`) and ``initial_state``
+the starts array (:func:`bbrlcore.mdp.environment.start_array`). A class's own
+``trajectory`` kernel is given an int ``initial_state`` and a Gaussian flag as before, and
+is refused on a test set with laws or starts.
+
 Errors of the user's code (an exception in any of its methods, ``SystemExit`` included;
 an action that is not an integer in ``[0, nU)``; functions that do not compile, or that
 take other arguments than the loop gives them) stop the run with one line naming the
@@ -633,12 +644,42 @@ def _action(a: Any, nU: int, name: str, step: int) -> int:
     return int(a)
 
 
+def _py_start(start: np.ndarray, nX: int, env: np.random.Generator) -> int:
+    """A starting state drawn with the Python player's generator
+    (:func:`bbrlcore.mdp.environment.start_array`: m = 0 uniform, m = 1 fixed)."""
+    m = start.shape[1]
+    if m == 0:
+        return int(env.integers(nX))
+    if m == 1:
+        return int(start[0, 0])
+    i = int(np.searchsorted(start[1], env.random(), side="right"))
+    return int(start[0, min(i, m - 1)])
+
+
+def _py_law_reward(R: np.ndarray, Rstd: np.ndarray, x: int, u: int, k: int,
+                   env: np.random.Generator) -> float:
+    """A draw of slot k's reward law (:func:`bbrlcore.agents._kernels.env_law_reward`)
+    with the Python player's generator."""
+    nX = R.shape[0]
+    kind = Rstd[x, u, k]
+    if kind == 0.0:
+        return float(R[x, u, k])
+    loc, scale = float(Rstd[nX + x, u, k]), float(Rstd[2 * nX + x, u, k])
+    if kind == 1.0:
+        return loc + scale * float(env.standard_normal())
+    a = float(Rstd[3 * nX + x, u, k])
+    if kind == 2.0:
+        return loc + scale if env.random() < a else loc
+    return loc + scale * float(env.beta(a, float(Rstd[4 * nX + x, u, k])))
+
+
 def _python_player(cls: type, name: str, counters: tuple[str, ...]):
     def make_player(prior: Any, params: dict, trained: Trained | None, ep: Episode):
         learned = (trained.info or {}).get("learned") if trained is not None else None
         agent = _new_agent(cls, name, params, prior, learned, ep.gamma, ep.horizon)
         _place(agent, prior, ep)
         R, Rstd = np.asarray(ep.R), np.asarray(ep.Rstd)
+        mode, starts = int(ep.gaussian), ep.start
         lay = ep.layout()
         succ, nsucc = lay.succ, lay.nsucc
         nC = len(counters)
@@ -661,7 +702,7 @@ def _python_player(cls: type, name: str, counters: tuple[str, ...]):
             # (run_agent sends the user's prints to stderr around the whole run)
             try:
                 agent.reset()
-                x = ep.initial_state if ep.initial_state >= 0 else int(env.integers(nX))
+                x = _py_start(starts, nX, env)
                 if H > 0:
                     hook = "episode_start"
                     start(0)
@@ -675,8 +716,10 @@ def _python_player(cls: type, name: str, counters: tuple[str, ...]):
                         k -= 1
                     y = int(succ[x, a, k])
                     r = float(R[x, a, k])
-                    if ep.gaussian:
+                    if mode == 1:
                         r += float(Rstd[x, a, k]) * float(env.standard_normal())
+                    elif mode == 2:
+                        r = _py_law_reward(R, Rstd, x, a, k, env)
                     rewards[step] = r
                     ret += disc * r
                     disc *= ep.gamma
@@ -686,8 +729,7 @@ def _python_player(cls: type, name: str, counters: tuple[str, ...]):
                     left -= 1
                     if left == 0 and step + 1 < ep.horizon:  # the episode's end
                         left = H
-                        x = (ep.initial_state if ep.initial_state >= 0
-                             else int(env.integers(nX)))
+                        x = _py_start(starts, nX, env)
                         k_ep, hook = (step + 1) // H, "episode_start"
                         start(k_ep)
                 hook = "counter_values"
@@ -822,7 +864,10 @@ def trajectory_loop_rows(reset, act, observe, counter_values, setup, P, succ, ns
     probability of the transition to ``succ[x, u, k]``, ``R`` and ``Rstd`` on the same
     slots, :mod:`bbrlcore.mdp.rows`): the agent's functions see states, actions and
     rewards only, as with a dense MDP, and the same draws give the same trajectory
-    (episodes as :func:`trajectory_loop`'s)."""
+    (episodes as :func:`trajectory_loop`'s). ``gaussian``: the rewards' mode (0 constant,
+    1 Gaussian, 2 reward laws, :func:`bbrlcore.agents._kernels.env_reward_rows`);
+    ``initial_state``: a state, -1, or a starts array
+    (:func:`bbrlcore.agents._kernels.env_reset`)."""
     np.random.seed(seed)
     nX, nU, _ = P.shape
     status[2] = 0
@@ -1004,7 +1049,7 @@ def _compiled_player(cls: type, name: str, counters: tuple[str, ...]):
         start = getattr(cls, "episode_start", None)
         fns = (cls.reset, cls.act, cls.observe, final_state if in_python else count_fn,
                start)
-        gaussian, initial_state = bool(ep.gaussian), int(ep.initial_state)
+        gaussian, initial_state = int(ep.gaussian), ep.start
         gamma, horizon = float(ep.gamma), int(ep.horizon)
         dense_of = None
         extra: tuple = ()  # (the package's loop: the episode length)
@@ -1016,6 +1061,12 @@ def _compiled_player(cls: type, name: str, counters: tuple[str, ...]):
             # the class's own kernel of the dense loop (written before sparse rows: its
             # Algorithm is not sparse, so the runner gives it dense MDPs; given an
             # Episode on rows all the same, it gets its MDPs made dense)
+            if int(ep.gaussian) > 1 or ep.starts is not None:
+                raise BBRLError(f"{name}: its own trajectory kernel (CompiledAgent."
+                                "trajectory) cannot play reward laws or starting "
+                                "distributions; leave it out (the package's loop does)")
+            # (its kernel was written for an initial state and a Gaussian flag)
+            gaussian, initial_state = bool(ep.gaussian), int(ep.initial_state)
             kernel, lock = own, None
             records = _takes_rewards(own)
             lead: tuple = ()

@@ -72,6 +72,13 @@ class Episode:
     ``sparse=False``) ``P``, ``R`` and ``Rstd`` are dense (nX, nU, nX) arrays, which is
     the layout whose rows are full (:func:`bbrlcore.mdp.rows.full`).
 
+    ``gaussian`` is the rewards' mode (:data:`bbrlcore.agents._kernels.REWARD_LAWS`):
+    0 (false) constant rewards ``R``, 1 (true) Gaussian rewards ``R + Rstd·Z``, 2 reward
+    laws: ``R`` is then the expected reward and ``Rstd`` stacks the laws' parameters,
+    shape (5·nX, nU, K) (:func:`bbrlcore.mdp.environment.law_rows`). ``starts``: a
+    starting distribution ``(states, probs)`` (None: ``initial_state``, a fixed state or
+    -1 for every state alike); the kernels take :attr:`start`.
+
     ``episode_length`` H: 0 (the default, the paper's protocol) for one **continuing**
     interaction of ``horizon`` T steps; H > 0 for an **episodic** one, T = E × H: after
     every H steps (after step t when ``(t + 1) % H == 0``) the environment returns to
@@ -96,6 +103,23 @@ class Episode:
     succ: np.ndarray | None = None
     nsucc: np.ndarray | None = None
     episode_length: int = 0
+    starts: tuple[np.ndarray, np.ndarray] | None = None
+
+    @property
+    def start(self) -> np.ndarray:
+        """The starts as the kernels take them (the ``initial_state`` argument):
+        :func:`bbrlcore.mdp.environment.start_array`."""
+        from bbrlcore.mdp.environment import start_array
+
+        return start_array(int(self.R.shape[0]), int(self.initial_state), self.starts)
+
+    @property
+    def reach_from(self) -> int:
+        """The one starting state, or -1 when there are several (every state may
+        start: what a computation over the states reachable from the start uses)."""
+        if self.starts is None:
+            return int(self.initial_state)
+        return int(self.starts[0][0]) if len(self.starts[0]) == 1 else -1
 
     @property
     def episodes(self) -> int:

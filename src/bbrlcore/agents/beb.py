@@ -122,7 +122,7 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
                 and rewards.dtype is FLOAT64):  # (the runner's rows: no call)
             rewards = reward_buffer(rewards, ep.horizon)
         r = _trajectory(
-            st.env(P), st.R, st.Rstd, ep.gaussian, ep.initial_state, ep.gamma, ep.horizon,
+            st.env(P), st.R, st.Rstd, int(ep.gaussian), ep.start, ep.gamma, ep.horizon,
             seed, st.succ, st.nsucc, st.theta, st.Rm, b, GUEZ_TOLERANCE, rewards, H,
         )
         return r, _NO_COUNTERS

@@ -354,7 +354,7 @@ def formula_player(prior: Any, codes: np.ndarray, ep: Episode):
     used = F.variables_used(codes)
     st = setting(prior, ep)
     fargs = features(prior, st, ep.layout()).args()
-    gaussian, x0 = bool(ep.gaussian), int(ep.initial_state)
+    gaussian, x0 = int(ep.gaussian), ep.start
     gamma, horizon, H = float(ep.gamma), int(ep.horizon), int(ep.episode_length)
     shape = (horizon,)
 

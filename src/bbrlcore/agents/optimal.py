@@ -136,7 +136,7 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
     kernel = _trajectory_finite if criterion_of(params) == "undiscounted" else _trajectory
 
     # the episode's fields as the closure's own variables (a cheap trajectory: see Random)
-    Rstd, gaussian, x0 = ep.Rstd, ep.gaussian, ep.initial_state
+    Rstd, gaussian, x0 = ep.Rstd, int(ep.gaussian), ep.start
     gamma, horizon, H = ep.gamma, ep.horizon, int(ep.episode_length)
     shape, ndarray = (horizon,), np.ndarray
 

@@ -417,7 +417,7 @@ def _continuing_player(prior: Any, params: dict, ep: Episode):
     nsucc = np.ascontiguousarray(lay.nsucc, dtype=np.int64)
     R = np.array(ep.R, dtype=np.float64)
     Rstd = np.array(ep.Rstd, dtype=np.float64)
-    gaussian, x0 = bool(ep.gaussian), int(ep.initial_state)
+    gaussian, x0 = int(ep.gaussian), ep.start
     gamma, horizon = float(ep.gamma), int(ep.horizon)
     H = int(getattr(ep, "episode_length", 0) or 0)
     shape = (horizon,)
@@ -446,7 +446,7 @@ def _episodic_player(prior: Any, params: dict, ep: Episode, H: int):
     succ = np.ascontiguousarray(st.succ, dtype=np.int64)
     nsucc = np.ascontiguousarray(st.nsucc, dtype=np.int64)
     nX, nU, K = succ.shape
-    states, off = reach_sets(succ, nsucc, int(ep.initial_state), H)
+    states, off = reach_sets(succ, nsucc, ep.reach_from, H)
     need_bytes = episodic_memory_bytes(int(off[-1]), nX, nU, K)
     if need_bytes > MAX_AGENT_MEMORY_BYTES:
         raise BBRLError(f"psrl: the episodic form would need {need_bytes / 2**30:.1f} GB "
@@ -456,7 +456,7 @@ def _episodic_player(prior: Any, params: dict, ep: Episode, H: int):
     theta = np.ascontiguousarray(st.theta)
     Rm = np.ascontiguousarray(st.Rm)
     R, Rstd = st.R, st.Rstd
-    gaussian, x0 = bool(ep.gaussian), int(ep.initial_state)
+    gaussian, x0 = int(ep.gaussian), ep.start
     gamma, horizon = float(ep.gamma), int(ep.horizon)
     shape = (horizon,)
 

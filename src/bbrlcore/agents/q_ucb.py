@@ -258,7 +258,7 @@ def make_player(prior: Any, params: dict, trained: Trained | None, ep: Episode):
                         f"{MAX_AGENT_MEMORY_BYTES / 2**30:.0f} GiB)")
     R = np.array(ep.R, dtype=np.float64)
     Rstd = np.array(ep.Rstd, dtype=np.float64)
-    gaussian, x0 = bool(ep.gaussian), int(ep.initial_state)
+    gaussian, x0 = int(ep.gaussian), ep.start
     gamma, horizon = float(ep.gamma), int(ep.horizon)
     err = _parameter_check(params)
     if err:

@@ -48,7 +48,7 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
     # the episode's fields as the closure's own variables: a trajectory of Random lasts
     # ≈ 10 µs, and six attribute look-ups and a global one per call were 2-3 % of it
     # (benchmarks/bench_rewards.py random)
-    R, Rstd, gaussian, x0 = ep.R, ep.Rstd, ep.gaussian, ep.initial_state
+    R, Rstd, gaussian, x0 = ep.R, ep.Rstd, int(ep.gaussian), ep.start
     gamma, horizon, H = ep.gamma, ep.horizon, int(ep.episode_length)
     shape, ndarray = (horizon,), np.ndarray
 

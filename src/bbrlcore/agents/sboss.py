@@ -114,9 +114,18 @@ import math
 import numpy as np
 from numba import njit
 
-from bbrlcore.agents._kernels import env_transition_rows
+from bbrlcore.agents._kernels import env_transition_rows, start_slot
 from bbrlcore.agents._layout import setting
-from bbrlcore.agents._rng import gamma_s, normal_s, rng_new, rng_randint, uniform_s
+from bbrlcore.agents._rng import (
+    gamma_s,
+    normal_s,
+    rng_gamma,
+    rng_new,
+    rng_normal,
+    rng_randint,
+    rng_uniform,
+    uniform_s,
+)
 from bbrlcore.agents.base import (
     COMPAT,
     FLOAT64,
@@ -542,13 +551,47 @@ def prior_values(theta, succ, nsucc, Rm, gamma, epsilon, compat, tol, pi_steps):
 
 
 @njit(cache=True, error_model="numpy")
+def _start(start, nX, rs):
+    """A starting state from ``start`` (:func:`bbrlcore.mdp.environment.start_array`)
+    with the kernel's own generator: m = 0 a uniform state (``rng_randint`` as before
+    starting distributions), m = 1 that state (no draw), else the first state whose
+    cumulative probability exceeds a uniform."""
+    m = start.shape[1]
+    if m == 0:
+        return rng_randint(rs, nX)
+    if m == 1:
+        return np.int64(start[0, 0])
+    return start_slot(start, rng_uniform(rs))
+
+
+@njit(cache=True, error_model="numpy")
+def _law_reward(R, Rstd, x, u, k, rs):
+    """A draw of slot k's reward law (:func:`bbrlcore.agents._kernels.env_law_reward`)
+    with the kernel's own generator."""
+    nX = R.shape[0]
+    kind = Rstd[x, u, k]
+    if kind == 0.0:
+        return R[x, u, k]
+    loc = Rstd[nX + x, u, k]
+    scale = Rstd[2 * nX + x, u, k]
+    if kind == 1.0:
+        return loc + scale * rng_normal(rs)
+    a = Rstd[3 * nX + x, u, k]
+    if kind == 2.0:
+        return loc + scale if rng_uniform(rs) < a else loc
+    g1 = rng_gamma(rs, a)
+    g2 = rng_gamma(rs, Rstd[4 * nX + x, u, k])
+    return loc + scale * (g1 / (g1 + g2))
+
+
+@njit(cache=True, error_model="numpy")
 def _trajectory(
     P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, succ, nsucc,
     theta, Rm, epsilon, delta, compat, tol, pi_steps, V_init, rewards, episode_length,
 ):
     rs = rng_new(seed)
     nX, nU, _ = P.shape
-    x = initial_state if initial_state >= 0 else rng_randint(rs, nX)
+    x = _start(initial_state, nX, rs)
     # reset: posterior = prior
     alpha = theta.copy()
     n = np.zeros((nX, nU))
@@ -608,8 +651,13 @@ def _trajectory(
         k = env_transition_rows(P, nsucc, x, u, v)
         r = R[x, u, k]
         if gaussian:
-            v, s0, s1, s2, s3 = normal_s(s0, s1, s2, s3)
-            r += Rstd[x, u, k] * v
+            if gaussian == 2:  # reward laws (bbrlcore.agents._kernels.env_law_reward)
+                rs[0], rs[1], rs[2], rs[3] = s0, s1, s2, s3
+                r = _law_reward(R, Rstd, x, u, k, rs)
+                s0, s1, s2, s3 = rs[0], rs[1], rs[2], rs[3]
+            else:
+                v, s0, s1, s2, s3 = normal_s(s0, s1, s2, s3)
+                r += Rstd[x, u, k] * v
         rewards[t] = r
         ret += disc * r
         disc *= gamma
@@ -639,11 +687,11 @@ def _trajectory(
         left -= 1
         if left == 0:  # the episode's end: back to the initial state (learning kept)
             left = episode_length
-            if initial_state >= 0:
-                x = initial_state
+            if initial_state.shape[1] == 1:
+                x = np.int64(initial_state[0, 0])
             else:  # (a draw of the kernel's generator, whose state is in s0..s3)
                 rs[0], rs[1], rs[2], rs[3] = s0, s1, s2, s3
-                x = rng_randint(rs, nX)
+                x = _start(initial_state, nX, rs)
                 s0, s1, s2, s3 = rs[0], rs[1], rs[2], rs[3]
     counters = np.zeros(1, dtype=np.int64)
     counters[0] = n_resamples
@@ -824,7 +872,7 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
     # delta a trajectory lasts ≈ 10 µs, of which the look-ups were ≈ 0.5 µs
     env = None if st.to_agent is None else st.env  # (None: the test MDP's own rows)
     R, Rstd, succ, nsucc, theta, Rm = st.R, st.Rstd, st.succ, st.nsucc, st.theta, st.Rm
-    gaussian, x0, gamma, horizon = ep.gaussian, ep.initial_state, ep.gamma, ep.horizon
+    gaussian, x0, gamma, horizon = int(ep.gaussian), ep.start, ep.gamma, ep.horizon
     tol, H = GUEZ_TOLERANCE, int(ep.episode_length)
     shape, ndarray = (horizon,), np.ndarray
 

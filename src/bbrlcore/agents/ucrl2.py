@@ -422,7 +422,7 @@ def make_player(prior: Any, params: dict, trained: Trained | None, ep: Episode):
     R, Rstd = st.R, st.Rstd
     delta = float(params["delta"])
     bernstein = params.get("bound", "l1") == "bernstein"
-    gaussian, x0 = bool(ep.gaussian), int(ep.initial_state)
+    gaussian, x0 = int(ep.gaussian), ep.start
     gamma, horizon = float(ep.gamma), int(ep.horizon)
     H = int(getattr(ep, "episode_length", 0) or 0)
     shape = (horizon,)

@@ -125,6 +125,11 @@ class FDMDistribution:
     short_name: str
     initial_state: int
     reward_type: str
+    #: reward laws and a starting distribution (:mod:`bbrlcore.mdp.environment`; None:
+    #: the rewards are ``reward``'s, the start ``initial_state``);
+    #: :func:`~bbrlcore.mdp.environment.with_environment` gives them
+    reward_laws: Any = None
+    starts: Any = None
 
     def __init__(
         self, name: str, short_name: str, theta: Any, reward: Any, initial_state: int = 0,
@@ -521,6 +526,7 @@ class FDMDistribution:
             and np.array_equal(a.theta, b.theta)
             and np.array_equal(a.reward, b.reward)
             and np.array_equal(_std(a), _std(b))
+            and _environment(self) == _environment(other)
         )
 
     def renamed(self, short_name: str) -> FDMDistribution:
@@ -549,7 +555,7 @@ class FDMDistribution:
                 f"  concentrations: total {e.theta.sum():g}, "
                 f"{at.size} non-zero of {nX * nU * nX}; "
                 f"{det} deterministic (x,u) rows of {nnz.size}",
-            ]
+            ] + describe_environment(self)
         )
 
     # ----------------------------------------------------------------------------------
@@ -574,6 +580,9 @@ class FDMDistribution:
         }
         if e.variance is not None:
             d["reward_variance"] = e.variance.tolist()
+        from bbrlcore.mdp.environment import environment_dict
+
+        d.update(environment_dict(self))  # (reward laws and starts, when it has them)
         return d
 
     @classmethod
@@ -615,13 +624,18 @@ class FDMDistribution:
                           reward_type=d.get("reward_type", "constant"),
                           reward_variance=variance)
             if keys is None:
-                return cls(d["name"], d["short_name"], theta, reward, **common)
-            return cls.from_entries(d["name"], d["short_name"], nX, nU, keys, theta, reward,
-                                    **common)
+                out = cls(d["name"], d["short_name"], theta, reward, **common)
+            else:
+                out = cls.from_entries(d["name"], d["short_name"], nX, nU, keys, theta,
+                                       reward, **common)
         except (KeyError, ValueError, TypeError) as exc:
             raise BBRLError(f"{source}: malformed embedded distribution ({exc})") from None
         except BBRLError as exc:
             raise BBRLError(f"{source}: {exc}") from None
+        from bbrlcore.mdp.environment import from_environment_dict
+
+        return from_environment_dict(
+            out, {k: d[k] for k in ("reward_laws", "starts") if k in d}, source)
 
     def to_dat(self) -> str:
         """The original ``DirMultiDistribution`` text."""
@@ -651,6 +665,31 @@ class FDMDistribution:
         if e.variance is not None:
             cols["reward_variance"] = np.array(e.variance)
         return pl.DataFrame(cols)
+
+
+def describe_environment(d: Any) -> list[str]:
+    """The lines of ``describe`` on a distribution's reward laws and starts (none when
+    it has neither)."""
+    from bbrlcore.mdp.environment import KINDS
+
+    out = []
+    laws = getattr(d, "reward_laws", None)
+    if laws is not None:
+        kinds = ", ".join(f"{int((laws.kind == i).sum())} {k}" for i, k in enumerate(KINDS)
+                          if (laws.kind == i).any())
+        out.append(f"  reward laws: {laws.size} transition{'s' * (laws.size != 1)} with a "
+                   f"random reward ({kinds}); the rewards above are their means")
+    starts = getattr(d, "starts", None)
+    if starts is not None:
+        out.append("  starts: " + ", ".join(f"{int(s)} ({p:g})"
+                                            for s, p in zip(*starts, strict=True)))
+    return out
+
+
+def _environment(d: Any) -> dict[str, Any]:
+    from bbrlcore.mdp.environment import environment_dict
+
+    return environment_dict(d)
 
 
 def _std(e: Entries) -> np.ndarray:
@@ -945,6 +984,8 @@ def write_parquet(d: Any, path: str | Path) -> None:
             "reward_type": d.reward_type}
     if family is not None:
         meta["family"] = family
+    else:  # (its reward laws and starts, when it has them)
+        meta.update(_environment(d))
     artefacts.write_artefact(path, d.to_table(), "distribution", meta)
 
 
@@ -986,12 +1027,14 @@ def read_parquet(path: str | Path) -> FDMDistribution:
             return t[name].to_numpy().astype(np.float64)
 
         var = col("reward_variance") if "reward_variance" in t.columns else None
-        return FDMDistribution.from_entries(
+        from bbrlcore.mdp.environment import from_environment_dict
+
+        return from_environment_dict(FDMDistribution.from_entries(
             m.str("name"), m.str("short_name"), nX, nU, flat, col("theta"), col("reward"),
             initial_state=m.int("initial_state", lo=-1, hi=nX - 1),
             reward_type=m.str("reward_type", default="constant"),
             reward_variance=var,
-        )
+        ), {k: meta[k] for k in ("reward_laws", "starts") if k in meta}, str(path))
     except (KeyError, ValueError, TypeError, pl.exceptions.PolarsError) as exc:
         raise BBRLError(f"{path}: malformed distribution artefact ({exc})") from None
     except BBRLError as exc:

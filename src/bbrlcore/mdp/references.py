@@ -76,7 +76,7 @@ policy's (1 + 1/2 + 3) / 2 = 2.25.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -461,18 +461,25 @@ def episode_values_rows(succ: np.ndarray, nsucc: np.ndarray, P: np.ndarray,
     return V
 
 
-def _at_start(v: np.ndarray, initial_state: int) -> float:
+def _at_start(v: np.ndarray, initial_state: int, starts: Any = None) -> float:
     """``v`` at the initial state (its mean over the states when the start is uniform,
-    ``initial_state`` -1)."""
+    ``initial_state`` -1), or its expectation under the starting distribution ``starts``
+    ``(states, probs)`` (:mod:`bbrlcore.mdp.environment`)."""
+    if starts is not None:
+        s, p = starts
+        return float(np.dot(np.asarray(p, np.float64), v[np.asarray(s, np.int64)]))
     return float(v.mean()) if initial_state < 0 else float(v[initial_state])
 
 
 def references_rows(succ: np.ndarray, nsucc: np.ndarray, P: np.ndarray, R: np.ndarray,
                     initial_state: int, episode_length: int = 0,
-                    continuing: bool = True) -> References:
+                    continuing: bool = True, starts: Any = None) -> References:
     """The reference values of one MDP on sparse rows (module docstring): the continuing
     ones (``continuing``; NaN otherwise) and, when ``episode_length`` H > 0, the episodic
-    ones from ``initial_state`` (-1: uniform over the states; NaN when H = 0). A value
+    ones from ``initial_state`` (-1: uniform over the states; NaN when H = 0). With a
+    starting distribution ``starts`` ``(states, probs)`` every value from the start is its
+    expectation over the starting states (ρ*, V*_H(s₀), ...: the optimal policy knows the
+    state drawn, so the best value is the mean of the states' best values). A value
     whose computation would exceed :data:`MAX_REFERENCE_WORK` is NaN."""
     succ, nsucc, P, R = _as_rows(succ, nsucc, P, R)
     nan = float("nan")
@@ -486,17 +493,17 @@ def references_rows(succ: np.ndarray, nsucc: np.ndarray, P: np.ndarray, R: np.nd
         rand = policy_gain_rows(succ, nsucc, P, R, None)
         g = best.gain
         constant = bool(np.ptp(g) <= TIE_RTOL * (1.0 + float(np.abs(g).max(initial=0.0))))
-        rho = [_at_start(v.gain, initial_state) for v in (best, worst, rand)]
+        rho = [_at_start(v.gain, initial_state, starts) for v in (best, worst, rand)]
     vals = [nan, nan, nan]
     H = int(episode_length)
     if H > 0 and H * nnz <= MAX_REFERENCE_WORK:
-        vals = [_at_start(episode_values_rows(succ, nsucc, P, R, H, w), initial_state)
-                for w in ("max", "min", "random")]
+        vals = [_at_start(episode_values_rows(succ, nsucc, P, R, H, w), initial_state,
+                          starts) for w in ("max", "min", "random")]
     return References(*rho, *vals, constant_gain=constant)
 
 
 def references(P: np.ndarray, R: np.ndarray, initial_state: int = 0,
-               episode_length: int = 0) -> References:
+               episode_length: int = 0, starts: Any = None) -> References:
     """:func:`references_rows` of a dense model, ``P`` and ``R`` (nX, nU, nX) (the
     module docstring has an example)."""
     from bbrlcore.mdp import rows
@@ -504,7 +511,7 @@ def references(P: np.ndarray, R: np.ndarray, initial_state: int = 0,
     P = np.asarray(P, dtype=np.float64)
     lay = rows.full(P.shape[0], P.shape[1])
     return references_rows(lay.succ, lay.nsucc, P, np.asarray(R, dtype=np.float64),
-                           initial_state, episode_length)
+                           initial_state, episode_length, starts=starts)
 
 
 #: The reference columns of a test set (one row per MDP): the six values of
@@ -528,10 +535,11 @@ REFERENCE_COLUMNS: dict[str, str] = {
 
 
 def reference_table(succ: np.ndarray, nsucc: np.ndarray, mdps: np.ndarray, R: np.ndarray,
-                    initial_state: int, episode_length: int = 0):
+                    initial_state: int, episode_length: int = 0, starts: Any = None):
     """The references of every MDP of ``mdps`` (N, nX, nU, K) on one layout, as a polars
     table of one row per MDP (``mdp_index`` and :data:`REFERENCE_COLUMNS`): the
-    continuing ones when ``episode_length`` is 0, the episodic ones otherwise.
+    continuing ones when ``episode_length`` is 0, the episodic ones otherwise (from
+    ``starts``, a starting distribution, when given: :func:`references_rows`).
 
     >>> import numpy as np
     >>> from bbrlcore.mdp import families
@@ -547,7 +555,8 @@ def reference_table(succ: np.ndarray, nsucc: np.ndarray, mdps: np.ndarray, R: np
     H = int(episode_length)
     out: dict[str, list] = {name: [] for name in REFERENCE_COLUMNS}
     for P in mdps:
-        ref = references_rows(succ, nsucc, P, R, initial_state, H, continuing=H == 0)
+        ref = references_rows(succ, nsucc, P, R, initial_state, H, continuing=H == 0,
+                              starts=starts)
         for name in REFERENCE_NAMES:
             v = getattr(ref, name)
             out[name].append(None if np.isnan(v) else v)

@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from bbrlcore.agents.api import PythonAgent
+from bbrlcore.agents.api import PythonAgent, _py_law_reward, _py_start
 from bbrlcore.agents.base import Param
 from bbrlcore.errors import BBRLError
 from bbrlcore.mdp import rows
@@ -162,6 +162,13 @@ class MDPEnv(gymnasium.Env):
         Discount factor in (0, 1], used for ``info["discounted_return"]``.
     reward_std
         Standard deviation of each transition's (Gaussian) reward, or None (constant).
+    reward_laws
+        A :class:`~bbrlcore.mdp.environment.RewardLaws`: the transitions whose reward is
+        drawn from a law (constant, Gaussian, Bernoulli, Beta), whose means must be ``R``'s;
+        None: ``R`` (plus ``reward_std``'s Gaussian noise).
+    starts
+        A starting distribution ``(states, probs)`` drawn at every reset
+        (:func:`~bbrlcore.mdp.environment.check_start`); None: ``initial_state``.
     prior
         The prior an agent may use (``env.prior``): an
         :class:`~bbrlcore.mdp.distributions.FDMDistribution` with the MDP's numbers of
@@ -172,7 +179,7 @@ class MDPEnv(gymnasium.Env):
 
     def __init__(self, P: np.ndarray, R: np.ndarray, *, initial_state: int = 0,
                  horizon: int = 250, gamma: float = 0.95, reward_std: np.ndarray | None = None,
-                 prior: Any = None) -> None:
+                 prior: Any = None, reward_laws: Any = None, starts: Any = None) -> None:
         name = type(self).__name__
         P = _array(P, f"{name}: P")
         if P.ndim != 3 or P.shape[0] != P.shape[2] or 0 in P.shape:
@@ -211,11 +218,36 @@ class MDPEnv(gymnasium.Env):
         lay = rows.layout_of(P > 0)
         self._set_rows(lay, rows.gather(P, lay), rows.gather(self.R, lay),
                        rows.gather(self.Rstd, lay))
+        self._set_environment(reward_laws, starts, name)
         self._x = 0
         self._t = 0
         self._return = 0.0
         self._discount = 1.0
         self._running = False  # between reset() and the end of the episode
+
+    def _set_environment(self, laws: Any, starts: Any, name: str) -> None:
+        """Draw rewards from ``laws`` and starts from ``starts`` (checked; None: none)."""
+        from bbrlcore.mdp import environment as env
+
+        nX, nU = self.layout.n_states, self.layout.n_actions
+        self._laws_r = None
+        if laws is not None:
+            if not isinstance(laws, env.RewardLaws) or (laws.n_states, laws.n_actions) != (
+                    nX, nU):
+                raise BBRLError(f"{name}: reward_laws must be RewardLaws of {nX} states and "
+                                f"{nU} actions")
+            if (self._Rstd_r > 0).any():
+                raise BBRLError(f"{name}: reward_laws and reward_std cannot both be given "
+                                "(give Gaussian rewards as laws)")
+            off = ~np.isclose(laws.means(), self._Rr[env._slots(
+                laws.keys, self.layout, f"{name}: reward_laws")], rtol=1e-12, atol=1e-12)
+            if off.any():
+                raise BBRLError(f"{name}: reward_laws: the law of flat transition "
+                                f"{int(laws.keys[np.argmax(off)])} does not have R's mean")
+            self._laws_r = env.law_rows(laws, self.layout) if laws.size else None
+        if starts is not None:
+            starts = env.check_start(nX, starts[0], starts[1], f"{name}: starts")
+        self._start = env.start_array(nX, int(self.initial_state), starts)
 
     def _set_rows(self, layout: rows.Layout, P: np.ndarray, R: np.ndarray,
                   Rstd: np.ndarray) -> None:
@@ -238,8 +270,7 @@ class MDPEnv(gymnasium.Env):
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
         nX = self.layout.n_states
-        self._x = (self.initial_state if self.initial_state >= 0
-                   else int(self.np_random.integers(nX)))
+        self._x = _py_start(self._start, nX, self.np_random)
         self._t = 0
         self._return, self._discount = 0.0, 1.0
         self._running = True
@@ -270,7 +301,9 @@ class MDPEnv(gymnasium.Env):
             k -= 1
         y = int(self.layout.succ[x, u, k])
         r = float(self._Rr[x, u, k])
-        if self._Rstd_r[x, u, k] > 0:
+        if self._laws_r is not None:
+            r = _py_law_reward(self._Rr, self._laws_r, x, u, k, self.np_random)
+        elif self._Rstd_r[x, u, k] > 0:
             r += float(self._Rstd_r[x, u, k]) * float(self.np_random.standard_normal())
         self._x = y
         self._t += 1
@@ -350,6 +383,13 @@ class TestSetEnv(MDPEnv):
         self.R, self.Rstd = ts.test.reward, ts.test.reward_std
         self._set_rows(ts.layout, ts.mdps[0], np.asarray(ts.test.reward_rows),
                        np.asarray(ts.test.reward_std_rows))
+        # (the test distribution's laws and starts: checked when they were given to it)
+        from bbrlcore.mdp import environment as env
+
+        laws = getattr(ts.test, "reward_laws", None)
+        self._laws_r = None if laws is None else env.law_rows(laws, ts.layout)
+        self._start = env.start_array(ts.test.n_states, int(ts.test.initial_state),
+                                      getattr(ts.test, "starts", None))
         self._episode = 0
 
     def _info(self) -> dict[str, Any]:

@@ -40,6 +40,7 @@ from bbrlcore.errors import BBRLError, building
 from bbrlcore.formats import artefacts
 from bbrlcore.mdp import rows
 from bbrlcore.mdp.distributions import FDMDistribution
+from bbrlcore.mdp.environment import episode_rewards
 from bbrlcore.mdp.rows import Layout
 
 if TYPE_CHECKING:
@@ -158,15 +159,14 @@ class TestSet:
         assert self.layout is not None
         T = self.horizon if horizon is None else horizon
         H = self.episode_length if T % max(self.episode_length, 1) == 0 else 0
-        common = dict(gaussian=self.test.reward_type == "gaussian",
-                      initial_state=self.test.initial_state, gamma=self.gamma, horizon=T,
-                      episode_length=H)
+        mode, R, Rstd = episode_rewards(self.test, self.layout, dense)
+        common = dict(gaussian=mode, initial_state=self.test.initial_state,
+                      gamma=self.gamma, horizon=T, episode_length=H,
+                      starts=getattr(self.test, "starts", None))
         if dense:
-            return Episode(R=np.ascontiguousarray(self.test.reward),
-                           Rstd=np.ascontiguousarray(self.test.reward_std), **common)
-        return Episode(R=np.ascontiguousarray(self.test.reward_rows),
-                       Rstd=np.ascontiguousarray(self.test.reward_std_rows),
-                       succ=self.layout.succ, nsucc=self.layout.nsucc, **common)
+            return Episode(R=R, Rstd=Rstd, **common)
+        return Episode(R=R, Rstd=Rstd, succ=self.layout.succ, nsucc=self.layout.nsucc,
+                       **common)
 
 
 def new_test_set(
@@ -220,7 +220,8 @@ def new_test_set(
 
         with building(f"the reference values of the {n_mdps} MDPs of {test.short_name}"):
             refs = reference_table(lay.succ, lay.nsucc, mdps, test.reward_rows,
-                                   test.initial_state, it.episode_length)
+                                   test.initial_state, it.episode_length,
+                                   starts=getattr(test, "starts", None))
     return TestSet(test, mdps, float(gamma), int(horizon), int(seed), lay,
                    it.episode_length, it.checkpoint_every, lab, refs)
 

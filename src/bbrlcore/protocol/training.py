@@ -116,7 +116,7 @@ def train_agent(
     if alg.prepare is not None and not entry.builtin:  # a compiled plugin compiles now:
         # code that cannot run fails here, and the run jobs find it compiled (on the
         # prior's sparse rows, as its runs will be, unless it wants dense arrays)
-        common = dict(gaussian=prior.reward_type == "gaussian",
+        common = dict(gaussian=int(prior.reward_type == "gaussian"),
                       initial_state=prior.initial_state, gamma=gamma, horizon=horizon)
         if alg.sparse:
             lay = prior.support_layout

@@ -120,7 +120,10 @@ def from_dict(d: Any, source: str = "distribution") -> FamilyDistribution | FDMD
                 f"{source}: embedded distribution: family {d['family']} with these "
                 f"parameters gives {key} {getattr(test, key)!r}, the file says {d[key]!r} "
                 "(written by another version?)")
-    return test
+    from bbrlcore.mdp.environment import from_environment_dict
+
+    return from_environment_dict(
+        test, {k: d[k] for k in ("reward_laws", "starts") if k in d}, source)
 
 
 #: Short names split at their dashes, except the one of a float's exponent (``1e-05``).

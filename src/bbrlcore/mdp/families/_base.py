@@ -112,6 +112,7 @@ from bbrlcore.mdp.distributions import (
     MAX_ENTRIES,
     FDMDistribution,
     check_concentration,
+    describe_environment,
 )
 from bbrlcore.mdp.rows import Layout
 from bbrlcore.seeds import id_hash64
@@ -236,6 +237,17 @@ def concentration_param(default: float = 10.0, doc: str | None = None) -> Param:
                  short="c")
 
 
+#: Every family's parameter of stochastic rewards (:func:`bbrlcore.mdp.environment.beta_laws`):
+#: 0, the default, keeps the rewards deterministic (the paper's; no change of name).
+REWARD_NOISE = Param(
+    "reward_noise", float, 0.0, 0.0, 1e6,
+    "stochastic rewards as Colosseum's make_reward_stochastic: c > 0 draws each "
+    "transition's reward from Beta(c, c(1/m - 1)) on the family's reward range, m its "
+    "expected reward there (Colosseum's reward_variance_multiplier; larger: less noise; "
+    "rewards at the range's ends stay constant); 0: deterministic rewards",
+    short="rnoise")
+
+
 def max_size(shape: Callable[[int], tuple[int, int]], lo: int) -> int:
     """The largest size whose (nX, nU) keeps nX·nU·nX within ``MAX_ENTRIES``."""
     hi = lo
@@ -296,6 +308,11 @@ class Family:
     paper: bool = False
     episode_length: Callable[[Mapping[str, Any]], int] | None = None
     check: Callable[[Mapping[str, Any]], str | None] | None = None
+
+    def __post_init__(self) -> None:
+        # every family takes reward_noise, last (its tag after the family's own)
+        if all(p.name != REWARD_NOISE.name for p in self.params):
+            object.__setattr__(self, "params", (*self.params, REWARD_NOISE))
 
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if p.name == name), None)
@@ -437,7 +454,16 @@ class Problem:
     @cached_property
     def test(self) -> Any:
         """The test distribution (built on first use)."""
-        return self.spec.build(dict(self.params), self.short_name, self.name)
+        params = dict(self.params)
+        noise = float(params.pop(REWARD_NOISE.name, 0.0))
+        test = self.spec.build(params, self.short_name, self.name)
+        if noise > 0:
+            from bbrlcore.mdp.environment import beta_laws, with_environment
+
+            test = with_environment(test, beta_laws(test, noise))
+            if isinstance(test, FamilyDistribution):  # (its parameters rebuild it)
+                test.params = {**test.params, REWARD_NOISE.name: noise}
+        return test
 
     @property
     def initial_state(self) -> int:
@@ -899,6 +925,10 @@ class FamilyDistribution:
 
     reward_type = "constant"
     reward_variance = None
+    #: reward laws and a starting distribution (as an FDM distribution's:
+    #: :func:`bbrlcore.mdp.environment.with_environment`)
+    reward_laws: Any = None
+    starts: Any = None
 
     def __init__(self, family: str, params: Mapping[str, Any], short_name: str, name: str,
                  n_states: int, n_actions: int, initial_state: int,
@@ -1131,10 +1161,15 @@ class FamilyDistribution:
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form; :func:`bbrlcore.mdp.families.from_dict` rebuilds it from the
         family and its parameters."""
+        from bbrlcore.mdp.environment import environment_dict
+
+        env = environment_dict(self)  # (laws and starts given besides the parameters)
+        if self.params.get(REWARD_NOISE.name, 0.0) > 0:
+            env.pop("reward_laws", None)  # (reward_noise makes them)
         return {"family": self.family, "params": dict(self.params),
                 "short_name": self.short_name, "name": self.name,
                 "n_states": self.n_states, "n_actions": self.n_actions,
-                "initial_state": self.initial_state}
+                "initial_state": self.initial_state, **env}
 
     def same_as(self, other: Any) -> bool:
         """Same family, parameters and names."""
@@ -1153,6 +1188,7 @@ class FamilyDistribution:
             f"  rewards {self.reward_type}, Rmax {self.r_max:g}",
             f"  possible transitions {sk.size} of {nX * nU * nX}; "
             f"{det} (x,u) rows of {nX * nU} deterministic in every MDP",
+            *describe_environment(self),
         ])
 
     def __repr__(self) -> str:
