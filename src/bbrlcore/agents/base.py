@@ -313,7 +313,8 @@ class Algorithm:
     #: evaluates the agent's current policy exactly on the test MDP every ``log_every``
     #: steps inside its kernel; ``values`` are the run table's
     #: :data:`bbrlcore.agents._indicators.COLUMNS` and the step Colosseum would stop
-    #: training at (-1: never). None: the expected indicators are unavailable for the
+    #: training at (-1: never); it returns None where they are unavailable for the
+    #: parameters or the setting. None: the expected indicators are unavailable for the
     #: algorithm (the run says so once; its columns are null).
     indicator_player: Callable[..., Callable[..., tuple[float, np.ndarray, np.ndarray]]] \
         | None = None

@@ -192,7 +192,8 @@ def run_agent(
             with building(f"the player of {agent.agent_id} on {ts.test.short_name}"):
                 ind = alg.indicator_player(agent.prior, agent.params, trained,
                                            ts.episode(dense=not sparse), log_every)
-            call = ind
+            if ind is not None:  # (None: unavailable for these parameters)
+                call = ind
     tseeds = seeds.trajectory_seeds(ts.seed, agent.agent_id, idx)
     # what the process is doing, for the line of a crash (bbrlcore.crash; nothing outside
     # a watched `bbrl run`)
