@@ -187,7 +187,7 @@ def run_agent(
     call = on_rows(play) if records else play  # (this function's rows need no check)
     ind = None  # Colosseum's indicators: the player that computes them
     if log_every is not None:
-        log_every = check_log_every(log_every, "--log-every")
+        log_every = check_log_every(log_every, "log_every")
         if alg.indicator_player is not None and records:
             with building(f"the player of {agent.agent_id} on {ts.test.short_name}"):
                 ind = alg.indicator_player(agent.prior, agent.params, trained,
