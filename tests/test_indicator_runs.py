@@ -260,3 +260,61 @@ def test_config_keys_of_an_experiment():
         _indicators_of({"indicators": True, "log_every": 0}, 2, fail)
     with pytest.raises(BBRLError, match=r"experiments\[1\].indicators='yes': expected"):
         _indicators_of({"indicators": "yes"}, 1, fail)
+
+
+# -- the Python plugin hook ---------------------------------------------------------------
+
+
+class _Uniform:
+    """A Python agent acting uniformly at random, exposing its (stochastic) policy."""
+
+    name = "uniform-py"
+
+    def act(self, state):
+        return int(self.rng.integers(self.n_actions))
+
+    def policy(self):
+        return np.full((self.n_states, self.n_actions), 1.0 / self.n_actions)
+
+
+def _python_algorithm(policy):
+    from bbrlcore.agents.api import PythonAgent, algorithm_of
+
+    cls = type("Uniform", (PythonAgent,), {k: v for k, v in vars(_Uniform).items()
+                                            if not k.startswith("__")})
+    if policy is not None:
+        cls.policy = policy
+    else:
+        del cls.policy
+    return algorithm_of(cls, "test")
+
+
+def test_a_python_agent_s_policy_hook_gives_its_indicators():
+    d, ts = deepsea(n=2, episodes=40)
+    alg = _python_algorithm(_Uniform.policy)
+    ep = ts.episode()
+    plain = alg.make_player(d.prior("uniform"), {}, None, ep)
+    ind = alg.indicator_player(d.prior("uniform"), {}, None, ep, 30)
+    nX, nU = d.test.n_states, d.test.n_actions
+    uniform = np.full((nX, nU), 1.0 / nU)
+    for i in range(ts.n_mdps):
+        P = np.ascontiguousarray(ts.mdps[i])
+        r0, r1 = np.empty(ts.horizon), np.empty(ts.horizon)
+        ret0, _ = plain(P, 3, r0)
+        ret1, _, vals = ind(P, 3, r1)
+        assert ret0 == ret1 and np.array_equal(r0, r1)
+        same(vals, expected(evaluator(ts, i), lambda j: uniform, ts.horizon, 30, r1))
+
+
+def test_a_python_agent_without_the_hook_has_no_indicator_player():
+    assert _python_algorithm(None).indicator_player is None
+
+
+def test_a_malformed_policy_is_one_line_naming_the_agent_and_the_step():
+    from bbrlcore.agents.api import AgentError
+
+    d, ts = deepsea(n=1, episodes=40)
+    alg = _python_algorithm(lambda self: np.zeros(3))
+    ind = alg.indicator_player(d.prior("uniform"), {}, None, ts.episode(), 100)
+    with pytest.raises(AgentError, match=r"^uniform-py: policy\(\) at step 100: policy"):
+        ind(np.ascontiguousarray(ts.mdps[0]), 0, None)
