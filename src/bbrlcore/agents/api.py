@@ -209,6 +209,15 @@ action of episode k = 0, 1, ..., E−1 (k = 0 right after ``reset``) and never i
 continuing interaction. Without it nothing changes: a plugin written before episodes
 plays episodic experiments as it is.
 
+**Its current policy.** A Python agent may define ``policy(self)``, returning its
+current best policy: ``(nX,)`` actions or ``(nX, nU)`` probabilities (episodic: also
+``(H, nX)`` / ``(H, nX, nU)``, one per step of the episode;
+:func:`bbrlcore.mdp.evaluation.as_policy`). A run that asks for Colosseum's indicators
+(``bbrl run --indicators``, :mod:`bbrlcore.mdp.indicators`) calls it every ``log_every``
+steps, after ``observe``, and evaluates it exactly on the test MDP; without it the
+indicators are unavailable for the agent (said once, the columns null). A compiled
+agent has no such hook yet.
+
 Errors of the user's code (an exception in any of its methods, ``SystemExit`` included;
 an action that is not an integer in ``[0, nU)``; functions that do not compile, or that
 take other arguments than the loop gives them) stop the run with one line naming the
