@@ -318,3 +318,118 @@ def test_a_malformed_policy_is_one_line_naming_the_agent_and_the_step():
     ind = alg.indicator_player(d.prior("uniform"), {}, None, ts.episode(), 100)
     with pytest.raises(AgentError, match=r"^uniform-py: policy\(\) at step 100: policy"):
         ind(np.ascontiguousarray(ts.mdps[0]), 0, None)
+
+
+# -- UCRL2 and Q-learning-UCB: their policies recorded by replays -------------------------
+
+
+def qucb_policies(prior, ts, i, seed, L, params):
+    """Replay of ``q_ucb._trajectory`` (Jin et al.'s form) in Python with the same numba
+    building blocks and draws, recording the greedy policy (ties uniform) at each row."""
+    from bbrlcore.agents import q_ucb
+    from bbrlcore.agents._kernels import argmax_random_tie, env_reward_rows
+
+    ep = ts.episode()
+    H, T = ts.episode_length, ts.horizon
+    lay = ep.layout()
+    P = np.ascontiguousarray(ts.mdps[i])
+    nX, nU, _ = P.shape
+    scale = q_ucb.reward_scale(prior)
+    io = q_ucb.iota(nX, nU, T, params["p"])
+    Q, V, N = q_ucb.q_ucb_tables(nX, nU, H, scale)
+    pol = np.zeros((H, nX, nU))
+    _seed(seed)
+    rows, x = [], 0
+    for t in range(T):
+        h = t % H
+        if h == 0:
+            x = env_reset(int(ep.initial_state), nX)
+        u = argmax_random_tie(Q[h, x])
+        k = env_step_rows(P, lay.nsucc, x, u)
+        r = env_reward_rows(ep.R, ep.Rstd, ep.gaussian, x, u, k)
+        y = int(lay.succ[x, u, k])
+        q_ucb.q_ucb_update(Q, V, N, h, x, u, r, y, H, params["c"], io, scale)
+        x = y
+        if t > 0 and t % L == 0:
+            rows.append(q_ucb.greedy_ties(Q, pol).copy())
+    rows.append(q_ucb.greedy_ties(Q, pol).copy())
+    return rows
+
+
+def test_q_learning_ucb_equals_the_python_accumulation_of_its_policies():
+    from bbrlcore import agents
+    from bbrlcore.agents import q_ucb
+
+    d, ts = deepsea(size=4, n=2, episodes=100)
+    params = agents.get("q-learning-ucb").parse_params({})
+    for i, r, vals in played(q_ucb, d.test, ts, params, 50, seed=2):
+        pols = qucb_policies(d.test, ts, i, 2 + i, 50, params)
+        same(vals, expected(evaluator(ts, i), pols, ts.horizon, 50, r))
+
+
+def ucrl2_policies(prior, ts, i, seed, L, params):
+    """Replay of ``ucrl2._trajectory`` in Python with the same numba building blocks and
+    draws, recording the optimistic policy in force and the current state at each row."""
+    from bbrlcore.agents import ucrl2
+    from bbrlcore.agents._kernels import env_reward_rows
+
+    ep = ts.episode()
+    T = ts.horizon
+    st = ucrl2.setting(prior, ep)
+    succ = np.ascontiguousarray(st.succ, dtype=np.int64)
+    nsucc = np.ascontiguousarray(st.nsucc, dtype=np.int64)
+    P = np.ascontiguousarray(st.env(np.asarray(ts.mdps[i], dtype=np.float64)))
+    nX, nU, K = P.shape
+    C = np.zeros((nX, nU, K))
+    N = np.zeros((nX, nU), dtype=np.int64)
+    v = np.zeros((nX, nU), dtype=np.int64)
+    allowed = np.ascontiguousarray(st.theta) > 0.0
+    values, pi = np.zeros(nX), np.zeros(nX, dtype=np.int64)
+    ties = np.ones(nX, dtype=np.int64)
+    _seed(seed)
+    x = env_reset(int(ep.initial_state), nX)
+    rows, states, started = [], [], False
+    for t in range(T):
+        u = int(pi[x])
+        if not started or v[x, u] >= max(1, N[x, u]):
+            N += v
+            v[:] = 0
+            ucrl2.extended_value_iteration(C, N, allowed, st.Rm, succ, nsucc, t + 1,
+                                           params["delta"], values, pi,
+                                           ucrl2.EVI_MAX_SWEEPS, False, ties)
+            started = True
+            u = int(pi[x])
+        k = env_step_rows(P, nsucc, x, u)
+        env_reward_rows(st.R, st.Rstd, ep.gaussian, x, u, k)
+        v[x, u] += 1
+        C[x, u, k] += 1.0
+        allowed[x, u, k] = True
+        x = int(succ[x, u, k])
+        if t > 0 and t % L == 0:
+            rows.append(pi.copy())
+            states.append(x)
+    rows.append(pi.copy())
+    states.append(x)
+    return rows, np.array(states)
+
+
+def test_ucrl2_continuing_equals_the_python_accumulation_of_its_policies():
+    from bbrlcore import agents
+    from bbrlcore.agents import ucrl2
+
+    d, ts = riverswim(n=2, T=1500)
+    prior = d.prior("uniform")
+    params = agents.get("ucrl2").parse_params({})
+    for i, r, vals in played(ucrl2, prior, ts, params, 100, seed=8):
+        pols, states = ucrl2_policies(prior, ts, i, 8 + i, 100, params)
+        same(vals, expected(evaluator(ts, i), pols, ts.horizon, 100, r, states))
+
+
+def test_ucrl2_episodic_plays_the_same_trajectory():
+    from bbrlcore import agents
+    from bbrlcore.agents import ucrl2
+
+    d, ts = deepsea(size=4, n=1, episodes=50)
+    params = agents.get("ucrl2").parse_params({})
+    for _, _r, vals in played(ucrl2, d.prior("uniform"), ts, params, 20):
+        assert np.isfinite(vals[:5]).all() and vals[1] >= 0
