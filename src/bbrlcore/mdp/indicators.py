@@ -76,7 +76,8 @@ is the *realised* regret — the optimum's expected reward minus the rewards act
 collected — and keeps its name; divided by the steps (episodes) it equals
 1 − ``normalised_reward`` / t, not ``normalised_expected_regret`` / t.
 
-**Wired into the runs** (``bbrl run --indicators``): Random, Optimal and PSRL evaluate
+**Wired into the runs** (``bbrl run --indicators``): Random, Optimal, PSRL, UCRL2 and
+Q-learning-UCB evaluate
 their current policy inside their trajectory kernels with the row functions below
 (:mod:`bbrlcore.agents._indicators`); a Python plugin exposes its current best policy by
 a method ``policy(self) -> np.ndarray`` returning a stochastic ``(nX, nU)`` (or episodic
