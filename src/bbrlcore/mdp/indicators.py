@@ -77,10 +77,9 @@ collected — and keeps its name; divided by the steps (episodes) it equals
 1 − ``normalised_reward`` / t, not ``normalised_expected_regret`` / t.
 
 **Wired into the runs** (``bbrl run --indicators``): Random, Optimal, PSRL, UCRL2 and
-Q-learning-UCB evaluate
-their current policy inside their trajectory kernels with the row functions below
-(:mod:`bbrlcore.agents._indicators`); a Python plugin exposes its current best policy by
-a method ``policy(self) -> np.ndarray`` returning a stochastic ``(nX, nU)`` (or episodic
+Q-learning-UCB evaluate their current policy inside their trajectory kernels with the
+row functions below (:mod:`bbrlcore.agents._indicators`); a Python plugin exposes its
+current best policy by a method ``policy(self) -> np.ndarray`` returning a stochastic ``(nX, nU)`` (or episodic
 ``(H, nX, nU)``) or deterministic ``(nX,)`` / ``(H, nX)`` array
 (:func:`bbrlcore.mdp.evaluation.as_policy`; :mod:`bbrlcore.agents.api`), which the
 runner calls at Colosseum's rows only (every ``log_every`` steps, and once at the end).
