@@ -9,6 +9,8 @@ errors.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import polars as pl
 import pytest
@@ -433,3 +435,25 @@ def test_ucrl2_episodic_plays_the_same_trajectory():
     params = agents.get("ucrl2").parse_params({})
     for _, _r, vals in played(ucrl2, d.prior("uniform"), ts, params, 20):
         assert np.isfinite(vals[:5]).all() and vals[1] >= 0
+
+
+def test_a_workflow_experiment_with_indicators_passes_log_every_to_its_run_jobs(tmp_path):
+    from bbrlcore.plan import bundles as B
+    from bbrlcore.plan import config as C
+    from bbrlcore.protocol.batch import load_spec
+
+    base = {"n_mdps": 4, "horizon": 20, "algorithms": {"random": {}}}
+    plan = C.load({**base, "experiments": [
+        {"test": "GC", "prior": "GC", "indicators": True, "log_every": 5},
+        {"test": "GDL", "prior": "GDL"}]})
+    assert [e.log_every for e in plan.experiments] == [5, None]
+    runs = [b for b in B.bundles(plan) if b.kind == "run"]
+    specs = [B.spec(plan, b, str(tmp_path), {}) for b in runs]
+    assert {k: v for s in specs for k, v in s.get("log_every", {}).items()} == {"GC-GC": 5}
+    for s in specs:
+        load_spec(json.dumps(s))
+    bad = {**specs[0], "log_every": {"GC-GC": 0}}
+    with pytest.raises(BBRLError, match="log_every must map experiments to integers"):
+        load_spec(json.dumps(bad))
+    with pytest.raises(BBRLError, match=r"experiments\[0\].log_every=5: applies with"):
+        C.load({**base, "experiments": [{"test": "GC", "prior": "GC", "log_every": 5}]})
