@@ -312,7 +312,7 @@ def run_agent(
                "Python plugin: a policy(self) method)" if records else
                "its player records no rewards")
         print(f"bbrl: note: {agent.agent_id} on {experiment}: Colosseum's expected "
-              f"indicators are unavailable for this agent ({why}); their columns are null",
+              f"indicators are unavailable for this agent: {why}; their columns are null",
               file=sys.stderr)
     refs = ts.reference_values()
     if refs is not None:
