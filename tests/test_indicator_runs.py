@@ -10,6 +10,7 @@ errors.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -447,6 +448,20 @@ def test_a_workflow_experiment_with_indicators_passes_log_every_to_its_run_jobs(
         {"test": "GC", "prior": "GC", "indicators": True, "log_every": 5},
         {"test": "GDL", "prior": "GDL"}]})
     assert [e.log_every for e in plan.experiments] == [5, None]
+    import jsonschema
+    import yaml
+
+    from bbrlcore.plan.config import INDICATOR_KEYS
+
+    schema = yaml.safe_load(open(Path(__file__).resolve().parents[1] / "workflow" /
+                                 "schemas" / "config.schema.yaml").read())
+    jsonschema.validate(plan.config, schema)
+    entry = schema["properties"]["experiments"]["items"]["properties"]
+    assert set(INDICATOR_KEYS) <= set(entry)
+    bad = {**plan.config, "experiments": [{"test": "GC", "prior": "GC", "indicators": True,
+                                           "log_every": 0}]}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema)
     runs = [b for b in B.bundles(plan) if b.kind == "run"]
     specs = [B.spec(plan, b, str(tmp_path), {}) for b in runs]
     assert {k: v for s in specs for k, v in s.get("log_every", {}).items()} == {"GC-GC": 5}
