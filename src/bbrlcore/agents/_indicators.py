@@ -22,6 +22,15 @@ evaluations included, stays in numba:
 An agent whose current policy does not change (Random, Optimal) evaluates it once per
 trajectory and gives its row values as a per-state table (:func:`row_table`).
 
+**Cost.** An episodic evaluation is one backward induction (H sweeps of the
+transitions); a continuing one finds the policy's chain's closed classes and solves each
+densely by GTH inside numba (:func:`gain_from`), :math:`O(m^3)` for a class of m states:
+cheap on Colosseum's continuing instances (tens of states), slow for chains of thousands
+of states, where the Python path (:func:`bbrlcore.mdp.evaluation.policy_gain`) switches to
+sparse LU. The per-MDP references (:class:`~bbrlcore.mdp.indicators.Evaluator`) are
+computed in Python once per trajectory, inside its timed region. The cost model
+(``bbrl estimate``) does not price the evaluations yet.
+
 **One difference from Colosseum's loop, said where it is documented
 (docs/explanations/fidelity.md).** Colosseum stops *training* the agent when its test
 says the policy is optimal; bbrl's agent keeps learning (its trajectory, rewards and

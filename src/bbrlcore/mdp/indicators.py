@@ -79,9 +79,9 @@ collected — and keeps its name; divided by the steps (episodes) it equals
 **Wired into the runs** (``bbrl run --indicators``): Random, Optimal, PSRL, UCRL2 and
 Q-learning-UCB evaluate their current policy inside their trajectory kernels with the
 row functions below (:mod:`bbrlcore.agents._indicators`); a Python plugin exposes its
-current best policy by a method ``policy(self) -> np.ndarray`` returning a stochastic ``(nX, nU)`` (or episodic
-``(H, nX, nU)``) or deterministic ``(nX,)`` / ``(H, nX)`` array
-(:func:`bbrlcore.mdp.evaluation.as_policy`; :mod:`bbrlcore.agents.api`), which the
+current best policy by a method ``policy(self) -> np.ndarray`` returning a stochastic
+``(nX, nU)`` (or episodic ``(H, nX, nU)``) or deterministic ``(nX,)`` / ``(H, nX)``
+array (:func:`bbrlcore.mdp.evaluation.as_policy`; :mod:`bbrlcore.agents.api`), which the
 runner calls at Colosseum's rows only (every ``log_every`` steps, and once at the end).
 Not yet: a compiled plugin's hook (design: a ``@njit`` function of its state arrays
 writing into a preallocated policy array) and the other built-ins. An agent without a
