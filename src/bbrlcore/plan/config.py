@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 import math
 import re
@@ -241,11 +242,11 @@ def load(
                                  test_dists.get(ex.test, loaded[ex.test]))
             except BBRLError as exc:
                 raise BBRLError(f"{source}: {exc}") from None
-            if any(x.name == ex.name for x in experiments):
+            # (the experiments kept carry their log_every: compare without it)
+            if any(dataclasses.replace(x, log_every=ex.log_every) == ex
+                   for x in experiments):
                 raise fail(f"experiments[{i}]", f"experiment {ex.name} listed twice")
             if log_every is not None:
-                import dataclasses
-
                 ex = dataclasses.replace(ex, log_every=log_every)
             t, pr = loaded[ex.test], loaded[ex.prior]
             if (t.n_states, t.n_actions) != (pr.n_states, pr.n_actions):
