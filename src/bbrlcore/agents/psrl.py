@@ -144,6 +144,12 @@ from bbrlcore.agents._posterior import (
     sample_rows_of,
     sampling_setup,
 )
+from bbrlcore.agents._rewards import (
+    prior_mean_rows,
+    reward_posterior_init,
+    reward_posterior_update,
+    reward_sample_rows,
+)
 from bbrlcore.agents.api import CompiledAgent
 from bbrlcore.agents.base import (
     FLOAT64,
@@ -157,6 +163,7 @@ from bbrlcore.agents.base import (
 )
 from bbrlcore.agents.sboss import mean_rows
 from bbrlcore.errors import BBRLError
+from bbrlcore.mdp.reward_prior import REWARD_PRIORS
 from bbrlcore.mdp.solvers import GUEZ_TOLERANCE, lu_affordable
 
 #: The values of ``schedule`` (not given: per episode in an episodic interaction, doubling
@@ -170,21 +177,26 @@ _RESAMPLE, _ELAPSED, _PREV_LEN, _SAMPLES = 0, 1, 2, 3
 
 @njit(cache=True, error_model="numpy")
 def _reset(setup):
-    succ, nsucc, theta, Rm, V0, pi0, fpar, ipar = setup
-    nX = theta.shape[0]
+    succ, nsucc, theta, Rm, V0, pi0, fpar, ipar, rpar = setup
+    nX, nU = theta.shape[0], theta.shape[1]
     alpha, visits = posterior_init_rows(theta)
     ctr = np.zeros(4, dtype=np.int64)
     ctr[_RESAMPLE] = 1
     ctr[_PREV_LEN] = 1  # T_0 = 1 (Ouyang et al.)
+    if rpar[0] != 0.0:  # rewards unknown: the sampled rewards are this trajectory's
+        Rm = Rm.copy()
     return (alpha, visits, succ, nsucc, Rm, np.zeros_like(theta), V0.copy(), pi0.copy(),
             lu_buffer(nsucc), np.empty(nX), generator_from_numba(), ctr,
-            np.zeros_like(visits), fpar, ipar)
+            np.zeros_like(visits), fpar, ipar, rpar, reward_posterior_init(nX, nU, rpar))
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def _act(state, x):
-    alpha, visits, succ, nsucc, Rm, Ps, V, pi, A, b, rs, ctr, visits_at, fpar, ipar = state
+    alpha, visits, succ, nsucc, Rm, Ps, V, pi, A, b, rs, ctr, visits_at, fpar, ipar = state[:15]
+    rpar, rstat = state[15], state[16]
     if ctr[_RESAMPLE]:
+        if rpar[0] != 0.0:  # rewards unknown: one draw per pair, then the transitions
+            reward_sample_rows(rstat, rpar, nsucc, Rm, np.arange(alpha.shape[0]), rs)
         sample_and_solve(alpha, succ, nsucc, Rm, fpar[0], fpar[1], Ps, V, pi, A, b, rs)
         visits_at[:] = visits
         if ctr[_SAMPLES] > 0:
@@ -200,6 +212,9 @@ def _observe(state, x, u, y, r):
     alpha, visits, succ, nsucc = state[0], state[1], state[2], state[3]
     ctr, visits_at, ipar = state[11], state[12], state[14]
     posterior_update_rows(alpha, visits, succ, nsucc, x, u, y)
+    rpar = state[15]
+    if rpar[0] != 0.0:
+        reward_posterior_update(state[16], rpar, x, u, r, state[10])
     ctr[_ELAPSED] += 1
     if ipar[0] == _FIXED:
         if ctr[_ELAPSED] >= ipar[1]:
@@ -358,7 +373,7 @@ def _position(states, lo, hi, x):
 
 @njit(cache=True, error_model="numpy")
 def _trajectory_episodic(P, R, Rstd, gaussian, initial_state, gamma, horizon, H, seed,
-                         succ, nsucc, theta, Rm, states, off, need, rewards):
+                         succ, nsucc, theta, Rm, states, off, need, rewards, rpar):
     """One interaction of the episodic form (module docstring) on the test MDP ``P``
     on the agent's rows ``succ``, ``nsucc`` (:meth:`~bbrlcore.agents._layout.Setting.env`):
     a sample and a backward induction at the start of every episode of ``H`` steps, the
@@ -367,6 +382,10 @@ def _trajectory_episodic(P, R, Rstd, gaussian, initial_state, gamma, horizon, H,
     nX = P.shape[0]
     rs = generator_from_numba()
     alpha = theta.copy()
+    learn = rpar[0] != 0.0
+    if learn:  # rewards unknown: the sampled rewards are this trajectory's
+        Rm = Rm.copy()
+    rstat = reward_posterior_init(nX, theta.shape[1], rpar)
     Ps = np.zeros_like(theta)
     Va = np.zeros(nX)
     Vb = np.zeros(nX)
@@ -379,6 +398,8 @@ def _trajectory_episodic(P, R, Rstd, gaussian, initial_state, gamma, horizon, H,
         h = t % H
         if h == 0:
             x = env_reset(initial_state, nX)
+            if learn:
+                reward_sample_rows(rstat, rpar, nsucc, Rm, need, rs)
             sample_rows_of(alpha, nsucc, Ps, need, rs)
             finite_horizon_plan_rows(Ps, Rm, succ, nsucc, states, off, H, pi, Va, Vb)
             samples += 1
@@ -392,12 +413,29 @@ def _trajectory_episodic(P, R, Rstd, gaussian, initial_state, gamma, horizon, H,
         ret += disc * r
         disc *= gamma
         alpha[x, u, k] += 1.0
+        if learn:
+            reward_posterior_update(rstat, rpar, x, u, r, rs)
         x = succ[x, u, k]
     return ret, samples
 
 
 # ---------------------------------------------------------------------------------------
 # Players
+
+
+def reward_prior_array(prior: Any) -> np.ndarray:
+    """The kernels' ``rpar`` of the prior's reward prior (:mod:`._rewards`)."""
+    from bbrlcore.mdp.reward_prior import reward_prior_of
+
+    return reward_prior_of(prior).array()
+
+
+def agent_rewards(st: Any, rpar: np.ndarray) -> np.ndarray:
+    """The rewards an agent starts from on its rows: the prior's (known rewards), or the
+    reward prior's mean on every slot (unknown rewards: the agent never sees the table)."""
+    if rpar[0] == 0.0:
+        return np.ascontiguousarray(st.Rm)
+    return prior_mean_rows(rpar, np.asarray(st.nsucc), st.theta.shape[2])
 
 
 def _continuing_player(prior: Any, params: dict, ep: Episode):
@@ -409,9 +447,10 @@ def _continuing_player(prior: Any, params: dict, ep: Episode):
     fixed = params["schedule"] == "fixed"
     ipar = np.array([_FIXED if fixed else _DOUBLING,
                      int(params["period"]) if fixed else 0], dtype=np.int64)
-    agent = SimpleNamespace(layout=st.layout, theta_rows=st.theta, reward_rows=st.Rm,
-                            gamma=float(ep.gamma))
-    setup = sampling_setup(agent, ipar)
+    rpar = reward_prior_array(prior)
+    agent = SimpleNamespace(layout=st.layout, theta_rows=st.theta,
+                            reward_rows=agent_rewards(st, rpar), gamma=float(ep.gamma))
+    setup = (*sampling_setup(agent, ipar), rpar)
     lay = ep.layout()
     succ = np.ascontiguousarray(lay.succ, dtype=np.int64)
     nsucc = np.ascontiguousarray(lay.nsucc, dtype=np.int64)
@@ -454,7 +493,8 @@ def _episodic_player(prior: Any, params: dict, ep: Episode, H: int):
                         f"{MAX_AGENT_MEMORY_BYTES / 2**30:.0f} GB")
     need = decision_states(states, off, H)
     theta = np.ascontiguousarray(st.theta)
-    Rm = np.ascontiguousarray(st.Rm)
+    rpar = reward_prior_array(prior)
+    Rm = agent_rewards(st, rpar)
     R, Rstd = st.R, st.Rstd
     gaussian, x0 = int(ep.gaussian), ep.start
     gamma, horizon = float(ep.gamma), int(ep.horizon)
@@ -468,7 +508,7 @@ def _episodic_player(prior: Any, params: dict, ep: Episode, H: int):
         Pa = np.ascontiguousarray(st.env(np.asarray(P, dtype=np.float64)))
         ret, n = _trajectory_episodic(Pa, R, Rstd, gaussian, x0, gamma, horizon, H,
                                       int(seed), succ, nsucc, theta, Rm, states, off,
-                                      need, rewards)
+                                      need, rewards, rpar)
         return float(ret), np.array([n], dtype=np.int64)
 
     return play
@@ -637,12 +677,18 @@ class PSRL(CompiledAgent):
     act = _act
     observe = _observe
     counter_values = _counters
+    reward_priors = REWARD_PRIORS
 
     def setup(self) -> tuple:
         fixed = self.p["schedule"] == "fixed"
         ipar = np.array([_FIXED if fixed else _DOUBLING,
                          int(self.p["period"]) if fixed else 0], dtype=np.int64)
-        return sampling_setup(self, ipar)
+        rpar = self.reward_prior.array()
+        agent = SimpleNamespace(layout=self.layout, theta_rows=self.theta_rows,
+                                reward_rows=agent_rewards(SimpleNamespace(
+                                    Rm=self.reward_rows, nsucc=self.layout.nsucc,
+                                    theta=self.theta_rows), rpar), gamma=self.gamma)
+        return (*sampling_setup(agent, ipar), rpar)
 
 
 #: The built-in ``psrl``: the continuing form (:class:`PSRL`'s functions) and the
@@ -657,4 +703,5 @@ ALGORITHM = Algorithm(
     cost_features=cost_features,
     sparse=True,
     episodic=True,
+    reward_priors=REWARD_PRIORS,
 )

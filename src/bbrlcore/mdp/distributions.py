@@ -130,6 +130,9 @@ class FDMDistribution:
     #: :func:`~bbrlcore.mdp.environment.with_environment` gives them
     reward_laws: Any = None
     starts: Any = None
+    #: what the prior says about the rewards (:mod:`bbrlcore.mdp.reward_prior`; None:
+    #: known, the paper's protocol); a name suffix ``+rbeta`` / ``+rnig`` gives it
+    reward_prior: Any = None
 
     def __init__(
         self, name: str, short_name: str, theta: Any, reward: Any, initial_state: int = 0,
@@ -556,6 +559,8 @@ class FDMDistribution:
                 f"{at.size} non-zero of {nX * nU * nX}; "
                 f"{det} deterministic (x,u) rows of {nnz.size}",
             ] + describe_environment(self)
+            + ([f"  rewards unknown to the agent: {self.reward_prior.kind} prior "
+                f"{list(self.reward_prior.params)}"] if self.reward_prior is not None else [])
         )
 
     # ----------------------------------------------------------------------------------
@@ -583,6 +588,8 @@ class FDMDistribution:
         from bbrlcore.mdp.environment import environment_dict
 
         d.update(environment_dict(self))  # (reward laws and starts, when it has them)
+        if self.reward_prior is not None:  # (unknown rewards: the prior over them)
+            d["reward_prior"] = self.reward_prior.to_dict()
         return d
 
     @classmethod
@@ -634,8 +641,15 @@ class FDMDistribution:
             raise BBRLError(f"{source}: {exc}") from None
         from bbrlcore.mdp.environment import from_environment_dict
 
-        return from_environment_dict(
+        out = from_environment_dict(
             out, {k: d[k] for k in ("reward_laws", "starts") if k in d}, source)
+        if d.get("reward_prior") is not None:
+            from bbrlcore.mdp.reward_prior import RewardPrior
+
+            rp = RewardPrior.from_dict(d["reward_prior"], source)
+            if not rp.known:
+                out.__dict__["reward_prior"] = rp
+        return out
 
     def to_dat(self) -> str:
         """The original ``DirMultiDistribution`` text."""
@@ -1137,6 +1151,11 @@ def load(spec: str | Path) -> FDMDistribution:
     file (plain or zlib) or a distribution Parquet file (a family test distribution's
     file holds its accurate prior). :func:`load_test` gives test distributions."""
     s = str(spec)
+    from bbrlcore.mdp import reward_prior as RP
+
+    base, rkind = RP.split_name(s)
+    if rkind != "known" and not Path(s).exists():
+        return RP.with_reward_prior(load(base), rkind)
     if s in _BUILDERS:
         return builtin(s)
     named = _family_named(s)  # like the built-ins' names, before files (./DeepSea-20)

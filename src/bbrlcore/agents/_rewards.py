@@ -1,0 +1,156 @@
+r"""numba building blocks of agents that learn the rewards (a prior whose rewards are
+unknown, :mod:`bbrlcore.mdp.reward_prior`).
+
+``rpar`` is the reward prior as the kernels take it
+(:meth:`~bbrlcore.mdp.reward_prior.RewardPrior.array`: ``[code, p0, p1, p2, p3]``, code 0
+known, 1 beta ``(a0, b0, lo, hi)``, 2 nig ``(mu0, lambda0, alpha0, beta0)``). The
+posterior of every state–action pair is ``rstat[x, u, :]`` (float64, (nX, nU, 4)):
+beta ``(a, b, ·, ·)``, nig ``(mu, lambda, alpha, beta)``; ``rsum`` / ``rcount`` in
+``rstat[x, u, 2:4]`` for beta (the observed rewards' sum and number: the empirical mean).
+
+The agents that build optimism on the empirical mean reward (UCRL2, MBIE-EB, BEB,
+Q-learning-UCB) use :func:`empirical_init` / :func:`empirical_update`: ``emp[x, u, 0]``
+the sum of the rewards observed after (x, u), ``emp[x, u, 1]`` their number.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from bbrlcore.agents._rng import gamma_s, normal_s, uniform_s
+
+KNOWN, BETA, NIG = 0, 1, 2
+
+
+@njit(cache=True, error_model="numpy")
+def reward_posterior_init(nX, nU, rpar):
+    """The reward posterior at the prior, (nX, nU, 4) (module docstring)."""
+    out = np.zeros((nX, nU, 4))
+    code = int(rpar[0])
+    for x in range(nX):
+        for u in range(nU):
+            if code == BETA:
+                out[x, u, 0] = rpar[1]
+                out[x, u, 1] = rpar[2]
+            elif code == NIG:
+                out[x, u, 0] = rpar[1]
+                out[x, u, 1] = rpar[2]
+                out[x, u, 2] = rpar[3]
+                out[x, u, 3] = rpar[4]
+    return out
+
+
+@njit(cache=True, error_model="numpy")
+def reward_posterior_update(rstat, rpar, x, u, r, rs):
+    r"""Bayes' rule for one reward ``r`` observed after (x, u). Beta: the Bernoulli trick
+    (Agrawal & Goyal 2012): :math:`z = (r - lo)/(hi - lo)` clipped to [0, 1], a success
+    with probability z (one uniform of the generator ``rs`` when 0 < z < 1). NIG:
+    Colosseum's ``N_NIG.update_sa`` for one sample."""
+    code = int(rpar[0])
+    if code == BETA:
+        lo, hi = rpar[3], rpar[4]
+        z = (r - lo) / (hi - lo)
+        if z >= 1.0:
+            rstat[x, u, 0] += 1.0
+        elif z <= 0.0:
+            rstat[x, u, 1] += 1.0
+        else:
+            s0, s1, s2, s3 = rs[0], rs[1], rs[2], rs[3]
+            v, s0, s1, s2, s3 = uniform_s(s0, s1, s2, s3)
+            rs[0], rs[1], rs[2], rs[3] = s0, s1, s2, s3
+            if v < z:
+                rstat[x, u, 0] += 1.0
+            else:
+                rstat[x, u, 1] += 1.0
+        rstat[x, u, 2] += r
+        rstat[x, u, 3] += 1.0
+    elif code == NIG:
+        mu0, l0, a0, b0 = rstat[x, u, 0], rstat[x, u, 1], rstat[x, u, 2], rstat[x, u, 3]
+        l1 = l0 + 1.0
+        rstat[x, u, 0] = (l0 * mu0 + r) / l1
+        rstat[x, u, 1] = l1
+        rstat[x, u, 2] = a0 + 0.5
+        rstat[x, u, 3] = b0 + 0.5 * l0 * (r - mu0) ** 2 / l1
+
+
+@njit(cache=True, error_model="numpy")
+def reward_posterior_mean(rstat, rpar, x, u):
+    """The posterior mean of the expected reward of (x, u)."""
+    code = int(rpar[0])
+    if code == BETA:
+        a, b = rstat[x, u, 0], rstat[x, u, 1]
+        return rpar[3] + (rpar[4] - rpar[3]) * a / (a + b)
+    return rstat[x, u, 0]
+
+
+@njit(cache=True, error_model="numpy")
+def reward_posterior_sample(rstat, rpar, x, u, rs):
+    """One draw of the expected reward of (x, u) from its posterior with the generator
+    ``rs``: beta ``lo + (hi - lo)·X``, X ~ Beta(a, b) as G_a / (G_a + G_b); nig
+    :math:`\\tau` ~ Gamma(alpha, 1/beta), then N(mu, 1/(lambda·tau))."""
+    code = int(rpar[0])
+    s0, s1, s2, s3 = rs[0], rs[1], rs[2], rs[3]
+    if code == BETA:
+        ga, s0, s1, s2, s3 = gamma_s(rstat[x, u, 0], s0, s1, s2, s3)
+        gb, s0, s1, s2, s3 = gamma_s(rstat[x, u, 1], s0, s1, s2, s3)
+        t = ga + gb
+        f = ga / t if t > 0.0 else 0.5
+        out = rpar[3] + (rpar[4] - rpar[3]) * f
+    else:
+        g, s0, s1, s2, s3 = gamma_s(rstat[x, u, 2], s0, s1, s2, s3)
+        tau = g / rstat[x, u, 3]
+        z, s0, s1, s2, s3 = normal_s(s0, s1, s2, s3)
+        if tau > 0.0:
+            out = rstat[x, u, 0] + z / np.sqrt(rstat[x, u, 1] * tau)
+        else:
+            out = rstat[x, u, 0]
+    rs[0], rs[1], rs[2], rs[3] = s0, s1, s2, s3
+    return out
+
+
+@njit(cache=True, error_model="numpy")
+def reward_sample_rows(rstat, rpar, nsucc, Rm, need, rs):
+    """Draw the expected reward of every pair of the states ``need`` (in that order,
+    actions in order) and write it to every slot of its row of ``Rm``."""
+    nU = rstat.shape[1]
+    for i in range(need.shape[0]):
+        x = need[i]
+        for u in range(nU):
+            v = reward_posterior_sample(rstat, rpar, x, u, rs)
+            for k in range(nsucc[x, u]):
+                Rm[x, u, k] = v
+
+
+def prior_mean_rows(rpar: np.ndarray, nsucc: np.ndarray, K: int) -> np.ndarray:
+    """The reward prior's mean on every slot of the rows (nX, nU, K): what an agent whose
+    rewards are unknown starts from instead of the prior's reward table."""
+    nX, nU = nsucc.shape
+    code = int(rpar[0])
+    if code == BETA:
+        m = rpar[3] + (rpar[4] - rpar[3]) * rpar[1] / (rpar[1] + rpar[2])
+    else:
+        m = rpar[1]
+    out = np.zeros((nX, nU, K))
+    mask = np.arange(K)[None, None, :] < nsucc[:, :, None]
+    out[mask] = m
+    return out
+
+
+@njit(cache=True, error_model="numpy")
+def empirical_init(nX, nU):
+    """The sums and numbers of the observed rewards of every pair, (nX, nU, 2), zeros."""
+    return np.zeros((nX, nU, 2))
+
+
+@njit(cache=True, error_model="numpy")
+def empirical_update(emp, x, u, r):
+    emp[x, u, 0] += r
+    emp[x, u, 1] += 1.0
+
+
+@njit(cache=True, error_model="numpy")
+def empirical_mean(emp, x, u, default):
+    """The mean of the rewards observed after (x, u); ``default`` before any."""
+    n = emp[x, u, 1]
+    return emp[x, u, 0] / n if n > 0.0 else default
