@@ -154,3 +154,30 @@ def empirical_mean(emp, x, u, default):
     """The mean of the rewards observed after (x, u); ``default`` before any."""
     n = emp[x, u, 1]
     return emp[x, u, 0] / n if n > 0.0 else default
+
+
+@njit(cache=True, error_model="numpy")
+def shrunk_mean(emp, x, u, m0, w0):
+    r"""The mean of the rewards observed after (x, u) with the reward prior's mean ``m0``
+    counted as ``w0`` observations: the NIG posterior mean of the expected reward
+    (:math:`w_0 = \lambda_0`), and the Beta prior's posterior mean under fractional
+    updates (:math:`a \mathrel{+}= z`, :math:`b \mathrel{+}= 1 - z`; :math:`w_0 = a_0 + b_0`)."""
+    return (w0 * m0 + emp[x, u, 0]) / (w0 + emp[x, u, 1])
+
+
+@njit(cache=True, error_model="numpy")
+def ucrl2_rewards(emp, nsucc, lo, hi, logterm, Rm):
+    r"""UCRL2's optimistic rewards (Jaksch et al. 2010, the reward half of the confidence
+    set, rewards scaled to [0, 1] by the range ``[lo, hi]``): on every slot of row
+    (x, u), :math:`\min\{hi, \hat r(x,u) + (hi - lo)\sqrt{7 \log(2SAt_k/\delta) /
+    (2\max\{1, N_k(x,u)\})}\}` with :math:`\hat r` the mean of the observed rewards
+    (``lo`` before any: the paper's 0); ``logterm`` is :math:`\log(2SAt_k/\delta)`."""
+    nX, nU, _ = emp.shape
+    span = hi - lo
+    for x in range(nX):
+        for u in range(nU):
+            n = emp[x, u, 1]
+            m = emp[x, u, 0] / n if n > 0.0 else lo
+            v = min(hi, m + span * np.sqrt(7.0 * logterm / (2.0 * max(1.0, n))))
+            for k in range(nsucc[x, u]):
+                Rm[x, u, k] = v

@@ -18,6 +18,19 @@ observed pair's row and bonus change after a transition.
 ``compat=true`` truncates β to an integer, as the original library does (it stores the
 bonus in an unsigned int): β < 1 gives no bonus at all.
 
+**Rewards.** Under a prior that knows the rewards (the paper's protocol) :math:`R` is
+the prior's reward table. Under a prior whose rewards are unknown (``+rbeta``,
+``+rnig``, :mod:`bbrlcore.mdp.reward_prior`) BEB plans with the **posterior mean of the
+rewards** as it does with the posterior mean of the transitions (Kolter & Ng's agent is
+greedy in the mean model plus the bonus): on every transition of (x, u),
+:math:`(w_0 m_0 + \sum r)/(w_0 + n_r(x,u))`, the mean of the :math:`n_r` rewards
+observed after (x, u) with the prior's mean :math:`m_0` counted as :math:`w_0`
+observations — the NIG posterior mean (:math:`w_0 = \lambda_0`) and, for the Beta
+prior, the posterior mean under fractional counts (:math:`a \mathrel{+}= z`,
+:math:`b \mathrel{+}= 1-z`, :math:`w_0 = a_0 + b_0`, no Bernoulli draw): an empirical
+mean shrunk to the prior's (:func:`._rewards.shrunk_mean`). The bonus stays on the
+transitions' counts, as the paper's.
+
 At an episode's start (an episodic interaction,
 :attr:`~bbrlcore.agents.base.Episode.episode_length` H > 0): nothing but the return to
 the initial state; the posterior counts and bonuses are kept, and it plans with the test
@@ -30,6 +43,7 @@ Paper: J. Z. Kolter and A. Y. Ng, "Near-Bayesian exploration in polynomial time"
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from numba import njit
@@ -43,6 +57,12 @@ from bbrlcore.agents._kernels import (
     rows_model_update,
 )
 from bbrlcore.agents._layout import setting
+from bbrlcore.agents._rewards import (
+    empirical_init,
+    empirical_update,
+    prior_mean_rows,
+    shrunk_mean,
+)
 from bbrlcore.agents.base import (
     COMPAT,
     FLOAT64,
@@ -54,6 +74,7 @@ from bbrlcore.agents.base import (
     reward_buffer,
 )
 from bbrlcore.errors import BBRLError
+from bbrlcore.mdp.reward_prior import REWARD_PRIORS, reward_prior_of
 from bbrlcore.mdp.solvers import (
     GUEZ_TOLERANCE,
     guez_policy_iteration_rows,
@@ -73,9 +94,13 @@ def _set_bonus(Rb, Rm, Np, b, x, u):
 
 @njit(cache=True, error_model="numpy")
 def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, succ, nsucc, theta,
-                Rm, b, tol, rewards, episode_length):
+                Rm, b, tol, rewards, episode_length, rr):
     np.random.seed(seed)
     nX, nU, _ = P.shape
+    learn = rr[0] != 0.0  # rewards unknown: the reward prior's posterior mean
+    emp = empirical_init(nX, nU)
+    if learn:
+        Rm = Rm.copy()
     x = env_reset(initial_state, nX)
     N, Np, Pm = rows_model_init(theta, nsucc)
     Rb = np.empty_like(Rm)
@@ -98,6 +123,11 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, succ,
         ret += disc * r
         disc *= gamma
         rows_model_update(N, Np, Pm, nsucc, x, u, k)
+        if learn:
+            empirical_update(emp, x, u, r)
+            m = shrunk_mean(emp, x, u, rr[1], rr[2])
+            for j in range(nsucc[x, u]):
+                Rm[x, u, j] = m
         _set_bonus(Rb, Rm, Np, b, x, u)
         x = succ[x, u, k]
         left -= 1
@@ -107,12 +137,28 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, succ,
     return ret
 
 
+def beb_reward_prior(rp: Any) -> np.ndarray:
+    """``[learn, m0, w0]``: whether the rewards are learned, the reward prior's mean
+    and its weight in observations (:func:`._rewards.shrunk_mean`: NIG λ0, Beta a0 + b0)."""
+    if rp.known:
+        return np.zeros(3)
+    if rp.kind == "beta":
+        a0, b0, lo, hi = rp.params
+        return np.array([1.0, lo + (hi - lo) * a0 / (a0 + b0), a0 + b0])
+    mu0, lambda0 = rp.params[0], rp.params[1]
+    return np.array([1.0, mu0, lambda0])
+
+
 def make_player(prior, params: dict, trained: Trained, ep: Episode):
     if not ep.gamma < 1.0:
         raise BBRLError(f"beb needs a discount factor < 1 (the test set has {ep.gamma})")
     st = setting(prior, ep)
     beta = float(params["beta"])
     b = float(math.floor(beta)) if params["compat"] else beta
+    rp = reward_prior_of(prior)
+    rr = beb_reward_prior(rp)
+    # (unknown rewards: the table unread, every slot at the reward prior's mean)
+    Rm = st.Rm if rp.known else prior_mean_rows(rp.array(), st.nsucc, st.theta.shape[2])
 
     shape, H = (ep.horizon,), int(ep.episode_length)
 
@@ -123,7 +169,7 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
             rewards = reward_buffer(rewards, ep.horizon)
         r = _trajectory(
             st.env(P), st.R, st.Rstd, int(ep.gaussian), ep.start, ep.gamma, ep.horizon,
-            seed, st.succ, st.nsucc, st.theta, st.Rm, b, GUEZ_TOLERANCE, rewards, H,
+            seed, st.succ, st.nsucc, st.theta, Rm, b, GUEZ_TOLERANCE, rewards, H, rr,
         )
         return r, _NO_COUNTERS
 
@@ -203,4 +249,5 @@ ALGORITHM = Algorithm(
     cost_features=cost_features,
     sparse=True,
     episodic=True,
+    reward_priors=REWARD_PRIORS,
 )

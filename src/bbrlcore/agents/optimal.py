@@ -214,4 +214,5 @@ ALGORITHM = Algorithm(
                       "the paper's) or undiscounted (the sum of rewards over the horizon, "
                       "by backward induction)"),),
     make_player=make_player, doc=__doc__ or "", cost_features=cost_features, sparse=True,
-    setting_check=_setting_check, episodic=True)
+    setting_check=_setting_check, episodic=True,
+    reward_priors=("known", "beta", "nig"))  # (it knows the test MDP, not the prior)

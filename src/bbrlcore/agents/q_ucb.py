@@ -35,6 +35,13 @@ rewards lie within [-1, 1]: exactly the paper's algorithm; 10 on GC), the value 
 :math:`H\rho` that the paper's H stands for.
 The update uses the observed reward (noisy under Gaussian rewards), as the paper does.
 
+**Rewards.** The agent never reads the prior's rewards beyond the scale ρ: it learns from
+the observed ones whatever the prior says. Under a prior whose rewards are unknown
+(``+rbeta``, ``+rnig``, :mod:`bbrlcore.mdp.reward_prior`; their hyper-parameters play no
+part) ρ comes from the reward range instead,
+:func:`~bbrlcore.mdp.reward_prior.reward_range` (the same ρ on every family and on GC);
+the algorithm is otherwise the same.
+
 Parameters: ``c`` (bonus constant, > 0, default 1) and ``p`` (failure probability, in
 (0, 1), default 0.05). The paper proves its bound for "some absolute constant c" and
 reports no experiment; Colosseum's agent requires ``c`` (tuned in (0.001, 1.1), no
@@ -136,7 +143,13 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, H, seed, su
 
 def reward_scale(prior: Any) -> float:
     """ρ: the largest absolute reward of the prior's reward table on its support, or 1
-    if that is smaller (rewards within [-1, 1]: the paper's scale)."""
+    if that is smaller (rewards within [-1, 1]: the paper's scale). Under a prior whose
+    rewards are unknown, the largest absolute value of its reward range
+    (:func:`~bbrlcore.mdp.reward_prior.reward_range`), or 1 if that is smaller."""
+    from bbrlcore.mdp.reward_prior import reward_prior_of, reward_range
+
+    if not reward_prior_of(prior).known:
+        return max(1.0, *(abs(v) for v in reward_range(prior)))
     vals = np.abs(np.asarray(prior.reward_rows))[prior.support_layout.mask]
     return max(1.0, float(vals.max()) if vals.size else 0.0)
 
@@ -213,4 +226,5 @@ ALGORITHM = Algorithm(
     sparse=True,
     episodic=True,
     episodic_only="it learns one Q-function per step of an episode, Jin et al. 2018",
+    reward_priors=("known", "beta", "nig"),
 )

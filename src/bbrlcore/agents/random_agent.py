@@ -74,4 +74,5 @@ def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict
 
 
 ALGORITHM = Algorithm(name="random", params=(), make_player=make_player, doc=__doc__ or "",
-                      cost_features=cost_features, sparse=True, episodic=True)
+                      cost_features=cost_features, sparse=True, episodic=True,
+                      reward_priors=("known", "beta", "nig"))  # (it reads no prior)

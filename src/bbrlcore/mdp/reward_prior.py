@@ -143,17 +143,29 @@ def split_name(name: str) -> tuple[str, str]:
     return name, "known"
 
 
+def reward_range(dist: Any) -> tuple[float, float]:
+    """The range ``(lo, hi)`` an agent that does not know the rewards is told they lie in:
+    the prior's smallest and largest reward widened to hold 0 (``(0, 1)`` when both are
+    0). The Beta prior's range, and the optimistic agents' (UCRL2's clipping, MBIE-EB's
+    untried value, Q-learning-UCB's scale).
+
+    >>> from bbrlcore.mdp import distributions as D
+    >>> reward_range(D.load("UGC")), reward_range(D.load("URiverSwim-6"))
+    ((0.0, 10.0), (0.0, 1.0))
+    """
+    lo, hi = min(float(dist.r_min), 0.0), max(float(dist.r_max), 0.0)
+    if not hi > lo:
+        lo, hi = 0.0, 1.0
+    return lo, hi
+
+
 def make(kind: str, dist: Any, what: str = "reward prior") -> RewardPrior:
     """The reward prior ``kind`` for the prior distribution ``dist`` (its reward range
     bounds the Beta prior)."""
     if kind == "known":
         return KNOWN_REWARDS
     if kind == "beta":
-        lo, hi = float(dist.r_min), float(dist.r_max)
-        lo, hi = min(lo, 0.0), max(hi, 0.0)
-        if not hi > lo:
-            lo, hi = 0.0, 1.0
-        return RewardPrior("beta", (1.0, 1.0, lo, hi))
+        return RewardPrior("beta", (1.0, 1.0, *reward_range(dist)))
     if kind == "nig":
         return RewardPrior("nig", nig_from_colosseum(*COLOSSEUM_NIG))
     raise BBRLError(f"{what} {kind!r}: must be one of {', '.join(REWARD_PRIORS)}")
