@@ -35,8 +35,9 @@ before any observation, the paper's 0), :func:`._rewards.ucrl2_rewards`.
 The transitions' ball is intersected with the distributions over the transitions the
 agent deems possible: those of the prior's support (:math:`\theta(x,u,y) > 0`) and
 any transition observed — the row's slots, as BOLT's σ (:mod:`.bolt`). On a prior
-whose support is every state (the paper's UGC, UGDL, UGrid) that is the paper's set; on the families' priors it is their structure (DeepSea's two
-successors of a cell), which every bbrl agent knows.
+whose support is every state (the paper's UGC, UGDL, UGrid) that is the paper's set;
+on the families' priors it is their structure (DeepSea's two successors of a cell),
+which every bbrl agent knows.
 
 **Extended value iteration** (the paper's §3.1.2): on the optimistic MDP whose
 actions choose both u and :math:`\tilde p \in` the set,
