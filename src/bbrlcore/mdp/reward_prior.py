@@ -145,17 +145,24 @@ def split_name(name: str) -> tuple[str, str]:
 
 def reward_range(dist: Any) -> tuple[float, float]:
     """The range ``(lo, hi)`` an agent that does not know the rewards is told they lie in:
-    the prior's smallest and largest reward widened to hold 0 (``(0, 1)`` when both are
-    0). The Beta prior's range, and the optimistic agents' (UCRL2's clipping, MBIE-EB's
-    untried value, Q-learning-UCB's scale).
+    [0, 1] (Colosseum's and bsuite's rewards; the Bernoulli trick's) widened to the prior's
+    smallest and largest expected reward and, where the prior has reward laws, to the
+    values its Bernoulli and Beta laws can draw (``loc``, ``loc + scale``). The Beta
+    prior's range, and the optimistic agents' (UCRL2's clipping, MBIE-EB's untried value,
+    Q-learning-UCB's scale). A drawn reward outside it (a Gaussian law's tail) counts as
+    its nearest end in the Beta prior's trials and is clipped by UCRL2's.
 
     >>> from bbrlcore.mdp import distributions as D
     >>> reward_range(D.load("UGC")), reward_range(D.load("URiverSwim-6"))
     ((0.0, 10.0), (0.0, 1.0))
     """
-    lo, hi = min(float(dist.r_min), 0.0), max(float(dist.r_max), 0.0)
-    if not hi > lo:
-        lo, hi = 0.0, 1.0
+    lo, hi = min(float(dist.r_min), 0.0), max(float(dist.r_max), 1.0)
+    laws = getattr(dist, "reward_laws", None)
+    if laws is not None and laws.size:
+        bounded = laws.kind >= 2  # (bernoulli, beta: loc + scale·[0, 1])
+        if bounded.any():
+            ends = np.concatenate([laws.loc[bounded], laws.loc[bounded] + laws.scale[bounded]])
+            lo, hi = min(lo, float(ends.min())), max(hi, float(ends.max()))
     return lo, hi
 
 
