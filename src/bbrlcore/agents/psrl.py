@@ -183,8 +183,8 @@ def _reset(setup):
     ctr = np.zeros(4, dtype=np.int64)
     ctr[_RESAMPLE] = 1
     ctr[_PREV_LEN] = 1  # T_0 = 1 (Ouyang et al.)
-    if rpar[0] != 0.0:  # rewards unknown: the sampled rewards are this trajectory's
-        Rm = Rm.copy()
+    Rm = Rm.copy()  # (rewards unknown: the sampled ones are this trajectory's; a copy,
+    # writable even when the setup's is not, whatever the prior)
     return (alpha, visits, succ, nsucc, Rm, np.zeros_like(theta), V0.copy(), pi0.copy(),
             lu_buffer(nsucc), np.empty(nX), generator_from_numba(), ctr,
             np.zeros_like(visits), fpar, ipar, rpar, reward_posterior_init(nX, nU, rpar))
