@@ -86,6 +86,21 @@ class RewardPrior:
     def known(self) -> bool:
         return self.kind == "known"
 
+    @property
+    def mean(self) -> float:
+        """The prior mean of an expected reward (beta: ``lo + (hi - lo)·a0/(a0 + b0)``;
+        nig: ``mu0``; known: NaN, the table says).
+
+        >>> RewardPrior("beta", (1.0, 1.0, 0.0, 10.0)).mean
+        5.0
+        """
+        if self.kind == "beta":
+            a0, b0, lo, hi = self.params
+            return lo + (hi - lo) * a0 / (a0 + b0)
+        if self.kind == "nig":
+            return self.params[0]
+        return float("nan")
+
     def array(self) -> np.ndarray:
         """The kernels' ``rpar``: float64 ``[code, p0, p1, p2, p3]`` (zeros for
         ``known``)."""
