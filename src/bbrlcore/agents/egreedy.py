@@ -14,6 +14,11 @@ the initial state; the counts and Q are kept, and it plans with the test set's �
 
 Paper: Castronovo et al. 2016, §4.1 ("ε-Greedy"); Sutton & Barto, *Reinforcement
 Learning: An Introduction*, 1998, §2.2.
+
+**Rewards.** e-Greedy's Q-function is solved with the prior's rewards; it needs known
+rewards, and a prior whose rewards are unknown (``+rbeta``, ``+rnig``:
+:mod:`bbrlcore.mdp.reward_prior`) is refused in one line naming it and the prior
+(:attr:`~bbrlcore.agents.base.Algorithm.reward_priors`).
 """
 
 from __future__ import annotations

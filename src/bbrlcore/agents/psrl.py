@@ -8,7 +8,8 @@ sampling baseline of the exploration literature in bbrl's episodic setting.
 
 The agent keeps the Dirichlet posterior of every transition row, :math:`\alpha(x,u,\cdot)
 = \theta(x,u,\cdot) + c(x,u,\cdot)` (prior concentrations plus observed counts), and knows
-the reward function (the prior's ``reward``), like the paper's agents. From time to time
+the reward function (the prior's ``reward``), like the paper's agents, unless the prior
+leaves the rewards unknown (**Rewards** below). From time to time
 it draws one MDP from the posterior — every row independently,
 :math:`P(x,u,\cdot) \sim \mathrm{Dir}(\alpha(x,u,\cdot))` (zero concentrations stay
 impossible) — solves it, and acts greedily in it until the next draw. The posterior
@@ -99,6 +100,20 @@ PSRL with one sample per trajectory. :class:`PSRL` is that form written as a
 :class:`~bbrlcore.agents.api.CompiledAgent` (an example of the public API); the built-in
 ``psrl`` (:data:`ALGORITHM`) plays the same functions in a trajectory kernel of its own,
 which also holds the episodic form.
+
+**Rewards.** Under a prior that knows the rewards (the paper's protocol, no suffix) the
+sampled models pay the prior's rewards, as above. Under a prior whose rewards are
+unknown (``+rbeta``, ``+rnig``: :mod:`bbrlcore.mdp.reward_prior`) the agent also keeps
+the posterior of each pair's expected reward — Beta–Bernoulli with the Bernoulli trick
+(Agrawal & Goyal 2012) or Colosseum's Normal–inverse-gamma, updated with every reward
+observed after the pair (:func:`._rewards.reward_posterior_update`) — and every sample
+draws, before the transitions, one expected reward per pair from it, paid on every
+transition of the pair (:func:`._rewards.reward_sample_rows`; the episodic form draws
+those of the rows an episode can need): Osband, Russo & Van Roy's algorithm with its
+reward posterior, as Colosseum's PSRL. The first solve's warm start then uses the reward
+prior's mean, never the table; the draws come from the same xoshiro256** generator
+after the known-reward ones would (a known-reward prior draws nothing more: bit for bit
+as before).
 
 Parameters: ``schedule`` (``doubling`` or ``fixed``; not given: per episode in an
 episodic interaction, ``doubling`` in a continuing one) and ``period`` (int ≥ 1, the

@@ -20,6 +20,11 @@ At an episode's start (an episodic interaction,
 the initial state; the counts and Q are kept, and it plans with the test set's γ.
 
 Paper: Castronovo et al. 2016, §4.1; Sutton & Barto 1998, §2.3.
+
+**Rewards.** Soft-max's Q-function is solved with the prior's rewards; it needs known
+rewards, and a prior whose rewards are unknown (``+rbeta``, ``+rnig``:
+:mod:`bbrlcore.mdp.reward_prior`) is refused in one line naming it and the prior
+(:attr:`~bbrlcore.agents.base.Algorithm.reward_priors`).
 """
 
 from __future__ import annotations
