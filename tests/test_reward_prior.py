@@ -241,3 +241,24 @@ def test_same_seed_same_trajectory(name, params, episodes, kind):
                  episodes=episodes)
     assert a[0][0] == a[1][0] and np.array_equal(a[0][1], a[1][1])
     assert not np.array_equal(a[0][1], a[2][1])
+
+
+def test_agent_artefact_records_the_reward_prior_and_reads_it_back(tmp_path):
+    """``bbrl train`` with ``URiverSwim-6+rnig``: the artefact's embedded prior holds the
+    reward prior; read back, the agent plays the same trajectory; BAMCP is refused by
+    ``train_agent`` in one line."""
+    from bbrlcore.protocol.training import read_agent, train_agent, write_agent
+
+    prior = D.load("URiverSwim-6+rnig")
+    agent = train_agent("psrl", {}, prior, horizon=60, progress=False)
+    write_agent(agent, tmp_path / "a.json")
+    back = read_agent(tmp_path / "a.json")
+    assert back.prior.reward_prior == RP.RewardPrior("nig", (0.0, 1.0, 0.5, 0.5))
+    assert back.prior.short_name == "URiverSwim-6+rnig"
+    ts = protocol.new_test_set(D.load_test("RiverSwim-6"), 1, 0.95, 60, seed=0)
+    r = [protocol.run_agent(ts, a, progress=False)["discounted_return"][0]
+         for a in (agent, back)]
+    assert r[0] == r[1]
+    with pytest.raises(BBRLError) as exc:
+        train_agent("bamcp", {"K": 10, "D": 10}, prior, progress=False)
+    assert "\n" not in str(exc.value) and "bamcp" in str(exc.value)
