@@ -262,3 +262,37 @@ def test_agent_artefact_records_the_reward_prior_and_reads_it_back(tmp_path):
     with pytest.raises(BBRLError) as exc:
         train_agent("bamcp", {"K": 10, "D": 10}, prior, progress=False)
     assert "\n" not in str(exc.value) and "bamcp" in str(exc.value)
+
+
+def test_distribution_import_writes_the_reward_prior(tmp_path):
+    """What the workflow's ``bbrl distribution import NAME --short-name NAME`` does for a
+    prior ``URiverSwim-6+rbeta`` and for a declared file with the suffix: the Parquet
+    artefact keeps the reward prior."""
+    from bbrlcore.cli import main
+
+    out = tmp_path / "p.parquet"
+    assert main(["distribution", "import", "URiverSwim-6+rbeta", "--short-name",
+                 "URiverSwim-6+rbeta", "-o", str(out)]) == 0
+    back = D.load(out)
+    assert back.reward_prior == D.load("URiverSwim-6+rbeta").reward_prior
+    assert back.short_name == "URiverSwim-6+rbeta"
+    plain = tmp_path / "mine.parquet"
+    D.write_parquet(D.load("UGC").renamed("Mine"), plain)
+    assert RP.reward_prior_of(D.load(plain)).known
+    assert D.load(f"{plain}+rnig").reward_prior.kind == "nig"
+
+
+def test_plan_names_a_declared_prior_with_the_suffix(tmp_path):
+    import yaml
+
+    base = yaml.safe_load((Path(__file__).resolve().parents[1] / "config.yaml").read_text())
+    f = tmp_path / "mine.parquet"
+    D.write_parquet(D.load("UGC").renamed("Mine"), f)
+    cfg = copy.deepcopy(base)
+    cfg["distributions"] = {"Mine": str(f)}
+    cfg["experiments"] = [{"test": "GC", "prior": ["Mine", "Mine+rnig"]}]
+    cfg["algorithms"] = {"psrl": {}, "ucrl2": {}}
+    plan = P.load(cfg)
+    assert [e.prior for e in plan.experiments] == ["Mine", "Mine+rnig"]
+    assert plan.distribution_spec("Mine+rnig") == f"{f}+rnig"
+    assert D.load_test(plan.distribution_spec("Mine+rnig")).reward_prior.kind == "nig"

@@ -1000,6 +1000,8 @@ def write_parquet(d: Any, path: str | Path) -> None:
         meta["family"] = family
     else:  # (its reward laws and starts, when it has them)
         meta.update(_environment(d))
+    if d.reward_prior is not None:  # (a prior whose rewards are unknown)
+        meta["reward_prior"] = d.reward_prior.to_dict()
     artefacts.write_artefact(path, d.to_table(), "distribution", meta)
 
 
@@ -1043,12 +1045,19 @@ def read_parquet(path: str | Path) -> FDMDistribution:
         var = col("reward_variance") if "reward_variance" in t.columns else None
         from bbrlcore.mdp.environment import from_environment_dict
 
-        return from_environment_dict(FDMDistribution.from_entries(
+        out = from_environment_dict(FDMDistribution.from_entries(
             m.str("name"), m.str("short_name"), nX, nU, flat, col("theta"), col("reward"),
             initial_state=m.int("initial_state", lo=-1, hi=nX - 1),
             reward_type=m.str("reward_type", default="constant"),
             reward_variance=var,
         ), {k: meta[k] for k in ("reward_laws", "starts") if k in meta}, str(path))
+        if meta.get("reward_prior") is not None:
+            from bbrlcore.mdp.reward_prior import RewardPrior
+
+            rp = RewardPrior.from_dict(meta["reward_prior"], str(path))
+            if not rp.known:
+                out.__dict__["reward_prior"] = rp
+        return out
     except (KeyError, ValueError, TypeError, pl.exceptions.PolarsError) as exc:
         raise BBRLError(f"{path}: malformed distribution artefact ({exc})") from None
     except BBRLError as exc:
@@ -1175,8 +1184,13 @@ def load(spec: str | Path) -> FDMDistribution:
 def load_test(spec: str | Path) -> Any:
     """A test distribution, named or read as :func:`load` does, except that a problem
     family's name (``DeepSea-20``) or file gives its test distribution, which may draw
-    its structure (:class:`~bbrlcore.mdp.families.FamilyDistribution`, not an FDM)."""
+    its structure (:class:`~bbrlcore.mdp.families.FamilyDistribution`, not an FDM). A name
+    with a reward-prior suffix (``UGC+rbeta``) is a prior: :func:`load`'s."""
     s = str(spec)
+    from bbrlcore.mdp.reward_prior import split_name
+
+    if split_name(s)[1] != "known" and not Path(s).exists():
+        return load(s)
     if s in _BUILDERS:
         return builtin(s)
     named = _family_named(s)
