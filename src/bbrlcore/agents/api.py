@@ -46,8 +46,13 @@ The agent sees ``self.p`` (its parsed parameters), ``self.prior`` (the
 ``self.gamma``, ``self.horizon``, ``self.learned`` (what ``train`` returned) and
 ``self.rng``, a :class:`numpy.random.Generator` made from the trajectory's seed (set
 before each ``reset``); on large problems, its sparse rows too (``self.layout``,
-``self.theta_rows``, ``self.reward_rows``: "Large problems" below). A state and an
-action are integers. To try it by hand, make its
+``self.theta_rows``, ``self.reward_rows``: "Large problems" below), and
+``self.reward_prior`` (:class:`~bbrlcore.mdp.reward_prior.RewardPrior`: ``known``, the
+paper's protocol, or ``beta`` / ``nig`` for a prior named ``...+rbeta`` / ``...+rnig``
+whose rewards are unknown; an agent that learns them says so with the class attribute
+``reward_priors = ("known", "beta", "nig")``, else such a prior is refused for it in one
+line, and it must not then read the prior's reward table). A state and an action are
+integers. To try it by hand, make its
 :class:`~bbrlcore.agents.base.Algorithm` and play one trajectory (``bbrl train`` and
 ``bbrl run`` do the same with a reference ``path/to/file.py:Greedy``):
 
