@@ -75,8 +75,7 @@ def test_reward_prior_is_recorded_in_the_embedded_prior():
 # Refusals: one line naming the algorithm and the prior, before anything runs
 
 
-REFUSED = ("bamcp", "bfs3", "sboss", "boss", "bolt", "opps-ds", "e-greedy", "soft-max",
-           "formula")
+REFUSED = ("bamcp", "bfs3", "sboss", "boss", "bolt", "opps-ds", "formula")
 
 
 @pytest.mark.parametrize("name", REFUSED)
@@ -90,7 +89,7 @@ def test_agents_that_need_known_rewards_are_refused_in_one_line(name):
 
 
 @pytest.mark.parametrize("name", ("psrl", "ucrl2", "mbie-eb", "beb", "q-learning-ucb",
-                                  "random", "optimal"))
+                                  "e-greedy", "soft-max", "random", "optimal"))
 def test_agents_that_learn_rewards_accept_both_priors(name):
     assert set(registry.get(name).reward_priors) == {"known", "beta", "nig"}
 
@@ -214,12 +213,14 @@ def test_psrl_finds_the_better_arm_the_prior_gets_wrong(kind):
 
 @pytest.mark.parametrize("name,params,episodes", [
     ("ucrl2", {}, 0), ("mbie-eb", {"beta": "0.5"}, 0), ("beb", {"beta": "0.5"}, 0),
-    ("q-learning-ucb", {"c": "0.01"}, 10)])
+    ("q-learning-ucb", {"c": "0.01"}, 10), ("e-greedy", {"epsilon": "0.1"}, 0),
+    ("soft-max", {"tau": "0.05"}, 0)])
 def test_optimists_use_empirical_rewards(name, params, episodes):
     """A prior whose reward table is wrong (arm 0 0.9, arm 1 0.1; the test MDP pays 0.2 and
     0.8, Bernoulli): with the rewards unknown (+rbeta) the agent still finds the better
-    arm (it plays it most of the second half of the interaction); UCRL2, MBIE-EB and BEB
-    told the wrong table keep to arm 0."""
+    arm (it plays it most of the second half of the interaction); UCRL2, MBIE-EB, BEB,
+    e-Greedy and Soft-max told the wrong table keep to arm 0 (Q-learning-UCB reads only
+    the rewards it observes)."""
     test = bandit([0.2, 0.8])
     wrong = bandit([0.9, 0.1], laws=None)
     learn = _returns(name, params, RP.with_reward_prior(wrong, "beta"), test, [2],
@@ -232,7 +233,8 @@ def test_optimists_use_empirical_rewards(name, params, episodes):
 
 @pytest.mark.parametrize("name,params,episodes", [
     ("psrl", {}, 0), ("psrl", {}, 10), ("ucrl2", {}, 0), ("mbie-eb", {"beta": "0.5"}, 0),
-    ("beb", {"beta": "0.5"}, 0)])
+    ("beb", {"beta": "0.5"}, 0), ("e-greedy", {"epsilon": "0.1"}, 0),
+    ("soft-max", {"tau": "0.5"}, 0)])
 @pytest.mark.parametrize("kind", ("beta", "nig"))
 def test_same_seed_same_trajectory(name, params, episodes, kind):
     base, test = (("URiverSwim-6", D.load_test("RiverSwim-6")) if episodes else

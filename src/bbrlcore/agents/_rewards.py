@@ -181,3 +181,38 @@ def ucrl2_rewards(emp, nsucc, lo, hi, logterm, Rm):
             v = min(hi, m + span * np.sqrt(7.0 * logterm / (2.0 * max(1.0, n))))
             for k in range(nsucc[x, u]):
                 Rm[x, u, k] = v
+
+
+def mean_reward_prior(rp) -> np.ndarray:
+    """``rr = [learn, m0, w0]`` of the agents that plan with the rewards' posterior mean
+    (BEB, e-Greedy, Soft-max): whether the rewards are learned, the reward prior's mean
+    :math:`m_0` and its weight :math:`w_0` in observations (NIG :math:`\\lambda_0`, Beta
+    :math:`a_0 + b_0`; :func:`shrunk_mean`)."""
+    if rp.known:
+        return np.zeros(3)
+    if rp.kind == "beta":
+        a0, b0, _lo, _hi = rp.params
+        return np.array([1.0, rp.mean, a0 + b0])
+    return np.array([1.0, rp.mean, rp.params[1]])
+
+
+@njit(cache=True, error_model="numpy")
+def mean_reward_update(emp, rr, nsucc, Rm, x, u, r):
+    """Observe the reward ``r`` of (x, u) and write the rewards' posterior mean
+    (:func:`shrunk_mean` with ``rr``'s prior) on every slot of its row of ``Rm``."""
+    empirical_update(emp, x, u, r)
+    m = shrunk_mean(emp, x, u, rr[1], rr[2])
+    for j in range(nsucc[x, u]):
+        Rm[x, u, j] = m
+
+
+def mean_reward_rows(prior, st) -> tuple[np.ndarray, np.ndarray]:
+    """``(Rm, rr)`` of a posterior-mean agent on its setting ``st``: the prior's rewards
+    and zeros (known), or the reward prior's mean on every slot and
+    :func:`mean_reward_prior` (unknown: the table is never read)."""
+    from bbrlcore.mdp.reward_prior import reward_prior_of
+
+    rp = reward_prior_of(prior)
+    if rp.known:
+        return st.Rm, np.zeros(3)
+    return prior_mean_rows(rp.array(), st.nsucc, st.theta.shape[2]), mean_reward_prior(rp)

@@ -43,7 +43,6 @@ Paper: J. Z. Kolter and A. Y. Ng, "Near-Bayesian exploration in polynomial time"
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 from numba import njit
@@ -57,12 +56,7 @@ from bbrlcore.agents._kernels import (
     rows_model_update,
 )
 from bbrlcore.agents._layout import setting
-from bbrlcore.agents._rewards import (
-    empirical_init,
-    empirical_update,
-    prior_mean_rows,
-    shrunk_mean,
-)
+from bbrlcore.agents._rewards import empirical_init, mean_reward_rows, mean_reward_update
 from bbrlcore.agents.base import (
     COMPAT,
     FLOAT64,
@@ -74,7 +68,7 @@ from bbrlcore.agents.base import (
     reward_buffer,
 )
 from bbrlcore.errors import BBRLError
-from bbrlcore.mdp.reward_prior import REWARD_PRIORS, reward_prior_of
+from bbrlcore.mdp.reward_prior import REWARD_PRIORS
 from bbrlcore.mdp.solvers import (
     GUEZ_TOLERANCE,
     guez_policy_iteration_rows,
@@ -124,10 +118,7 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, succ,
         disc *= gamma
         rows_model_update(N, Np, Pm, nsucc, x, u, k)
         if learn:
-            empirical_update(emp, x, u, r)
-            m = shrunk_mean(emp, x, u, rr[1], rr[2])
-            for j in range(nsucc[x, u]):
-                Rm[x, u, j] = m
+            mean_reward_update(emp, rr, nsucc, Rm, x, u, r)
         _set_bonus(Rb, Rm, Np, b, x, u)
         x = succ[x, u, k]
         left -= 1
@@ -137,28 +128,14 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, succ,
     return ret
 
 
-def beb_reward_prior(rp: Any) -> np.ndarray:
-    """``[learn, m0, w0]``: whether the rewards are learned, the reward prior's mean
-    and its weight in observations (:func:`._rewards.shrunk_mean`: NIG λ0, Beta a0 + b0)."""
-    if rp.known:
-        return np.zeros(3)
-    if rp.kind == "beta":
-        a0, b0, lo, hi = rp.params
-        return np.array([1.0, lo + (hi - lo) * a0 / (a0 + b0), a0 + b0])
-    mu0, lambda0 = rp.params[0], rp.params[1]
-    return np.array([1.0, mu0, lambda0])
-
-
 def make_player(prior, params: dict, trained: Trained, ep: Episode):
     if not ep.gamma < 1.0:
         raise BBRLError(f"beb needs a discount factor < 1 (the test set has {ep.gamma})")
     st = setting(prior, ep)
     beta = float(params["beta"])
     b = float(math.floor(beta)) if params["compat"] else beta
-    rp = reward_prior_of(prior)
-    rr = beb_reward_prior(rp)
     # (unknown rewards: the table unread, every slot at the reward prior's mean)
-    Rm = st.Rm if rp.known else prior_mean_rows(rp.array(), st.nsucc, st.theta.shape[2])
+    Rm, rr = mean_reward_rows(prior, st)
 
     shape, H = (ep.horizon,), int(ep.episode_length)
 
