@@ -46,8 +46,13 @@ The agent sees ``self.p`` (its parsed parameters), ``self.prior`` (the
 ``self.gamma``, ``self.horizon``, ``self.learned`` (what ``train`` returned) and
 ``self.rng``, a :class:`numpy.random.Generator` made from the trajectory's seed (set
 before each ``reset``); on large problems, its sparse rows too (``self.layout``,
-``self.theta_rows``, ``self.reward_rows``: "Large problems" below). A state and an
-action are integers. To try it by hand, make its
+``self.theta_rows``, ``self.reward_rows``: "Large problems" below), and
+``self.reward_prior`` (:class:`~bbrlcore.mdp.reward_prior.RewardPrior`: ``known``, the
+paper's protocol, or ``beta`` / ``nig`` for a prior named ``...+rbeta`` / ``...+rnig``
+whose rewards are unknown; an agent that learns them says so with the class attribute
+``reward_priors = ("known", "beta", "nig")``, else such a prior is refused for it in one
+line, and it must not then read the prior's reward table). A state and an action are
+integers. To try it by hand, make its
 :class:`~bbrlcore.agents.base.Algorithm` and play one trajectory (``bbrl train`` and
 ``bbrl run`` do the same with a reference ``path/to/file.py:Greedy``):
 
@@ -266,6 +271,7 @@ from bbrlcore.agents.base import (
     reward_buffer,
 )
 from bbrlcore.errors import BBRLError
+from bbrlcore.mdp.reward_prior import reward_prior_of
 from bbrlcore.mdp.rows import read_only as _readonly
 
 
@@ -385,6 +391,13 @@ class _AgentBase:
     #: the sums of its :attr:`counters` (:attr:`~bbrlcore.agents.base.Algorithm.run_note`).
     run_note: ClassVar[Callable[..., str | None] | None] = None
 
+    #: The reward priors it learns under (:data:`bbrlcore.mdp.reward_prior.REWARD_PRIORS`):
+    #: ``("known",)`` by default, and a prior whose rewards are unknown (``UGC+rbeta``) is
+    #: refused for it in one line; an agent that learns the rewards says
+    #: ``("known", "beta", "nig")`` (or the ones it handles) and reads
+    #: ``self.reward_prior``.
+    reward_priors: ClassVar[tuple[str, ...]] = ("known",)
+
     def __init__(self, params: dict[str, Any], prior: Any, learned: Any = None,
                  gamma: float = 0.95, horizon: int = 250) -> None:
         self.p = params
@@ -403,6 +416,9 @@ class _AgentBase:
         self.layout = prior.support_layout
         self.theta_rows = prior.theta_rows
         self.reward_rows = prior.reward_rows
+        #: what the prior says about the rewards (:class:`~bbrlcore.mdp.reward_prior.
+        #: RewardPrior`: ``kind`` known, beta or nig, and its hyper-parameters)
+        self.reward_prior = reward_prior_of(prior)
 
     def train(self, prior: Any, ctx: TrainContext) -> Any:
         """Offline learning from ``prior`` (optional). Return anything JSON-able (numbers,
@@ -537,7 +553,20 @@ def algorithm_of(cls: type, what: str) -> Algorithm:
         # the package's loops return to the initial state after every episode; a compiled
         # agent's own dense kernel (written before episodes) does not
         episodic=sparse,
+        reward_priors=_reward_priors(cls, what),
     )
+
+
+def _reward_priors(cls: type, what: str) -> tuple[str, ...]:
+    """The class's ``reward_priors``, checked (one line naming it otherwise)."""
+    from bbrlcore.mdp.reward_prior import REWARD_PRIORS
+
+    v = getattr(cls, "reward_priors", ("known",))
+    if (not isinstance(v, (tuple, list)) or not v
+            or any(k not in REWARD_PRIORS for k in v)):
+        raise BBRLError(f"{what}: {cls.__name__}.reward_priors must be a non-empty tuple of "
+                        f"{', '.join(REWARD_PRIORS)}; got {v!r}")
+    return tuple(v)
 
 
 def _shown(v: Any) -> str:

@@ -76,6 +76,11 @@ A. Guez, D. Silver, P. Dayan, "Efficient Bayes-adaptive reinforcement learning u
 sample-based search", NIPS 2012.
 M. Castronovo et al., "Benchmarking for Bayesian Reinforcement Learning", PLOS ONE 2016
 (the BBRL benchmark; its C++ BAMCP is the one reproduced here).
+
+**Rewards.** BAMCP simulates in models sampled from the transition posterior with the
+prior's rewards; it needs known rewards, and a prior whose rewards are unknown
+(``+rbeta``, ``+rnig``: :mod:`bbrlcore.mdp.reward_prior`) is refused in one line naming
+it and the prior (:attr:`~bbrlcore.agents.base.Algorithm.reward_priors`).
 """
 
 from __future__ import annotations

@@ -343,6 +343,12 @@ class Algorithm:
     indicator_player: Callable[..., Callable[..., tuple[float, np.ndarray, np.ndarray]]] \
         | None = None
 
+    #: The reward priors (:data:`bbrlcore.mdp.reward_prior.REWARD_PRIORS`) its players
+    #: learn under: ``("known",)`` (the default) for an algorithm that is given the
+    #: expected rewards; a prior whose rewards are unknown (``+rbeta``, ``+rnig``) is
+    #: refused for it, in one line, by :meth:`check_setting` (before any job runs).
+    reward_priors: tuple[str, ...] = ("known",)
+
     # -----------------------------------------------------------------------------------
     def parse_params(
         self, raw: dict[str, Any], *, source: str = "--param", stored: bool = False
@@ -387,7 +393,18 @@ class Algorithm:
         *, source: str = "",
     ) -> None:
         """Raise :class:`BBRLError` (prefixed by ``source``) when the configuration cannot
-        run on ``prior`` with ``gamma`` and ``horizon`` (see :attr:`setting_check`)."""
+        run on ``prior`` with ``gamma`` and ``horizon`` (see :attr:`setting_check`), or
+        when the prior's rewards are unknown under a reward prior the algorithm does not
+        learn under (:attr:`reward_priors`).
+
+        >>> from bbrlcore.mdp import distributions as D
+        >>> Algorithm("old", (), lambda *a: None).check_setting({}, D.load("UGC+rnig"),
+        ...                                                     0.95, 10)
+        Traceback (most recent call last):
+        ...
+        bbrlcore.errors.BBRLError: old cannot use the prior UGC+rnig: its rewards are ...
+        """
+        check_reward_prior(self.name, self.reward_priors, prior, source)
         if self.setting_check is None:
             return
         err = self.setting_check(params, prior, gamma, horizon)
@@ -453,6 +470,23 @@ class Algorithm:
                 shown = p.id_value(v) if p.id_value else show_value(v)
             parts.append(f"{p.name}={shown}")
         return "__".join(parts)
+
+
+def check_reward_prior(name: str, supported: tuple[str, ...], prior: Any,
+                       source: str = "") -> None:
+    """Raise :class:`BBRLError`, one line naming the algorithm ``name`` and the prior, when
+    ``prior``'s reward prior (:func:`bbrlcore.mdp.reward_prior.reward_prior_of`) is not
+    among ``supported``."""
+    from bbrlcore.mdp.reward_prior import reward_prior_of
+
+    rk = reward_prior_of(prior).kind
+    if rk in supported:
+        return
+    where = f"{source}: " if source else ""
+    raise BBRLError(f"{where}{name} cannot use the prior {prior.short_name}: its rewards are "
+                    f"unknown ({rk} prior) and {name} "
+                    + ("needs known rewards" if supported == ("known",) else
+                       "learns under the reward priors " + ", ".join(supported) + " only"))
 
 
 def show_value(v: Any) -> str:

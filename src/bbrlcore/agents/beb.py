@@ -18,6 +18,19 @@ observed pair's row and bonus change after a transition.
 ``compat=true`` truncates β to an integer, as the original library does (it stores the
 bonus in an unsigned int): β < 1 gives no bonus at all.
 
+**Rewards.** Under a prior that knows the rewards (the paper's protocol) :math:`R` is
+the prior's reward table. Under a prior whose rewards are unknown (``+rbeta``,
+``+rnig``, :mod:`bbrlcore.mdp.reward_prior`) BEB plans with the **posterior mean of the
+rewards** as it does with the posterior mean of the transitions (Kolter & Ng's agent is
+greedy in the mean model plus the bonus): on every transition of (x, u),
+:math:`(w_0 m_0 + \sum r)/(w_0 + n_r(x,u))`, the mean of the :math:`n_r` rewards
+observed after (x, u) with the prior's mean :math:`m_0` counted as :math:`w_0`
+observations — the NIG posterior mean (:math:`w_0 = \lambda_0`) and, for the Beta
+prior, the posterior mean under fractional counts (:math:`a \mathrel{+}= z`,
+:math:`b \mathrel{+}= 1-z`, :math:`w_0 = a_0 + b_0`, no Bernoulli draw): an empirical
+mean shrunk to the prior's (:func:`._rewards.shrunk_mean`). The bonus stays on the
+transitions' counts, as the paper's.
+
 At an episode's start (an episodic interaction,
 :attr:`~bbrlcore.agents.base.Episode.episode_length` H > 0): nothing but the return to
 the initial state; the posterior counts and bonuses are kept, and it plans with the test
@@ -43,6 +56,7 @@ from bbrlcore.agents._kernels import (
     rows_model_update,
 )
 from bbrlcore.agents._layout import setting
+from bbrlcore.agents._rewards import empirical_init, mean_reward_rows, mean_reward_update
 from bbrlcore.agents.base import (
     COMPAT,
     FLOAT64,
@@ -54,6 +68,7 @@ from bbrlcore.agents.base import (
     reward_buffer,
 )
 from bbrlcore.errors import BBRLError
+from bbrlcore.mdp.reward_prior import REWARD_PRIORS
 from bbrlcore.mdp.solvers import (
     GUEZ_TOLERANCE,
     guez_policy_iteration_rows,
@@ -73,9 +88,13 @@ def _set_bonus(Rb, Rm, Np, b, x, u):
 
 @njit(cache=True, error_model="numpy")
 def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, succ, nsucc, theta,
-                Rm, b, tol, rewards, episode_length):
+                Rm, b, tol, rewards, episode_length, rr):
     np.random.seed(seed)
     nX, nU, _ = P.shape
+    learn = rr[0] != 0.0  # rewards unknown: the reward prior's posterior mean
+    emp = empirical_init(nX, nU)
+    if learn:
+        Rm = Rm.copy()
     x = env_reset(initial_state, nX)
     N, Np, Pm = rows_model_init(theta, nsucc)
     Rb = np.empty_like(Rm)
@@ -98,6 +117,8 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, succ,
         ret += disc * r
         disc *= gamma
         rows_model_update(N, Np, Pm, nsucc, x, u, k)
+        if learn:
+            mean_reward_update(emp, rr, nsucc, Rm, x, u, r)
         _set_bonus(Rb, Rm, Np, b, x, u)
         x = succ[x, u, k]
         left -= 1
@@ -113,6 +134,8 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
     st = setting(prior, ep)
     beta = float(params["beta"])
     b = float(math.floor(beta)) if params["compat"] else beta
+    # (unknown rewards: the table unread, every slot at the reward prior's mean)
+    Rm, rr = mean_reward_rows(prior, st)
 
     shape, H = (ep.horizon,), int(ep.episode_length)
 
@@ -123,7 +146,7 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
             rewards = reward_buffer(rewards, ep.horizon)
         r = _trajectory(
             st.env(P), st.R, st.Rstd, int(ep.gaussian), ep.start, ep.gamma, ep.horizon,
-            seed, st.succ, st.nsucc, st.theta, st.Rm, b, GUEZ_TOLERANCE, rewards, H,
+            seed, st.succ, st.nsucc, st.theta, Rm, b, GUEZ_TOLERANCE, rewards, H, rr,
         )
         return r, _NO_COUNTERS
 
@@ -203,4 +226,5 @@ ALGORITHM = Algorithm(
     cost_features=cost_features,
     sparse=True,
     episodic=True,
+    reward_priors=REWARD_PRIORS,
 )

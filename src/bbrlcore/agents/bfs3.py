@@ -102,6 +102,11 @@ T. Walsh, S. Goschin, M. Littman, "Integrating sample-based planning and model-b
 reinforcement learning", AAAI 2010 (FSSS).
 M. Castronovo et al., "Benchmarking for Bayesian Reinforcement Learning", PLOS ONE 2016
 (the BBRL benchmark; its C++ BFS3 is the one reproduced here).
+
+**Rewards.** BFS3 expands its search tree with the prior's rewards; it needs known
+rewards, and a prior whose rewards are unknown (``+rbeta``, ``+rnig``:
+:mod:`bbrlcore.mdp.reward_prior`) is refused in one line naming it and the prior
+(:attr:`~bbrlcore.agents.base.Algorithm.reward_priors`).
 """
 
 from __future__ import annotations

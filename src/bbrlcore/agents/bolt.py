@@ -65,6 +65,11 @@ are kept, and it plans with the test set's γ.
 
 Paper: M. Araya-López, V. Thomas and O. Buffet, "Near-optimal BRL using optimistic local
 transitions", ICML 2012.
+
+**Rewards.** BOLT's optimistic models pay the prior's rewards; it needs known rewards,
+and a prior whose rewards are unknown (``+rbeta``, ``+rnig``:
+:mod:`bbrlcore.mdp.reward_prior`) is refused in one line naming it and the prior
+(:attr:`~bbrlcore.agents.base.Algorithm.reward_priors`).
 """
 
 from __future__ import annotations

@@ -66,6 +66,11 @@ with the test set's γ.
 
 Paper: J. Asmuth, L. Li, M. L. Littman, A. Nouri and D. Wingate, "A Bayesian sampling
 approach to exploration in reinforcement learning", UAI 2009.
+
+**Rewards.** BOSS merges sampled transition models that pay the prior's rewards; it
+needs known rewards, and a prior whose rewards are unknown (``+rbeta``, ``+rnig``:
+:mod:`bbrlcore.mdp.reward_prior`) is refused in one line naming it and the prior
+(:attr:`~bbrlcore.agents.base.Algorithm.reward_priors`).
 """
 
 from __future__ import annotations

@@ -14,6 +14,15 @@ the initial state; the counts and Q are kept, and it plans with the test set's �
 
 Paper: Castronovo et al. 2016, §4.1 ("ε-Greedy"); Sutton & Barto, *Reinforcement
 Learning: An Introduction*, 1998, §2.2.
+
+**Rewards.** Under a prior that knows the rewards (the paper's protocol) the Q-function
+is solved with the prior's reward table. Under a prior whose rewards are unknown
+(``+rbeta``, ``+rnig``: :mod:`bbrlcore.mdp.reward_prior`) e-Greedy solves it with the
+**posterior mean of the rewards**, as it uses the posterior mean of the transitions: on
+every transition of (x, u), the mean of the rewards observed after (x, u) with the reward
+prior's mean counted as :math:`w_0` observations (NIG :math:`\lambda_0`; Beta
+:math:`a_0 + b_0`, fractional counts, no Bernoulli draw), BEB's rule
+(:func:`._rewards.mean_reward_update`); before any observation, the prior's mean.
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ from bbrlcore.agents._kernels import (
     rows_model_update,
 )
 from bbrlcore.agents._layout import setting
+from bbrlcore.agents._rewards import empirical_init, mean_reward_rows, mean_reward_update
 from bbrlcore.agents.base import (
     FLOAT64,
     Algorithm,
@@ -47,9 +57,13 @@ _NO_COUNTERS = np.zeros(0, dtype=np.int64)
 
 @njit(cache=True, error_model="numpy")
 def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, succ, nsucc,
-                theta, Rm, epsilon, rewards, episode_length):
+                theta, Rm, epsilon, rewards, episode_length, rr):
     np.random.seed(seed)
     nX, nU, _ = P.shape
+    learn = rr[0] != 0.0  # rewards unknown: the reward prior's posterior mean
+    emp = empirical_init(nX, nU)
+    if learn:
+        Rm = Rm.copy()
     x = env_reset(initial_state, nX)
     N, Np, Pm = rows_model_init(theta, nsucc)
     Q = np.zeros((nX, nU))
@@ -69,6 +83,8 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, succ,
         ret += disc * r
         disc *= gamma
         rows_model_update(N, Np, Pm, nsucc, x, u, k)
+        if learn:
+            mean_reward_update(emp, rr, nsucc, Rm, x, u, r)
         q_solve_rows(Pm, Rm, succ, nsucc, gamma, horizon, Q)
         x = succ[x, u, k]
         left -= 1
@@ -81,6 +97,7 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, succ,
 def make_player(prior, params: dict, trained: Trained, ep: Episode):
     st = setting(prior, ep)
     eps = float(params["epsilon"])
+    Rm, rr = mean_reward_rows(prior, st)  # (unknown rewards: the table unread)
 
     shape, H = (ep.horizon,), int(ep.episode_length)
 
@@ -91,7 +108,7 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
             rewards = reward_buffer(rewards, ep.horizon)
         r = _trajectory(
             st.env(P), st.R, st.Rstd, int(ep.gaussian), ep.start, ep.gamma, ep.horizon,
-            seed, st.succ, st.nsucc, st.theta, st.Rm, eps, rewards, H,
+            seed, st.succ, st.nsucc, st.theta, Rm, eps, rewards, H, rr,
         )
         return r, _NO_COUNTERS
 
@@ -153,4 +170,5 @@ ALGORITHM = Algorithm(
     cost_features=cost_features,
     sparse=True,
     episodic=True,
+    reward_priors=("known", "beta", "nig"),
 )

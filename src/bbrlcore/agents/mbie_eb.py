@@ -38,6 +38,17 @@ The counts are not capped (the paper's analysis stops updating a pair after m vi
 bound the sample complexity; with m at least the horizon, the usual practical reading,
 the cap never binds).
 
+**Rewards.** Under a prior that knows the rewards (the paper's protocol) :math:`R` is
+the prior's reward table. Under a prior whose rewards are unknown (``+rbeta``,
+``+rnig``, :mod:`bbrlcore.mdp.reward_prior`; their hyper-parameters play no part) the
+agent plays the paper's model, the **empirical mean reward** :math:`\hat R(x,u)` of the
+rewards observed after (x, u) on every transition out of it, and its single bonus
+:math:`\beta/\sqrt{n(x,u)}` is MBIE-EB's joint interval for the reward and the
+transitions (Strehl & Littman 2008: the bonus replaces MBIE's two confidence
+intervals, the reward's :math:`\sqrt{\ln(2/\delta_R)/(2n)}` included); :math:`R_{max}`
+of an untried pair is then the top of the prior's reward range
+(:func:`~bbrlcore.mdp.reward_prior.reward_range`).
+
 With ``β = 0`` the agent is greedy in the empirical model (untried pairs optimistic).
 Parameter: ``beta`` (float ≥ 0, required). γ < 1.
 
@@ -60,8 +71,10 @@ from numba import njit
 
 from bbrlcore.agents._kernels import likeliest_slot
 from bbrlcore.agents._posterior import lu_buffer
+from bbrlcore.agents._rewards import empirical_init, empirical_update
 from bbrlcore.agents.api import CompiledAgent
 from bbrlcore.agents.base import Param, non_negative
+from bbrlcore.mdp.reward_prior import REWARD_PRIORS, reward_range
 from bbrlcore.mdp.rows import slot_of
 from bbrlcore.mdp.solvers import GUEZ_TOLERANCE, guez_policy_iteration_rows, lu_affordable
 
@@ -147,7 +160,7 @@ def _reset(setup):
     nS, nU, _ = succ.shape
     cs, cn, cN, cP, cR = _model(succ, nsucc, R)
     return (succ, nsucc, R, cs, cn, cN, np.zeros((nS, nU)), cP, cR, cR.copy(), V0.copy(),
-            pi0.copy(), lu_buffer(nsucc), np.empty(nS), fpar)
+            pi0.copy(), lu_buffer(nsucc), np.empty(nS), fpar, empirical_init(nS, nU))
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -157,8 +170,13 @@ def _act(state, x):
 
 @njit(cache=True, error_model="numpy", inline="always")
 def _observe(state, x, u, y, r):
-    succ, nsucc, R, cs, cn, cN, Np, cP, cR, Rb, V, pi, A, b, fpar = state
+    succ, nsucc, R, cs, cn, cN, Np, cP, cR, Rb, V, pi, A, b, fpar, emp = state
     _observe_compact(succ, nsucc, R, cs, cn, cN, Np, cP, cR, x, u, y)
+    if fpar[3] != 0.0:  # rewards unknown: the empirical mean on every seen successor
+        empirical_update(emp, x, u, r)
+        m = emp[x, u, 0] / emp[x, u, 1]
+        for i in range(cn[x, u]):
+            cR[x, u, i] = m
     _set_bonus(Rb, cR, cn, Np, fpar[1], x, u)
     guez_policy_iteration_rows(cP, Rb, cs, cn, fpar[0], fpar[2], V, pi, A, b)
 
@@ -265,10 +283,17 @@ class MBIEEB(CompiledAgent):
     act = _act
     observe = _observe
 
+    reward_priors = REWARD_PRIORS
+
     def setup(self) -> tuple:
-        succ, nsucc, R = augmented(self.layout, np.asarray(self.reward_rows),
-                                   r_max(self.prior))
-        fpar = np.array([float(self.gamma), float(self.p["beta"]), GUEZ_TOLERANCE])
+        if self.reward_prior.known:
+            succ, nsucc, R = augmented(self.layout, np.asarray(self.reward_rows),
+                                       r_max(self.prior))
+        else:  # the table unread: R_max is the top of the reward range
+            succ, nsucc, R = augmented(self.layout, np.zeros(np.shape(self.reward_rows)),
+                                       reward_range(self.prior)[1])
+        fpar = np.array([float(self.gamma), float(self.p["beta"]), GUEZ_TOLERANCE,
+                         0.0 if self.reward_prior.known else 1.0])
         V0, pi0 = start_values(succ, nsucc, R, fpar[0], fpar[2])
         return succ, nsucc, R, V0, pi0, fpar
 

@@ -39,6 +39,11 @@ strategies for single trajectory reinforcement learning", EWRL 2012; Castronovo 
 "Benchmarking for Bayesian Reinforcement Learning", PLOS ONE 2016, §4.1; Auer,
 Cesa-Bianchi and Fischer, "Finite-time analysis of the multiarmed bandit problem",
 Machine Learning 47, 2002 (UCB1).
+
+**Rewards.** OPPS-DS's formulas are computed from Q-functions of the prior's reward
+table; it needs known rewards, and a prior whose rewards are unknown (``+rbeta``,
+``+rnig``: :mod:`bbrlcore.mdp.reward_prior`) is refused in one line naming it and the
+prior (:attr:`~bbrlcore.agents.base.Algorithm.reward_priors`).
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ sampling baseline of the exploration literature in bbrl's episodic setting.
 
 The agent keeps the Dirichlet posterior of every transition row, :math:`\alpha(x,u,\cdot)
 = \theta(x,u,\cdot) + c(x,u,\cdot)` (prior concentrations plus observed counts), and knows
-the reward function (the prior's ``reward``), like the paper's agents. From time to time
+the reward function (the prior's ``reward``), like the paper's agents, unless the prior
+leaves the rewards unknown (**Rewards** below). From time to time
 it draws one MDP from the posterior — every row independently,
 :math:`P(x,u,\cdot) \sim \mathrm{Dir}(\alpha(x,u,\cdot))` (zero concentrations stay
 impossible) — solves it, and acts greedily in it until the next draw. The posterior
@@ -100,6 +101,20 @@ PSRL with one sample per trajectory. :class:`PSRL` is that form written as a
 ``psrl`` (:data:`ALGORITHM`) plays the same functions in a trajectory kernel of its own,
 which also holds the episodic form.
 
+**Rewards.** Under a prior that knows the rewards (the paper's protocol, no suffix) the
+sampled models pay the prior's rewards, as above. Under a prior whose rewards are
+unknown (``+rbeta``, ``+rnig``: :mod:`bbrlcore.mdp.reward_prior`) the agent also keeps
+the posterior of each pair's expected reward — Beta–Bernoulli with the Bernoulli trick
+(Agrawal & Goyal 2012) or Colosseum's Normal–inverse-gamma, updated with every reward
+observed after the pair (:func:`._rewards.reward_posterior_update`) — and every sample
+draws, before the transitions, one expected reward per pair from it, paid on every
+transition of the pair (:func:`._rewards.reward_sample_rows`; the episodic form draws
+those of the rows an episode can need): Osband, Russo & Van Roy's algorithm with its
+reward posterior, as Colosseum's PSRL. The first solve's warm start then uses the reward
+prior's mean, never the table; the draws come from the same xoshiro256** generator
+after the known-reward ones would (a known-reward prior draws nothing more: bit for bit
+as before).
+
 Parameters: ``schedule`` (``doubling`` or ``fixed``; not given: per episode in an
 episodic interaction, ``doubling`` in a continuing one) and ``period`` (int ≥ 1, the
 steps between two samples; required with ``schedule=fixed``, refused otherwise). The
@@ -156,6 +171,12 @@ from bbrlcore.agents._posterior import (
     sample_rows_of,
     sampling_setup,
 )
+from bbrlcore.agents._rewards import (
+    prior_mean_rows,
+    reward_posterior_init,
+    reward_posterior_update,
+    reward_sample_rows,
+)
 from bbrlcore.agents.api import CompiledAgent
 from bbrlcore.agents.base import (
     FLOAT64,
@@ -170,6 +191,7 @@ from bbrlcore.agents.base import (
 from bbrlcore.agents.sboss import mean_rows
 from bbrlcore.errors import BBRLError
 from bbrlcore.mdp import evaluation as ev_
+from bbrlcore.mdp.reward_prior import REWARD_PRIORS
 from bbrlcore.mdp.solvers import GUEZ_TOLERANCE, lu_affordable
 
 #: The values of ``schedule`` (not given: per episode in an episodic interaction, doubling
@@ -183,21 +205,26 @@ _RESAMPLE, _ELAPSED, _PREV_LEN, _SAMPLES = 0, 1, 2, 3
 
 @njit(cache=True, error_model="numpy")
 def _reset(setup):
-    succ, nsucc, theta, Rm, V0, pi0, fpar, ipar = setup
-    nX = theta.shape[0]
+    succ, nsucc, theta, Rm, V0, pi0, fpar, ipar, rpar = setup
+    nX, nU = theta.shape[0], theta.shape[1]
     alpha, visits = posterior_init_rows(theta)
     ctr = np.zeros(4, dtype=np.int64)
     ctr[_RESAMPLE] = 1
     ctr[_PREV_LEN] = 1  # T_0 = 1 (Ouyang et al.)
+    Rm = Rm.copy()  # (rewards unknown: the sampled ones are this trajectory's; a copy,
+    # writable even when the setup's is not, whatever the prior)
     return (alpha, visits, succ, nsucc, Rm, np.zeros_like(theta), V0.copy(), pi0.copy(),
             lu_buffer(nsucc), np.empty(nX), generator_from_numba(), ctr,
-            np.zeros_like(visits), fpar, ipar)
+            np.zeros_like(visits), fpar, ipar, rpar, reward_posterior_init(nX, nU, rpar))
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def _act(state, x):
-    alpha, visits, succ, nsucc, Rm, Ps, V, pi, A, b, rs, ctr, visits_at, fpar, ipar = state
+    alpha, visits, succ, nsucc, Rm, Ps, V, pi, A, b, rs, ctr, visits_at, fpar, ipar = state[:15]
+    rpar, rstat = state[15], state[16]
     if ctr[_RESAMPLE]:
+        if rpar[0] != 0.0:  # rewards unknown: one draw per pair, then the transitions
+            reward_sample_rows(rstat, rpar, nsucc, Rm, np.arange(alpha.shape[0]), rs)
         sample_and_solve(alpha, succ, nsucc, Rm, fpar[0], fpar[1], Ps, V, pi, A, b, rs)
         visits_at[:] = visits
         if ctr[_SAMPLES] > 0:
@@ -213,6 +240,9 @@ def _observe(state, x, u, y, r):
     alpha, visits, succ, nsucc = state[0], state[1], state[2], state[3]
     ctr, visits_at, ipar = state[11], state[12], state[14]
     posterior_update_rows(alpha, visits, succ, nsucc, x, u, y)
+    rpar = state[15]
+    if rpar[0] != 0.0:
+        reward_posterior_update(state[16], rpar, x, u, r, state[10])
     ctr[_ELAPSED] += 1
     if ipar[0] == _FIXED:
         if ctr[_ELAPSED] >= ipar[1]:
@@ -424,7 +454,7 @@ def _position(states, lo, hi, x):
 
 @njit(cache=True, error_model="numpy")
 def _trajectory_episodic(P, R, Rstd, gaussian, initial_state, gamma, horizon, H, seed,
-                         succ, nsucc, theta, Rm, states, off, need, rewards):
+                         succ, nsucc, theta, Rm, states, off, need, rewards, rpar):
     """One interaction of the episodic form (module docstring) on the test MDP ``P``
     on the agent's rows ``succ``, ``nsucc`` (:meth:`~bbrlcore.agents._layout.Setting.env`):
     a sample and a backward induction at the start of every episode of ``H`` steps, the
@@ -433,6 +463,10 @@ def _trajectory_episodic(P, R, Rstd, gaussian, initial_state, gamma, horizon, H,
     nX = P.shape[0]
     rs = generator_from_numba()
     alpha = theta.copy()
+    learn = rpar[0] != 0.0
+    if learn:  # rewards unknown: the sampled rewards are this trajectory's
+        Rm = Rm.copy()
+    rstat = reward_posterior_init(nX, theta.shape[1], rpar)
     Ps = np.zeros_like(theta)
     Va = np.zeros(nX)
     Vb = np.zeros(nX)
@@ -445,6 +479,8 @@ def _trajectory_episodic(P, R, Rstd, gaussian, initial_state, gamma, horizon, H,
         h = t % H
         if h == 0:
             x = env_reset(initial_state, nX)
+            if learn:
+                reward_sample_rows(rstat, rpar, nsucc, Rm, need, rs)
             sample_rows_of(alpha, nsucc, Ps, need, rs)
             finite_horizon_plan_rows(Ps, Rm, succ, nsucc, states, off, H, pi, Va, Vb)
             samples += 1
@@ -458,6 +494,8 @@ def _trajectory_episodic(P, R, Rstd, gaussian, initial_state, gamma, horizon, H,
         ret += disc * r
         disc *= gamma
         alpha[x, u, k] += 1.0
+        if learn:
+            reward_posterior_update(rstat, rpar, x, u, r, rs)
         x = succ[x, u, k]
     return ret, samples
 
@@ -560,6 +598,21 @@ def _trajectory_episodic_ind(P, R, Rstd, gaussian, initial_state, gamma, horizon
 # Players
 
 
+def reward_prior_array(prior: Any) -> np.ndarray:
+    """The kernels' ``rpar`` of the prior's reward prior (:mod:`._rewards`)."""
+    from bbrlcore.mdp.reward_prior import reward_prior_of
+
+    return reward_prior_of(prior).array()
+
+
+def agent_rewards(st: Any, rpar: np.ndarray) -> np.ndarray:
+    """The rewards an agent starts from on its rows: the prior's (known rewards), or the
+    reward prior's mean on every slot (unknown rewards: the agent never sees the table)."""
+    if rpar[0] == 0.0:
+        return np.ascontiguousarray(st.Rm)
+    return prior_mean_rows(rpar, np.asarray(st.nsucc), st.theta.shape[2])
+
+
 def _continuing_player(prior: Any, params: dict, ep: Episode):
     if not ep.gamma < 1.0:
         raise BBRLError("psrl: the continuing form needs a discount factor < 1 (the Guez "
@@ -569,9 +622,10 @@ def _continuing_player(prior: Any, params: dict, ep: Episode):
     fixed = params["schedule"] == "fixed"
     ipar = np.array([_FIXED if fixed else _DOUBLING,
                      int(params["period"]) if fixed else 0], dtype=np.int64)
-    agent = SimpleNamespace(layout=st.layout, theta_rows=st.theta, reward_rows=st.Rm,
-                            gamma=float(ep.gamma))
-    setup = sampling_setup(agent, ipar)
+    rpar = reward_prior_array(prior)
+    agent = SimpleNamespace(layout=st.layout, theta_rows=st.theta,
+                            reward_rows=agent_rewards(st, rpar), gamma=float(ep.gamma))
+    setup = (*sampling_setup(agent, ipar), rpar)
     lay = ep.layout()
     succ = np.ascontiguousarray(lay.succ, dtype=np.int64)
     nsucc = np.ascontiguousarray(lay.nsucc, dtype=np.int64)
@@ -614,7 +668,8 @@ def _episodic_player(prior: Any, params: dict, ep: Episode, H: int):
                         f"{MAX_AGENT_MEMORY_BYTES / 2**30:.0f} GB")
     need = decision_states(states, off, H)
     theta = np.ascontiguousarray(st.theta)
-    Rm = np.ascontiguousarray(st.Rm)
+    rpar = reward_prior_array(prior)
+    Rm = agent_rewards(st, rpar)
     R, Rstd = st.R, st.Rstd
     gaussian, x0 = int(ep.gaussian), ep.start
     gamma, horizon = float(ep.gamma), int(ep.horizon)
@@ -628,7 +683,7 @@ def _episodic_player(prior: Any, params: dict, ep: Episode, H: int):
         Pa = np.ascontiguousarray(st.env(np.asarray(P, dtype=np.float64)))
         ret, n = _trajectory_episodic(Pa, R, Rstd, gaussian, x0, gamma, horizon, H,
                                       int(seed), succ, nsucc, theta, Rm, states, off,
-                                      need, rewards)
+                                      need, rewards, rpar)
         return float(ret), np.array([n], dtype=np.int64)
 
     return play
@@ -700,6 +755,10 @@ def make_indicator_player(prior: Any, params: dict, trained: Trained | None, ep:
     """:func:`make_player`'s player with Colosseum's indicators (:mod:`._indicators`),
     the current policy being the sampled model's: ``play(P, seed, rewards) -> (return,
     counters, values)``, the same trajectory as :func:`make_player`'s."""
+    from bbrlcore.mdp.reward_prior import reward_prior_of
+
+    if not reward_prior_of(prior).known:  # (its indicator kernel is given the rewards)
+        return None
     err = _parameter_check(params)
     if err:
         raise BBRLError(f"psrl: {err}")
@@ -873,12 +932,18 @@ class PSRL(CompiledAgent):
     act = _act
     observe = _observe
     counter_values = _counters
+    reward_priors = REWARD_PRIORS
 
     def setup(self) -> tuple:
         fixed = self.p["schedule"] == "fixed"
         ipar = np.array([_FIXED if fixed else _DOUBLING,
                          int(self.p["period"]) if fixed else 0], dtype=np.int64)
-        return sampling_setup(self, ipar)
+        rpar = self.reward_prior.array()
+        agent = SimpleNamespace(layout=self.layout, theta_rows=self.theta_rows,
+                                reward_rows=agent_rewards(SimpleNamespace(
+                                    Rm=self.reward_rows, nsucc=self.layout.nsucc,
+                                    theta=self.theta_rows), rpar), gamma=self.gamma)
+        return (*sampling_setup(agent, ipar), rpar)
 
 
 #: The built-in ``psrl``: the continuing form (:class:`PSRL`'s functions) and the
@@ -894,4 +959,5 @@ ALGORITHM = Algorithm(
     sparse=True,
     episodic=True,
     indicator_player=make_indicator_player,
+    reward_priors=REWARD_PRIORS,
 )

@@ -36,6 +36,13 @@ paper's algorithm; 10 on GC), the value range :math:`H\rho` that the paper's H s
 for.
 The update uses the observed reward (noisy under Gaussian rewards), as the paper does.
 
+**Rewards.** The agent never reads the prior's rewards beyond the scale ρ: it learns from
+the observed ones whatever the prior says. Under a prior whose rewards are unknown
+(``+rbeta``, ``+rnig``, :mod:`bbrlcore.mdp.reward_prior`; their hyper-parameters play no
+part) ρ comes from the reward range instead,
+:func:`~bbrlcore.mdp.reward_prior.reward_range` (the same ρ on every family and on GC);
+the algorithm is otherwise the same.
+
 Parameters: ``c`` (bonus constant, > 0, default 1) and ``p`` (failure probability, in
 (0, 1), default 0.05); ``form`` (``jin``, default, or ``colosseum``) and the latter's
 own (below). The paper proves its bound for "some absolute constant c" and
@@ -318,6 +325,10 @@ def make_indicator_player(prior: Any, params: dict, trained: Trained | None, ep:
                           log_every: int):
     """:func:`make_player`'s player with Colosseum's indicators of its greedy policy
     (:func:`_trajectory_ind`): ``play(P, seed, rewards) -> (return, counters, values)``."""
+    from bbrlcore.mdp.reward_prior import reward_prior_of
+
+    if not reward_prior_of(prior).known:  # (its indicator kernel is given the rewards)
+        return None
     make_player(prior, params, trained, ep)  # (its checks)
     H = int(ep.episode_length)
     req = Request(ep, log_every)
@@ -350,7 +361,13 @@ def make_indicator_player(prior: Any, params: dict, trained: Trained | None, ep:
 
 def reward_scale(prior: Any) -> float:
     """ρ: the largest absolute reward of the prior's reward table on its support, or 1
-    if that is smaller (rewards within [-1, 1]: the paper's scale)."""
+    if that is smaller (rewards within [-1, 1]: the paper's scale). Under a prior whose
+    rewards are unknown, the largest absolute value of its reward range
+    (:func:`~bbrlcore.mdp.reward_prior.reward_range`), or 1 if that is smaller."""
+    from bbrlcore.mdp.reward_prior import reward_prior_of, reward_range
+
+    if not reward_prior_of(prior).known:
+        return max(1.0, *(abs(v) for v in reward_range(prior)))
     vals = np.abs(np.asarray(prior.reward_rows))[prior.support_layout.mask]
     return max(1.0, float(vals.max()) if vals.size else 0.0)
 
@@ -498,4 +515,5 @@ ALGORITHM = Algorithm(
     episodic=True,
     episodic_only="it learns one Q-function per step of an episode, Jin et al. 2018",
     indicator_player=make_indicator_player,
+    reward_priors=("known", "beta", "nig"),
 )

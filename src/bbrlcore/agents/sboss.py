@@ -105,6 +105,11 @@ Paper: P. S. Castro and D. Precup, "Smarter sampling in model-based Bayesian
 reinforcement learning", ECML PKDD 2010 (LNCS 6321); BOSS: J. Asmuth,
 L. Li, M. L. Littman, A. Nouri, D. Wingate, "A Bayesian sampling approach to exploration
 in reinforcement learning", UAI 2009; benchmark: Castronovo et al., PLOS ONE 2016, §4.1.
+
+**Rewards.** SBOSS merges sampled transition models that pay the prior's rewards; it
+needs known rewards, and a prior whose rewards are unknown (``+rbeta``, ``+rnig``:
+:mod:`bbrlcore.mdp.reward_prior`) is refused in one line naming it and the prior
+(:attr:`~bbrlcore.agents.base.Algorithm.reward_priors`).
 """
 
 from __future__ import annotations

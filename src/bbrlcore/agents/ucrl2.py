@@ -19,16 +19,25 @@ L1 ball around the empirical model :math:`\hat p(\cdot \mid x,u) = c(x,u,\cdot) 
 .. math::  \lVert \tilde p(\cdot \mid x,u) - \hat p(\cdot \mid x,u) \rVert_1 \le
    d(x,u) = \sqrt{\frac{14\,S \log(2 A t_k / \delta)}{\max\{1, N_k(x,u)\}}},
 
-S, A the numbers of states and actions. bbrl's agents **know the rewards** and learn
-the transitions only, so the paper's reward confidence interval
-(:math:`\sqrt{7 \log(2 S A t_k / \delta) / (2 \max\{1, N_k\})}`) does not apply: the
-optimistic rewards are the true ones, :math:`R(x,u,y)` of the prior's reward table, and
-only the transition set above is used. The ball is intersected with the distributions
-over the transitions the agent deems possible: those of the prior's support
-(:math:`\theta(x,u,y) > 0`) and any transition observed — the row's slots, as BOLT's σ
-(:mod:`.bolt`). On a prior whose support is every state (the paper's UGC, UGDL, UGrid)
-that is the paper's set; on the families' priors it is their structure (DeepSea's two
-successors of a cell), which every bbrl agent knows.
+S, A the numbers of states and actions. **Rewards.** Under a prior that knows the
+rewards (the paper's protocol) the paper's reward confidence interval does not apply:
+the optimistic rewards are the true ones, :math:`R(x,u,y)` of the prior's reward table,
+and only the transition set above is used. Under a prior whose rewards are unknown
+(``+rbeta``, ``+rnig``: :mod:`bbrlcore.mdp.reward_prior`; UCRL2 uses neither prior's
+hyper-parameters, only the reward range :math:`[lo, hi]` it gives,
+:func:`~bbrlcore.mdp.reward_prior.reward_range`) the agent keeps the sum and number of
+the rewards observed after each pair and, at each episode's start, plays the paper's
+optimistic rewards on every transition of (x, u),
+:math:`\min\{hi, \hat r(x,u) + (hi - lo)\sqrt{7 \log(2 S A t_k / \delta) / (2
+\max\{1, N_k(x,u)\})}\}` (rewards scaled to [0, 1] by the range; :math:`\hat r = lo`
+before any observation, the paper's 0), :func:`._rewards.ucrl2_rewards`.
+
+The transitions' ball is intersected with the distributions over the transitions the
+agent deems possible: those of the prior's support (:math:`\theta(x,u,y) > 0`) and
+any transition observed — the row's slots, as BOLT's σ (:mod:`.bolt`). On a prior
+whose support is every state (the paper's UGC, UGDL, UGrid) that is the paper's set;
+on the families' priors it is their structure (DeepSea's two successors of a cell),
+which every bbrl agent knows.
 
 **Extended value iteration** (the paper's §3.1.2): on the optimistic MDP whose
 actions choose both u and :math:`\tilde p \in` the set,
@@ -146,6 +155,7 @@ from bbrlcore.agents._indicators import (
 )
 from bbrlcore.agents._kernels import env_reset, env_reward_rows, env_step_rows
 from bbrlcore.agents._layout import setting
+from bbrlcore.agents._rewards import empirical_init, empirical_update, ucrl2_rewards
 from bbrlcore.agents.base import (
     FLOAT64,
     Algorithm,
@@ -155,6 +165,7 @@ from bbrlcore.agents.base import (
     reward_buffer,
 )
 from bbrlcore.mdp import evaluation as ev_
+from bbrlcore.mdp.reward_prior import REWARD_PRIORS, reward_prior_of, reward_range
 
 #: Largest number of sweeps of one extended value iteration (see the module docstring).
 EVI_MAX_SWEEPS = 20_000
@@ -374,7 +385,7 @@ def extended_value_iteration(C, N, allowed, R, succ, nsucc, t_k, delta, values, 
 
 @njit(cache=True, error_model="numpy")
 def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, episode_length, seed,
-                succ, nsucc, theta, Rm, delta, max_sweeps, rewards, bernstein):
+                succ, nsucc, theta, Rm, delta, max_sweeps, rewards, bernstein, rr):
     """One interaction of UCRL2 on the test MDP ``P`` on the agent's rows: returns
     (discounted return, [policies, evi_sweeps, evi_capped, tied_steps]): UCRL2's episodes
     begun (each an extended value iteration), their sweeps, those stopped by the cap, and
@@ -390,6 +401,10 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, episode_len
     pi = np.zeros(nX, dtype=np.int64)
     ties = np.ones(nX, dtype=np.int64)
     counters = np.zeros(4, dtype=np.int64)
+    learn = rr[0] != 0.0  # rewards unknown: empirical means and their confidence width
+    emp = empirical_init(nX, nU)
+    if learn:
+        Rm = Rm.copy()
     x = env_reset(initial_state, nX)
     ret = 0.0
     disc = 1.0
@@ -401,6 +416,9 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, episode_len
                 for a in range(nU):
                     N[z, a] += v[z, a]
                     v[z, a] = 0
+            if learn:
+                ucrl2_rewards(emp, nsucc, rr[1], rr[2],
+                              math.log(2.0 * nX * nU * (t + 1) / delta), Rm)
             sweeps, converged = extended_value_iteration(C, N, allowed, Rm, succ, nsucc,
                                                          t + 1, delta, values, pi,
                                                          max_sweeps, bernstein, ties)
@@ -418,6 +436,8 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, episode_len
         ret += disc * r
         disc *= gamma
         v[x, u] += 1
+        if learn:
+            empirical_update(emp, x, u, r)
         C[x, u, k] += 1.0
         allowed[x, u, k] = True
         x = succ[x, u, k]
@@ -508,6 +528,10 @@ def make_indicator_player(prior: Any, params: dict, trained: Trained | None, ep:
                           log_every: int):
     """:func:`make_player`'s player with Colosseum's indicators of its optimistic policy
     (:func:`_trajectory_ind`): ``play(P, seed, rewards) -> (return, counters, values)``."""
+    from bbrlcore.mdp.reward_prior import reward_prior_of
+
+    if not reward_prior_of(prior).known:  # (its indicator kernel is given the rewards)
+        return None
     st = setting(prior, ep)
     succ = np.ascontiguousarray(st.succ, dtype=np.int64)
     nsucc = np.ascontiguousarray(st.nsucc, dtype=np.int64)
@@ -541,7 +565,10 @@ def make_player(prior: Any, params: dict, trained: Trained | None, ep: Episode):
     succ = np.ascontiguousarray(st.succ, dtype=np.int64)
     nsucc = np.ascontiguousarray(st.nsucc, dtype=np.int64)
     theta = np.ascontiguousarray(st.theta)
-    Rm = np.ascontiguousarray(st.Rm)
+    rp = reward_prior_of(prior)
+    rr = np.array([0.0 if rp.known else 1.0, *reward_range(prior)])
+    # (unknown rewards: the table is never read; the kernel writes the optimistic ones)
+    Rm = np.ascontiguousarray(st.Rm) if rp.known else np.zeros_like(st.Rm)
     R, Rstd = st.R, st.Rstd
     delta = float(params["delta"])
     bernstein = params.get("bound", "l1") == "bernstein"
@@ -558,7 +585,7 @@ def make_player(prior: Any, params: dict, trained: Trained | None, ep: Episode):
         Pa = np.ascontiguousarray(st.env(np.asarray(P, dtype=np.float64)))
         ret, cnt = _trajectory(Pa, R, Rstd, gaussian, x0, gamma, horizon, H, int(seed),
                                succ, nsucc, theta, Rm, delta, EVI_MAX_SWEEPS, rewards,
-                               bernstein)
+                               bernstein, rr)
         return float(ret), cnt
 
     return play
@@ -651,4 +678,5 @@ ALGORITHM = Algorithm(
     sparse=True,
     episodic=True,
     indicator_player=make_indicator_player,
+    reward_priors=REWARD_PRIORS,
 )

@@ -130,6 +130,9 @@ class FDMDistribution:
     #: :func:`~bbrlcore.mdp.environment.with_environment` gives them
     reward_laws: Any = None
     starts: Any = None
+    #: what the prior says about the rewards (:mod:`bbrlcore.mdp.reward_prior`; None:
+    #: known, the paper's protocol); a name suffix ``+rbeta`` / ``+rnig`` gives it
+    reward_prior: Any = None
 
     def __init__(
         self, name: str, short_name: str, theta: Any, reward: Any, initial_state: int = 0,
@@ -556,6 +559,8 @@ class FDMDistribution:
                 f"{at.size} non-zero of {nX * nU * nX}; "
                 f"{det} deterministic (x,u) rows of {nnz.size}",
             ] + describe_environment(self)
+            + ([f"  rewards unknown to the agent: {self.reward_prior.kind} prior "
+                f"{list(self.reward_prior.params)}"] if self.reward_prior is not None else [])
         )
 
     # ----------------------------------------------------------------------------------
@@ -583,6 +588,8 @@ class FDMDistribution:
         from bbrlcore.mdp.environment import environment_dict
 
         d.update(environment_dict(self))  # (reward laws and starts, when it has them)
+        if self.reward_prior is not None:  # (unknown rewards: the prior over them)
+            d["reward_prior"] = self.reward_prior.to_dict()
         return d
 
     @classmethod
@@ -634,8 +641,15 @@ class FDMDistribution:
             raise BBRLError(f"{source}: {exc}") from None
         from bbrlcore.mdp.environment import from_environment_dict
 
-        return from_environment_dict(
+        out = from_environment_dict(
             out, {k: d[k] for k in ("reward_laws", "starts") if k in d}, source)
+        if d.get("reward_prior") is not None:
+            from bbrlcore.mdp.reward_prior import RewardPrior
+
+            rp = RewardPrior.from_dict(d["reward_prior"], source)
+            if not rp.known:
+                out.__dict__["reward_prior"] = rp
+        return out
 
     def to_dat(self) -> str:
         """The original ``DirMultiDistribution`` text."""
@@ -986,6 +1000,8 @@ def write_parquet(d: Any, path: str | Path) -> None:
         meta["family"] = family
     else:  # (its reward laws and starts, when it has them)
         meta.update(_environment(d))
+    if d.reward_prior is not None:  # (a prior whose rewards are unknown)
+        meta["reward_prior"] = d.reward_prior.to_dict()
     artefacts.write_artefact(path, d.to_table(), "distribution", meta)
 
 
@@ -1029,12 +1045,19 @@ def read_parquet(path: str | Path) -> FDMDistribution:
         var = col("reward_variance") if "reward_variance" in t.columns else None
         from bbrlcore.mdp.environment import from_environment_dict
 
-        return from_environment_dict(FDMDistribution.from_entries(
+        out = from_environment_dict(FDMDistribution.from_entries(
             m.str("name"), m.str("short_name"), nX, nU, flat, col("theta"), col("reward"),
             initial_state=m.int("initial_state", lo=-1, hi=nX - 1),
             reward_type=m.str("reward_type", default="constant"),
             reward_variance=var,
         ), {k: meta[k] for k in ("reward_laws", "starts") if k in meta}, str(path))
+        if meta.get("reward_prior") is not None:
+            from bbrlcore.mdp.reward_prior import RewardPrior
+
+            rp = RewardPrior.from_dict(meta["reward_prior"], str(path))
+            if not rp.known:
+                out.__dict__["reward_prior"] = rp
+        return out
     except (KeyError, ValueError, TypeError, pl.exceptions.PolarsError) as exc:
         raise BBRLError(f"{path}: malformed distribution artefact ({exc})") from None
     except BBRLError as exc:
@@ -1137,6 +1160,11 @@ def load(spec: str | Path) -> FDMDistribution:
     file (plain or zlib) or a distribution Parquet file (a family test distribution's
     file holds its accurate prior). :func:`load_test` gives test distributions."""
     s = str(spec)
+    from bbrlcore.mdp import reward_prior as RP
+
+    base, rkind = RP.split_name(s)
+    if rkind != "known" and not Path(s).exists():
+        return RP.with_reward_prior(load(base), rkind)
     if s in _BUILDERS:
         return builtin(s)
     named = _family_named(s)  # like the built-ins' names, before files (./DeepSea-20)
@@ -1156,8 +1184,13 @@ def load(spec: str | Path) -> FDMDistribution:
 def load_test(spec: str | Path) -> Any:
     """A test distribution, named or read as :func:`load` does, except that a problem
     family's name (``DeepSea-20``) or file gives its test distribution, which may draw
-    its structure (:class:`~bbrlcore.mdp.families.FamilyDistribution`, not an FDM)."""
+    its structure (:class:`~bbrlcore.mdp.families.FamilyDistribution`, not an FDM). A name
+    with a reward-prior suffix (``UGC+rbeta``) is a prior: :func:`load`'s."""
     s = str(spec)
+    from bbrlcore.mdp.reward_prior import split_name
+
+    if split_name(s)[1] != "known" and not Path(s).exists():
+        return load(s)
     if s in _BUILDERS:
         return builtin(s)
     named = _family_named(s)

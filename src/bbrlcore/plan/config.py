@@ -478,7 +478,12 @@ def _experiments_of(e: Mapping[str, Any], i: int, fail, declared: Mapping[str, A
     for k, pr in enumerate(priors):
         key = f"experiments[{i}].prior" + (f"[{k}]" if isinstance(raw, list) else "")
         if not isinstance(pr, str):
-            raise fail(f"{key}={pr}", "expected a distribution's name, accurate or uniform")
+            raise fail(f"{key}={pr}", "expected a distribution's name, accurate or uniform "
+                       "(each may end in +rbeta or +rnig: rewards unknown)")
+        # (a suffix +rbeta / +rnig: the same prior, rewards unknown; mdp.reward_prior)
+        from bbrlcore.mdp import reward_prior as RP
+
+        pr, rkind = RP.split_name(pr)
         for t in tests:
             if pr == "accurate":
                 name = t
@@ -492,6 +497,11 @@ def _experiments_of(e: Mapping[str, Any], i: int, fail, declared: Mapping[str, A
                 if not _known(pr, declared, loaded, test_dists):
                     raise fail(f"{key}={pr}", _unknown(pr))
                 name = pr
+            if rkind != "known":
+                base_prior = loaded[name]
+                name = f"{name}{RP.SUFFIX}{rkind}"
+                if name not in loaded:
+                    loaded[name] = RP.with_reward_prior(base_prior, rkind)
             out.append(Experiment(t, name))
     return out
 

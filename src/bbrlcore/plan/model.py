@@ -313,8 +313,18 @@ class Plan:
 
     def distribution_spec(self, name: str) -> str:
         """What ``bbrl distribution import`` reads for ``name``: its declared file, else the
-        name itself (a built-in, or a problem family's name such as ``DeepSea-20``)."""
-        return str(self.config["distributions"].get(name, name))
+        name itself (a built-in, or a problem family's name such as ``DeepSea-20``); a
+        declared prior with a reward-prior suffix (``mine+rbeta``) is its file with the
+        suffix (:func:`bbrlcore.mdp.distributions.load` reads it so)."""
+        declared = self.config["distributions"]
+        if name in declared:
+            return str(declared[name])
+        from bbrlcore.mdp.reward_prior import SUFFIX, split_name
+
+        base, kind = split_name(name)
+        if kind != "known" and base in declared:
+            return f"{declared[base]}{SUFFIX}{kind}"
+        return name
 
     def test_distribution(self, name: str) -> Any:
         """The test distribution ``name`` (a family's that draws its structure, or the
