@@ -43,7 +43,8 @@ from bbrlcore.mdp import families as F
 from bbrlcore.mdp.families import simplegrid
 
 FIXTURES = Path(__file__).parent / "fixtures" / "colosseum"
-CASES = sorted(p.stem for p in FIXTURES.glob("*.npz"))
+#: The MDP fixtures (``indicators.npz`` is test_indicators.py's, of another kind).
+CASES = sorted(p.stem for p in FIXTURES.glob("*.npz") if p.stem != "indicators")
 GAMMA = 0.99
 #: Colosseum's continuous values: how far below the fixed point its value iteration's
 #: stopping rule may leave them (module docstring), and float32 rounding.

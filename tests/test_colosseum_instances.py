@@ -46,10 +46,12 @@ def test_the_four_benchmarks_have_twenty_instances_each():
     assert len(CI.INSTANCES) == 80
     assert {s: settings.count(s) for s in CI.SETTINGS.values()} == dict.fromkeys(
         CI.SETTINGS.values(), 20)
-    # a stochastic instance always needs stochastic rewards; an expressed one never does
+    # a stochastic instance of a family without Colosseum's reward laws needs them
     for i in CI.INSTANCES.values():
         assert (i.problem_params is None) == (i.needs is not None)
-        assert not i.stochastic or i.needs.startswith("stochastic rewards")
+        base = i.cls.removesuffix("Episodic").removesuffix("Continuous")
+        assert not i.stochastic or base in CI.CATEGORIES or i.needs.startswith(
+            "stochastic rewards")
 
 
 def test_gin_bindings_as_gin_reads_them():
@@ -62,7 +64,8 @@ def test_gin_bindings_as_gin_reads_them():
 
 
 def test_every_expressed_instance_is_colosseums_mdp():
-    expressed = {n for n, i in CI.INSTANCES.items() if i.problem_params is not None}
+    expressed = {n for n, i in CI.INSTANCES.items()
+                 if i.problem_params is not None and not i.stochastic}
     assert expressed == set(FIXTURE_OF)
     for name, case in FIXTURE_OF.items():
         d = CF.load(case)
@@ -96,6 +99,7 @@ def test_instance_names_work_wherever_a_distributions_name_does():
     ("Colosseum-EC-Taxi-0", "needs stochastic rewards"),
     ("Colosseum-EE-MiniGridEmpty-0", "needs several starting states"),
     ("Colosseum-CE-SimpleGrid-1", "four central tiles"),
+    ("Colosseum-EC-SimpleGrid-0", "a start drawn per MDP"),
     ("UColosseum-CC-MiniGridRooms-0", "Colosseum's MiniGrid-Rooms form"),
 ])
 def test_an_instance_bbrl_cannot_express_says_what_it_needs(name, why):
@@ -112,7 +116,9 @@ def test_bbrl_families_lists_the_instances(capsys):
     out = capsys.readouterr().out
     assert out.count("Colosseum-") == 80
     assert "Colosseum-CC-DeepSea-1         = DeepSea-40-form1-c1e+12" in out
-    assert "Colosseum-CC-DeepSea-0         needs stochastic rewards" in out
+    assert ("Colosseum-CC-DeepSea-0         = DeepSea-40-form1-c1e+12 with Colosseum's Beta "
+            "rewards") in out
+    assert "Colosseum-CC-Taxi-0            needs stochastic rewards" in out
 
 
 INSTANCE_FIXTURES = CF.FIXTURES / "instances"
@@ -152,7 +158,7 @@ def test_instance_transitions_are_bbrls_variants(name):
     assert p.test.initial_state == idx[np.flatnonzero(d["start"])[0]]
     if int(d["H"]):
         assert F.episodic_form(p.test)[1] == int(d["H"])
-    if CI.INSTANCES[name].problem_params is not None:
+    if CI.INSTANCES[name].problem_params is not None and not CI.INSTANCES[name].stochastic:
         R = np.asarray(p.test.reward)
         r = (p.test.mean_model() * R).sum(axis=2)[idx]
         np.testing.assert_allclose(r, d["R"], atol=1e-6, rtol=1e-6)
@@ -177,3 +183,93 @@ def test_episode_lengths_of_the_families_bbrl_does_not_express_yet():
             assert starts == i.params["n_starting_states"]
         if fam == "taxi" and i.params["size"] == 4:
             assert starts == 72
+
+
+EXPRESSED = [n for n, i in CI.INSTANCES.items() if i.problem_params is not None]
+
+
+def colosseum_laws_in_bbrl(d: dict, idx: np.ndarray, nX: int, nU: int) -> tuple:
+    """The fixture's law of each Colosseum transition, keyed by bbrl's transition:
+    (bbrl keys increasing, kind, a, b)."""
+    n = d["R"].shape[0]
+    xu, y = np.divmod(d["T_keys"], n)
+    x, u = np.divmod(xu, nU)
+    keys = (idx[x] * nU + u) * nX + idx[y]
+    order = np.argsort(keys)
+    return (keys[order], d["reward_kind"][order], d["reward_a"][order],
+            d["reward_b"][order])
+
+
+@pytest.mark.parametrize("name", EXPRESSED)
+def test_expressed_instance_is_colosseums_mdp_law_by_law(name):
+    """Every instance bbrl expresses against Colosseum's own MDP at seed 0
+    (``instances/<name>.npz``), state by state: transitions (Colosseum's float32: to
+    1e-6), the reward law of each transition (kind; Beta parameters to 1e-12 relative,
+    both computed in float64 from the same formula or gin values; a deterministic
+    reward to 1e-12), expected rewards (Colosseum's float32 R: to 1e-6), the starting
+    distribution, H, and optimal values as ``test_colosseum_fixtures`` compares them
+    (episodic: float32 backward induction, to 1e-5 per step; continuous: Colosseum's
+    inexact value iteration, one-sided)."""
+    from bbrlcore.mdp.environment import BETA, start_probabilities
+
+    d = CF.load(name, INSTANCE_FIXTURES)
+    t = D.load_test(name)
+    _, idx = CF.bbrl_problem(d)
+    nX, nU = t.n_states, t.n_actions
+    P = t.mean_model()
+    sub = P[idx][:, :, idx]
+    assert np.allclose(sub.sum(axis=2), 1.0, atol=1e-12)
+    np.testing.assert_allclose(sub, CF.colosseum_T(d), atol=1e-6, rtol=0)
+    # each transition's reward law
+    keys, kind, a, b = colosseum_laws_in_bbrl(d, idx, nX, nU)
+    support = np.flatnonzero(P.reshape(-1) > 0)
+    assert np.array_equal(np.sort(support), keys)  # the same transitions, no others
+    laws = t.reward_laws
+    R = np.asarray(t.reward).reshape(-1)
+    if laws is None:
+        assert (kind == 0).all() and not CI.INSTANCES[name].stochastic
+        np.testing.assert_allclose(R[keys], a, rtol=1e-12, atol=1e-12)
+    else:
+        assert (kind == 1).all() and CI.INSTANCES[name].stochastic
+        assert np.array_equal(laws.keys, keys) and (laws.kind == BETA).all()
+        assert (laws.loc == 0).all() and (laws.scale == 1).all()
+        np.testing.assert_allclose(laws.a, a, rtol=1e-12, atol=0)
+        np.testing.assert_allclose(laws.b, b, rtol=1e-12, atol=0)
+        np.testing.assert_allclose(R[keys], a / (a + b), rtol=1e-12, atol=0)
+    # expected rewards, start, H
+    r = (P * np.asarray(t.reward)).sum(axis=2)[idx]
+    np.testing.assert_allclose(r, d["R"], atol=1e-6, rtol=1e-6)
+    mu = start_probabilities(nX, t.initial_state, getattr(t, "starts", None))
+    assert np.array_equal(mu[idx], d["start"]) and mu[idx].sum() == 1.0
+    H = int(d["H"])
+    assert F.episodic_form(t)[1] == (H or F.episodic_form(t)[1])
+    V = CF.optimal(sub, r, H)
+    if H:
+        np.testing.assert_allclose(V, d["V_opt"], atol=1e-5 * H, rtol=0)
+    else:
+        gap = V - d["V_opt"]
+        assert gap.min() >= -CF.ROUNDING and gap.max() <= CF.CONTINUOUS_GAP
+
+
+def test_how_many_instances_bbrl_expresses():
+    """RiverSwim, DeepSea and odd SimpleGrid, stochastic rewards or not (24); the others
+    say what they need."""
+    expressed = {n.split("-")[2] for n in EXPRESSED}
+    assert len(EXPRESSED) == 24 and expressed == {"RiverSwim", "DeepSea", "SimpleGrid"}
+    assert all(CI.INSTANCES[n].params["size"] % 2 for n in EXPRESSED if "SimpleGrid" in n)
+
+
+def test_a_stochastic_instance_plays_its_beta_rewards():
+    """The uniform prior of a stochastic instance knows its expected rewards (Colosseum's
+    Beta means, not the deterministic ones) and its test distribution carries the laws
+    into its artefacts' metadata."""
+    from bbrlcore.mdp.environment import environment_dict
+
+    t = D.load_test("Colosseum-EE-RiverSwim-0")
+    u = D.load("UColosseum-EE-RiverSwim-0")
+    assert np.array_equal(np.asarray(u.reward), np.asarray(t.reward))
+    # the gin file's laws: sub-optimal Beta(2.4, 24), other Beta(2.4, 249), not 0.005, 0
+    R = np.asarray(t.reward)
+    assert R[0, 0, 0] == 2.4 / (2.4 + 24.0) and R[1, 1, 2] == 2.4 / (2.4 + 249.0)
+    env = environment_dict(t)
+    assert len(env["reward_laws"]["keys"]) == t.reward_laws.size == 26

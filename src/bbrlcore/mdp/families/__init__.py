@@ -39,6 +39,7 @@ bbrlcore.errors.BBRLError: family deepsea: size=1: must be an integer in [2, 70]
 from __future__ import annotations
 
 import re
+from functools import cached_property
 from typing import Any
 
 from bbrlcore.errors import BBRLError
@@ -235,11 +236,24 @@ def instance_problem(name: str) -> Problem:
     if inst.problem_params is None:
         raise BBRLError(f"{name}: {_parse(name)[1]}")
     spec = FAMILIES[inst.family]
-    p = Problem(spec, spec.validate(inst.problem_params))
+    p = (_StochasticInstance if inst.stochastic else Problem)(
+        spec, spec.validate(inst.problem_params))
+    p.instance = inst
     canonical = p.short_name
     p.short_name = name
     p.name = f"Colosseum {inst.setting} {inst.cls} #{inst.index} ({canonical})"
     return p
+
+
+class _StochasticInstance(Problem):
+    """A Colosseum instance with stochastic rewards: its family's test distribution with
+    Colosseum's Beta reward laws (:func:`colosseum_instances.stochastic_test`)."""
+
+    instance: colosseum_instances.Instance
+
+    @cached_property
+    def test(self) -> Any:
+        return colosseum_instances.stochastic_test(self.instance, Problem.test.func(self))
 
 
 def from_name(name: Any) -> tuple[Problem, str] | None:

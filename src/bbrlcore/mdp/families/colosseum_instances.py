@@ -18,23 +18,38 @@ uniform prior is ``U`` + the name, as for every family. ``bbrl families`` lists 
 Which ones bbrl expresses today
 -------------------------------
 An instance resolves to a bbrl distribution, wherever a distribution's name works
-(configuration, ``bbrl distribution``, ``--test``), when bbrl's families express its
-parameters exactly: RiverSwim (``current`` 0), DeepSea (``form`` 1) and SimpleGrid
-(``other`` 0.5, odd sizes) with deterministic rewards. Each resolves to its family with
-those parameters and ``concentration`` 1e12 (:data:`INSTANCE_CONCENTRATION`): a Colosseum
-instance is one MDP, so every test MDP drawn is that MDP (to about 1e-6 in each
-probability; deterministic rows exactly), and its uniform prior (one pseudo-count on
-each transition the MDP has) is what an agent learns it from. The episodic instances are
-played as episodic experiments (``episodes: E``), whose natural length is Colosseum's
-(:attr:`~bbrlcore.mdp.families.Family.episode_length`). They equal Colosseum's own MDPs
-state by state (``tests/test_colosseum_fixtures.py``).
+(configuration, ``bbrl distribution``, ``--test``), when bbrl's families express it
+exactly: every RiverSwim (``current`` 0), DeepSea (``form`` 1) and odd-sized SimpleGrid
+(``other`` 0.5) instance, 24 of the 80. Each resolves to its family with those parameters
+and ``concentration`` 1e12 (:data:`INSTANCE_CONCENTRATION`): a Colosseum instance is one
+MDP, so every test MDP drawn is that MDP (to about 1e-6 in each probability;
+deterministic rows exactly), and its uniform prior (one pseudo-count on each transition
+the MDP has, the instance's expected rewards) is what an agent learns it from. The
+episodic instances are played as episodic experiments (``episodes: E``), whose natural
+length is Colosseum's (:attr:`~bbrlcore.mdp.families.Family.episode_length`).
+
+**Stochastic rewards** (``make_reward_stochastic``). Colosseum then pays every transition
+a Beta draw whose law depends on the transition's category (its
+``_get_reward_distribution``: optimal, sub-optimal or other; :data:`CATEGORIES`, read off
+the family's deterministic reward of the transition), with parameters its constructor
+sets (:func:`beta_parameters`: the gin file's three distributions when it gives them, its
+defaults with ``reward_variance_multiplier`` otherwise). These are not the family's
+``reward_noise`` (a Beta around the deterministic mean): Colosseum changes the means too
+(RiverSwim's "other" transitions pay 0.02 or 0.2/size/10 on average, not 0; SimpleGrid's
+corners 0.9 and 0.02, not 1 and 0). :func:`stochastic_test` builds the instance's test
+distribution: the family's transitions, each with its Beta law (``RewardLaws``) and that
+law's mean as its expected reward. Every expressed instance equals Colosseum's own MDP at
+seed 0 state by state: transitions, each transition's reward law (kind and parameters),
+expected rewards, starting state, H and optimal values
+(``tests/test_colosseum_instances.py``).
 
 The others say what they need (:attr:`Instance.needs`):
 
-* **stochastic rewards** (``make_reward_stochastic``: Beta reward laws): most instances;
-* **several starting states**: MiniGrid-Empty (3 or 5), and SimpleGrid of an even size,
-  whose start Colosseum's seed draws among the four central tiles (bbrl's ``start``
-  picks one);
+* **Colosseum's reward laws of FrozenLake and Taxi** (their stochastic rewards) and their
+  MDPs checked state by state (Taxi also starts from 72 or 108 states);
+* **a start drawn per MDP**: SimpleGrid of an even size, whose start Colosseum's seed draws
+  among the four central tiles (bbrl's ``start`` fixes one), and MiniGrid-Empty's 3 or 5
+  starts, drawn with its goal;
 * **Colosseum's MiniGrid forms** (MiniGrid-Empty's and MiniGrid-Rooms' goal drawn by the
   seed with the reward on the goal tile, paid while the agent stays there; bbrl's
   ``minigrid_empty`` and ``minigrid_rooms`` families lead the goal to a home state, so
@@ -44,12 +59,12 @@ Examples
 --------
 >>> from bbrlcore.mdp.families import colosseum_instances as CI
 >>> len(CI.INSTANCES), sum(i.problem_params is not None for i in CI.INSTANCES.values())
-(80, 8)
+(80, 24)
 >>> i = CI.INSTANCES["Colosseum-CE-RiverSwim-0"]
 >>> i.setting, i.family, i.problem_params["p_lazy"], i.needs
 ('continuous ergodic', 'riverswim', 0.1, None)
->>> CI.INSTANCES["Colosseum-EC-DeepSea-0"].needs
-'stochastic rewards'
+>>> CI.INSTANCES["Colosseum-EC-DeepSea-0"].stochastic, CI.INSTANCES["Colosseum-EC-Taxi-0"].needs
+(True, 'stochastic rewards')
 """
 
 from __future__ import annotations
@@ -830,10 +845,63 @@ def _ctl(kw: dict[str, Any]) -> dict[str, float]:
     return {"p_rand": float(kw.get("p_rand") or 0.0), "p_lazy": float(kw.get("p_lazy") or 0.0)}
 
 
+#: Colosseum's reward categories of a family, by the deterministic reward of bbrl's
+#: family (Colosseum's own deterministic values, ``_get_reward_distribution``): a
+#: transition whose deterministic reward is the value is of the category.
+CATEGORIES: dict[str, dict[str, Any]] = {
+    "RiverSwim": {"optimal": 1.0, "sub_optimal": lambda kw: 5 / 1000, "other": 0.0},
+    "DeepSea": {"optimal": 1.0, "sub_optimal": lambda kw: 1.0 / kw["size"] ** 2,
+                "other": 0.0},
+    "SimpleGrid": {"optimal": 1.0, "sub_optimal": 0.0, "other": 0.5},
+}
+
+
+def beta_parameters(base: str, kw: dict[str, Any], episodic: bool
+                    ) -> dict[str, tuple[float, float]]:
+    """Colosseum's Beta law ``(a, b)`` of each reward category of a stochastic instance,
+    as its constructor sets them (``make_reward_stochastic``): the three distributions the
+    gin file gives when it gives all three, otherwise Colosseum's defaults with its
+    ``reward_variance_multiplier`` c (1 unless bound):
+
+    * RiverSwim: sub-optimal mean m = 0.2 (0.2/size episodic), optimal 0.9: sub-optimal
+      Beta(c, c(1/m − 1)), optimal Beta(c, c(1/0.9 − 1)), other Beta(c, c(10/m − 1));
+    * DeepSea (returns 1 and 0.5): sub-optimal (a left move) Beta(c, c(size/0.5 − 1)),
+      optimal Beta(c(size − 1), c), other Beta(c, 10c(size/0.5 − 1));
+    * SimpleGrid (means 0.9 and 0.2): optimal corner Beta(c, c(1/0.9 − 1)), sub-optimal
+      corner Beta(c, c(10/0.2 − 1)), other Beta(c, c(1/0.2 − 1)).
+
+    >>> beta_parameters("RiverSwim", {"size": 5}, True)["sub_optimal"]
+    (1.0, 24.0)
+    """
+    given = {k: kw.get(f"{k}_distribution") for k in ("optimal", "sub_optimal", "other")}
+    if all(v is not None for v in given.values()):
+        out = {}
+        for k, (law, args) in given.items():
+            if law != "beta":
+                raise ValueError(f"{base}: {k}_distribution {law!r} is not a Beta")
+            out[k] = (float(args[0]), float(args[1]))
+        return out
+    c = float(kw.get("reward_variance_multiplier", 1.0))
+    if base == "RiverSwim":
+        m, opt = 0.2 / (kw["size"] if episodic else 1), 0.9
+        return {"sub_optimal": (c, c * (1 / m - 1)), "optimal": (c, c * (1 / opt - 1)),
+                "other": (c, c * (10 / m - 1))}
+    if base == "DeepSea":
+        n, ret_opt, ret_sub = kw["size"], 1.0, 0.5
+        return {"sub_optimal": (c, c * (n / ret_sub - 1)),
+                "optimal": (c * (n / ret_opt - 1), c),
+                "other": (c, c * 10 * (n / ret_sub - 1))}
+    if base == "SimpleGrid":
+        opt, sub = 0.9, 0.2
+        return {"sub_optimal": (c, c * (10 / sub - 1)), "optimal": (c, c * (1 / opt - 1)),
+                "other": (c, c * (1 / sub - 1))}
+    raise ValueError(f"no Colosseum reward laws for {base}")
+
+
 def _express(base: str, kw: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
     """bbrl's parameters of an instance, or what bbrl lacks to express it."""
     needs = []
-    if kw.get("make_reward_stochastic"):
+    if kw.get("make_reward_stochastic") and base not in CATEGORIES:
         needs.append("stochastic rewards")
     if base == "MiniGridEmpty":
         needs.append("several starting states and Colosseum's MiniGrid-Empty")
@@ -841,8 +909,8 @@ def _express(base: str, kw: dict[str, Any]) -> tuple[dict[str, Any] | None, str 
         needs.append("Colosseum's MiniGrid-Rooms form (the reward on the drawn goal tile, "
                      "paid while there; bbrl's minigrid_rooms family leads the goal home)")
     elif base == "SimpleGrid" and kw["size"] % 2 == 0:
-        needs.append("several starting states (the seed draws one of the four central "
-                     "tiles)")
+        needs.append("a start drawn per MDP (Colosseum's seed draws one of the four "
+                     "central tiles; bbrl's start parameter fixes one)")
     elif base in ("FrozenLake", "Taxi") and not needs:
         needs.append(f"Colosseum's {base} checked state by state")
     if needs:
@@ -854,6 +922,43 @@ def _express(base: str, kw: dict[str, Any]) -> tuple[dict[str, Any] | None, str 
         return {"size": kw["size"], "form": 1, "p_rand": _ctl(kw)["p_rand"], **c}, None
     return {"size": kw["size"], "reward_type": int(kw.get("reward_type", 3)), **_ctl(kw),
             "other": 0.5, "start": 0, **c}, None
+
+
+def stochastic_test(inst: Instance, test: Any) -> Any:
+    """The test distribution of a stochastic-reward instance from its family's
+    deterministic one ``test`` (an FDM, same transitions): each transition of its support
+    gets Colosseum's Beta law of its category (:data:`CATEGORIES`,
+    :func:`beta_parameters`) and that law's mean as its expected reward; the
+    deterministic rewards on impossible transitions are dropped."""
+    import numpy as np
+
+    from bbrlcore.mdp.distributions import FDMDistribution
+    from bbrlcore.mdp.environment import RewardLaws, with_environment
+
+    base = inst.cls.removesuffix("Episodic").removesuffix("Continuous")
+    laws = beta_parameters(base, inst.params, inst.episodic)
+    e = test._data
+    on = e.theta > 0
+    keys, theta, det = e.keys[on], e.theta[on], e.reward[on]
+    a, b = np.zeros(keys.size), np.zeros(keys.size)
+    seen = np.zeros(keys.size, bool)
+    for cat, value in CATEGORIES[base].items():
+        v = value(inst.params) if callable(value) else value
+        hit = det == v
+        if (hit & seen).any():
+            raise AssertionError(f"{inst.name}: two categories pay {v}")
+        a[hit], b[hit] = laws[cat]
+        seen |= hit
+    if not seen.all():
+        raise AssertionError(f"{inst.name}: a transition's reward "
+                             f"{det[np.argmin(seen)]} is of no Colosseum category")
+    mean = a / (a + b)
+    nX, nU = test.n_states, test.n_actions
+    d = FDMDistribution.from_entries(test.name, test.short_name, nX, nU, keys, theta, mean,
+                                     test.initial_state)
+    n = keys.size
+    return with_environment(d, RewardLaws.make(nX, nU, keys, ["beta"] * n, np.zeros(n),
+                                               np.ones(n), a, b, what=inst.name))
 
 
 def _instances() -> dict[str, Instance]:
