@@ -64,7 +64,7 @@ Examples
 >>> i.setting, i.family, i.problem_params["p_lazy"], i.needs
 ('continuous ergodic', 'riverswim', 0.1, None)
 >>> CI.INSTANCES["Colosseum-EC-DeepSea-0"].stochastic, CI.INSTANCES["Colosseum-EC-Taxi-0"].needs
-(True, 'stochastic rewards')
+(True, "stochastic rewards; Colosseum's Taxi ...")
 """
 
 from __future__ import annotations
@@ -911,8 +911,14 @@ def _express(base: str, kw: dict[str, Any]) -> tuple[dict[str, Any] | None, str 
     elif base == "SimpleGrid" and kw["size"] % 2 == 0:
         needs.append("a start drawn per MDP (Colosseum's seed draws one of the four "
                      "central tiles; bbrl's start parameter fixes one)")
-    elif base in ("FrozenLake", "Taxi") and not needs:
-        needs.append(f"Colosseum's {base} checked state by state")
+    elif base == "FrozenLake":
+        needs.append("Colosseum's lake of its seed (bbrl's frozenlake draws a lake per MDP)")
+    elif base == "Taxi":
+        needs.append("Colosseum's Taxi (its walls and n_locations=3 locations drawn by its "
+                     "seed, 72 or 108 starting states; bbrl's taxi has four locations, no "
+                     "walls)")
+    if kw.get("randomize_actions"):
+        needs.append("randomized actions")
     if needs:
         return None, "; ".join(needs)
     c = {"concentration": INSTANCE_CONCENTRATION}
