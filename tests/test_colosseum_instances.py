@@ -273,3 +273,21 @@ def test_a_stochastic_instance_plays_its_beta_rewards():
     assert R[0, 0, 0] == 2.4 / (2.4 + 24.0) and R[1, 1, 2] == 2.4 / (2.4 + 249.0)
     env = environment_dict(t)
     assert len(env["reward_laws"]["keys"]) == t.reward_laws.size == 26
+
+
+def test_an_agent_plays_a_stochastic_instance_from_its_uniform_prior():
+    """PSRL on Colosseum-EE-RiverSwim-0 with its uniform prior: every reward is a Beta
+    draw in (0, 1), none of them one of the expected rewards, the same seed the same
+    rewards."""
+    from bbrlcore import protocol as E
+
+    t = D.load_test("Colosseum-EE-RiverSwim-0")
+    ts = E.new_test_set(t, 2, 0.95, 50, seed=1, episode_length=5)
+    a = E.train_agent("psrl", {}, D.load("UColosseum-EE-RiverSwim-0"), horizon=50,
+                      progress=False)
+    runs = [E.run_agent(ts, a, progress=False) for _ in range(2)]
+    assert runs[0]["rewards"].to_list() == runs[1]["rewards"].to_list()
+    x = np.concatenate([np.asarray(v) for v in runs[0]["rewards"].to_list()])
+    assert x.size == 100 and ((x > 0) & (x < 1)).all()
+    means = {float(np.float32(m)) for m in np.unique(np.asarray(t.reward))}
+    assert not any(float(np.float32(v)) in means for v in x)
