@@ -19,6 +19,8 @@ everything (stochastic rewards, several starting states, Colosseum's MiniGrid fo
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -188,13 +190,27 @@ def test_episode_lengths_of_the_families_bbrl_does_not_express_yet():
 EXPRESSED = [n for n, i in CI.INSTANCES.items() if i.problem_params is not None]
 
 
-def colosseum_laws_in_bbrl(d: dict, idx: np.ndarray, nX: int, nU: int) -> tuple:
+#: Colosseum's FrozenLake actions as bbrl's: its RIGHT decreases Y and its LEFT increases
+#: it (``_next_positions``), its map mirrored against its names; bbrl's right is column + 1.
+FROZENLAKE_ACTIONS = np.array([0, 3, 2, 1])
+
+
+def bbrl_indices(d: dict) -> tuple[np.ndarray, np.ndarray]:
+    """bbrl's state of each Colosseum state and bbrl's action of each Colosseum action."""
+    if d["cls"].startswith("FrozenLake"):
+        s = d["kwargs"]["size"]
+        return d["nodes"][:, 0] * s + d["nodes"][:, 1], FROZENLAKE_ACTIONS
+    return CF.bbrl_problem(d)[1], np.arange(d["R"].shape[1])
+
+
+def colosseum_laws_in_bbrl(d: dict, idx: np.ndarray, act: np.ndarray, nX: int,
+                           nU: int) -> tuple:
     """The fixture's law of each Colosseum transition, keyed by bbrl's transition:
     (bbrl keys increasing, kind, a, b)."""
     n = d["R"].shape[0]
     xu, y = np.divmod(d["T_keys"], n)
     x, u = np.divmod(xu, nU)
-    keys = (idx[x] * nU + u) * nX + idx[y]
+    keys = (idx[x] * nU + act[u]) * nX + idx[y]
     order = np.argsort(keys)
     return (keys[order], d["reward_kind"][order], d["reward_a"][order],
             d["reward_b"][order])
@@ -214,16 +230,17 @@ def test_expressed_instance_is_colosseums_mdp_law_by_law(name):
 
     d = CF.load(name, INSTANCE_FIXTURES)
     t = D.load_test(name)
-    _, idx = CF.bbrl_problem(d)
+    idx, act = bbrl_indices(d)
     nX, nU = t.n_states, t.n_actions
     P = t.mean_model()
-    sub = P[idx][:, :, idx]
-    assert np.allclose(sub.sum(axis=2), 1.0, atol=1e-12)
+    sub = P[idx][:, act][:, :, idx]
+    assert np.allclose(sub.sum(axis=2), 1.0, atol=1e-12)  # (bbrl's other states: unreachable)
     np.testing.assert_allclose(sub, CF.colosseum_T(d), atol=1e-6, rtol=0)
-    # each transition's reward law
-    keys, kind, a, b = colosseum_laws_in_bbrl(d, idx, nX, nU)
+    # each transition's reward law, on the transitions from Colosseum's states
+    keys, kind, a, b = colosseum_laws_in_bbrl(d, idx, act, nX, nU)
     support = np.flatnonzero(P.reshape(-1) > 0)
-    assert np.array_equal(np.sort(support), keys)  # the same transitions, no others
+    support = support[np.isin(support // (nU * nX), idx)]
+    assert np.array_equal(support, keys)  # the same transitions, no others
     laws = t.reward_laws
     R = np.asarray(t.reward).reshape(-1)
     if laws is None:
@@ -231,13 +248,14 @@ def test_expressed_instance_is_colosseums_mdp_law_by_law(name):
         np.testing.assert_allclose(R[keys], a, rtol=1e-12, atol=1e-12)
     else:
         assert (kind == 1).all() and CI.INSTANCES[name].stochastic
-        assert np.array_equal(laws.keys, keys) and (laws.kind == BETA).all()
+        at = np.searchsorted(laws.keys, keys)
+        assert np.array_equal(laws.keys[at], keys) and (laws.kind == BETA).all()
         assert (laws.loc == 0).all() and (laws.scale == 1).all()
-        np.testing.assert_allclose(laws.a, a, rtol=1e-12, atol=0)
-        np.testing.assert_allclose(laws.b, b, rtol=1e-12, atol=0)
+        np.testing.assert_allclose(laws.a[at], a, rtol=1e-12, atol=0)
+        np.testing.assert_allclose(laws.b[at], b, rtol=1e-12, atol=0)
         np.testing.assert_allclose(R[keys], a / (a + b), rtol=1e-12, atol=0)
     # expected rewards, start, H
-    r = (P * np.asarray(t.reward)).sum(axis=2)[idx]
+    r = (P * np.asarray(t.reward)).sum(axis=2)[idx][:, act]
     np.testing.assert_allclose(r, d["R"], atol=1e-6, rtol=1e-6)
     mu = start_probabilities(nX, t.initial_state, getattr(t, "starts", None))
     assert np.array_equal(mu[idx], d["start"]) and mu[idx].sum() == 1.0
@@ -252,10 +270,12 @@ def test_expressed_instance_is_colosseums_mdp_law_by_law(name):
 
 
 def test_how_many_instances_bbrl_expresses():
-    """RiverSwim, DeepSea and odd SimpleGrid, stochastic rewards or not (24); the others
-    say what they need."""
+    """RiverSwim, DeepSea and odd SimpleGrid, stochastic rewards or not, and FrozenLake
+    but the one with randomized actions (28); the others say what they need."""
     expressed = {n.split("-")[2] for n in EXPRESSED}
-    assert len(EXPRESSED) == 24 and expressed == {"RiverSwim", "DeepSea", "SimpleGrid"}
+    assert len(EXPRESSED) == 28 and expressed == {"RiverSwim", "DeepSea", "SimpleGrid",
+                                                  "FrozenLake"}
+    assert CI.INSTANCES["Colosseum-EE-FrozenLake-0"].needs == "randomized actions"
     assert all(CI.INSTANCES[n].params["size"] % 2 for n in EXPRESSED if "SimpleGrid" in n)
 
 
@@ -291,3 +311,29 @@ def test_an_agent_plays_a_stochastic_instance_from_its_uniform_prior():
     assert x.size == 100 and ((x > 0) & (x < 1)).all()
     means = {float(np.float32(m)) for m in np.unique(np.asarray(t.reward))}
     assert not any(float(np.float32(v)) in means for v in x)
+
+
+@pytest.mark.parametrize("params, msg", [
+    ({"size": 3, "lake": 1}, "lake=1: the start (bit 0) and the goal (bit 8) are frozen"),
+    ({"size": 2, "lake": 6}, "lake=6: no frozen path links the start to the goal"),
+    ({"size": 2, "lake": 16}, "lake=16: sets a bit beyond the 4 tiles of size 2"),
+    ({"size": 8, "lake": 2}, "lake=2: a fixed lake is given for size <= 7 only"),
+])
+def test_a_bad_fixed_lake_is_one_line(params, msg):
+    with pytest.raises(BBRLError, match=re.escape(msg)) as e:
+        F.make("frozenlake", **params)
+    assert "\n" not in str(e.value) and "family frozenlake" in str(e.value)
+
+
+def test_a_fixed_lake_is_one_fdm_and_the_drawn_lakes_stay_as_they_were():
+    from bbrlcore.mdp.families.frozenlake import lake_holes, lake_of
+
+    lake = lake_of(["SFFF", "FFFF", "HFFF", "FFFG"])
+    t = F.make("frozenlake", size=4, lake=lake).test
+    assert isinstance(t, D.FDMDistribution) and t.short_name == "FrozenLake-4-lake256"
+    assert lake_holes(4, lake)[2, 0] and lake_holes(4, lake).sum() == 1
+    # no move leads into the hole (tile 8): from tile 4 down leads to the start
+    P = t.mean_model()
+    assert P[:, :, 8].max() < 1e-9 and np.isclose(P[4, 2, 0], 0.5)
+    d = F.make("frozenlake", size=4)
+    assert d.short_name == "FrozenLake-4" and not isinstance(d.test, D.FDMDistribution)

@@ -19,34 +19,43 @@ Which ones bbrl expresses today
 -------------------------------
 An instance resolves to a bbrl distribution, wherever a distribution's name works
 (configuration, ``bbrl distribution``, ``--test``), when bbrl's families express it
-exactly: every RiverSwim (``current`` 0), DeepSea (``form`` 1) and odd-sized SimpleGrid
-(``other`` 0.5) instance, 24 of the 80. Each resolves to its family with those parameters
-and ``concentration`` 1e12 (:data:`INSTANCE_CONCENTRATION`): a Colosseum instance is one
-MDP, so every test MDP drawn is that MDP (to about 1e-6 in each probability;
-deterministic rows exactly), and its uniform prior (one pseudo-count on each transition
-the MDP has, the instance's expected rewards) is what an agent learns it from. The
-episodic instances are played as episodic experiments (``episodes: E``), whose natural
-length is Colosseum's (:attr:`~bbrlcore.mdp.families.Family.episode_length`).
+exactly: every RiverSwim (``current`` 0), DeepSea (``form`` 1), odd-sized SimpleGrid
+(``other`` 0.5) and FrozenLake instance (its ``lake`` the one Colosseum's seed 0 draws,
+:data:`LAKES`; not the one with randomized actions), 28 of the 80. Each resolves to its
+family with those parameters and ``concentration`` 1e12
+(:data:`INSTANCE_CONCENTRATION`): a Colosseum instance is one MDP, so every test MDP
+drawn is that MDP (to about 1e-6 in each probability; deterministic rows exactly), and
+its uniform prior (one pseudo-count on each transition the MDP has, the instance's
+expected rewards) is what an agent learns it from. The episodic instances are played as
+episodic experiments (``episodes: E``), whose natural length is Colosseum's
+(:attr:`~bbrlcore.mdp.families.Family.episode_length`).
 
-**Stochastic rewards** (``make_reward_stochastic``). Colosseum then pays every transition
-a Beta draw whose law depends on the transition's category (its
-``_get_reward_distribution``: optimal, sub-optimal or other; :data:`CATEGORIES`, read off
-the family's deterministic reward of the transition), with parameters its constructor
-sets (:func:`beta_parameters`: the gin file's three distributions when it gives them, its
-defaults with ``reward_variance_multiplier`` otherwise). These are not the family's
-``reward_noise`` (a Beta around the deterministic mean): Colosseum changes the means too
-(RiverSwim's "other" transitions pay 0.02 or 0.2/size/10 on average, not 0; SimpleGrid's
-corners 0.9 and 0.02, not 1 and 0). :func:`stochastic_test` builds the instance's test
-distribution: the family's transitions, each with its Beta law (``RewardLaws``) and that
-law's mean as its expected reward. Every expressed instance equals Colosseum's own MDP at
-seed 0 state by state: transitions, each transition's reward law (kind and parameters),
-expected rewards, starting state, H and optimal values
+**Stochastic rewards** (``make_reward_stochastic``). Colosseum then pays every
+transition a Beta draw whose law depends on the transition's category (its
+``_get_reward_distribution``: optimal, sub-optimal or other; :data:`CATEGORIES`, read
+off the family's deterministic reward of the transition), with parameters its
+constructor sets (:func:`beta_parameters`: the gin file's three distributions when it
+gives them, its defaults with ``reward_variance_multiplier`` otherwise). These are not
+the family's ``reward_noise`` (a Beta around the deterministic mean): Colosseum changes
+the means too (RiverSwim's "other" transitions pay 0.02 or 0.2/size/10 on average, not
+0; SimpleGrid's corners 0.9 and 0.02, not 1 and 0). :func:`stochastic_test` builds the
+instance's test distribution: the family's transitions, each with its Beta law
+(``RewardLaws``) and that law's mean as its expected reward. Every expressed instance
+equals Colosseum's own MDP at seed 0 state by state: transitions, each transition's
+reward law (kind and parameters), expected rewards, starting state, H and optimal values
 (``tests/test_colosseum_instances.py``).
+
+Colosseum's FrozenLake names its horizontal moves mirrored (its RIGHT decreases its Y,
+``_next_positions``): bbrl's instance is its MDP with actions 1 and 3 swapped (bbrl's
+right is column + 1), every state and transition else the same; bbrl keeps the holes as
+states no transition reaches (Colosseum has none for them).
 
 The others say what they need (:attr:`Instance.needs`):
 
-* **Colosseum's reward laws of FrozenLake and Taxi** (their stochastic rewards) and their
-  MDPs checked state by state (Taxi also starts from 72 or 108 states);
+* **Colosseum's Taxi** (its walls and three locations drawn by its seed, 72 or 108
+  starting states) and its reward laws;
+* **randomized actions** (``randomize_actions``: the FrozenLake instance of the episodic
+  ergodic benchmark);
 * **a start drawn per MDP**: SimpleGrid of an even size, whose start Colosseum's seed draws
   among the four central tiles (bbrl's ``start`` fixes one), and MiniGrid-Empty's 3 or 5
   starts, drawn with its goal;
@@ -59,7 +68,7 @@ Examples
 --------
 >>> from bbrlcore.mdp.families import colosseum_instances as CI
 >>> len(CI.INSTANCES), sum(i.problem_params is not None for i in CI.INSTANCES.values())
-(80, 24)
+(80, 28)
 >>> i = CI.INSTANCES["Colosseum-CE-RiverSwim-0"]
 >>> i.setting, i.family, i.problem_params["p_lazy"], i.needs
 ('continuous ergodic', 'riverswim', 0.1, None)
@@ -71,6 +80,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from bbrlcore.mdp.families.frozenlake import lake_of
 
 #: Concentration of an instance's test distribution: every drawn MDP is the instance.
 INSTANCE_CONCENTRATION = 1e12
@@ -816,6 +827,20 @@ RAW: tuple[tuple[str, str, int, dict[str, Any]], ...] = (
 )
 
 
+#: The lake of each FrozenLake instance as Colosseum builds it at seed 0 (its
+#: ``FrozenLakeMDP.lake``, Gym's ``generate_random_map`` after ``np.random.seed(0)``; rows
+#: from its X = 0, ``H`` a hole), printed by ``tests/fixtures/colosseum/make_fixtures.py
+#: --lakes``. Colosseum's benchmark runs each instance at several seeds, each its own
+#: lake; bbrl's instance is the first seed's.
+LAKES: dict[str, tuple[str, ...]] = {
+    "Colosseum-EC-FrozenLake-0": ("SFF", "FFF", "FFG"),
+    "Colosseum-EE-FrozenLake-0": ("SFFF", "FFFF", "FFFF", "FFFG"),
+    "Colosseum-CC-FrozenLake-0": ("SFFF", "FFFF", "HFFF", "FFFG"),
+    "Colosseum-CC-FrozenLake-1": ("SFFFF", "FFFHF", "FFFHF", "FFFFF", "HFFFG"),
+    "Colosseum-CE-FrozenLake-0": ("SFFFF", "FFFHF", "FFFFF", "FFFFF", "HFFFG"),
+}
+
+
 @dataclass(frozen=True)
 class Instance:
     """One Colosseum benchmark instance.
@@ -853,6 +878,7 @@ CATEGORIES: dict[str, dict[str, Any]] = {
     "DeepSea": {"optimal": 1.0, "sub_optimal": lambda kw: 1.0 / kw["size"] ** 2,
                 "other": 0.0},
     "SimpleGrid": {"optimal": 1.0, "sub_optimal": 0.0, "other": 0.5},
+    "FrozenLake": {"goal_r": 1.0, "default_r": 0.0},
 }
 
 
@@ -869,11 +895,14 @@ def beta_parameters(base: str, kw: dict[str, Any], episodic: bool
       optimal Beta(c(size − 1), c), other Beta(c, 10c(size/0.5 − 1));
     * SimpleGrid (means 0.9 and 0.2): optimal corner Beta(c, c(1/0.9 − 1)), sub-optimal
       corner Beta(c, c(10/0.2 − 1)), other Beta(c, c(1/0.2 − 1)).
+    * FrozenLake (returns 1 and 0.1; its ``goal_r`` and ``default_r``): a transition into
+      the goal Beta(c(size² − 1), c), every other Beta(c, c(size²/0.1 − 1)).
 
     >>> beta_parameters("RiverSwim", {"size": 5}, True)["sub_optimal"]
     (1.0, 24.0)
     """
-    given = {k: kw.get(f"{k}_distribution") for k in ("optimal", "sub_optimal", "other")}
+    given = {k: kw.get(k if k.endswith("_r") else f"{k}_distribution")
+             for k in CATEGORIES[base]}
     if all(v is not None for v in given.values()):
         out = {}
         for k, (law, args) in given.items():
@@ -891,6 +920,9 @@ def beta_parameters(base: str, kw: dict[str, Any], episodic: bool
         return {"sub_optimal": (c, c * (n / ret_sub - 1)),
                 "optimal": (c * (n / ret_opt - 1), c),
                 "other": (c, c * 10 * (n / ret_sub - 1))}
+    if base == "FrozenLake":
+        n2, ret_opt, ret_sub = kw["size"] ** 2, 1.0, 0.1
+        return {"default_r": (c, c * (n2 / ret_sub - 1)), "goal_r": (c * (n2 / ret_opt - 1), c)}
     if base == "SimpleGrid":
         opt, sub = 0.9, 0.2
         return {"sub_optimal": (c, c * (10 / sub - 1)), "optimal": (c, c * (1 / opt - 1)),
@@ -898,7 +930,8 @@ def beta_parameters(base: str, kw: dict[str, Any], episodic: bool
     raise ValueError(f"no Colosseum reward laws for {base}")
 
 
-def _express(base: str, kw: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+def _express(name: str, base: str, kw: dict[str, Any]
+             ) -> tuple[dict[str, Any] | None, str | None]:
     """bbrl's parameters of an instance, or what bbrl lacks to express it."""
     needs = []
     if kw.get("make_reward_stochastic") and base not in CATEGORIES:
@@ -911,8 +944,6 @@ def _express(base: str, kw: dict[str, Any]) -> tuple[dict[str, Any] | None, str 
     elif base == "SimpleGrid" and kw["size"] % 2 == 0:
         needs.append("a start drawn per MDP (Colosseum's seed draws one of the four "
                      "central tiles; bbrl's start parameter fixes one)")
-    elif base == "FrozenLake":
-        needs.append("Colosseum's lake of its seed (bbrl's frozenlake draws a lake per MDP)")
     elif base == "Taxi":
         needs.append("Colosseum's Taxi (its walls and n_locations=3 locations drawn by its "
                      "seed, 72 or 108 starting states; bbrl's taxi has four locations, no "
@@ -926,6 +957,9 @@ def _express(base: str, kw: dict[str, Any]) -> tuple[dict[str, Any] | None, str 
         return {"size": kw["size"], "current": 0, **_ctl(kw), **c}, None
     if base == "DeepSea":
         return {"size": kw["size"], "form": 1, "p_rand": _ctl(kw)["p_rand"], **c}, None
+    if base == "FrozenLake":
+        return {"size": kw["size"], "p_frozen": float(kw["p_frozen"]), "slip": 0.5,
+                **_ctl(kw), **c, "lake": lake_of(LAKES[name])}, None
     return {"size": kw["size"], "reward_type": int(kw.get("reward_type", 3)), **_ctl(kw),
             "other": 0.5, "start": 0, **c}, None
 
@@ -972,7 +1006,7 @@ def _instances() -> dict[str, Instance]:
     for code, cls, index, kw in RAW:
         base = cls.removesuffix("Episodic").removesuffix("Continuous")
         name = f"Colosseum-{code}-{base}-{index}"
-        problem_params, needs = _express(base, kw)
+        problem_params, needs = _express(name, base, kw)
         out[name] = Instance(name, SETTINGS[code], cls, index, dict(kw),
                              bool(kw.get("make_reward_stochastic")), FAMILIES[base],
                              problem_params, needs)
