@@ -8,13 +8,11 @@ same state-by-state check as the variants (``test_colosseum_fixtures.py``).
 
 Every instance as Colosseum's benchmark builds it (seed 0) is in
 ``tests/fixtures/colosseum/instances/`` (``make_fixtures.py --instances``), with the
-reward law of each transition. RiverSwim's, DeepSea's and SimpleGrid's transitions are
-bbrl's variants' whatever their rewards: checked for every one of those instances,
-stochastic rewards included (an even SimpleGrid at the start seed 0 draws). What remains
-for the stochastic ones is their reward laws (Beta; their expected rewards are not the
-deterministic ones: RiverSwim's episodic sub-optimal mean is 0.2/size, SimpleGrid's
-corners 0.9 and 0.02), and for FrozenLake, MiniGrid-Empty, MiniGrid-Rooms and Taxi
-everything (stochastic rewards, several starting states, Colosseum's MiniGrid forms).
+reward law of each transition. Every instance bbrl expresses (36: RiverSwim, DeepSea,
+SimpleGrid, FrozenLake but the one with randomized actions; stochastic rewards included)
+is compared with it law by law (``test_expressed_instance_is_colosseums_mdp_law_by_law``);
+RiverSwim's, DeepSea's and SimpleGrid's transitions are also checked as bbrl's variants'.
+What remains for Taxi, MiniGrid-Empty and MiniGrid-Rooms is what their ``needs`` say.
 """
 
 from __future__ import annotations
@@ -40,6 +38,9 @@ FIXTURE_OF = {
     "Colosseum-CE-DeepSea-0": "bench_deepsea_c20_r0.1",
     "Colosseum-EC-SimpleGrid-2": "bench_simplegrid_e13",
     "Colosseum-CC-SimpleGrid-3": "bench_simplegrid_c25_l0.3",
+    "Colosseum-EE-SimpleGrid-2": "bench_simplegrid_e16_l0.01_r0.2",
+    "Colosseum-CC-SimpleGrid-1": "bench_simplegrid_c16_l0.065",
+    "Colosseum-CE-SimpleGrid-1": "bench_simplegrid_c10_l0.2_r0.01",
 }
 
 
@@ -68,7 +69,9 @@ def test_gin_bindings_as_gin_reads_them():
 def test_every_expressed_instance_is_colosseums_mdp():
     expressed = {n for n, i in CI.INSTANCES.items()
                  if i.problem_params is not None and not i.stochastic}
-    assert expressed == set(FIXTURE_OF)
+    # (the deterministic ones with a fixture of the variants' tests; every expressed one
+    # is checked against the instance fixtures below)
+    assert expressed - set(FIXTURE_OF) == {"Colosseum-CE-SimpleGrid-2"}
     for name, case in FIXTURE_OF.items():
         d = CF.load(case)
         p, _ = CF.bbrl_problem(d)
@@ -100,8 +103,7 @@ def test_instance_names_work_wherever_a_distributions_name_does():
 @pytest.mark.parametrize("name, why", [
     ("Colosseum-EC-Taxi-0", "needs stochastic rewards"),
     ("Colosseum-EE-MiniGridEmpty-0", "needs several starting states"),
-    ("Colosseum-CE-SimpleGrid-1", "four central tiles"),
-    ("Colosseum-EC-SimpleGrid-0", "a start drawn per MDP"),
+    ("Colosseum-EE-FrozenLake-0", "randomized actions"),
     ("UColosseum-CC-MiniGridRooms-0", "Colosseum's MiniGrid-Rooms form"),
 ])
 def test_an_instance_bbrl_cannot_express_says_what_it_needs(name, why):
@@ -270,13 +272,15 @@ def test_expressed_instance_is_colosseums_mdp_law_by_law(name):
 
 
 def test_how_many_instances_bbrl_expresses():
-    """RiverSwim, DeepSea and odd SimpleGrid, stochastic rewards or not, and FrozenLake
-    but the one with randomized actions (28); the others say what they need."""
+    """Every RiverSwim, DeepSea and SimpleGrid instance, stochastic rewards or not, and
+    FrozenLake but the one with randomized actions (36); the others say what they need
+    (Taxi, MiniGrid-Empty, MiniGrid-Rooms)."""
     expressed = {n.split("-")[2] for n in EXPRESSED}
-    assert len(EXPRESSED) == 28 and expressed == {"RiverSwim", "DeepSea", "SimpleGrid",
+    assert len(EXPRESSED) == 36 and expressed == {"RiverSwim", "DeepSea", "SimpleGrid",
                                                   "FrozenLake"}
     assert CI.INSTANCES["Colosseum-EE-FrozenLake-0"].needs == "randomized actions"
-    assert all(CI.INSTANCES[n].params["size"] % 2 for n in EXPRESSED if "SimpleGrid" in n)
+    left = {n.split("-")[2] for n, i in CI.INSTANCES.items() if i.needs}
+    assert left == {"Taxi", "MiniGridEmpty", "MiniGridRooms", "FrozenLake"}
 
 
 def test_a_stochastic_instance_plays_its_beta_rewards():
