@@ -102,7 +102,7 @@ def test_instance_names_work_wherever_a_distributions_name_does():
 
 @pytest.mark.parametrize("name, why", [
     ("Colosseum-EC-Taxi-0", "needs stochastic rewards"),
-    ("Colosseum-EE-MiniGridEmpty-0", "needs several starting states"),
+    ("Colosseum-EE-MiniGridEmpty-0", "the goal tile and the 3 starts its seed draws"),
     ("Colosseum-EE-FrozenLake-0", "randomized actions"),
     ("UColosseum-CC-MiniGridRooms-0", "Colosseum's MiniGrid-Rooms form"),
 ])

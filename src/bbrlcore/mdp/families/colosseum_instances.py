@@ -59,11 +59,12 @@ The others say what they need (:attr:`Instance.needs`):
   starting states) and its reward laws;
 * **randomized actions** (``randomize_actions``: the FrozenLake instance of the episodic
   ergodic benchmark);
-* **MiniGrid-Empty's 3 or 5 starts**, drawn with its goal per MDP;
 * **Colosseum's MiniGrid forms** (MiniGrid-Empty's and MiniGrid-Rooms' goal drawn by the
   seed with the reward on the goal tile, paid while the agent stays there; bbrl's
   ``minigrid_empty`` and ``minigrid_rooms`` families lead the goal to a home state, so
-  that every drawn MDP has the same rewards).
+  that every drawn MDP has the same rewards). MiniGrid-Empty's 3 or 5 starts are drawn
+  by the seed too; a seed-0 instance's would be fixed starts (``starts=``) once its form
+  exists.
 
 Examples
 --------
@@ -946,7 +947,10 @@ def _express(name: str, base: str, kw: dict[str, Any]
     if kw.get("make_reward_stochastic") and base not in CATEGORIES:
         needs.append("stochastic rewards")
     if base == "MiniGridEmpty":
-        needs.append("several starting states and Colosseum's MiniGrid-Empty")
+        needs.append("Colosseum's MiniGrid-Empty form (the goal tile and the "
+                     f"{kw['n_starting_states']} starts its seed draws, the reward on the "
+                     "goal tile paid while there; bbrl's minigrid_empty leads the goal "
+                     "home and starts from one state)")
     elif base == "MiniGridRooms":
         needs.append("Colosseum's MiniGrid-Rooms form (the reward on the drawn goal tile, "
                      "paid while there; bbrl's minigrid_rooms family leads the goal home)")
