@@ -8,8 +8,8 @@ same state-by-state check as the variants (``test_colosseum_fixtures.py``).
 
 Every instance as Colosseum's benchmark builds it (seed 0) is in
 ``tests/fixtures/colosseum/instances/`` (``make_fixtures.py --instances``), with the
-reward law of each transition. Every instance bbrl expresses (36: RiverSwim, DeepSea,
-SimpleGrid, FrozenLake but the one with randomized actions; stochastic rewards included)
+reward law of each transition. Every instance bbrl expresses (37: RiverSwim, DeepSea,
+SimpleGrid, FrozenLake; stochastic rewards and randomized actions included)
 is compared with it law by law (``test_expressed_instance_is_colosseums_mdp_law_by_law``);
 RiverSwim's, DeepSea's and SimpleGrid's transitions are also checked as bbrl's variants'.
 What remains for Taxi, MiniGrid-Empty and MiniGrid-Rooms is what their ``needs`` say.
@@ -103,7 +103,6 @@ def test_instance_names_work_wherever_a_distributions_name_does():
 @pytest.mark.parametrize("name, why", [
     ("Colosseum-EC-Taxi-0", "needs stochastic rewards"),
     ("Colosseum-EE-MiniGridEmpty-0", "the goal tile and the 3 starts its seed draws"),
-    ("Colosseum-EE-FrozenLake-0", "randomized actions"),
     ("UColosseum-CC-MiniGridRooms-0", "Colosseum's MiniGrid-Rooms form"),
 ])
 def test_an_instance_bbrl_cannot_express_says_what_it_needs(name, why):
@@ -192,17 +191,14 @@ def test_episode_lengths_of_the_families_bbrl_does_not_express_yet():
 EXPRESSED = [n for n, i in CI.INSTANCES.items() if i.problem_params is not None]
 
 
-#: Colosseum's FrozenLake actions as bbrl's: its RIGHT decreases Y and its LEFT increases
-#: it (``_next_positions``), its map mirrored against its names; bbrl's right is column + 1.
-FROZENLAKE_ACTIONS = np.array([0, 3, 2, 1])
-
-
 def bbrl_indices(d: dict) -> tuple[np.ndarray, np.ndarray]:
-    """bbrl's state of each Colosseum state and bbrl's action of each Colosseum action."""
+    """bbrl's state of each Colosseum state and bbrl's action of each Colosseum action
+    (an instance takes Colosseum's action labels: the identity)."""
+    act = np.arange(d["R"].shape[1])
     if d["cls"].startswith("FrozenLake"):
         s = d["kwargs"]["size"]
-        return d["nodes"][:, 0] * s + d["nodes"][:, 1], FROZENLAKE_ACTIONS
-    return CF.bbrl_problem(d)[1], np.arange(d["R"].shape[1])
+        return d["nodes"][:, 0] * s + d["nodes"][:, 1], act
+    return CF.bbrl_problem(d)[1], act
 
 
 def colosseum_laws_in_bbrl(d: dict, idx: np.ndarray, act: np.ndarray, nX: int,
@@ -272,15 +268,14 @@ def test_expressed_instance_is_colosseums_mdp_law_by_law(name):
 
 
 def test_how_many_instances_bbrl_expresses():
-    """Every RiverSwim, DeepSea and SimpleGrid instance, stochastic rewards or not, and
-    FrozenLake but the one with randomized actions (36); the others say what they need
-    (Taxi, MiniGrid-Empty, MiniGrid-Rooms)."""
+    """Every RiverSwim, DeepSea, SimpleGrid and FrozenLake instance, stochastic rewards
+    or randomized actions or not (37); the others say what they need (Taxi,
+    MiniGrid-Empty, MiniGrid-Rooms)."""
     expressed = {n.split("-")[2] for n in EXPRESSED}
-    assert len(EXPRESSED) == 36 and expressed == {"RiverSwim", "DeepSea", "SimpleGrid",
+    assert len(EXPRESSED) == 37 and expressed == {"RiverSwim", "DeepSea", "SimpleGrid",
                                                   "FrozenLake"}
-    assert CI.INSTANCES["Colosseum-EE-FrozenLake-0"].needs == "randomized actions"
     left = {n.split("-")[2] for n, i in CI.INSTANCES.items() if i.needs}
-    assert left == {"Taxi", "MiniGridEmpty", "MiniGridRooms", "FrozenLake"}
+    assert left == {"Taxi", "MiniGridEmpty", "MiniGridRooms"}
 
 
 def test_a_stochastic_instance_plays_its_beta_rewards():

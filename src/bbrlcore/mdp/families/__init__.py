@@ -236,8 +236,7 @@ def instance_problem(name: str) -> Problem:
     if inst.problem_params is None:
         raise BBRLError(f"{name}: {_parse(name)[1]}")
     spec = FAMILIES[inst.family]
-    p = (_StochasticInstance if inst.stochastic else Problem)(
-        spec, spec.validate(inst.problem_params))
+    p = _InstanceProblem(spec, spec.validate(inst.problem_params))
     p.instance = inst
     canonical = p.short_name
     p.short_name = name
@@ -245,15 +244,15 @@ def instance_problem(name: str) -> Problem:
     return p
 
 
-class _StochasticInstance(Problem):
-    """A Colosseum instance with stochastic rewards: its family's test distribution with
-    Colosseum's Beta reward laws (:func:`colosseum_instances.stochastic_test`)."""
+class _InstanceProblem(Problem):
+    """A Colosseum instance: its family's test distribution with Colosseum's action labels
+    and reward laws where they differ (:func:`colosseum_instances.instance_test`)."""
 
     instance: colosseum_instances.Instance
 
     @cached_property
     def test(self) -> Any:
-        return colosseum_instances.stochastic_test(self.instance, Problem.test.func(self))
+        return colosseum_instances.instance_test(self.instance, Problem.test.func(self))
 
 
 def from_name(name: Any) -> tuple[Problem, str] | None:

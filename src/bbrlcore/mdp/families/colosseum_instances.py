@@ -22,8 +22,8 @@ An instance resolves to a bbrl distribution, wherever a distribution's name work
 exactly: every RiverSwim (``current`` 0), DeepSea (``form`` 1), SimpleGrid (``other``
 0.5; an even grid's ``start`` the central tile Colosseum's seed 0 draws,
 :data:`SIMPLEGRID_SEED0_START`) and FrozenLake instance (its ``lake`` the one
-Colosseum's seed 0 draws, :data:`LAKES`; not the one with randomized actions), 36 of the
-80. Colosseum's benchmark runs each instance at several seeds; a part its seed draws (a
+Colosseum's seed 0 draws, :data:`LAKES`; randomized actions included), 37 of the 80.
+Colosseum's benchmark runs each instance at several seeds; a part its seed draws (a
 lake, an even grid's start) is here that of its first seed, 0. Each resolves to its
 family with those parameters and ``concentration`` 1e12
 (:data:`INSTANCE_CONCENTRATION`): a Colosseum instance is one MDP, so every test MDP
@@ -32,6 +32,7 @@ its uniform prior (one pseudo-count on each transition the MDP has, the instance
 expected rewards) is what an agent learns it from. The episodic instances are played as
 episodic experiments (``episodes: E``), whose natural length is Colosseum's
 (:attr:`~bbrlcore.mdp.families.Family.episode_length`).
+
 
 **Stochastic rewards** (``make_reward_stochastic``). Colosseum then pays every
 transition a Beta draw whose law depends on the transition's category (its
@@ -49,16 +50,16 @@ reward law (kind and parameters), expected rewards, starting state, H and optima
 (``tests/test_colosseum_instances.py``).
 
 Colosseum's FrozenLake names its horizontal moves mirrored (its RIGHT decreases its Y,
-``_next_positions``): bbrl's instance is its MDP with actions 1 and 3 swapped (bbrl's
-right is column + 1), every state and transition else the same; bbrl keeps the holes as
-states no transition reaches (Colosseum has none for them).
+``_next_positions``): an instance takes Colosseum's action labels
+(:data:`FROZENLAKE_ACTIONS`, :func:`action_labels`), and with ``randomize_actions`` the
+mapping Colosseum's seed 0 draws per state (:data:`ACTION_MAPS`), so it equals
+Colosseum's MDP action by action; bbrl keeps the holes as states no transition reaches
+(Colosseum has none for them).
 
 The others say what they need (:attr:`Instance.needs`):
 
 * **Colosseum's Taxi** (its walls and three locations drawn by its seed, 72 or 108
   starting states) and its reward laws;
-* **randomized actions** (``randomize_actions``: the FrozenLake instance of the episodic
-  ergodic benchmark);
 * **Colosseum's MiniGrid forms** (MiniGrid-Empty's and MiniGrid-Rooms' goal drawn by the
   seed with the reward on the goal tile, paid while the agent stays there; bbrl's
   ``minigrid_empty`` and ``minigrid_rooms`` families lead the goal to a home state, so
@@ -70,7 +71,7 @@ Examples
 --------
 >>> from bbrlcore.mdp.families import colosseum_instances as CI
 >>> len(CI.INSTANCES), sum(i.problem_params is not None for i in CI.INSTANCES.values())
-(80, 36)
+(80, 37)
 >>> i = CI.INSTANCES["Colosseum-CE-RiverSwim-0"]
 >>> i.setting, i.family, i.problem_params["p_lazy"], i.needs
 ('continuous ergodic', 'riverswim', 0.1, None)
@@ -843,6 +844,25 @@ LAKES: dict[str, tuple[str, ...]] = {
 }
 
 
+#: Colosseum's FrozenLake actions in bbrl's ``frozenlake`` labels: its action a moves as
+#: bbrl's ``FROZENLAKE_ACTIONS[a]`` (its RIGHT decreases its Y, its LEFT increases it,
+#: ``_next_positions``: bbrl's left and right). An instance takes Colosseum's labels.
+FROZENLAKE_ACTIONS = (0, 3, 2, 1)
+
+#: ``randomize_actions``: the action mapping Colosseum's seed 0 draws per state
+#: (``_get_action_mapping``), by bbrl state ``r·size + c``, printed by ``make_fixtures.py
+#: --action-maps``. Its transitions key the transition of action a under ``mapping[a]``
+#: (``mdp_creation.instantiate_transitions``): the agent's action b plays the inverse
+#: mapping's action; its rewards take ``mapping[b]`` (``get_reward_distribution``), the
+#: other way round, which makes no difference where the reward depends on the next state
+#: only (FrozenLake: the goal or not).
+ACTION_MAPS: dict[str, tuple[tuple[int, ...], ...]] = {
+    "Colosseum-EE-FrozenLake-0": (
+        (3, 0, 2, 1), (1, 3, 0, 2), (3, 1, 2, 0), (1, 3, 2, 0), (0, 1, 3, 2), (3, 0, 1, 2),
+        (3, 2, 0, 1), (0, 1, 3, 2), (2, 0, 1, 3), (2, 1, 0, 3), (0, 2, 1, 3), (1, 3, 2, 0),
+        (2, 3, 0, 1), (0, 2, 1, 3), (2, 3, 1, 0), (0, 2, 1, 3)),
+}
+
 #: The central tile an even SimpleGrid instance starts on at Colosseum's seed 0, as
 #: bbrl's ``start`` (its ``_calculate_starting_nodes`` shuffles the four central tiles with
 #: the seed): 3 for every even instance of the benchmarks (read off the fixtures
@@ -958,7 +978,7 @@ def _express(name: str, base: str, kw: dict[str, Any]
         needs.append("Colosseum's Taxi (its walls and n_locations=3 locations drawn by its "
                      "seed, 72 or 108 starting states; bbrl's taxi has four locations, no "
                      "walls)")
-    if kw.get("randomize_actions"):
+    if kw.get("randomize_actions") and name not in ACTION_MAPS:
         needs.append("randomized actions")
     if needs:
         return None, "; ".join(needs)
@@ -973,6 +993,55 @@ def _express(name: str, base: str, kw: dict[str, Any]
     start = SIMPLEGRID_SEED0_START if kw["size"] % 2 == 0 else 0
     return {"size": kw["size"], "reward_type": int(kw.get("reward_type", 3)), **_ctl(kw),
             "other": 0.5, "start": start, **c}, None
+
+
+def action_labels(inst: Instance, n_states: int) -> Any:
+    """(nX, nU) int: the family's action that the instance's action a plays in state x
+    (None: the family's labels are Colosseum's). FrozenLake: :data:`FROZENLAKE_ACTIONS`
+    after the instance's :data:`ACTION_MAPS` (a state Colosseum has no node for, a hole,
+    keeps the identity mapping).
+
+    >>> action_labels(INSTANCES["Colosseum-CC-FrozenLake-0"], 16)[0].tolist()
+    [0, 3, 2, 1]
+    """
+    import numpy as np
+
+    if not inst.cls.startswith("FrozenLake"):
+        return None
+    m = np.tile(np.arange(4), (n_states, 1))
+    rows = ACTION_MAPS.get(inst.name, ())
+    if rows:  # (its transitions: action mapping[a] plays action a, ACTION_MAPS)
+        m[: len(rows)] = np.argsort(np.asarray(rows), axis=1)
+    return np.asarray(FROZENLAKE_ACTIONS)[m]
+
+
+def relabelled(test: Any, labels: Any) -> Any:
+    """An FDM ``test`` with its actions relabelled per state: the new action a of state x
+    is the old action ``labels[x, a]`` (each row of ``labels`` a permutation)."""
+    import numpy as np
+
+    from bbrlcore.mdp.distributions import FDMDistribution
+
+    nX, nU = test.n_states, test.n_actions
+    e = test._data
+    x, rest = np.divmod(e.keys, nU * nX)
+    u, y = np.divmod(rest, nX)
+    inv = np.empty_like(labels)
+    np.put_along_axis(inv, labels, np.arange(nU)[None, :].repeat(nX, 0), axis=1)
+    keys = (x * nU + inv[x, u]) * nX + y
+    order = np.argsort(keys)
+    return FDMDistribution.from_entries(test.name, test.short_name, nX, nU, keys[order],
+                                        e.theta[order], e.reward[order], test.initial_state)
+
+
+def instance_test(inst: Instance, test: Any) -> Any:
+    """The test distribution of an instance from its family's ``test`` (same parameters):
+    Colosseum's action labels (:func:`action_labels`) and, with stochastic rewards, its
+    reward laws (:func:`stochastic_test`); ``test`` itself when neither applies."""
+    labels = action_labels(inst, test.n_states)
+    if labels is not None:
+        test = relabelled(test, labels)
+    return stochastic_test(inst, test) if inst.stochastic else test
 
 
 def stochastic_test(inst: Instance, test: Any) -> Any:
