@@ -20,6 +20,7 @@ from bbrlcore.analysis import results
 from bbrlcore.errors import BBRLError
 from bbrlcore.mdp import distributions as D
 from bbrlcore.protocol.runner import (
+    INDICATOR_COLUMNS,
     RECORDED_SINCE_EPISODES,
     RECORDED_SINCE_REWARDS,
     RUN_COLUMNS,
@@ -508,7 +509,8 @@ def _agreeing_table(rewards: list[list[float]], gamma: float, n: int) -> pl.Data
                          "episode_length": 0, "episodes": 1, "checkpoint_every": None,
                          "checkpoints": None, "episode_returns": None,
                          "optimal_reference": None, "worst_reference": None,
-                         "random_reference": None, "regret": None})
+                         "random_reference": None, "regret": None,
+                         **dict.fromkeys(INDICATOR_COLUMNS)})
     return pl.DataFrame(rows).cast(RUN_COLUMNS)  # type: ignore[arg-type]
 
 

@@ -220,6 +220,15 @@ the starts array (:func:`bbrlcore.mdp.environment.start_array`). A class's own
 ``trajectory`` kernel is given an int ``initial_state`` and a Gaussian flag as before, and
 is refused on a test set with laws or starts.
 
+**Its current policy.** A Python agent may define ``policy(self)``, returning its
+current best policy: ``(nX,)`` actions or ``(nX, nU)`` probabilities (episodic: also
+``(H, nX)`` / ``(H, nX, nU)``, one per step of the episode;
+:func:`bbrlcore.mdp.evaluation.as_policy`). A run that asks for Colosseum's indicators
+(``bbrl run --indicators``, :mod:`bbrlcore.mdp.indicators`) calls it every ``log_every``
+steps, after ``observe``, and evaluates it exactly on the test MDP; without it the
+indicators are unavailable for the agent (said once, the columns null). A compiled
+agent has no such hook yet.
+
 Errors of the user's code (an exception in any of its methods, ``SystemExit`` included;
 an action that is not an integer in ``[0, nU)``; functions that do not compile, or that
 take other arguments than the loop gives them) stop the run with one line naming the
@@ -521,6 +530,9 @@ def algorithm_of(cls: type, what: str) -> Algorithm:
         display_name=display,
         run_note=_guarded(getattr(cls, "run_note", None), name, "run_note"),
         prepare=prepare,
+        indicator_player=(_python_indicator_player(cls, name, counters)
+                          if not compiled and callable(getattr(cls, "policy", None))
+                          else None),
         sparse=sparse,
         # the package's loops return to the initial state after every episode; a compiled
         # agent's own dense kernel (written before episodes) does not
@@ -675,78 +687,135 @@ def _py_law_reward(R: np.ndarray, Rstd: np.ndarray, x: int, u: int, k: int,
 
 def _python_player(cls: type, name: str, counters: tuple[str, ...]):
     def make_player(prior: Any, params: dict, trained: Trained | None, ep: Episode):
-        learned = (trained.info or {}).get("learned") if trained is not None else None
-        agent = _new_agent(cls, name, params, prior, learned, ep.gamma, ep.horizon)
-        _place(agent, prior, ep)
-        R, Rstd = np.asarray(ep.R), np.asarray(ep.Rstd)
-        mode, starts = int(ep.gaussian), ep.start
-        lay = ep.layout()
-        succ, nsucc = lay.succ, lay.nsucc
-        nC = len(counters)
-        # (a class written before episodes has no episode_start: nothing to call; one
-        # that is not a method was refused when the class was read, algorithm_of)
-        start = getattr(agent, "episode_start", None) or (lambda k: None)
-
-        def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
-                 ) -> tuple[float, np.ndarray]:
-            rewards = reward_buffer(rewards, ep.horizon)
-            nX, nU, _ = P.shape
-            H = int(ep.episode_length)
-            left = H if H > 0 else -1  # steps left in the episode
-            env_ss, agent_ss = np.random.SeedSequence(int(seed)).spawn(2)
-            env = np.random.Generator(np.random.PCG64(env_ss))
-            agent.rng = np.random.Generator(np.random.PCG64(agent_ss))
-            cdf = np.cumsum(P, axis=2)  # (the test MDP on its sparse rows)
-            step, k_ep, hook = 0, 0, "reset"  # (where the user's code runs: its errors)
-            ret, disc = 0.0, 1.0
-            # (run_agent sends the user's prints to stderr around the whole run)
-            try:
-                agent.reset()
-                x = _py_start(starts, nX, env)
-                if H > 0:
-                    hook = "episode_start"
-                    start(0)
-                for step in range(ep.horizon):
-                    hook = "act"
-                    a = _action(agent.act(x), nU, name, step)
-                    row = cdf[x, a]
-                    k = min(int(np.searchsorted(row, env.random(), side="right")),
-                            int(nsucc[x, a]) - 1)
-                    while P[x, a, k] == 0.0 and k > 0:  # rounding at the row's end
-                        k -= 1
-                    y = int(succ[x, a, k])
-                    r = float(R[x, a, k])
-                    if mode == 1:
-                        r += float(Rstd[x, a, k]) * float(env.standard_normal())
-                    elif mode == 2:
-                        r = _py_law_reward(R, Rstd, x, a, k, env)
-                    rewards[step] = r
-                    ret += disc * r
-                    disc *= ep.gamma
-                    hook = "observe"
-                    agent.observe(x, a, y, r)
-                    x = y
-                    left -= 1
-                    if left == 0 and step + 1 < ep.horizon:  # the episode's end
-                        left = H
-                        x = _py_start(starts, nX, env)
-                        k_ep, hook = (step + 1) // H, "episode_start"
-                        start(k_ep)
-                hook = "counter_values"
-                cnt = np.asarray(agent.counter_values(), dtype=np.int64) if nC else _NONE
-            except (AgentError, KeyboardInterrupt):
-                raise
-            except BaseException as exc:  # noqa: BLE001 - the user's code: any error
-                at = k_ep * H if hook == "episode_start" else step
-                raise hook_error(name, exc, hook, at, k_ep, ep.horizon) from None
-            if cnt.shape != (nC,):
-                raise AgentError(f"{name}: counter_values returned {cnt.size} values, "
-                                 f"expected {nC} ({', '.join(counters)})")
-            return ret, cnt
-
-        return play
+        return _python_trajectory(cls, name, counters, prior, params, trained, ep, None)
 
     return make_player
+
+
+def _python_indicator_player(cls: type, name: str, counters: tuple[str, ...]):
+    """The :attr:`~bbrlcore.agents.base.Algorithm.indicator_player` of a Python agent
+    with a ``policy`` method: Colosseum's indicators of ``self.policy()`` at the rows."""
+    def indicator_player(prior: Any, params: dict, trained: Trained | None, ep: Episode,
+                         log_every: int):
+        from bbrlcore.agents._indicators import Request
+
+        return _python_trajectory(cls, name, counters, prior, params, trained, ep,
+                                  Request(ep, log_every))
+
+    return indicator_player
+
+
+def _python_trajectory(cls: type, name: str, counters: tuple[str, ...], prior: Any,
+                       params: dict, trained: Trained | None, ep: Episode, req: Any):
+    """A Python agent's player; with ``req`` (an :class:`._indicators.Request`) one that
+    also returns Colosseum's indicators of its ``policy()`` (the same trajectory)."""
+    learned = (trained.info or {}).get("learned") if trained is not None else None
+    agent = _new_agent(cls, name, params, prior, learned, ep.gamma, ep.horizon)
+    _place(agent, prior, ep)
+    R, Rstd = np.asarray(ep.R), np.asarray(ep.Rstd)
+    mode, starts = int(ep.gaussian), ep.start
+    lay = ep.layout()
+    succ, nsucc = lay.succ, lay.nsucc
+    nC = len(counters)
+    # (a class written before episodes has no episode_start: nothing to call; one
+    # that is not a method was refused when the class was read, algorithm_of)
+    start = getattr(agent, "episode_start", None) or (lambda k: None)
+
+    if req is not None:
+        from bbrlcore.agents import _indicators as IK
+
+        L, T = req.log_every, int(ep.horizon)
+
+    def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None) -> Any:
+        rewards = reward_buffer(rewards, ep.horizon)
+        nX, nU, _ = P.shape
+        if req is not None:
+            evr = req.evaluator(P)
+            refs = req.refs(evr)
+            acc, hist = IK.ind_alloc(T, L)
+            Vc = np.zeros(nX)
+
+            def log_row(t: int, final: bool, x: int, s: int) -> None:
+                w = IK.final_weight(T, L) if final else L
+                pol = agent.policy() if IK.needs_evaluation(acc) else None
+                try:
+                    if evr.episodic:
+                        V = Vc if pol is None else evr.episode_values(pol)
+                        IK.row_episodic(acc, hist, t, T, w, final, V, s, refs[0],
+                                        refs[1], refs[2], refs[3], Vc)
+                    else:
+                        g = 0.0 if pol is None else evr.gain(pol, x)
+                        IK.row_continuing(acc, hist, t, T, w, final, g, refs[4],
+                                          refs[5])
+                except BBRLError as exc:
+                    raise AgentError(f"{name}: policy() at step {t}: {exc}",
+                                     t) from None
+        H = int(ep.episode_length)
+        left = H if H > 0 else -1  # steps left in the episode
+        env_ss, agent_ss = np.random.SeedSequence(int(seed)).spawn(2)
+        env = np.random.Generator(np.random.PCG64(env_ss))
+        agent.rng = np.random.Generator(np.random.PCG64(agent_ss))
+        cdf = np.cumsum(P, axis=2)  # (the test MDP on its sparse rows)
+        step, k_ep, hook = 0, 0, "reset"  # (where the user's code runs: its errors)
+        ret, disc = 0.0, 1.0
+        # (run_agent sends the user's prints to stderr around the whole run)
+        try:
+            agent.reset()
+            x = _py_start(starts, nX, env)
+            s0 = x  # the episode's start
+            if H > 0:
+                hook = "episode_start"
+                start(0)
+            for step in range(ep.horizon):
+                hook = "act"
+                a = _action(agent.act(x), nU, name, step)
+                row = cdf[x, a]
+                k = min(int(np.searchsorted(row, env.random(), side="right")),
+                        int(nsucc[x, a]) - 1)
+                while P[x, a, k] == 0.0 and k > 0:  # rounding at the row's end
+                    k -= 1
+                y = int(succ[x, a, k])
+                r = float(R[x, a, k])
+                if mode == 1:
+                    r += float(Rstd[x, a, k]) * float(env.standard_normal())
+                elif mode == 2:
+                    r = _py_law_reward(R, Rstd, x, a, k, env)
+                rewards[step] = r
+                ret += disc * r
+                disc *= ep.gamma
+                hook = "observe"
+                agent.observe(x, a, y, r)
+                x = y
+                if req is not None and step > 0 and step % L == 0:
+                    hook = "policy"
+                    log_row(step, False, x, s0)
+                left -= 1
+                if left == 0 and step + 1 < ep.horizon:  # the episode's end
+                    left = H
+                    x = _py_start(starts, nX, env)
+                    s0 = x
+                    k_ep, hook = (step + 1) // H, "episode_start"
+                    start(k_ep)
+            if req is not None:  # the final row (after a last episode: the next start)
+                if H > 0 and ep.horizon % H == 0:
+                    s0 = _py_start(starts, nX, env)
+                hook = "policy"
+                log_row(ep.horizon - 1, True, x, s0)
+            hook = "counter_values"
+            cnt = np.asarray(agent.counter_values(), dtype=np.int64) if nC else _NONE
+        except (AgentError, KeyboardInterrupt):
+            raise
+        except BaseException as exc:  # noqa: BLE001 - the user's code: any error
+            at = k_ep * H if hook == "episode_start" else step
+            raise hook_error(name, exc, hook, at, k_ep, ep.horizon) from None
+        if cnt.shape != (nC,):
+            raise AgentError(f"{name}: counter_values returned {cnt.size} values, "
+                             f"expected {nC} ({', '.join(counters)})")
+        if req is not None:
+            return ret, cnt, IK.finish(acc, evr, rewards, T)
+        return ret, cnt
+
+    return play
 
 
 _NONE = np.zeros(0, dtype=np.int64)

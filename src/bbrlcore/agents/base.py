@@ -330,6 +330,18 @@ class Algorithm:
     #: <experiment>: <line>``): UCRL2 says so when its actions tied under its optimistic
     #: values at nearly every step. None: nothing to say.
     run_note: Callable[[dict[str, Any], dict[str, int], int], str | None] | None = None
+    #: Colosseum's expected indicators (:mod:`bbrlcore.mdp.indicators`), for an algorithm
+    #: whose current best policy is explicit: ``indicator_player(prior, params, trained,
+    #: episode, log_every)`` returns a player ``play(P, seed, rewards) -> (return,
+    #: counters, values)`` that plays the same trajectory as :attr:`make_player`'s and
+    #: evaluates the agent's current policy exactly on the test MDP every ``log_every``
+    #: steps inside its kernel; ``values`` are the run table's
+    #: :data:`bbrlcore.agents._indicators.COLUMNS` and the step Colosseum would stop
+    #: training at (-1: never); it returns None where they are unavailable for the
+    #: parameters or the setting. None: the expected indicators are unavailable for the
+    #: algorithm (the run says so once; its columns are null).
+    indicator_player: Callable[..., Callable[..., tuple[float, np.ndarray, np.ndarray]]] \
+        | None = None
 
     # -----------------------------------------------------------------------------------
     def parse_params(

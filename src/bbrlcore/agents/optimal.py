@@ -41,6 +41,15 @@ import math
 import numpy as np
 from numba import njit
 
+from bbrlcore.agents._indicators import (
+    Request,
+    final_weight,
+    finish,
+    gains_of,
+    ind_alloc,
+    is_row,
+    row_table,
+)
 from bbrlcore.agents._kernels import argmax_random_tie, env_reset, env_reward_rows, env_step_rows
 from bbrlcore.agents.base import (
     FLOAT64,
@@ -116,6 +125,114 @@ def _trajectory_finite(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed
             step = 0
             x = env_reset(initial_state, nX)
     return ret
+
+
+@njit(cache=True, error_model="numpy")
+def _trajectory_ind(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, succ, nsucc,
+                    rewards, episode_length, finite, L, tab, refs_s, refs_w, mu0, Hr, opt,
+                    worst):
+    """:func:`_trajectory` (``finite`` False) or :func:`_trajectory_finite` with
+    Colosseum's indicators every ``L`` steps (:mod:`._indicators`): the policy never
+    changes, its evaluation is the per-state table ``tab``; the same draws, so the same
+    trajectory."""
+    np.random.seed(seed)
+    nX, nU, _ = P.shape
+    acc, hist = ind_alloc(horizon, L)
+    episodic = episode_length > 0
+    x = env_reset(initial_state, nX)
+    s = x
+    if finite:
+        plan = episode_length if episode_length > 0 else horizon
+        V = np.empty((plan + 1, nX))
+        finite_horizon_rows(P, R, succ, nsucc, 1.0, V)
+        Q = np.zeros((1, nU))
+    else:
+        plan = horizon
+        V = np.empty((1, nX))
+        Q = np.zeros((nX, nU))
+        g = gamma if gamma < 1.0 else 0.95  # the reference's uGamma for undiscounted tasks
+        q_iteration_rows(P, R, succ, nsucc, g, horizon, Q)
+    q = np.empty(nU)
+    ret = 0.0
+    disc = 1.0
+    step = 0
+    for t in range(horizon):
+        if finite:
+            finite_horizon_q_row(P, R, succ, nsucc, 1.0, V[step + 1], x, q)
+            u = argmax_random_tie(q)
+        else:
+            u = argmax_random_tie(Q[x])
+        k = env_step_rows(P, nsucc, x, u)
+        r = env_reward_rows(R, Rstd, gaussian, x, u, k)
+        rewards[t] = r
+        ret += disc * r
+        disc *= gamma
+        x = succ[x, u, k]
+        if is_row(t, L):
+            row_table(acc, hist, t, horizon, L, False, episodic, tab, s if episodic else x,
+                      refs_s, refs_w, mu0, Hr, opt, worst)
+        step += 1
+        if episode_length > 0 and step == episode_length:  # back to the initial state
+            step = 0
+            x = env_reset(initial_state, nX)
+            s = x
+    row_table(acc, hist, horizon - 1, horizon, final_weight(horizon, L), True, episodic,
+              tab, s if episodic else x, refs_s, refs_w, mu0, Hr, opt, worst)
+    return ret, acc
+
+
+def _ties(q: np.ndarray) -> np.ndarray:
+    """The uniform distribution over the exact maximisers of each row of ``q`` (the
+    player's random tie-breaking, :func:`argmax_random_tie`)."""
+    m = q == q.max(axis=-1, keepdims=True)
+    return m / m.sum(axis=-1, keepdims=True)
+
+
+def make_indicator_player(prior, params: dict, trained: Trained, ep: Episode,
+                          log_every: int):
+    """:func:`make_player`'s player with Colosseum's indicators (:mod:`._indicators`):
+    the policy is its greedy one, exact ties uniform. None (unavailable) for the
+    ``undiscounted`` criterion of a continuing interaction, whose policy depends on the
+    steps left: Colosseum's continuing evaluation needs a stationary one."""
+    finite = criterion_of(params) == "undiscounted"
+    H = int(ep.episode_length)
+    if finite and H <= 0:
+        return None
+    req = Request(ep, log_every)
+    succ, nsucc = req.succ, req.nsucc
+    R = np.ascontiguousarray(ep.R)
+    Rstd, gaussian, x0 = ep.Rstd, int(ep.gaussian), ep.start
+    gamma, horizon = float(ep.gamma), int(ep.horizon)
+    nX, nU = nsucc.shape
+
+    def policy(P: np.ndarray) -> np.ndarray:
+        if finite:
+            V = np.empty((H + 1, nX))
+            finite_horizon_rows(P, R, succ, nsucc, 1.0, V)
+            q = np.empty(nU)
+            pol = np.empty((H, nX, nU))
+            for h in range(H):
+                for x in range(nX):
+                    finite_horizon_q_row(P, R, succ, nsucc, 1.0, V[h + 1], x, q)
+                    pol[h, x] = _ties(q)
+            return pol
+        Q = np.zeros((nX, nU))
+        q_iteration_rows(P, R, succ, nsucc, gamma if gamma < 1.0 else 0.95, horizon, Q)
+        return _ties(Q)
+
+    def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None):
+        rewards = reward_buffer(rewards, horizon)
+        P = np.ascontiguousarray(P, dtype=np.float64)
+        evr = req.evaluator(P)
+        pol = policy(P)
+        tab = (evr.episode_values(pol) if req.episodic
+               else gains_of(evr.succ, evr.nsucc, evr.P, evr.rbar, pol))
+        ret, acc = _trajectory_ind(P, R, Rstd, gaussian, x0, gamma, horizon, seed, succ,
+                                   nsucc, rewards, H, finite, req.log_every, tab,
+                                   *req.refs(evr))
+        return ret, _NO_COUNTERS, finish(acc, evr, rewards, horizon)
+
+    return play
 
 
 def criterion_of(params: dict | None) -> str:
@@ -214,4 +331,5 @@ ALGORITHM = Algorithm(
                       "the paper's) or undiscounted (the sum of rewards over the horizon, "
                       "by backward induction)"),),
     make_player=make_player, doc=__doc__ or "", cost_features=cost_features, sparse=True,
-    setting_check=_setting_check, episodic=True)
+    setting_check=_setting_check, episodic=True,
+    indicator_player=make_indicator_player)

@@ -127,6 +127,18 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from bbrlcore.agents._indicators import (
+    Request,
+    final_weight,
+    finish,
+    gain_from,
+    gain_scratch,
+    ind_alloc,
+    is_row,
+    needs_evaluation,
+    row_continuing,
+    row_episodic,
+)
 from bbrlcore.agents._kernels import (
     env_reset,
     env_reward_rows,
@@ -157,6 +169,7 @@ from bbrlcore.agents.base import (
 )
 from bbrlcore.agents.sboss import mean_rows
 from bbrlcore.errors import BBRLError
+from bbrlcore.mdp import evaluation as ev_
 from bbrlcore.mdp.solvers import GUEZ_TOLERANCE, lu_affordable
 
 #: The values of ``schedule`` (not given: per episode in an episodic interaction, doubling
@@ -247,6 +260,59 @@ def _trajectory_continuing(setup, P, succ, nsucc, R, Rstd, gaussian, initial_sta
         if episode_length > 0 and (t + 1) % episode_length == 0:
             x = env_reset(initial_state, nX)
     return ret, _counters(state)
+
+
+@njit(cache=True, error_model="numpy")
+def _trajectory_continuing_ind(setup, P, succ, nsucc, R, Rstd, gaussian, initial_state,
+                               gamma, horizon, episode_length, seed, rewards, L, rbar,
+                               refs_s, refs_w, mu0, Hr, opt, worst, si, sf):
+    """:func:`_trajectory_continuing` with Colosseum's indicators every ``L`` steps
+    (:mod:`._indicators`), the current policy being the current sample's (the one that
+    chose the step's action; a new sample is drawn at the next decision): its
+    :math:`V^\\pi_0` over the ``Hr``-step episodes of an episodic test set, else its gain
+    from the current state."""
+    np.random.seed(seed)
+    nX = P.shape[0]
+    state = _reset(setup)
+    pi = state[7]
+    pi2 = pi.reshape((1, nX))
+    episodic = episode_length > 0
+    acc, hist = ind_alloc(horizon, L)
+    V0 = np.zeros(nX)
+    Vc = np.zeros(nX)
+    none_s = np.zeros((1, 1))
+    x = env_reset(initial_state, nX)
+    s = x
+    ret = 0.0
+    disc = 1.0
+    for t in range(horizon + 1):
+        final = t == horizon
+        if not final:
+            u = _act(state, x)
+            k = env_step_rows(P, nsucc, x, u)
+            r = env_reward_rows(R, Rstd, gaussian, x, u, k)
+            rewards[t] = r
+            ret += disc * r
+            disc *= gamma
+            y = succ[x, u, k]
+            _observe(state, x, u, y, r)
+            x = y
+        if final or is_row(t, L):
+            tt = horizon - 1 if final else t
+            w = final_weight(horizon, L) if final else L
+            if episodic:
+                if needs_evaluation(acc):
+                    ev_.episode_values_deterministic(succ, nsucc, P, rbar, pi2, Hr, V0)
+                row_episodic(acc, hist, tt, horizon, w, final, V0, s, refs_s, refs_w, mu0,
+                             Hr, Vc)
+            else:
+                g = gain_from(succ, nsucc, P, rbar, none_s, pi, False, x, si, sf) \
+                    if needs_evaluation(acc) else 0.0
+                row_continuing(acc, hist, tt, horizon, w, final, g, opt, worst)
+        if not final and episode_length > 0 and (t + 1) % episode_length == 0:
+            x = env_reset(initial_state, nX)
+            s = x
+    return ret, _counters(state), acc
 
 
 # ---------------------------------------------------------------------------------------
@@ -396,6 +462,100 @@ def _trajectory_episodic(P, R, Rstd, gaussian, initial_state, gamma, horizon, H,
     return ret, samples
 
 
+@njit(cache=True, error_model="numpy")
+def reach_policy_values(P, rbar, succ, nsucc, states, off, H, pi, Vnext, Vcur, V0):
+    """:math:`V^\\pi_0` of the H-step policy ``pi`` (indexed as
+    :func:`finite_horizon_plan_rows` writes it) on the test MDP ``P`` (expected rewards
+    ``rbar`` (nX, nU); both on the agent's rows) by backward induction over the reach
+    sets, into ``V0`` (nX,: the states of :math:`R_0`, 0 elsewhere)."""
+    for j in range(off[H], off[H + 1]):
+        Vnext[states[j]] = 0.0
+    for h in range(H - 1, -1, -1):
+        for j in range(off[h], off[h + 1]):
+            x = states[j]
+            u = pi[j]
+            q = rbar[x, u]
+            for k in range(nsucc[x, u]):
+                q += P[x, u, k] * Vnext[succ[x, u, k]]
+            Vcur[x] = q
+        tmp = Vnext
+        Vnext = Vcur
+        Vcur = tmp
+    V0[:] = 0.0
+    for j in range(off[0], off[1]):
+        V0[states[j]] = Vnext[states[j]]
+    return V0
+
+
+@njit(cache=True, error_model="numpy")
+def _trajectory_episodic_ind(P, R, Rstd, gaussian, initial_state, gamma, horizon, H, seed,
+                             succ, nsucc, theta, Rm, states, off, need, rewards, L, rbar,
+                             refs_s, refs_w, mu0, Hr, opt, worst):
+    """:func:`_trajectory_episodic` with Colosseum's indicators every ``L`` steps
+    (:mod:`._indicators`): the current policy is the episode's sample's; at a row that
+    ends an episode (and after the last step when it ends one), the next episode's
+    sample, drawn there as Colosseum's PSRL draws it at the episode's end (the same
+    draws in the same order: the trajectory is :func:`_trajectory_episodic`'s)."""
+    np.random.seed(seed)
+    nX = P.shape[0]
+    rs = generator_from_numba()
+    alpha = theta.copy()
+    Ps = np.zeros_like(theta)
+    Va = np.zeros(nX)
+    Vb = np.zeros(nX)
+    pi = np.zeros(off[H], dtype=np.int64)
+    acc, hist = ind_alloc(horizon, L)
+    V0 = np.zeros(nX)
+    Vc = np.zeros(nX)
+    ahead = False  # the next episode's sample is drawn (at a row ending an episode)
+    ret = 0.0
+    disc = 1.0
+    samples = 0
+    x = 0
+    s = 0
+    for t in range(horizon):
+        h = t % H
+        if h == 0:
+            x = env_reset(initial_state, nX)
+            s = x
+            if not ahead:
+                sample_rows_of(alpha, nsucc, Ps, need, rs)
+                finite_horizon_plan_rows(Ps, Rm, succ, nsucc, states, off, H, pi, Va, Vb)
+            ahead = False
+            samples += 1
+        j = _position(states, off[h], off[h + 1], x)
+        if j < 0:
+            raise ValueError("a state outside the reach sets of its step")
+        u = pi[j]
+        k = env_step_rows(P, nsucc, x, u)
+        r = env_reward_rows(R, Rstd, gaussian, x, u, k)
+        rewards[t] = r
+        ret += disc * r
+        disc *= gamma
+        alpha[x, u, k] += 1.0
+        x = succ[x, u, k]
+        if is_row(t, L):
+            if needs_evaluation(acc):
+                if h == H - 1:  # Colosseum's agent has drawn the next episode's sample
+                    sample_rows_of(alpha, nsucc, Ps, need, rs)
+                    finite_horizon_plan_rows(Ps, Rm, succ, nsucc, states, off, H, pi, Va,
+                                             Vb)
+                    ahead = True
+                reach_policy_values(P, rbar, succ, nsucc, states, off, H, pi, Va, Vb, V0)
+            row_episodic(acc, hist, t, horizon, L, False, V0, s, refs_s, refs_w, mu0, Hr,
+                         Vc)
+    if horizon % H == 0:  # the last step ended an episode: the next one's start
+        s = env_reset(initial_state, nX)
+    if needs_evaluation(acc):
+        if horizon % H == 0 and not ahead:  # and its sample (Colosseum's, at the end)
+            sample_rows_of(alpha, nsucc, Ps, need, rs)
+            finite_horizon_plan_rows(Ps, Rm, succ, nsucc, states, off, H, pi, Va, Vb)
+        reach_policy_values(P, rbar, succ, nsucc, states, off, H, pi, Va, Vb, V0)
+    row_episodic(acc, hist, horizon - 1, horizon, final_weight(horizon, L), True, V0, s,
+                 refs_s, refs_w, mu0, Hr, Vc)
+    return ret, samples, acc
+
+
 # ---------------------------------------------------------------------------------------
 # Players
 
@@ -472,6 +632,82 @@ def _episodic_player(prior: Any, params: dict, ep: Episode, H: int):
         return float(ret), np.array([n], dtype=np.int64)
 
     return play
+
+
+def _continuing_indicator_player(prior: Any, params: dict, ep: Episode, log_every: int):
+    if not ep.gamma < 1.0:
+        raise BBRLError("psrl: the continuing form needs a discount factor < 1")
+    st = setting(prior, ep)
+    fixed = params["schedule"] == "fixed"
+    ipar = np.array([_FIXED if fixed else _DOUBLING,
+                     int(params["period"]) if fixed else 0], dtype=np.int64)
+    agent = SimpleNamespace(layout=st.layout, theta_rows=st.theta, reward_rows=st.Rm,
+                            gamma=float(ep.gamma))
+    setup = sampling_setup(agent, ipar)
+    req = Request(ep, log_every)
+    succ, nsucc = req.succ, req.nsucc
+    R = np.array(ep.R, dtype=np.float64)
+    Rstd = np.array(ep.Rstd, dtype=np.float64)
+    gaussian, x0 = int(ep.gaussian), ep.start
+    gamma, horizon = float(ep.gamma), int(ep.horizon)
+    H = int(getattr(ep, "episode_length", 0) or 0)
+    si, sf = gain_scratch(nsucc)
+
+    def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None):
+        rewards = reward_buffer(rewards, horizon)
+        P = np.ascontiguousarray(P, dtype=np.float64)
+        evr = req.evaluator(P)
+        ret, cnt, acc = _trajectory_continuing_ind(
+            setup, P, succ, nsucc, R, Rstd, gaussian, x0, gamma, horizon, H, int(seed),
+            rewards, req.log_every, np.ascontiguousarray(evr.rbar), *req.refs(evr), si, sf)
+        return float(ret), cnt, finish(acc, evr, rewards, horizon)
+
+    return play
+
+
+def _episodic_indicator_player(prior: Any, params: dict, ep: Episode, H: int,
+                               log_every: int):
+    st = setting(prior, ep)
+    succ = np.ascontiguousarray(st.succ, dtype=np.int64)
+    nsucc = np.ascontiguousarray(st.nsucc, dtype=np.int64)
+    nX, nU, K = succ.shape
+    states, off = reach_sets(succ, nsucc, ep.reach_from, H)
+    need = decision_states(states, off, H)
+    theta = np.ascontiguousarray(st.theta)
+    Rm = np.ascontiguousarray(st.Rm)
+    R, Rstd = st.R, st.Rstd
+    gaussian, x0 = int(ep.gaussian), ep.start
+    gamma, horizon = float(ep.gamma), int(ep.horizon)
+    req = Request(ep, log_every)
+
+    def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None):
+        rewards = reward_buffer(rewards, horizon)
+        evr = req.evaluator(P)
+        Pa = np.ascontiguousarray(st.env(np.asarray(P, dtype=np.float64)))
+        rbar = np.ascontiguousarray((Pa * R).sum(axis=2))
+        ret, n, acc = _trajectory_episodic_ind(Pa, R, Rstd, gaussian, x0, gamma, horizon, H,
+                                               int(seed), succ, nsucc, theta, Rm, states,
+                                               off, need, rewards, req.log_every, rbar,
+                                               *req.refs(evr))
+        return (float(ret), np.array([n], dtype=np.int64),
+                finish(acc, evr, rewards, horizon))
+
+    return play
+
+
+def make_indicator_player(prior: Any, params: dict, trained: Trained | None, ep: Episode,
+                          log_every: int):
+    """:func:`make_player`'s player with Colosseum's indicators (:mod:`._indicators`),
+    the current policy being the sampled model's: ``play(P, seed, rewards) -> (return,
+    counters, values)``, the same trajectory as :func:`make_player`'s."""
+    err = _parameter_check(params)
+    if err:
+        raise BBRLError(f"psrl: {err}")
+    H = int(getattr(ep, "episode_length", 0) or 0)
+    if H > 0 and params.get("schedule") is None:
+        return _episodic_indicator_player(prior, params, ep, H, log_every)
+    return _continuing_indicator_player(prior, {**params, "schedule": params.get("schedule")
+                                                or "doubling"}, ep, log_every)
 
 
 def make_player(prior: Any, params: dict, trained: Trained | None, ep: Episode):
@@ -657,4 +893,5 @@ ALGORITHM = Algorithm(
     cost_features=cost_features,
     sparse=True,
     episodic=True,
+    indicator_player=make_indicator_player,
 )

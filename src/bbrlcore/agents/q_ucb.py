@@ -100,6 +100,15 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from bbrlcore.agents._indicators import (
+    Request,
+    final_weight,
+    finish,
+    ind_alloc,
+    is_row,
+    needs_evaluation,
+    row_episodic,
+)
 from bbrlcore.agents._kernels import (
     argmax_random_tie,
     env_reset,
@@ -117,6 +126,7 @@ from bbrlcore.agents.base import (
     reward_buffer,
 )
 from bbrlcore.errors import BBRLError
+from bbrlcore.mdp.evaluation import episode_values_stochastic
 
 _NO_COUNTERS = np.zeros(0, dtype=np.int64)
 
@@ -225,6 +235,117 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, H, seed, su
             q_ucb_update(Q, V, N, h, x, u, r, y, H, c, iota, scale)
         x = y
     return ret
+
+
+@njit(cache=True, error_model="numpy")
+def greedy_ties(Q, pol):
+    """``pol`` (H, nX, nU) ← the greedy policy of ``Q`` (H, nX, nU), exact ties uniform
+    (the agent's own tie-breaking, :func:`argmax_random_tie`)."""
+    Hq, nX, nU = Q.shape
+    for h in range(Hq):
+        for x in range(nX):
+            best = Q[h, x, 0]
+            for u in range(1, nU):
+                if Q[h, x, u] > best:
+                    best = Q[h, x, u]
+            n = 0
+            for u in range(nU):
+                if Q[h, x, u] == best:
+                    n += 1
+            for u in range(nU):
+                pol[h, x, u] = 1.0 / n if Q[h, x, u] == best else 0.0
+    return pol
+
+
+@njit(cache=True, error_model="numpy")
+def _trajectory_ind(P, R, Rstd, gaussian, initial_state, gamma, horizon, H, seed, succ,
+                    nsucc, c, iota, scale, rewards, colosseum, bernstein, c2, min_at, L,
+                    rbar, refs_s, refs_w, mu0, Hr, opt, worst):
+    """:func:`_trajectory` with Colosseum's indicators every ``L`` steps
+    (:mod:`._indicators`), the current policy being greedy on the agent's Q (one per
+    step of the episode), exact ties uniform: its :math:`V^\\pi_0` over the episodes.
+    The same trajectory."""
+    np.random.seed(seed)
+    nX, nU, _ = P.shape
+    if colosseum:
+        Q, V, N, M, S2, B = colosseum_tables(nX, nU, H)
+    else:
+        Q, V, N = q_ucb_tables(nX, nU, H, scale)
+        M = S2 = B = np.empty((0, 0, 0))
+    acc, hist = ind_alloc(horizon, L)
+    pol = np.zeros((H, nX, nU))
+    V0 = np.zeros(nX)
+    Vc = np.zeros(nX)
+    ret = 0.0
+    disc = 1.0
+    x = 0
+    s = 0
+    for t in range(horizon):
+        h = t % H
+        if h == 0:
+            x = env_reset(initial_state, nX)
+            s = x
+        u = argmax_random_tie(Q[h, x])
+        k = env_step_rows(P, nsucc, x, u)
+        r = env_reward_rows(R, Rstd, gaussian, x, u, k)
+        rewards[t] = r
+        ret += disc * r
+        disc *= gamma
+        y = succ[x, u, k]
+        if colosseum:
+            colosseum_update(Q, V, N, M, S2, B, h, x, u, r / scale, y, H, c, c2, min_at,
+                             bernstein, iota)
+        else:
+            q_ucb_update(Q, V, N, h, x, u, r, y, H, c, iota, scale)
+        x = y
+        if is_row(t, L):
+            if needs_evaluation(acc):
+                greedy_ties(Q, pol)
+                episode_values_stochastic(succ, nsucc, P, rbar, pol, Hr, V0)
+            row_episodic(acc, hist, t, horizon, L, False, V0, s, refs_s, refs_w, mu0, Hr,
+                         Vc)
+    if horizon % H == 0:  # the last step ended an episode: the next one's start
+        s = env_reset(initial_state, nX)
+    if needs_evaluation(acc):
+        greedy_ties(Q, pol)
+        episode_values_stochastic(succ, nsucc, P, rbar, pol, Hr, V0)
+    row_episodic(acc, hist, horizon - 1, horizon, final_weight(horizon, L), True, V0, s,
+                 refs_s, refs_w, mu0, Hr, Vc)
+    return ret, acc
+
+
+def make_indicator_player(prior: Any, params: dict, trained: Trained | None, ep: Episode,
+                          log_every: int):
+    """:func:`make_player`'s player with Colosseum's indicators of its greedy policy
+    (:func:`_trajectory_ind`): ``play(P, seed, rewards) -> (return, counters, values)``."""
+    make_player(prior, params, trained, ep)  # (its checks)
+    H = int(ep.episode_length)
+    req = Request(ep, log_every)
+    succ, nsucc = req.succ, req.nsucc
+    nX, nU = int(nsucc.shape[0]), int(nsucc.shape[1])
+    R = np.array(ep.R, dtype=np.float64)
+    Rstd = np.array(ep.Rstd, dtype=np.float64)
+    gaussian, x0 = int(ep.gaussian), ep.start
+    gamma, horizon = float(ep.gamma), int(ep.horizon)
+    c = float(params["c"])
+    colosseum = params.get("form", "jin") == "colosseum"
+    bernstein = params.get("bonus", "hoeffding") == "bernstein"
+    c2 = float(params.get("c2") or 0.0)
+    min_at = float(params.get("min_at") or 0.0)
+    scale = reward_scale(prior)
+    io = iota(nX, nU, horizon, float(params["p"]))
+
+    def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None):
+        rewards = reward_buffer(rewards, horizon)
+        P = np.ascontiguousarray(P, dtype=np.float64)
+        evr = req.evaluator(P)
+        ret, acc = _trajectory_ind(P, R, Rstd, gaussian, x0, gamma, horizon, H, int(seed),
+                                   succ, nsucc, c, io, scale, rewards, colosseum, bernstein,
+                                   c2, min_at, req.log_every, np.ascontiguousarray(evr.rbar),
+                                   *req.refs(evr))
+        return float(ret), _NO_COUNTERS, finish(acc, evr, rewards, horizon)
+
+    return play
 
 
 def reward_scale(prior: Any) -> float:
@@ -376,4 +497,5 @@ ALGORITHM = Algorithm(
     sparse=True,
     episodic=True,
     episodic_only="it learns one Q-function per step of an episode, Jin et al. 2018",
+    indicator_player=make_indicator_player,
 )

@@ -132,6 +132,18 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from bbrlcore.agents._indicators import (
+    Request,
+    final_weight,
+    finish,
+    gain_from,
+    gain_scratch,
+    ind_alloc,
+    is_row,
+    needs_evaluation,
+    row_continuing,
+    row_episodic,
+)
 from bbrlcore.agents._kernels import env_reset, env_reward_rows, env_step_rows
 from bbrlcore.agents._layout import setting
 from bbrlcore.agents.base import (
@@ -142,6 +154,7 @@ from bbrlcore.agents.base import (
     Trained,
     reward_buffer,
 )
+from bbrlcore.mdp import evaluation as ev_
 
 #: Largest number of sweeps of one extended value iteration (see the module docstring).
 EVI_MAX_SWEEPS = 20_000
@@ -413,6 +426,116 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, episode_len
     return ret, counters
 
 
+@njit(cache=True, error_model="numpy")
+def _trajectory_ind(P, R, Rstd, gaussian, initial_state, gamma, horizon, episode_length,
+                    seed, succ, nsucc, theta, Rm, delta, max_sweeps, rewards, bernstein, L,
+                    rbar, refs_s, refs_w, mu0, Hr, opt, worst, si, sf):
+    """:func:`_trajectory` with Colosseum's indicators every ``L`` steps
+    (:mod:`._indicators`), the current policy being the optimistic one in force (the
+    last extended value iteration's; a new one is computed at the next decision when
+    the episode's stopping rule says so), evaluated on the test MDP ``P`` (expected
+    rewards ``rbar``; both on the agent's rows): over the ``Hr``-step episodes of an
+    episodic test set, else its gain from the current state. The same trajectory."""
+    np.random.seed(seed)
+    nX, nU, K = P.shape
+    C = np.zeros((nX, nU, K))
+    N = np.zeros((nX, nU), dtype=np.int64)
+    v = np.zeros((nX, nU), dtype=np.int64)
+    allowed = theta > 0.0
+    values = np.zeros(nX)
+    pi = np.zeros(nX, dtype=np.int64)
+    pi2 = pi.reshape((1, nX))
+    ties = np.ones(nX, dtype=np.int64)
+    counters = np.zeros(4, dtype=np.int64)
+    episodic = episode_length > 0
+    acc, hist = ind_alloc(horizon, L)
+    V0 = np.zeros(nX)
+    Vc = np.zeros(nX)
+    none_s = np.zeros((1, 1))
+    x = env_reset(initial_state, nX)
+    s = x
+    ret = 0.0
+    disc = 1.0
+    started = False
+    for t in range(horizon + 1):
+        final = t == horizon
+        if not final:
+            u = pi[x]
+            if not started or v[x, u] >= max(1, N[x, u]):
+                for z in range(nX):
+                    for a in range(nU):
+                        N[z, a] += v[z, a]
+                        v[z, a] = 0
+                sweeps, converged = extended_value_iteration(C, N, allowed, Rm, succ, nsucc,
+                                                             t + 1, delta, values, pi,
+                                                             max_sweeps, bernstein, ties)
+                counters[0] += 1
+                counters[1] += sweeps
+                if not converged:
+                    counters[2] += 1
+                started = True
+                u = pi[x]
+            if ties[x] > 1:
+                counters[3] += 1
+            k = env_step_rows(P, nsucc, x, u)
+            r = env_reward_rows(R, Rstd, gaussian, x, u, k)
+            rewards[t] = r
+            ret += disc * r
+            disc *= gamma
+            v[x, u] += 1
+            C[x, u, k] += 1.0
+            allowed[x, u, k] = True
+            x = succ[x, u, k]
+        if final or is_row(t, L):
+            tt = horizon - 1 if final else t
+            w = final_weight(horizon, L) if final else L
+            if episodic:
+                if needs_evaluation(acc):
+                    ev_.episode_values_deterministic(succ, nsucc, P, rbar, pi2, Hr, V0)
+                row_episodic(acc, hist, tt, horizon, w, final, V0, s, refs_s, refs_w, mu0,
+                             Hr, Vc)
+            else:
+                g = gain_from(succ, nsucc, P, rbar, none_s, pi, False, x, si, sf) \
+                    if needs_evaluation(acc) else 0.0
+                row_continuing(acc, hist, tt, horizon, w, final, g, opt, worst)
+        if not final and episode_length > 0 and (t + 1) % episode_length == 0:
+            x = env_reset(initial_state, nX)
+            s = x
+    return ret, counters, acc
+
+
+def make_indicator_player(prior: Any, params: dict, trained: Trained | None, ep: Episode,
+                          log_every: int):
+    """:func:`make_player`'s player with Colosseum's indicators of its optimistic policy
+    (:func:`_trajectory_ind`): ``play(P, seed, rewards) -> (return, counters, values)``."""
+    st = setting(prior, ep)
+    succ = np.ascontiguousarray(st.succ, dtype=np.int64)
+    nsucc = np.ascontiguousarray(st.nsucc, dtype=np.int64)
+    theta = np.ascontiguousarray(st.theta)
+    Rm = np.ascontiguousarray(st.Rm)
+    R, Rstd = st.R, st.Rstd
+    delta = float(params["delta"])
+    bernstein = params.get("bound", "l1") == "bernstein"
+    gaussian, x0 = int(ep.gaussian), ep.start
+    gamma, horizon = float(ep.gamma), int(ep.horizon)
+    H = int(getattr(ep, "episode_length", 0) or 0)
+    req = Request(ep, log_every)
+    si, sf = gain_scratch(nsucc)
+
+    def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None):
+        rewards = reward_buffer(rewards, horizon)
+        evr = req.evaluator(P)
+        Pa = np.ascontiguousarray(st.env(np.asarray(P, dtype=np.float64)))
+        rbar = np.ascontiguousarray((Pa * R).sum(axis=2))
+        ret, cnt, acc = _trajectory_ind(Pa, R, Rstd, gaussian, x0, gamma, horizon, H,
+                                        int(seed), succ, nsucc, theta, Rm, delta,
+                                        EVI_MAX_SWEEPS, rewards, bernstein,
+                                        req.log_every, rbar, *req.refs(evr), si, sf)
+        return float(ret), cnt, finish(acc, evr, rewards, horizon)
+
+    return play
+
+
 def make_player(prior: Any, params: dict, trained: Trained | None, ep: Episode):
     st = setting(prior, ep)
     succ = np.ascontiguousarray(st.succ, dtype=np.int64)
@@ -527,4 +650,5 @@ ALGORITHM = Algorithm(
     display_name="UCRL2",
     sparse=True,
     episodic=True,
+    indicator_player=make_indicator_player,
 )

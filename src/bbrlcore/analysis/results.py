@@ -36,6 +36,8 @@ from bbrlcore.analysis import stats
 from bbrlcore.errors import BBRLError
 from bbrlcore.formats import artefacts
 from bbrlcore.protocol.runner import (
+    INDICATOR_COLUMNS,
+    INDICATOR_VALUES,
     RECORDED_SINCE_EPISODES,
     RECORDED_SINCE_REWARDS,
     RUN_COLUMNS,
@@ -284,7 +286,8 @@ def check_run_table(table: pl.DataFrame, source: str,
     hint = artefacts.REGENERATE["run"]
     for col, dtype in RUN_COLUMNS.items():
         if col not in table.columns:
-            if col in RECORDED_SINCE_REWARDS or col in RECORDED_SINCE_EPISODES:
+            if (col in RECORDED_SINCE_REWARDS or col in RECORDED_SINCE_EPISODES
+                    or col in INDICATOR_COLUMNS):
                 continue
             raise BBRLError(f"{source}: run table lacks the column {col!r}; {hint}")
         if table[col].dtype != dtype:
@@ -468,6 +471,58 @@ def check_derived(table: pl.DataFrame, source: str, first_row: int = 0) -> None:
     if "undiscounted_return" in t.columns:
         _check_regret(t, fail)
     _check_episodes_against_checkpoints(t, fail)
+    _check_indicators(t, fail)
+
+
+def _check_indicators(t: pl.DataFrame, fail: Callable[[int, str], None]) -> None:
+    """:func:`check_derived`'s Colosseum indicators (:data:`INDICATOR_COLUMNS`): null
+    where ``log_every`` is (not asked), all recorded or all null otherwise (an agent
+    whose policy is unknown), finite; the regrets ≥ 0; and, where the references are
+    recorded, the normalised rewards recomputed from ``expected_reward`` and
+    ``undiscounted_return`` with the per-step references (episodic: / H)."""
+    L = t["log_every"]
+    vals = [t[c] for c in INDICATOR_VALUES]
+    for c, v in zip(INDICATOR_VALUES, vals, strict=True):
+        bad = (v.is_not_null() & (L.is_null() | ~v.is_finite().fill_null(True))).to_numpy()
+        if bad.any():
+            k = int(np.argmax(bad))
+            fail(k, f"{c} must be finite and recorded only where log_every is (got {v[k]}, "
+                    f"log_every {L[k]})")
+        odd = (v.is_null() != vals[0].is_null()).to_numpy()
+        if odd.any():
+            k = int(np.argmax(odd))
+            fail(k, f"{c} and {INDICATOR_VALUES[0]} must be null together (the indicators "
+                    "of an agent are all known or all unavailable)")
+    for c in ("expected_regret", "normalised_expected_regret"):
+        bad = (t[c] < 0).fill_null(False).to_numpy()
+        if bad.any():
+            k = int(np.argmax(bad))
+            fail(k, f"{c} {t[c][k]} must be >= 0 (Colosseum's regret is clipped at 0)")
+    have = (vals[0].is_not_null() & t["optimal_reference"].is_not_null()
+            & t["worst_reference"].is_not_null()).to_numpy()
+    if not have.any():
+        return
+    H = t["episode_length"].to_numpy()[have].astype(np.float64)
+    per = np.where(H > 0, H, 1.0)
+    o = t["optimal_reference"].to_numpy()[have].astype(np.float64) / per
+    w = t["worst_reference"].to_numpy()[have].astype(np.float64) / per
+    steps = t["horizon"].to_numpy()[have].astype(np.float64) - 1.0
+    for col, src in (("normalised_expected_reward", "expected_reward"),
+                     ("normalised_reward", "undiscounted_return")):
+        if src not in t.columns:
+            continue
+        got = t[col].to_numpy()[have].astype(np.float64)
+        base = t[src].to_numpy()[have].astype(np.float64)
+        want = (base - steps * w) / (o - w)
+        off = ~(np.abs(got - want) <= 1e-6 * (np.abs(want) + steps) + 1e-9)
+        off &= np.isfinite(base)
+        if off.any():
+            j = int(np.argmax(off))
+            k = int(np.flatnonzero(have)[j])
+            fail(k, f"{col} {got[j]:.9g} is not ({src} - (horizon - 1) x worst) / (optimal "
+                    f"- worst) = ({base[j]:.9g} - {steps[j]:.0f} x {w[j]:.9g}) / "
+                    f"({o[j]:.9g} - {w[j]:.9g}) = {want[j]:.9g}, the references per step "
+                    "(Colosseum's normalisation)")
 
 
 def _check_regret(t: pl.DataFrame, fail: Callable[[int, str], None]) -> None:

@@ -43,6 +43,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     rn.add_argument("--experiment", required=True, help="test-set .parquet (bbrl experiment new)")
     rn.add_argument("--agent", required=True, help="agent .parquet (bbrl train)")
     rn.add_argument("--mdps", help="slice START:STOP of test MDPs (default: all)")
+    rn.add_argument("--indicators", action="store_true",
+                    help="also compute Colosseum's expected indicators: the agent's current "
+                    "policy evaluated exactly on the test MDP every --log-every steps "
+                    "(columns expected_regret, normalised_expected_regret, ...; null for an "
+                    "agent that does not expose its policy)")
+    rn.add_argument("--log-every", type=int, default=None, metavar="L",
+                    help="steps between two evaluations with --indicators (default: "
+                    "Colosseum's 100)")
     rn.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     rn.add_argument("-o", "--output", required=True, help="output run .parquet")
     rn.set_defaults(func=_run, io=IO(inputs=("experiment", "agent"), outputs=("output",)))
@@ -98,11 +106,19 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from bbrlcore.mdp.indicators import LOG_EVERY
+    from bbrlcore.protocol.runner import check_log_every
+
+    if args.log_every is not None and not args.indicators:
+        raise BBRLError("--log-every: applies with --indicators only")
+    log_every = (check_log_every(LOG_EVERY if args.log_every is None else args.log_every,
+                                 "--log-every") if args.indicators else None)
     ts = E.read_test_set(args.experiment)
     agent = E.read_agent(args.agent)
     sel = E.parse_slice(args.mdps, ts.n_mdps)
     table = E.run_agent(ts, agent, sel, progress=not args.quiet,
-                        expected_s=lambda: expected_run_seconds(ts, agent, len(sel)))
+                        expected_s=lambda: expected_run_seconds(ts, agent, len(sel)),
+                        log_every=log_every)
     E.write_run(table, args.output, E.run_meta(ts, agent, sel))
     n = len(table)
     if n:

@@ -76,17 +76,17 @@ is the *realised* regret — the optimum's expected reward minus the rewards act
 collected — and keeps its name; divided by the steps (episodes) it equals
 1 − ``normalised_reward`` / t, not ``normalised_expected_regret`` / t.
 
-**A plugin hook (design, not wired into the kernels yet).** An agent exposes its current
-best policy by a method ``policy(self) -> np.ndarray`` returning a stochastic ``(nX, nU)``
-(or episodic ``(H, nX, nU)``) or deterministic ``(nX,)`` / ``(H, nX)`` array
-(:func:`bbrlcore.mdp.evaluation.as_policy`); a compiled plugin, a ``@njit`` function of
-its state arrays writing into a preallocated policy array. The runner calls it at
-Colosseum's rows only (every ``log_every`` steps, and once at the end) and feeds
-the evaluation (:meth:`Evaluator.evaluate`, or inside a trajectory kernel the numba
-kernels of :mod:`bbrlcore.mdp.evaluation` with :func:`episodic_row`, :func:`continuing_row`
-and :func:`stops_training`, which :meth:`Evaluator.accumulate` itself uses); an agent
-without the hook has no expected indicators (said once for the run, never guessed from
-its actions).
+**Wired into the runs** (``bbrl run --indicators``): Random, Optimal, PSRL, UCRL2 and
+Q-learning-UCB evaluate their current policy inside their trajectory kernels with the
+row functions below (:mod:`bbrlcore.agents._indicators`); a Python plugin exposes its
+current best policy by a method ``policy(self) -> np.ndarray`` returning a stochastic
+``(nX, nU)`` (or episodic ``(H, nX, nU)``) or deterministic ``(nX,)`` / ``(H, nX)``
+array (:func:`bbrlcore.mdp.evaluation.as_policy`; :mod:`bbrlcore.agents.api`), which the
+runner calls at Colosseum's rows only (every ``log_every`` steps, and once at the end).
+Not yet: a compiled plugin's hook (design: a ``@njit`` function of its state arrays
+writing into a preallocated policy array) and the other built-ins. An agent without a
+policy has no expected indicators (said once for the run, never guessed from its
+actions).
 
 Examples
 --------

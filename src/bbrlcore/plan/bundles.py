@@ -272,6 +272,7 @@ def spec(plan: Plan, bundle: Bundle, results_dir: str,
     c = plan.config
     agents: dict[str, Any] = {}
     units: list[list[Any]] = []
+    log_every: dict[str, int] = {}
     for u in bundle.units:
         a = u.agent
         if a.key not in agents:
@@ -288,6 +289,8 @@ def spec(plan: Plan, bundle: Bundle, results_dir: str,
         else:
             exp = u.experiment
             unit = [a.key, exp.prior, exp.name, exp.test_set, u.start, u.stop]
+            if exp.log_every is not None:
+                log_every[exp.name] = exp.log_every
             if u.split == "validation":
                 unit.append("validation")
             units.append(unit)
@@ -297,6 +300,8 @@ def spec(plan: Plan, bundle: Bundle, results_dir: str,
                            "horizon": c["horizon"]}
     if bundle.kind == "train":
         out["checkpoint_every"] = c["checkpoint_every_seconds"]
+    if log_every:  # (only then: the specs of runs without indicators are unchanged)
+        out["log_every"] = log_every
     return out
 
 

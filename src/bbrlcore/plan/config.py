@@ -229,18 +229,24 @@ def load(
     entry_of: list[int] = []  # the experiments entry each experiment comes from
     for i, e in enumerate(exps):
         if not isinstance(e, Mapping) or not {"test", "prior"} <= set(e) or not set(e) <= {
-                "test", "prior", "algorithms", *SETTING_KEYS}:
+                "test", "prior", "algorithms", *SETTING_KEYS, *INDICATOR_KEYS}:
             raise fail(f"experiments[{i}]", "must be a mapping with test, prior and optionally "
-                       "algorithms (its own grids, instead of the global algorithms) and "
-                       f"the interaction's settings ({', '.join(SETTING_KEYS)})")
+                       "algorithms (its own grids, instead of the global algorithms), "
+                       f"the interaction's settings ({', '.join(SETTING_KEYS)}) and "
+                       f"Colosseum's indicators ({', '.join(INDICATOR_KEYS)})")
+        log_every = _indicators_of(e, i, fail)
         for ex in _experiments_of(e, i, fail, dists, loaded, test_dists):
             try:
                 ex = _in_setting(ex, e, i, cfg, where,
                                  test_dists.get(ex.test, loaded[ex.test]))
             except BBRLError as exc:
                 raise BBRLError(f"{source}: {exc}") from None
-            if ex in experiments:
+            if any(x.name == ex.name for x in experiments):
                 raise fail(f"experiments[{i}]", f"experiment {ex.name} listed twice")
+            if log_every is not None:
+                import dataclasses
+
+                ex = dataclasses.replace(ex, log_every=log_every)
             t, pr = loaded[ex.test], loaded[ex.prior]
             if (t.n_states, t.n_actions) != (pr.n_states, pr.n_actions):
                 raise fail(
@@ -368,6 +374,28 @@ def load(
 
 #: The settings of an interaction: global keys, and keys of an ``experiments`` entry.
 SETTING_KEYS = ("horizon", "episodes", "episode_length", "checkpoint_every")
+#: Keys of an ``experiments`` entry asking for Colosseum's indicators in its runs.
+INDICATOR_KEYS = ("indicators", "log_every")
+
+
+def _indicators_of(e: Mapping[str, Any], i: int, fail) -> int | None:
+    """The ``log_every`` of an entry's runs: ``indicators: true`` (Colosseum's expected
+    indicators, :mod:`bbrlcore.mdp.indicators`) every ``log_every`` steps (default
+    Colosseum's 100); None when not asked."""
+    from bbrlcore.mdp.indicators import LOG_EVERY
+
+    on = e.get("indicators", False)
+    if not isinstance(on, bool):
+        raise fail(f"experiments[{i}].indicators={on!r}", "expected true or false")
+    if "log_every" not in e:
+        return LOG_EVERY if on else None
+    L = e["log_every"]
+    if not on:
+        raise fail(f"experiments[{i}].log_every={L!r}", "applies with indicators: true only")
+    if isinstance(L, bool) or not isinstance(L, int) or L < 1:
+        raise fail(f"experiments[{i}].log_every={L!r}", "must be an integer >= 1 (the steps "
+                   "between two evaluations of the agent's policy; Colosseum's: 100)")
+    return L
 
 
 def _in_setting(ex: Experiment, e: Mapping[str, Any], i: int, cfg: Mapping[str, Any],

@@ -170,6 +170,9 @@ class Experiment:
     checkpoint_every: int | None = None
     #: what ends its name and its test set's after '@' ("": the global setting)
     label: str = ""
+    #: Colosseum's indicators every ``log_every`` steps in its runs (the entry's
+    #: ``indicators: true``, ``log_every``; None: not asked). Not part of its name.
+    log_every: int | None = None
 
     @property
     def name(self) -> str:

@@ -16,6 +16,9 @@ results directory ``root``, whose files follow the workflow's layout::
                 "opps-ds__...": {"ref": "opps-ds", "params": {...}, "learned": true}},
      "units": [["e-greedy__epsilon=0.1", "UGC", "GC-UGC", "GC", 0, 500], ...]}
 
+A run spec may add ``"log_every": {experiment: L}``: the runs of those experiments
+compute Colosseum's indicators every L steps (``bbrl run --indicators --log-every L``).
+
 A run unit ``[agent, prior, experiment, test set, start, stop]`` plays test MDPs
 ``start:stop`` of ``root/test_sets/{test set}.parquet`` and writes
 ``root/runs/{experiment}/{agent}/{start}-{stop}.parquet``; its agent is read from
@@ -84,6 +87,10 @@ def load_spec(text: str, source: str = "--spec") -> dict[str, Any]:
             isinstance(a, dict) and isinstance(a.get("ref"), str)
             and isinstance(a.get("params", {}), dict) for a in agents.values()):
         raise BBRLError(f"{source}: agents must map each agent id to {{ref, params}}")
+    le = spec.get("log_every", {})
+    if not isinstance(le, dict) or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in le.values()):
+        raise BBRLError(f"{source}: log_every must map experiments to integers >= 1")
     units = spec.get("units")
     if not isinstance(units, list):
         raise BBRLError(f"{source}: units must be a list")
@@ -290,7 +297,8 @@ def _do_run(spec: dict[str, Any], unit: dict[str, Any], cache: _Cache,
         raise BBRLError(f"MDPs {a}:{b}: the test set has {ts.n_mdps}")
     sel = range(a, b)
     table = run_agent(ts, agent, sel, progress=progress,
-                      expected_s=(lambda: expected(ts, agent, len(sel))) if expected else None)
+                      expected_s=(lambda: expected(ts, agent, len(sel))) if expected else None,
+                      log_every=spec.get("log_every", {}).get(unit["experiment"]))
     meta = run_meta(ts, agent, sel)
     if unit.get("split") == "validation":
         meta["split"] = "validation"

@@ -126,6 +126,7 @@ def run_agent(
     label: str | None = None,
     expected_s: Expected = None,
     cpu_times: list[float] | None = None,
+    log_every: int | None = None,
 ) -> pl.DataFrame:
     """Play one trajectory of ``agent`` on each selected test MDP; one row per MDP, with
     its discounted return, its per-step rewards (``rewards``, float32; up to
@@ -140,7 +141,14 @@ def run_agent(
     agent's code prints goes to stderr; an error of the agent's code is one
     :class:`BBRLError` naming the agent, the test MDP and the step. ``cpu_times``: a list
     that gets the process CPU seconds of each trajectory (its timed region), beside its
-    wall time ``online_time_s`` (a probe's, :mod:`bbrlcore.plan.probe`)."""
+    wall time ``online_time_s`` (a probe's, :mod:`bbrlcore.plan.probe`).
+
+    ``log_every`` L (None: not requested) asks for Colosseum's expected indicators
+    (:mod:`bbrlcore.mdp.indicators`): the agent's current policy evaluated exactly on
+    the test MDP every L steps inside its trajectory kernel
+    (:attr:`~bbrlcore.agents.base.Algorithm.indicator_player`; the trajectory is the same
+    as without), in the columns of :data:`INDICATOR_COLUMNS`. An algorithm without one
+    gets null columns and one line on stderr saying the indicators are unavailable."""
     from bbrlcore.agents.api import AgentError, plugin_output
 
     alg = agents.get(agent.ref or agent.algorithm)
@@ -177,6 +185,15 @@ def run_agent(
                                ts.episode(dense=not sparse))
     records = records_rewards(play)  # (a third party's play(P, seed) records none)
     call = on_rows(play) if records else play  # (this function's rows need no check)
+    ind = None  # Colosseum's indicators: the player that computes them
+    if log_every is not None:
+        log_every = check_log_every(log_every, "log_every")
+        if alg.indicator_player is not None and records:
+            with building(f"the player of {agent.agent_id} on {ts.test.short_name}"):
+                ind = alg.indicator_player(agent.prior, agent.params, trained,
+                                           ts.episode(dense=not sparse), log_every)
+            if ind is not None:  # (None: unavailable for these parameters)
+                call = ind
     tseeds = seeds.trajectory_seeds(ts.seed, agent.agent_id, idx)
     # what the process is doing, for the line of a crash (bbrlcore.crash; nothing outside
     # a watched `bbrl run`)
@@ -190,8 +207,12 @@ def run_agent(
         # setting is built: episodic PSRL at gamma 1 has no continuing form)
         w = max(1, ts.episode_length)
         with building(f"the player of {agent.agent_id} on {ts.test.short_name}"):
-            warm = alg.make_player(agent.prior, agent.params, trained,
-                                   ts.episode(horizon=w, dense=not sparse))
+            warm = (alg.make_player(agent.prior, agent.params, trained,
+                                    ts.episode(horizon=w, dense=not sparse))
+                    if ind is None else
+                    alg.indicator_player(agent.prior, agent.params, trained,
+                                         ts.episode(horizon=w, dense=not sparse),
+                                         log_every))
         try:
             with plugin_output():
                 if records_rewards(warm):
@@ -217,6 +238,7 @@ def run_agent(
     returns = np.empty(n)
     times = np.empty(n)
     counters = np.zeros((n, len(alg.counters)), dtype=np.int64)
+    ind_values = np.full((n, len(INDICATOR_VALUES) + 1), np.nan)
     name = label or f"{agent.agent_id} {ts.test.short_name}-{agent.prior.short_name}{ts.tag}"
     overrun = Overrun(f"run {name}", expected_s)
     expected = overrun.expected if progress else None
@@ -234,7 +256,9 @@ def run_agent(
             c0 = time.process_time() if cpu_times is not None else 0.0
             t0 = time.perf_counter()
             try:
-                if records:
+                if ind is not None:
+                    ret, cnt, ind_values[k] = call(P, int(tseeds[k]), row)
+                elif records:
                     ret, cnt = call(P, int(tseeds[k]), row)
                 else:
                     ret, cnt = call(P, int(tseeds[k]))
@@ -283,6 +307,13 @@ def run_agent(
                                            for j, c in enumerate(alg.counters)}, n * T)
         if note:
             print(f"bbrl: note: {agent.agent_id} on {experiment}: {note}", file=sys.stderr)
+    if log_every is not None and ind is None and n:
+        why = ("it does not expose its current policy (Algorithm.indicator_player; a "
+               "Python plugin: a policy(self) method)" if records else
+               "its player records no rewards")
+        print(f"bbrl: note: {agent.agent_id} on {experiment}: Colosseum's expected "
+              f"indicators are unavailable for this agent: {why}; their columns are null",
+              file=sys.stderr)
     refs = ts.reference_values()
     if refs is not None:
         opt_r, worst_r, rand_r = (v[idx] for v in refs)
@@ -326,6 +357,12 @@ def run_agent(
         "random_reference": nullable(rand_r),
         "regret": nullable(regret),
     }
+    cols["log_every"] = [log_every] * n
+    for j, c in enumerate(INDICATOR_VALUES):
+        cols[c] = nullable(ind_values[:, j])
+    stop = ind_values[:, -1]
+    cols["training_stop_step"] = [None if not np.isfinite(v) or v < 0 else int(v)
+                                  for v in stop]
     for j, c in enumerate(alg.counters):
         cols[c] = counters[:, j]
     return pl.DataFrame(cols).cast(RUN_COLUMNS)  # type: ignore[arg-type]
@@ -484,7 +521,42 @@ RUN_COLUMNS: dict[str, pl.DataType | type[pl.DataType]] = {
     "worst_reference": pl.Float64,
     "random_reference": pl.Float64,
     "regret": pl.Float64,
+    # Colosseum's indicators (bbrlcore.mdp.indicators), when the run asked for them:
+    # the interval L and the final row's cumulative values; null otherwise, and for an
+    # agent that does not expose its policy; absent from run tables written before them
+    "log_every": pl.Int64,
+    "expected_regret": pl.Float64,
+    "normalised_expected_regret": pl.Float64,
+    "expected_reward": pl.Float64,
+    "normalised_expected_reward": pl.Float64,
+    "normalised_reward": pl.Float64,
+    "training_stop_step": pl.Int64,
 }
+
+#: Colosseum's indicators a player computes, in the order of its values
+#: (:data:`bbrlcore.agents._indicators.COLUMNS`).
+INDICATOR_VALUES = ("expected_regret", "normalised_expected_regret", "expected_reward",
+                    "normalised_expected_reward", "normalised_reward")
+#: The run table's columns of Colosseum's indicators.
+INDICATOR_COLUMNS = ("log_every", *INDICATOR_VALUES, "training_stop_step")
+
+
+def check_log_every(value: object, where: str) -> int:
+    """``log_every`` checked: an integer >= 1 (Colosseum's benchmark: 100).
+
+    >>> check_log_every(100, "log_every")
+    100
+    >>> check_log_every(0, "log_every")
+    Traceback (most recent call last):
+    ...
+    bbrlcore.errors.BBRLError: log_every=0: must be an integer >= 1 (the steps between ...
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise BBRLError(f"{where}={value!r}: must be an integer >= 1 (the steps between two "
+                        "of Colosseum's evaluations of the agent's policy; its benchmark's: "
+                        "100)")
+    return int(value)
+
 
 #: What each column of :data:`RUN_COLUMNS` holds (the documentation's column reference is
 #: generated from this and :data:`RUN_COLUMNS`; a test checks that every column has one).
@@ -535,6 +607,29 @@ RUN_COLUMN_DOCS: dict[str, str] = {
     "regret": "T·ρ* − Σ rₜ (continuing) or Σₑ (V*_H(s₀) − Gₑ) (episodic): the "
               "trajectory's regret against the optimal policy's expected reward; null "
               "without references or rewards",
+    "log_every": "L: the run asked for Colosseum's indicators, its current policy "
+                 "evaluated exactly every L steps (Colosseum's benchmark: 100); null: not "
+                 "asked",
+    "expected_regret": "Colosseum's cumulative regret: Σ over its rows of the steps each "
+                       "stands for × the per-step expected regret of the agent's current "
+                       "policy (episodic: (V*₀(s) − V^π₀(s))/H for the episode's start s; "
+                       "continuing: ρ* − ρ^π from the current state, 0 within 10⁻³); null "
+                       "when not asked or unavailable for the agent",
+    "normalised_expected_regret": "the same, each row's regret divided by V*₀(s) − V⁻₀(s) "
+                                  "(episodic) or ρ* − ρ⁻ (continuing): Colosseum's table "
+                                  "metric is this value / T",
+    "expected_reward": "Σ over the rows of the steps each stands for × the expected reward "
+                       "per step of the agent's current policy (Colosseum's cumulative "
+                       "expected reward)",
+    "normalised_expected_reward": "(expected_reward − (T − 1)·ρ⁻) / (ρ* − ρ⁻), per-step "
+                                  "references (episodic: the references / H)",
+    "normalised_reward": "(undiscounted_return − (T − 1)·ρ⁻) / (ρ* − ρ⁻): Colosseum's "
+                         "normalised cumulative reward, of the rewards collected",
+    "training_stop_step": "the step from which Colosseum would stop training the agent "
+                          "(its policy judged optimal: the last 10 rows' normalised regrets "
+                          "near 0 past a fifth of T); bbrl's agent keeps learning, the "
+                          "indicators reuse one evaluation from there as Colosseum's do; "
+                          "null: never, or not asked",
 }
 
 #: Agent counters: extra integer columns of the run tables of the algorithms that count
@@ -570,17 +665,27 @@ SETTING_DEFAULTS: dict[str, Any] = {"episode_length": 0, "episodes": 1,
                                     "checkpoint_every": None, "checkpoints": None,
                                     "episode_returns": None, "optimal_reference": None,
                                     "worst_reference": None, "random_reference": None,
-                                    "regret": None}
+                                    "regret": None, "log_every": None,
+                                    "expected_regret": None,
+                                    "normalised_expected_regret": None,
+                                    "expected_reward": None,
+                                    "normalised_expected_reward": None,
+                                    "normalised_reward": None,
+                                    "training_stop_step": None}
 
 
 def with_settings(table: pl.DataFrame) -> pl.DataFrame:
-    """``table`` with the columns of :data:`RECORDED_SINCE_EPISODES` it lacks (a table
-    written before them: continuing, :data:`SETTING_DEFAULTS`).
+    """``table`` with the columns of :data:`RECORDED_SINCE_EPISODES` and
+    :data:`INDICATOR_COLUMNS` it lacks (a table written before them: continuing, no
+    indicators, :data:`SETTING_DEFAULTS`).
 
-    >>> with_settings(pl.DataFrame({"agent": ["a"]})).row(0)
+    >>> with_settings(pl.DataFrame({"agent": ["a"]})).row(0)[:10]
     ('a', 0, 1, None, None, None, None, None, None, None)
+    >>> with_settings(pl.DataFrame({"agent": ["a"]})).width
+    17
     """
-    missing = [c for c in RECORDED_SINCE_EPISODES if c not in table.columns]
+    missing = [c for c in (*RECORDED_SINCE_EPISODES, *INDICATOR_COLUMNS)
+               if c not in table.columns]
     if not missing:
         return table
     return table.with_columns(pl.lit(SETTING_DEFAULTS[c], dtype=RUN_COLUMNS[c]).alias(c)

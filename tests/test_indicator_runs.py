@@ -1,0 +1,474 @@
+"""Colosseum's indicators computed inside the built-ins' trajectory kernels
+(bbrlcore.agents._indicators), against :meth:`bbrlcore.mdp.indicators.Evaluator.accumulate`
+on the same policies: Random and Optimal (their policy is known), PSRL's episodic form
+(its policies recorded by a Python replay of its trajectory with the same numba
+building blocks and the same draws); the trajectories are those of the players without
+indicators, bit for bit; the run tables' columns, notes and checks; the configuration's
+errors.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from numba import njit
+
+from bbrlcore import protocol as E
+from bbrlcore.agents import optimal, psrl, random_agent
+from bbrlcore.agents._kernels import env_reset, env_step_rows
+from bbrlcore.agents._posterior import generator_from_numba, sample_rows_of
+from bbrlcore.analysis.results import check_derived
+from bbrlcore.errors import BBRLError
+from bbrlcore.mdp import families as F
+from bbrlcore.mdp.indicators import Evaluator
+from bbrlcore.protocol.test_sets import new_test_set
+
+COLS = ("expected_regret", "normalised_expected_regret", "expected_reward",
+        "normalised_expected_reward", "normalised_reward")
+
+
+@njit(cache=True)
+def _seed(s):
+    np.random.seed(s)
+
+
+def deepsea(size=5, n=2, episodes=60):
+    d = F.make("deepsea", size=size)
+    return d, new_test_set(d.test, n, 1.0, size * episodes, 3, episode_length=size)
+
+
+def riverswim(n=2, T=1500):
+    d = F.make("riverswim", size=5)
+    return d, new_test_set(d.test, n, 0.95, T, 4)
+
+
+def evaluator(ts, i):
+    ep = ts.episode()
+    lay = ep.layout()
+    return Evaluator(lay.succ, lay.nsucc, np.ascontiguousarray(ts.mdps[i]), ep.R,
+                     horizon=ep.episode_length or None, start=int(ep.initial_state))
+
+
+def expected(evr, policies, T, L, rewards, states=None):
+    out = evr.accumulate(policies, states, T=T, log_every=L, rewards=rewards)
+    return [float(out[c][-1]) for c in COLS], out.stopped_training_at
+
+
+def same(values, want):
+    got, stop = values[:5], values[5]
+    np.testing.assert_allclose(got, want[0], rtol=1e-12, atol=1e-9)
+    assert (stop if stop >= 0 else None) == want[1]
+
+
+def played(module, prior, ts, params, L, seed=11):
+    """(default player's return, rewards, counters), (indicator player's ...) per MDP."""
+    ep = ts.episode()
+    a = module.make_player(prior, params, None, ep)
+    b = module.make_indicator_player(prior, params, None, ep, L)
+    for i in range(ts.n_mdps):
+        P = np.ascontiguousarray(ts.mdps[i])
+        r0, r1 = np.empty(ts.horizon), np.empty(ts.horizon)
+        ret0, c0 = a(P, seed + i, r0)
+        ret1, c1, vals = b(P, seed + i, r1)
+        assert ret0 == ret1 and np.array_equal(r0, r1)  # the same trajectory
+        assert np.array_equal(np.asarray(c0), np.asarray(c1))
+        yield i, r1, vals
+
+
+@pytest.mark.parametrize("L", [100, 7])
+def test_random_episodic_equals_the_python_accumulation(L):
+    d, ts = deepsea()
+    nX, nU = d.test.n_states, d.test.n_actions
+    uniform = np.full((nX, nU), 1.0 / nU)
+    for i, r, vals in played(random_agent, d.test, ts, {}, L):
+        evr = evaluator(ts, i)
+        same(vals, expected(evr, lambda j: uniform, ts.horizon, L, r))
+        assert vals[1] > 0  # the uniform policy is not optimal on DeepSea
+
+
+def test_random_continuing_equals_the_python_accumulation():
+    # RiverSwim under the uniform policy is one closed class: the same gain from every
+    # state, so the rows' states do not matter
+    d, ts = riverswim()
+    nX, nU = d.test.n_states, d.test.n_actions
+    uniform = np.full((nX, nU), 1.0 / nU)
+    for i, r, vals in played(random_agent, d.test, ts, {}, 100):
+        evr = evaluator(ts, i)
+        n = len(range(100, ts.horizon, 100)) + 1
+        same(vals, expected(evr, lambda j: uniform, ts.horizon, 100, r, np.zeros(n, int)))
+
+
+@pytest.mark.parametrize("criterion", ["discounted", "undiscounted"])
+def test_optimal_has_no_expected_regret_and_stops_training(criterion):
+    d, ts = deepsea(episodes=100)
+    T = ts.horizon
+    for i, _, vals in played(optimal, d.test, ts, {"criterion": criterion}, 10):
+        assert vals[0] == 0.0 and vals[1] == 0.0
+        # the normalised expected reward of the optimal policy: (T ρ* - (T - 1) ρ⁻) /
+        # (ρ* - ρ⁻) (Colosseum's off-by-one: T - 1 steps of the worst reference)
+        evr = evaluator(ts, i)
+        assert vals[2] == pytest.approx(T * evr.optimal, rel=1e-12)
+        want = T + evr.worst / (evr.optimal - evr.worst)
+        assert vals[3] == pytest.approx(want, rel=1e-12)
+        # rows 1..10 at zero regret, past T/5 = 100: Colosseum stops training at row
+        # t = 110 (the first after 0.2 T with a full window), from step 111
+        assert vals[5] == 111
+
+
+def test_optimal_continuing_equals_the_python_accumulation():
+    d, ts = riverswim()
+    ep = ts.episode()
+    for i, r, vals in played(optimal, d.test, ts, {}, 100):
+        evr = evaluator(ts, i)
+        P = np.ascontiguousarray(ts.mdps[i])
+        Q = np.zeros((d.test.n_states, d.test.n_actions))
+        optimal.q_iteration_rows(P, np.ascontiguousarray(ep.R), evr.succ, evr.nsucc, 0.95,
+                                 ts.horizon, Q)
+        pol = optimal._ties(Q)
+        n = len(range(100, ts.horizon, 100)) + 1
+        same(vals, expected(evr, [pol] * n, ts.horizon, 100, r, np.zeros(n, int)))
+
+
+def psrl_policies(prior, ts, i, seed, L):
+    """Replay of PSRL's episodic form (``psrl._trajectory_episodic``) in Python with
+    the same numba building blocks and draws, recording the policy (H, nX) of each of
+    Colosseum's rows: the episode's sample, or at a row ending an episode the next
+    episode's (drawn there, as Colosseum's PSRL draws it at the episode's end)."""
+    ep = ts.episode()
+    H, T = ts.episode_length, ts.horizon
+    st = psrl.setting(prior, ep)
+    succ = np.ascontiguousarray(st.succ, dtype=np.int64)
+    nsucc = np.ascontiguousarray(st.nsucc, dtype=np.int64)
+    states, off = psrl.reach_sets(succ, nsucc, int(ep.initial_state), H)
+    need = psrl.decision_states(states, off, H)
+    P = np.ascontiguousarray(st.env(np.asarray(ts.mdps[i], dtype=np.float64)))
+    nX = P.shape[0]
+    _seed(seed)
+    rs = generator_from_numba()
+    alpha = np.ascontiguousarray(st.theta).copy()
+    Ps = np.zeros_like(alpha)
+    Va, Vb = np.zeros(nX), np.zeros(nX)
+    pi = np.zeros(off[H], dtype=np.int64)
+
+    def draw():
+        sample_rows_of(alpha, nsucc, Ps, need, rs)
+        psrl.finite_horizon_plan_rows(Ps, st.Rm, succ, nsucc, states, off, H, pi, Va, Vb)
+
+    def policy():
+        out = np.zeros((H, nX), dtype=np.int64)
+        for h in range(H):
+            for j in range(off[h], off[h + 1]):
+                out[h, states[j]] = pi[j]
+        return out
+
+    rows, ahead, x = [], False, 0
+    for t in range(T):
+        h = t % H
+        if h == 0:
+            x = env_reset(int(ep.initial_state), nX)
+            if not ahead:
+                draw()
+            ahead = False
+        j = psrl._position(states, off[h], off[h + 1], x)
+        u = int(pi[j])
+        k = env_step_rows(P, nsucc, x, u)
+        alpha[x, u, k] += 1.0
+        x = succ[x, u, k]
+        if t > 0 and t % L == 0:
+            if h == H - 1:
+                draw()
+                ahead = True
+            rows.append(policy())
+    if T % H == 0 and not ahead:
+        draw()
+    rows.append(policy())
+    return rows
+
+
+@pytest.mark.parametrize("L", [100, 9])
+def test_psrl_episodic_equals_the_python_accumulation_of_its_policies(L):
+    # L = 9 with H = 5: rows at t = 9, 99, ... end episodes (Colosseum's next sample)
+    d, ts = deepsea(size=5, episodes=80)
+    prior = d.prior("uniform")
+    seed = 5
+    for i, r, vals in played(psrl, prior, ts, {}, L, seed=seed):
+        pols = psrl_policies(prior, ts, i, seed + i, L)
+        same(vals, expected(evaluator(ts, i), pols, ts.horizon, L, r))
+
+
+def test_psrl_continuing_plays_the_same_trajectory_and_its_indicators_are_consistent():
+    d, ts = riverswim(T=1200)
+    for _, _r, vals in played(psrl, d.prior("uniform"), ts, {}, 100):
+        assert np.isfinite(vals[:5]).all() and vals[0] >= 0 and vals[1] >= 0
+
+
+# -- run tables ---------------------------------------------------------------------------
+
+
+def test_run_tables_carry_the_indicators_and_the_checks_hold_them():
+    d, ts = deepsea(n=2, episodes=40)
+    ag = E.train_agent("psrl", {}, d.prior("uniform"), seed=0, gamma=ts.gamma,
+                       horizon=ts.horizon, progress=False)
+    a = E.run_agent(ts, ag, progress=False)
+    b = E.run_agent(ts, ag, progress=False, log_every=50)
+    assert a["rewards"].to_list() == b["rewards"].to_list()
+    assert a.select(COLS).null_count().row(0) == (2,) * 5
+    assert b["log_every"].to_list() == [50, 50]
+    assert b.select(COLS).null_count().row(0) == (0,) * 5
+    check_derived(b, "b.parquet")
+    bad = b.with_columns(normalised_reward=pl.col("normalised_reward") + 1.0)
+    with pytest.raises(BBRLError, match="normalised_reward .* is not"):
+        check_derived(bad, "bad.parquet")
+    bad = b.with_columns(expected_regret=pl.lit(None, pl.Float64))
+    with pytest.raises(BBRLError, match="null together"):
+        check_derived(bad, "bad.parquet")
+
+
+def test_an_agent_without_a_policy_gets_null_columns_and_one_note(capsys):
+    d, ts = deepsea(n=3, episodes=20)
+    ag = E.train_agent("e-greedy", {"epsilon": 0.1}, d.prior("uniform"), seed=0,
+                       gamma=ts.gamma, horizon=ts.horizon, progress=False)
+    t = E.run_agent(ts, ag, progress=False, log_every=100)
+    err = capsys.readouterr().err
+    assert err.count("expected indicators are unavailable") == 1
+    assert t["log_every"].to_list() == [100] * 3
+    assert t.select(COLS).null_count().row(0) == (3,) * 5
+
+
+def test_log_every_errors_are_one_line():
+    d, ts = deepsea(n=1, episodes=2)
+    ag = E.train_agent("random", {}, d.test, seed=0, gamma=ts.gamma, horizon=ts.horizon,
+                       progress=False)
+    for bad in (0, -5, True, 2.5):
+        with pytest.raises(BBRLError, match="log_every=.*must be an integer >= 1"):
+            E.run_agent(ts, ag, progress=False, log_every=bad)
+
+
+def test_config_keys_of_an_experiment():
+    from bbrlcore.plan.config import _indicators_of
+
+    def fail(key, what):
+        return BBRLError(f"{key}: {what}")
+
+    assert _indicators_of({}, 0, fail) is None
+    assert _indicators_of({"indicators": True}, 0, fail) == 100
+    assert _indicators_of({"indicators": True, "log_every": 10}, 0, fail) == 10
+    with pytest.raises(BBRLError, match=r"experiments\[0\].log_every=10: applies with"):
+        _indicators_of({"log_every": 10}, 0, fail)
+    with pytest.raises(BBRLError, match=r"experiments\[2\].log_every=0: must be an int"):
+        _indicators_of({"indicators": True, "log_every": 0}, 2, fail)
+    with pytest.raises(BBRLError, match=r"experiments\[1\].indicators='yes': expected"):
+        _indicators_of({"indicators": "yes"}, 1, fail)
+
+
+# -- the Python plugin hook ---------------------------------------------------------------
+
+
+class _Uniform:
+    """A Python agent acting uniformly at random, exposing its (stochastic) policy."""
+
+    name = "uniform-py"
+
+    def act(self, state):
+        return int(self.rng.integers(self.n_actions))
+
+    def policy(self):
+        return np.full((self.n_states, self.n_actions), 1.0 / self.n_actions)
+
+
+def _python_algorithm(policy):
+    from bbrlcore.agents.api import PythonAgent, algorithm_of
+
+    cls = type("Uniform", (PythonAgent,), {k: v for k, v in vars(_Uniform).items()
+                                            if not k.startswith("__")})
+    if policy is not None:
+        cls.policy = policy
+    else:
+        del cls.policy
+    return algorithm_of(cls, "test")
+
+
+def test_a_python_agent_s_policy_hook_gives_its_indicators():
+    d, ts = deepsea(n=2, episodes=40)
+    alg = _python_algorithm(_Uniform.policy)
+    ep = ts.episode()
+    plain = alg.make_player(d.prior("uniform"), {}, None, ep)
+    ind = alg.indicator_player(d.prior("uniform"), {}, None, ep, 30)
+    nX, nU = d.test.n_states, d.test.n_actions
+    uniform = np.full((nX, nU), 1.0 / nU)
+    for i in range(ts.n_mdps):
+        P = np.ascontiguousarray(ts.mdps[i])
+        r0, r1 = np.empty(ts.horizon), np.empty(ts.horizon)
+        ret0, _ = plain(P, 3, r0)
+        ret1, _, vals = ind(P, 3, r1)
+        assert ret0 == ret1 and np.array_equal(r0, r1)
+        same(vals, expected(evaluator(ts, i), lambda j: uniform, ts.horizon, 30, r1))
+
+
+def test_a_python_agent_without_the_hook_has_no_indicator_player():
+    assert _python_algorithm(None).indicator_player is None
+
+
+def test_a_malformed_policy_is_one_line_naming_the_agent_and_the_step():
+    from bbrlcore.agents.api import AgentError
+
+    d, ts = deepsea(n=1, episodes=40)
+    alg = _python_algorithm(lambda self: np.zeros(3))
+    ind = alg.indicator_player(d.prior("uniform"), {}, None, ts.episode(), 100)
+    with pytest.raises(AgentError, match=r"^uniform-py: policy\(\) at step 100: policy"):
+        ind(np.ascontiguousarray(ts.mdps[0]), 0, None)
+
+
+# -- UCRL2 and Q-learning-UCB: their policies recorded by replays -------------------------
+
+
+def qucb_policies(prior, ts, i, seed, L, params):
+    """Replay of ``q_ucb._trajectory`` (Jin et al.'s form) in Python with the same numba
+    building blocks and draws, recording the greedy policy (ties uniform) at each row."""
+    from bbrlcore.agents import q_ucb
+    from bbrlcore.agents._kernels import argmax_random_tie, env_reward_rows
+
+    ep = ts.episode()
+    H, T = ts.episode_length, ts.horizon
+    lay = ep.layout()
+    P = np.ascontiguousarray(ts.mdps[i])
+    nX, nU, _ = P.shape
+    scale = q_ucb.reward_scale(prior)
+    io = q_ucb.iota(nX, nU, T, params["p"])
+    Q, V, N = q_ucb.q_ucb_tables(nX, nU, H, scale)
+    pol = np.zeros((H, nX, nU))
+    _seed(seed)
+    rows, x = [], 0
+    for t in range(T):
+        h = t % H
+        if h == 0:
+            x = env_reset(int(ep.initial_state), nX)
+        u = argmax_random_tie(Q[h, x])
+        k = env_step_rows(P, lay.nsucc, x, u)
+        r = env_reward_rows(ep.R, ep.Rstd, ep.gaussian, x, u, k)
+        y = int(lay.succ[x, u, k])
+        q_ucb.q_ucb_update(Q, V, N, h, x, u, r, y, H, params["c"], io, scale)
+        x = y
+        if t > 0 and t % L == 0:
+            rows.append(q_ucb.greedy_ties(Q, pol).copy())
+    rows.append(q_ucb.greedy_ties(Q, pol).copy())
+    return rows
+
+
+def test_q_learning_ucb_equals_the_python_accumulation_of_its_policies():
+    from bbrlcore import agents
+    from bbrlcore.agents import q_ucb
+
+    d, ts = deepsea(size=4, n=2, episodes=100)
+    params = agents.get("q-learning-ucb").parse_params({})
+    for i, r, vals in played(q_ucb, d.test, ts, params, 50, seed=2):
+        pols = qucb_policies(d.test, ts, i, 2 + i, 50, params)
+        same(vals, expected(evaluator(ts, i), pols, ts.horizon, 50, r))
+
+
+def ucrl2_policies(prior, ts, i, seed, L, params):
+    """Replay of ``ucrl2._trajectory`` in Python with the same numba building blocks and
+    draws, recording the optimistic policy in force and the current state at each row."""
+    from bbrlcore.agents import ucrl2
+    from bbrlcore.agents._kernels import env_reward_rows
+
+    ep = ts.episode()
+    T = ts.horizon
+    st = ucrl2.setting(prior, ep)
+    succ = np.ascontiguousarray(st.succ, dtype=np.int64)
+    nsucc = np.ascontiguousarray(st.nsucc, dtype=np.int64)
+    P = np.ascontiguousarray(st.env(np.asarray(ts.mdps[i], dtype=np.float64)))
+    nX, nU, K = P.shape
+    C = np.zeros((nX, nU, K))
+    N = np.zeros((nX, nU), dtype=np.int64)
+    v = np.zeros((nX, nU), dtype=np.int64)
+    allowed = np.ascontiguousarray(st.theta) > 0.0
+    values, pi = np.zeros(nX), np.zeros(nX, dtype=np.int64)
+    ties = np.ones(nX, dtype=np.int64)
+    _seed(seed)
+    x = env_reset(int(ep.initial_state), nX)
+    rows, states, started = [], [], False
+    for t in range(T):
+        u = int(pi[x])
+        if not started or v[x, u] >= max(1, N[x, u]):
+            N += v
+            v[:] = 0
+            ucrl2.extended_value_iteration(C, N, allowed, st.Rm, succ, nsucc, t + 1,
+                                           params["delta"], values, pi,
+                                           ucrl2.EVI_MAX_SWEEPS, False, ties)
+            started = True
+            u = int(pi[x])
+        k = env_step_rows(P, nsucc, x, u)
+        env_reward_rows(st.R, st.Rstd, ep.gaussian, x, u, k)
+        v[x, u] += 1
+        C[x, u, k] += 1.0
+        allowed[x, u, k] = True
+        x = int(succ[x, u, k])
+        if t > 0 and t % L == 0:
+            rows.append(pi.copy())
+            states.append(x)
+    rows.append(pi.copy())
+    states.append(x)
+    return rows, np.array(states)
+
+
+def test_ucrl2_continuing_equals_the_python_accumulation_of_its_policies():
+    from bbrlcore import agents
+    from bbrlcore.agents import ucrl2
+
+    d, ts = riverswim(n=2, T=1500)
+    prior = d.prior("uniform")
+    params = agents.get("ucrl2").parse_params({})
+    for i, r, vals in played(ucrl2, prior, ts, params, 100, seed=8):
+        pols, states = ucrl2_policies(prior, ts, i, 8 + i, 100, params)
+        same(vals, expected(evaluator(ts, i), pols, ts.horizon, 100, r, states))
+
+
+def test_ucrl2_episodic_plays_the_same_trajectory():
+    from bbrlcore import agents
+    from bbrlcore.agents import ucrl2
+
+    d, ts = deepsea(size=4, n=1, episodes=50)
+    params = agents.get("ucrl2").parse_params({})
+    for _, _r, vals in played(ucrl2, d.prior("uniform"), ts, params, 20):
+        assert np.isfinite(vals[:5]).all() and vals[1] >= 0
+
+
+def test_a_workflow_experiment_with_indicators_passes_log_every_to_its_run_jobs(tmp_path):
+    from bbrlcore.plan import bundles as B
+    from bbrlcore.plan import config as C
+    from bbrlcore.protocol.batch import load_spec
+
+    base = {"n_mdps": 4, "horizon": 20, "algorithms": {"random": {}}}
+    plan = C.load({**base, "experiments": [
+        {"test": "GC", "prior": "GC", "indicators": True, "log_every": 5},
+        {"test": "GDL", "prior": "GDL"}]})
+    assert [e.log_every for e in plan.experiments] == [5, None]
+    import jsonschema
+    import yaml
+
+    from bbrlcore.plan.config import INDICATOR_KEYS
+
+    schema = yaml.safe_load(open(Path(__file__).resolve().parents[1] / "workflow" /
+                                 "schemas" / "config.schema.yaml").read())
+    jsonschema.validate(plan.config, schema)
+    entry = schema["properties"]["experiments"]["items"]["properties"]
+    assert set(INDICATOR_KEYS) <= set(entry)
+    bad = {**plan.config, "experiments": [{"test": "GC", "prior": "GC", "indicators": True,
+                                           "log_every": 0}]}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema)
+    runs = [b for b in B.bundles(plan) if b.kind == "run"]
+    specs = [B.spec(plan, b, str(tmp_path), {}) for b in runs]
+    assert {k: v for s in specs for k, v in s.get("log_every", {}).items()} == {"GC-GC": 5}
+    for s in specs:
+        load_spec(json.dumps(s))
+    bad = {**specs[0], "log_every": {"GC-GC": 0}}
+    with pytest.raises(BBRLError, match="log_every must map experiments to integers"):
+        load_spec(json.dumps(bad))
+    with pytest.raises(BBRLError, match=r"experiments\[0\].log_every=5: applies with"):
+        C.load({**base, "experiments": [{"test": "GC", "prior": "GC", "log_every": 5}]})
