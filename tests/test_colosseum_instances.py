@@ -8,16 +8,16 @@ same state-by-state check as the variants (``test_colosseum_fixtures.py``).
 
 Every instance as Colosseum's benchmark builds it (seed 0) is in
 ``tests/fixtures/colosseum/instances/`` (``make_fixtures.py --instances``), with the
-reward law of each transition. RiverSwim's, DeepSea's and SimpleGrid's transitions are
-bbrl's variants' whatever their rewards: checked for every one of those instances,
-stochastic rewards included (an even SimpleGrid at the start seed 0 draws). What remains
-for the stochastic ones is their reward laws (Beta; their expected rewards are not the
-deterministic ones: RiverSwim's episodic sub-optimal mean is 0.2/size, SimpleGrid's
-corners 0.9 and 0.02), and for FrozenLake, MiniGrid-Empty, MiniGrid-Rooms and Taxi
-everything (stochastic rewards, several starting states, Colosseum's MiniGrid forms).
+reward law of each transition. Every instance bbrl expresses (37: RiverSwim, DeepSea,
+SimpleGrid, FrozenLake; stochastic rewards and randomized actions included)
+is compared with it law by law (``test_expressed_instance_is_colosseums_mdp_law_by_law``);
+RiverSwim's, DeepSea's and SimpleGrid's transitions are also checked as bbrl's variants'.
+What remains for Taxi, MiniGrid-Empty and MiniGrid-Rooms is what their ``needs`` say.
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pytest
@@ -38,6 +38,9 @@ FIXTURE_OF = {
     "Colosseum-CE-DeepSea-0": "bench_deepsea_c20_r0.1",
     "Colosseum-EC-SimpleGrid-2": "bench_simplegrid_e13",
     "Colosseum-CC-SimpleGrid-3": "bench_simplegrid_c25_l0.3",
+    "Colosseum-EE-SimpleGrid-2": "bench_simplegrid_e16_l0.01_r0.2",
+    "Colosseum-CC-SimpleGrid-1": "bench_simplegrid_c16_l0.065",
+    "Colosseum-CE-SimpleGrid-1": "bench_simplegrid_c10_l0.2_r0.01",
 }
 
 
@@ -46,10 +49,12 @@ def test_the_four_benchmarks_have_twenty_instances_each():
     assert len(CI.INSTANCES) == 80
     assert {s: settings.count(s) for s in CI.SETTINGS.values()} == dict.fromkeys(
         CI.SETTINGS.values(), 20)
-    # a stochastic instance always needs stochastic rewards; an expressed one never does
+    # a stochastic instance of a family without Colosseum's reward laws needs them
     for i in CI.INSTANCES.values():
         assert (i.problem_params is None) == (i.needs is not None)
-        assert not i.stochastic or i.needs.startswith("stochastic rewards")
+        base = i.cls.removesuffix("Episodic").removesuffix("Continuous")
+        assert not i.stochastic or base in CI.CATEGORIES or i.needs.startswith(
+            "stochastic rewards")
 
 
 def test_gin_bindings_as_gin_reads_them():
@@ -62,8 +67,11 @@ def test_gin_bindings_as_gin_reads_them():
 
 
 def test_every_expressed_instance_is_colosseums_mdp():
-    expressed = {n for n, i in CI.INSTANCES.items() if i.problem_params is not None}
-    assert expressed == set(FIXTURE_OF)
+    expressed = {n for n, i in CI.INSTANCES.items()
+                 if i.problem_params is not None and not i.stochastic}
+    # (the deterministic ones with a fixture of the variants' tests; every expressed one
+    # is checked against the instance fixtures below)
+    assert expressed - set(FIXTURE_OF) == {"Colosseum-CE-SimpleGrid-2"}
     for name, case in FIXTURE_OF.items():
         d = CF.load(case)
         p, _ = CF.bbrl_problem(d)
@@ -94,8 +102,7 @@ def test_instance_names_work_wherever_a_distributions_name_does():
 
 @pytest.mark.parametrize("name, why", [
     ("Colosseum-EC-Taxi-0", "needs stochastic rewards"),
-    ("Colosseum-EE-MiniGridEmpty-0", "needs several starting states"),
-    ("Colosseum-CE-SimpleGrid-1", "four central tiles"),
+    ("Colosseum-EE-MiniGridEmpty-0", "the goal tile and the 3 starts its seed draws"),
     ("UColosseum-CC-MiniGridRooms-0", "Colosseum's MiniGrid-Rooms form"),
 ])
 def test_an_instance_bbrl_cannot_express_says_what_it_needs(name, why):
@@ -112,7 +119,9 @@ def test_bbrl_families_lists_the_instances(capsys):
     out = capsys.readouterr().out
     assert out.count("Colosseum-") == 80
     assert "Colosseum-CC-DeepSea-1         = DeepSea-40-form1-c1e+12" in out
-    assert "Colosseum-CC-DeepSea-0         needs stochastic rewards" in out
+    assert ("Colosseum-CC-DeepSea-0         = DeepSea-40-form1-c1e+12 with Colosseum's Beta "
+            "rewards") in out
+    assert "Colosseum-CC-Taxi-0            needs stochastic rewards" in out
 
 
 INSTANCE_FIXTURES = CF.FIXTURES / "instances"
@@ -152,7 +161,7 @@ def test_instance_transitions_are_bbrls_variants(name):
     assert p.test.initial_state == idx[np.flatnonzero(d["start"])[0]]
     if int(d["H"]):
         assert F.episodic_form(p.test)[1] == int(d["H"])
-    if CI.INSTANCES[name].problem_params is not None:
+    if CI.INSTANCES[name].problem_params is not None and not CI.INSTANCES[name].stochastic:
         R = np.asarray(p.test.reward)
         r = (p.test.mean_model() * R).sum(axis=2)[idx]
         np.testing.assert_allclose(r, d["R"], atol=1e-6, rtol=1e-6)
@@ -177,3 +186,153 @@ def test_episode_lengths_of_the_families_bbrl_does_not_express_yet():
             assert starts == i.params["n_starting_states"]
         if fam == "taxi" and i.params["size"] == 4:
             assert starts == 72
+
+
+EXPRESSED = [n for n, i in CI.INSTANCES.items() if i.problem_params is not None]
+
+
+def bbrl_indices(d: dict) -> tuple[np.ndarray, np.ndarray]:
+    """bbrl's state of each Colosseum state and bbrl's action of each Colosseum action
+    (an instance takes Colosseum's action labels: the identity)."""
+    act = np.arange(d["R"].shape[1])
+    if d["cls"].startswith("FrozenLake"):
+        s = d["kwargs"]["size"]
+        return d["nodes"][:, 0] * s + d["nodes"][:, 1], act
+    return CF.bbrl_problem(d)[1], act
+
+
+def colosseum_laws_in_bbrl(d: dict, idx: np.ndarray, act: np.ndarray, nX: int,
+                           nU: int) -> tuple:
+    """The fixture's law of each Colosseum transition, keyed by bbrl's transition:
+    (bbrl keys increasing, kind, a, b)."""
+    n = d["R"].shape[0]
+    xu, y = np.divmod(d["T_keys"], n)
+    x, u = np.divmod(xu, nU)
+    keys = (idx[x] * nU + act[u]) * nX + idx[y]
+    order = np.argsort(keys)
+    return (keys[order], d["reward_kind"][order], d["reward_a"][order],
+            d["reward_b"][order])
+
+
+@pytest.mark.parametrize("name", EXPRESSED)
+def test_expressed_instance_is_colosseums_mdp_law_by_law(name):
+    """Every instance bbrl expresses against Colosseum's own MDP at seed 0
+    (``instances/<name>.npz``), state by state: transitions (Colosseum's float32: to
+    1e-6), the reward law of each transition (kind; Beta parameters to 1e-12 relative,
+    both computed in float64 from the same formula or gin values; a deterministic
+    reward to 1e-12), expected rewards (Colosseum's float32 R: to 1e-6), the starting
+    distribution, H, and optimal values as ``test_colosseum_fixtures`` compares them
+    (episodic: float32 backward induction, to 1e-5 per step; continuous: Colosseum's
+    inexact value iteration, one-sided)."""
+    from bbrlcore.mdp.environment import BETA, start_probabilities
+
+    d = CF.load(name, INSTANCE_FIXTURES)
+    t = D.load_test(name)
+    idx, act = bbrl_indices(d)
+    nX, nU = t.n_states, t.n_actions
+    P = t.mean_model()
+    sub = P[idx][:, act][:, :, idx]
+    assert np.allclose(sub.sum(axis=2), 1.0, atol=1e-12)  # (bbrl's other states: unreachable)
+    np.testing.assert_allclose(sub, CF.colosseum_T(d), atol=1e-6, rtol=0)
+    # each transition's reward law, on the transitions from Colosseum's states
+    keys, kind, a, b = colosseum_laws_in_bbrl(d, idx, act, nX, nU)
+    support = np.flatnonzero(P.reshape(-1) > 0)
+    support = support[np.isin(support // (nU * nX), idx)]
+    assert np.array_equal(support, keys)  # the same transitions, no others
+    laws = t.reward_laws
+    R = np.asarray(t.reward).reshape(-1)
+    if laws is None:
+        assert (kind == 0).all() and not CI.INSTANCES[name].stochastic
+        np.testing.assert_allclose(R[keys], a, rtol=1e-12, atol=1e-12)
+    else:
+        assert (kind == 1).all() and CI.INSTANCES[name].stochastic
+        at = np.searchsorted(laws.keys, keys)
+        assert np.array_equal(laws.keys[at], keys) and (laws.kind == BETA).all()
+        assert (laws.loc == 0).all() and (laws.scale == 1).all()
+        np.testing.assert_allclose(laws.a[at], a, rtol=1e-12, atol=0)
+        np.testing.assert_allclose(laws.b[at], b, rtol=1e-12, atol=0)
+        np.testing.assert_allclose(R[keys], a / (a + b), rtol=1e-12, atol=0)
+    # expected rewards, start, H
+    r = (P * np.asarray(t.reward)).sum(axis=2)[idx][:, act]
+    np.testing.assert_allclose(r, d["R"], atol=1e-6, rtol=1e-6)
+    mu = start_probabilities(nX, t.initial_state, getattr(t, "starts", None))
+    assert np.array_equal(mu[idx], d["start"]) and mu[idx].sum() == 1.0
+    H = int(d["H"])
+    assert F.episodic_form(t)[1] == (H or F.episodic_form(t)[1])
+    V = CF.optimal(sub, r, H)
+    if H:
+        np.testing.assert_allclose(V, d["V_opt"], atol=1e-5 * H, rtol=0)
+    else:
+        gap = V - d["V_opt"]
+        assert gap.min() >= -CF.ROUNDING and gap.max() <= CF.CONTINUOUS_GAP
+
+
+def test_how_many_instances_bbrl_expresses():
+    """Every RiverSwim, DeepSea, SimpleGrid and FrozenLake instance, stochastic rewards
+    or randomized actions or not (37); the others say what they need (Taxi,
+    MiniGrid-Empty, MiniGrid-Rooms)."""
+    expressed = {n.split("-")[2] for n in EXPRESSED}
+    assert len(EXPRESSED) == 37 and expressed == {"RiverSwim", "DeepSea", "SimpleGrid",
+                                                  "FrozenLake"}
+    left = {n.split("-")[2] for n, i in CI.INSTANCES.items() if i.needs}
+    assert left == {"Taxi", "MiniGridEmpty", "MiniGridRooms"}
+
+
+def test_a_stochastic_instance_plays_its_beta_rewards():
+    """The uniform prior of a stochastic instance knows its expected rewards (Colosseum's
+    Beta means, not the deterministic ones) and its test distribution carries the laws
+    into its artefacts' metadata."""
+    from bbrlcore.mdp.environment import environment_dict
+
+    t = D.load_test("Colosseum-EE-RiverSwim-0")
+    u = D.load("UColosseum-EE-RiverSwim-0")
+    assert np.array_equal(np.asarray(u.reward), np.asarray(t.reward))
+    # the gin file's laws: sub-optimal Beta(2.4, 24), other Beta(2.4, 249), not 0.005, 0
+    R = np.asarray(t.reward)
+    assert R[0, 0, 0] == 2.4 / (2.4 + 24.0) and R[1, 1, 2] == 2.4 / (2.4 + 249.0)
+    env = environment_dict(t)
+    assert len(env["reward_laws"]["keys"]) == t.reward_laws.size == 26
+
+
+def test_an_agent_plays_a_stochastic_instance_from_its_uniform_prior():
+    """PSRL on Colosseum-EE-RiverSwim-0 with its uniform prior: every reward is a Beta
+    draw in (0, 1), none of them one of the expected rewards, the same seed the same
+    rewards."""
+    from bbrlcore import protocol as E
+
+    t = D.load_test("Colosseum-EE-RiverSwim-0")
+    ts = E.new_test_set(t, 2, 0.95, 50, seed=1, episode_length=5)
+    a = E.train_agent("psrl", {}, D.load("UColosseum-EE-RiverSwim-0"), horizon=50,
+                      progress=False)
+    runs = [E.run_agent(ts, a, progress=False) for _ in range(2)]
+    assert runs[0]["rewards"].to_list() == runs[1]["rewards"].to_list()
+    x = np.concatenate([np.asarray(v) for v in runs[0]["rewards"].to_list()])
+    assert x.size == 100 and ((x > 0) & (x < 1)).all()
+    means = {float(np.float32(m)) for m in np.unique(np.asarray(t.reward))}
+    assert not any(float(np.float32(v)) in means for v in x)
+
+
+@pytest.mark.parametrize("params, msg", [
+    ({"size": 3, "lake": 1}, "lake=1: the start (bit 0) and the goal (bit 8) are frozen"),
+    ({"size": 2, "lake": 6}, "lake=6: no frozen path links the start to the goal"),
+    ({"size": 2, "lake": 16}, "lake=16: sets a bit beyond the 4 tiles of size 2"),
+    ({"size": 8, "lake": 2}, "lake=2: a fixed lake is given for size <= 7 only"),
+])
+def test_a_bad_fixed_lake_is_one_line(params, msg):
+    with pytest.raises(BBRLError, match=re.escape(msg)) as e:
+        F.make("frozenlake", **params)
+    assert "\n" not in str(e.value) and "family frozenlake" in str(e.value)
+
+
+def test_a_fixed_lake_is_one_fdm_and_the_drawn_lakes_stay_as_they_were():
+    from bbrlcore.mdp.families.frozenlake import lake_holes, lake_of
+
+    lake = lake_of(["SFFF", "FFFF", "HFFF", "FFFG"])
+    t = F.make("frozenlake", size=4, lake=lake).test
+    assert isinstance(t, D.FDMDistribution) and t.short_name == "FrozenLake-4-lake256"
+    assert lake_holes(4, lake)[2, 0] and lake_holes(4, lake).sum() == 1
+    # no move leads into the hole (tile 8): from tile 4 down leads to the start
+    P = t.mean_model()
+    assert P[:, :, 8].max() < 1e-9 and np.isclose(P[4, 2, 0], 0.5)
+    d = F.make("frozenlake", size=4)
+    assert d.short_name == "FrozenLake-4" and not isinstance(d.test, D.FDMDistribution)

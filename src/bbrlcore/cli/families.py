@@ -39,6 +39,8 @@ def _instances() -> int:
             else:
                 what = "= " + F.get_family(i.family).names(
                     F.get_family(i.family).validate(i.problem_params))[0]
+                if i.stochastic:
+                    what += " with Colosseum's Beta rewards"
             print(f"  {i.name:30s} {what}")
     return 0
 

@@ -39,6 +39,7 @@ bbrlcore.errors.BBRLError: family deepsea: size=1: must be an integer in [2, 70]
 from __future__ import annotations
 
 import re
+from functools import cached_property
 from typing import Any
 
 from bbrlcore.errors import BBRLError
@@ -235,11 +236,23 @@ def instance_problem(name: str) -> Problem:
     if inst.problem_params is None:
         raise BBRLError(f"{name}: {_parse(name)[1]}")
     spec = FAMILIES[inst.family]
-    p = Problem(spec, spec.validate(inst.problem_params))
+    p = _InstanceProblem(spec, spec.validate(inst.problem_params))
+    p.instance = inst
     canonical = p.short_name
     p.short_name = name
     p.name = f"Colosseum {inst.setting} {inst.cls} #{inst.index} ({canonical})"
     return p
+
+
+class _InstanceProblem(Problem):
+    """A Colosseum instance: its family's test distribution with Colosseum's action labels
+    and reward laws where they differ (:func:`colosseum_instances.instance_test`)."""
+
+    instance: colosseum_instances.Instance
+
+    @cached_property
+    def test(self) -> Any:
+        return colosseum_instances.instance_test(self.instance, Problem.test.func(self))
 
 
 def from_name(name: Any) -> tuple[Problem, str] | None:

@@ -18,44 +18,73 @@ uniform prior is ``U`` + the name, as for every family. ``bbrl families`` lists 
 Which ones bbrl expresses today
 -------------------------------
 An instance resolves to a bbrl distribution, wherever a distribution's name works
-(configuration, ``bbrl distribution``, ``--test``), when bbrl's families express its
-parameters exactly: RiverSwim (``current`` 0), DeepSea (``form`` 1) and SimpleGrid
-(``other`` 0.5, odd sizes) with deterministic rewards. Each resolves to its family with
-those parameters and ``concentration`` 1e12 (:data:`INSTANCE_CONCENTRATION`): a Colosseum
-instance is one MDP, so every test MDP drawn is that MDP (to about 1e-6 in each
-probability; deterministic rows exactly), and its uniform prior (one pseudo-count on
-each transition the MDP has) is what an agent learns it from. The episodic instances are
-played as episodic experiments (``episodes: E``), whose natural length is Colosseum's
-(:attr:`~bbrlcore.mdp.families.Family.episode_length`). They equal Colosseum's own MDPs
-state by state (``tests/test_colosseum_fixtures.py``).
+(configuration, ``bbrl distribution``, ``--test``), when bbrl's families express it
+exactly: every RiverSwim (``current`` 0), DeepSea (``form`` 1), SimpleGrid (``other``
+0.5; an even grid's ``start`` the central tile Colosseum's seed 0 draws,
+:data:`SIMPLEGRID_SEED0_START`) and FrozenLake instance (its ``lake`` the one
+Colosseum's seed 0 draws, :data:`LAKES`; randomized actions included), 37 of the 80.
+Colosseum's benchmark runs each instance at several seeds; a part its seed draws (a
+lake, an even grid's start) is here that of its first seed, 0. Each resolves to its
+family with those parameters and ``concentration`` 1e12
+(:data:`INSTANCE_CONCENTRATION`): a Colosseum instance is one MDP, so every test MDP
+drawn is that MDP (to about 1e-6 in each probability; deterministic rows exactly), and
+its uniform prior (one pseudo-count on each transition the MDP has, the instance's
+expected rewards) is what an agent learns it from. The episodic instances are played as
+episodic experiments (``episodes: E``), whose natural length is Colosseum's
+(:attr:`~bbrlcore.mdp.families.Family.episode_length`).
+
+
+**Stochastic rewards** (``make_reward_stochastic``). Colosseum then pays every
+transition a Beta draw whose law depends on the transition's category (its
+``_get_reward_distribution``: optimal, sub-optimal or other; :data:`CATEGORIES`, read
+off the family's deterministic reward of the transition), with parameters its
+constructor sets (:func:`beta_parameters`: the gin file's three distributions when it
+gives them, its defaults with ``reward_variance_multiplier`` otherwise). These are not
+the family's ``reward_noise`` (a Beta around the deterministic mean): Colosseum changes
+the means too (RiverSwim's "other" transitions pay 0.02 or 0.2/size/10 on average, not
+0; SimpleGrid's corners 0.9 and 0.02, not 1 and 0). :func:`stochastic_test` builds the
+instance's test distribution: the family's transitions, each with its Beta law
+(``RewardLaws``) and that law's mean as its expected reward. Every expressed instance
+equals Colosseum's own MDP at seed 0 state by state: transitions, each transition's
+reward law (kind and parameters), expected rewards, starting state, H and optimal values
+(``tests/test_colosseum_instances.py``).
+
+Colosseum's FrozenLake names its horizontal moves mirrored (its RIGHT decreases its Y,
+``_next_positions``): an instance takes Colosseum's action labels
+(:data:`FROZENLAKE_ACTIONS`, :func:`action_labels`), and with ``randomize_actions`` the
+mapping Colosseum's seed 0 draws per state (:data:`ACTION_MAPS`), so it equals
+Colosseum's MDP action by action; bbrl keeps the holes as states no transition reaches
+(Colosseum has none for them).
 
 The others say what they need (:attr:`Instance.needs`):
 
-* **stochastic rewards** (``make_reward_stochastic``: Beta reward laws): most instances;
-* **several starting states**: MiniGrid-Empty (3 or 5), and SimpleGrid of an even size,
-  whose start Colosseum's seed draws among the four central tiles (bbrl's ``start``
-  picks one);
+* **Colosseum's Taxi** (its walls and three locations drawn by its seed, 72 or 108
+  starting states) and its reward laws;
 * **Colosseum's MiniGrid forms** (MiniGrid-Empty's and MiniGrid-Rooms' goal drawn by the
   seed with the reward on the goal tile, paid while the agent stays there; bbrl's
   ``minigrid_empty`` and ``minigrid_rooms`` families lead the goal to a home state, so
-  that every drawn MDP has the same rewards).
+  that every drawn MDP has the same rewards). MiniGrid-Empty's 3 or 5 starts are drawn
+  by the seed too; a seed-0 instance's would be fixed starts (``starts=``) once its form
+  exists.
 
 Examples
 --------
 >>> from bbrlcore.mdp.families import colosseum_instances as CI
 >>> len(CI.INSTANCES), sum(i.problem_params is not None for i in CI.INSTANCES.values())
-(80, 8)
+(80, 37)
 >>> i = CI.INSTANCES["Colosseum-CE-RiverSwim-0"]
 >>> i.setting, i.family, i.problem_params["p_lazy"], i.needs
 ('continuous ergodic', 'riverswim', 0.1, None)
->>> CI.INSTANCES["Colosseum-EC-DeepSea-0"].needs
-'stochastic rewards'
+>>> CI.INSTANCES["Colosseum-EC-DeepSea-0"].stochastic, CI.INSTANCES["Colosseum-EC-Taxi-0"].needs
+(True, "stochastic rewards; Colosseum's Taxi ...")
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from bbrlcore.mdp.families.frozenlake import lake_of
 
 #: Concentration of an instance's test distribution: every drawn MDP is the instance.
 INSTANCE_CONCENTRATION = 1e12
@@ -801,6 +830,47 @@ RAW: tuple[tuple[str, str, int, dict[str, Any]], ...] = (
 )
 
 
+#: The lake of each FrozenLake instance as Colosseum builds it at seed 0 (its
+#: ``FrozenLakeMDP.lake``, Gym's ``generate_random_map`` after ``np.random.seed(0)``; rows
+#: from its X = 0, ``H`` a hole), printed by ``tests/fixtures/colosseum/make_fixtures.py
+#: --lakes``. Colosseum's benchmark runs each instance at several seeds, each its own
+#: lake; bbrl's instance is the first seed's.
+LAKES: dict[str, tuple[str, ...]] = {
+    "Colosseum-EC-FrozenLake-0": ("SFF", "FFF", "FFG"),
+    "Colosseum-EE-FrozenLake-0": ("SFFF", "FFFF", "FFFF", "FFFG"),
+    "Colosseum-CC-FrozenLake-0": ("SFFF", "FFFF", "HFFF", "FFFG"),
+    "Colosseum-CC-FrozenLake-1": ("SFFFF", "FFFHF", "FFFHF", "FFFFF", "HFFFG"),
+    "Colosseum-CE-FrozenLake-0": ("SFFFF", "FFFHF", "FFFFF", "FFFFF", "HFFFG"),
+}
+
+
+#: Colosseum's FrozenLake actions in bbrl's ``frozenlake`` labels: its action a moves as
+#: bbrl's ``FROZENLAKE_ACTIONS[a]`` (its RIGHT decreases its Y, its LEFT increases it,
+#: ``_next_positions``: bbrl's left and right). An instance takes Colosseum's labels.
+FROZENLAKE_ACTIONS = (0, 3, 2, 1)
+
+#: ``randomize_actions``: the action mapping Colosseum's seed 0 draws per state
+#: (``_get_action_mapping``), by bbrl state ``r·size + c``, printed by ``make_fixtures.py
+#: --action-maps``. Its transitions key the transition of action a under ``mapping[a]``
+#: (``mdp_creation.instantiate_transitions``): the agent's action b plays the inverse
+#: mapping's action; its rewards take ``mapping[b]`` (``get_reward_distribution``), the
+#: other way round, which makes no difference where the reward depends on the next state
+#: only (FrozenLake: the goal or not).
+ACTION_MAPS: dict[str, tuple[tuple[int, ...], ...]] = {
+    "Colosseum-EE-FrozenLake-0": (
+        (3, 0, 2, 1), (1, 3, 0, 2), (3, 1, 2, 0), (1, 3, 2, 0), (0, 1, 3, 2), (3, 0, 1, 2),
+        (3, 2, 0, 1), (0, 1, 3, 2), (2, 0, 1, 3), (2, 1, 0, 3), (0, 2, 1, 3), (1, 3, 2, 0),
+        (2, 3, 0, 1), (0, 2, 1, 3), (2, 3, 1, 0), (0, 2, 1, 3)),
+}
+
+#: The central tile an even SimpleGrid instance starts on at Colosseum's seed 0, as
+#: bbrl's ``start`` (its ``_calculate_starting_nodes`` shuffles the four central tiles with
+#: the seed): 3 for every even instance of the benchmarks (read off the fixtures
+#: ``instances/Colosseum-*-SimpleGrid-*.npz`` of ``make_fixtures.py --instances``, whose
+#: start a test checks). Another seed may start on another tile.
+SIMPLEGRID_SEED0_START = 3
+
+
 @dataclass(frozen=True)
 class Instance:
     """One Colosseum benchmark instance.
@@ -830,21 +900,86 @@ def _ctl(kw: dict[str, Any]) -> dict[str, float]:
     return {"p_rand": float(kw.get("p_rand") or 0.0), "p_lazy": float(kw.get("p_lazy") or 0.0)}
 
 
-def _express(base: str, kw: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+#: Colosseum's reward categories of a family, by the deterministic reward of bbrl's
+#: family (Colosseum's own deterministic values, ``_get_reward_distribution``): a
+#: transition whose deterministic reward is the value is of the category.
+CATEGORIES: dict[str, dict[str, Any]] = {
+    "RiverSwim": {"optimal": 1.0, "sub_optimal": lambda kw: 5 / 1000, "other": 0.0},
+    "DeepSea": {"optimal": 1.0, "sub_optimal": lambda kw: 1.0 / kw["size"] ** 2,
+                "other": 0.0},
+    "SimpleGrid": {"optimal": 1.0, "sub_optimal": 0.0, "other": 0.5},
+    "FrozenLake": {"goal_r": 1.0, "default_r": 0.0},
+}
+
+
+def beta_parameters(base: str, kw: dict[str, Any], episodic: bool
+                    ) -> dict[str, tuple[float, float]]:
+    """Colosseum's Beta law ``(a, b)`` of each reward category of a stochastic instance,
+    as its constructor sets them (``make_reward_stochastic``): the three distributions the
+    gin file gives when it gives all three, otherwise Colosseum's defaults with its
+    ``reward_variance_multiplier`` c (1 unless bound):
+
+    * RiverSwim: sub-optimal mean m = 0.2 (0.2/size episodic), optimal 0.9: sub-optimal
+      Beta(c, c(1/m − 1)), optimal Beta(c, c(1/0.9 − 1)), other Beta(c, c(10/m − 1));
+    * DeepSea (returns 1 and 0.5): sub-optimal (a left move) Beta(c, c(size/0.5 − 1)),
+      optimal Beta(c(size − 1), c), other Beta(c, 10c(size/0.5 − 1));
+    * SimpleGrid (means 0.9 and 0.2): optimal corner Beta(c, c(1/0.9 − 1)), sub-optimal
+      corner Beta(c, c(10/0.2 − 1)), other Beta(c, c(1/0.2 − 1)).
+    * FrozenLake (returns 1 and 0.1; its ``goal_r`` and ``default_r``): a transition into
+      the goal Beta(c(size² − 1), c), every other Beta(c, c(size²/0.1 − 1)).
+
+    >>> beta_parameters("RiverSwim", {"size": 5}, True)["sub_optimal"]
+    (1.0, 24.0)
+    """
+    given = {k: kw.get(k if k.endswith("_r") else f"{k}_distribution")
+             for k in CATEGORIES[base]}
+    if all(v is not None for v in given.values()):
+        out = {}
+        for k, (law, args) in given.items():
+            if law != "beta":
+                raise ValueError(f"{base}: {k}_distribution {law!r} is not a Beta")
+            out[k] = (float(args[0]), float(args[1]))
+        return out
+    c = float(kw.get("reward_variance_multiplier", 1.0))
+    if base == "RiverSwim":
+        m, opt = 0.2 / (kw["size"] if episodic else 1), 0.9
+        return {"sub_optimal": (c, c * (1 / m - 1)), "optimal": (c, c * (1 / opt - 1)),
+                "other": (c, c * (10 / m - 1))}
+    if base == "DeepSea":
+        n, ret_opt, ret_sub = kw["size"], 1.0, 0.5
+        return {"sub_optimal": (c, c * (n / ret_sub - 1)),
+                "optimal": (c * (n / ret_opt - 1), c),
+                "other": (c, c * 10 * (n / ret_sub - 1))}
+    if base == "FrozenLake":
+        n2, ret_opt, ret_sub = kw["size"] ** 2, 1.0, 0.1
+        return {"default_r": (c, c * (n2 / ret_sub - 1)), "goal_r": (c * (n2 / ret_opt - 1), c)}
+    if base == "SimpleGrid":
+        opt, sub = 0.9, 0.2
+        return {"sub_optimal": (c, c * (10 / sub - 1)), "optimal": (c, c * (1 / opt - 1)),
+                "other": (c, c * (1 / sub - 1))}
+    raise ValueError(f"no Colosseum reward laws for {base}")
+
+
+def _express(name: str, base: str, kw: dict[str, Any]
+             ) -> tuple[dict[str, Any] | None, str | None]:
     """bbrl's parameters of an instance, or what bbrl lacks to express it."""
     needs = []
-    if kw.get("make_reward_stochastic"):
+    if kw.get("make_reward_stochastic") and base not in CATEGORIES:
         needs.append("stochastic rewards")
     if base == "MiniGridEmpty":
-        needs.append("several starting states and Colosseum's MiniGrid-Empty")
+        needs.append("Colosseum's MiniGrid-Empty form (the goal tile and the "
+                     f"{kw['n_starting_states']} starts its seed draws, the reward on the "
+                     "goal tile paid while there; bbrl's minigrid_empty leads the goal "
+                     "home and starts from one state)")
     elif base == "MiniGridRooms":
         needs.append("Colosseum's MiniGrid-Rooms form (the reward on the drawn goal tile, "
                      "paid while there; bbrl's minigrid_rooms family leads the goal home)")
-    elif base == "SimpleGrid" and kw["size"] % 2 == 0:
-        needs.append("several starting states (the seed draws one of the four central "
-                     "tiles)")
-    elif base in ("FrozenLake", "Taxi") and not needs:
-        needs.append(f"Colosseum's {base} checked state by state")
+    elif base == "Taxi":
+        needs.append("Colosseum's Taxi (its walls and n_locations=3 locations drawn by its "
+                     "seed, 72 or 108 starting states; bbrl's taxi has four locations, no "
+                     "walls)")
+    if kw.get("randomize_actions") and name not in ACTION_MAPS:
+        needs.append("randomized actions")
     if needs:
         return None, "; ".join(needs)
     c = {"concentration": INSTANCE_CONCENTRATION}
@@ -852,8 +987,98 @@ def _express(base: str, kw: dict[str, Any]) -> tuple[dict[str, Any] | None, str 
         return {"size": kw["size"], "current": 0, **_ctl(kw), **c}, None
     if base == "DeepSea":
         return {"size": kw["size"], "form": 1, "p_rand": _ctl(kw)["p_rand"], **c}, None
+    if base == "FrozenLake":
+        return {"size": kw["size"], "p_frozen": float(kw["p_frozen"]), "slip": 0.5,
+                **_ctl(kw), **c, "lake": lake_of(LAKES[name])}, None
+    start = SIMPLEGRID_SEED0_START if kw["size"] % 2 == 0 else 0
     return {"size": kw["size"], "reward_type": int(kw.get("reward_type", 3)), **_ctl(kw),
-            "other": 0.5, "start": 0, **c}, None
+            "other": 0.5, "start": start, **c}, None
+
+
+def action_labels(inst: Instance, n_states: int) -> Any:
+    """(nX, nU) int: the family's action that the instance's action a plays in state x
+    (None: the family's labels are Colosseum's). FrozenLake: :data:`FROZENLAKE_ACTIONS`
+    after the instance's :data:`ACTION_MAPS` (a state Colosseum has no node for, a hole,
+    keeps the identity mapping).
+
+    >>> action_labels(INSTANCES["Colosseum-CC-FrozenLake-0"], 16)[0].tolist()
+    [0, 3, 2, 1]
+    """
+    import numpy as np
+
+    if not inst.cls.startswith("FrozenLake"):
+        return None
+    m = np.tile(np.arange(4), (n_states, 1))
+    rows = ACTION_MAPS.get(inst.name, ())
+    if rows:  # (its transitions: action mapping[a] plays action a, ACTION_MAPS)
+        m[: len(rows)] = np.argsort(np.asarray(rows), axis=1)
+    return np.asarray(FROZENLAKE_ACTIONS)[m]
+
+
+def relabelled(test: Any, labels: Any) -> Any:
+    """An FDM ``test`` with its actions relabelled per state: the new action a of state x
+    is the old action ``labels[x, a]`` (each row of ``labels`` a permutation)."""
+    import numpy as np
+
+    from bbrlcore.mdp.distributions import FDMDistribution
+
+    nX, nU = test.n_states, test.n_actions
+    e = test._data
+    x, rest = np.divmod(e.keys, nU * nX)
+    u, y = np.divmod(rest, nX)
+    inv = np.empty_like(labels)
+    np.put_along_axis(inv, labels, np.arange(nU)[None, :].repeat(nX, 0), axis=1)
+    keys = (x * nU + inv[x, u]) * nX + y
+    order = np.argsort(keys)
+    return FDMDistribution.from_entries(test.name, test.short_name, nX, nU, keys[order],
+                                        e.theta[order], e.reward[order], test.initial_state)
+
+
+def instance_test(inst: Instance, test: Any) -> Any:
+    """The test distribution of an instance from its family's ``test`` (same parameters):
+    Colosseum's action labels (:func:`action_labels`) and, with stochastic rewards, its
+    reward laws (:func:`stochastic_test`); ``test`` itself when neither applies."""
+    labels = action_labels(inst, test.n_states)
+    if labels is not None:
+        test = relabelled(test, labels)
+    return stochastic_test(inst, test) if inst.stochastic else test
+
+
+def stochastic_test(inst: Instance, test: Any) -> Any:
+    """The test distribution of a stochastic-reward instance from its family's
+    deterministic one ``test`` (an FDM, same transitions): each transition of its support
+    gets Colosseum's Beta law of its category (:data:`CATEGORIES`,
+    :func:`beta_parameters`) and that law's mean as its expected reward; the
+    deterministic rewards on impossible transitions are dropped."""
+    import numpy as np
+
+    from bbrlcore.mdp.distributions import FDMDistribution
+    from bbrlcore.mdp.environment import RewardLaws, with_environment
+
+    base = inst.cls.removesuffix("Episodic").removesuffix("Continuous")
+    laws = beta_parameters(base, inst.params, inst.episodic)
+    e = test._data
+    on = e.theta > 0
+    keys, theta, det = e.keys[on], e.theta[on], e.reward[on]
+    a, b = np.zeros(keys.size), np.zeros(keys.size)
+    seen = np.zeros(keys.size, bool)
+    for cat, value in CATEGORIES[base].items():
+        v = value(inst.params) if callable(value) else value
+        hit = det == v
+        if (hit & seen).any():
+            raise AssertionError(f"{inst.name}: two categories pay {v}")
+        a[hit], b[hit] = laws[cat]
+        seen |= hit
+    if not seen.all():
+        raise AssertionError(f"{inst.name}: a transition's reward "
+                             f"{det[np.argmin(seen)]} is of no Colosseum category")
+    mean = a / (a + b)
+    nX, nU = test.n_states, test.n_actions
+    d = FDMDistribution.from_entries(test.name, test.short_name, nX, nU, keys, theta, mean,
+                                     test.initial_state)
+    n = keys.size
+    return with_environment(d, RewardLaws.make(nX, nU, keys, ["beta"] * n, np.zeros(n),
+                                               np.ones(n), a, b, what=inst.name))
 
 
 def _instances() -> dict[str, Instance]:
@@ -861,7 +1086,7 @@ def _instances() -> dict[str, Instance]:
     for code, cls, index, kw in RAW:
         base = cls.removesuffix("Episodic").removesuffix("Continuous")
         name = f"Colosseum-{code}-{base}-{index}"
-        problem_params, needs = _express(base, kw)
+        problem_params, needs = _express(name, base, kw)
         out[name] = Instance(name, SETTINGS[code], cls, index, dict(kw),
                              bool(kw.get("make_reward_stochastic")), FAMILIES[base],
                              problem_params, needs)

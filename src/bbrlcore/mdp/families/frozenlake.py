@@ -18,6 +18,11 @@ uses) draws them: every tile but the start and the goal is frozen with probabili
 start to the goal (4-neighbour connectivity; at most 10,000 attempts, then a one-line
 error asking for a larger ``p_frozen``).
 
+A fixed lake (``lake`` ≥ 0, a bit per tile, size ≤ 7) makes every drawn MDP's holes the
+same: the distribution is then the FDM centred on that lake's kernel (``p_frozen`` plays
+no part). Colosseum's benchmark instances are such lakes, the ones its seed draws
+(:mod:`~bbrlcore.mdp.families.colosseum_instances`).
+
 Continuing form: from the goal tile every action returns to the start (as Colosseum's
 FrozenLake does), so reaching the goal pays 1 on the transition into the goal tile, a
 fixed state whatever the holes: the rewards are the same in every drawn MDP. As in
@@ -88,6 +93,7 @@ from bbrlcore.mdp.families._base import (
     Kernel,
     Param,
     Rewards,
+    centred,
     concentration_param,
     controlled,
     max_size,
@@ -228,8 +234,56 @@ class FrozenLakeDistribution(FamilyDistribution):
         return self.mc_moments()
 
 
-def build(p: dict[str, Any], short_name: str, name: str) -> FrozenLakeDistribution:
-    return FrozenLakeDistribution(p, short_name, name)
+#: Largest ``size`` a fixed ``lake`` (a bit per tile) is given for.
+MAX_LAKE_SIZE = 7
+
+
+def lake_holes(size: int, lake: int) -> np.ndarray:
+    """The holes of a fixed lake: bit ``r·size + c`` of ``lake`` set for a hole in row
+    ``r`` (0 = top), column ``c``.
+
+    >>> lake_holes(3, 0b000010000).astype(int).tolist()
+    [[0, 0, 0], [0, 1, 0], [0, 0, 0]]
+    """
+    n = size * size
+    return np.array([(lake >> k) & 1 for k in range(n)], dtype=bool).reshape(size, size)
+
+
+def lake_of(rows: list[str]) -> int:
+    """The ``lake`` parameter of a map written as Gym's and Colosseum's (``"SFFH"`` rows
+    from the top, ``H`` a hole).
+
+    >>> lake_of(["SF", "HG"])
+    4
+    """
+    return sum(1 << k for k, ch in enumerate("".join(rows)) if ch == "H")
+
+
+def check(p: Mapping[str, Any]) -> str | None:
+    """A fixed ``lake``: a size up to :data:`MAX_LAKE_SIZE`, bits on the lake's tiles
+    only, no hole on the start or the goal, a frozen path between them."""
+    lake, s = int(p.get("lake", -1)), int(p["size"])
+    if lake < 0:
+        return None
+    if s > MAX_LAKE_SIZE:
+        return f"lake={lake}: a fixed lake is given for size <= {MAX_LAKE_SIZE} only"
+    if lake >> (s * s):
+        return f"lake={lake}: sets a bit beyond the {s * s} tiles of size {s}"
+    holes = lake_holes(s, lake)
+    if holes[0, 0] or holes[-1, -1]:
+        return f"lake={lake}: the start (bit 0) and the goal (bit {s * s - 1}) are frozen"
+    if not has_path(holes):
+        return f"lake={lake}: no frozen path links the start to the goal"
+    return None
+
+
+def build(p: dict[str, Any], short_name: str, name: str) -> Any:
+    d = FrozenLakeDistribution(p, short_name, name)
+    lake = int(p.get("lake", -1))
+    if lake < 0:
+        return d
+    # a fixed lake: one structure, the FDM centred on its controlled kernel
+    return centred(p, short_name, name, d.kernel(lake_holes(d.side, lake)), d.rewards, 0)
 
 
 def episode_length(p: Mapping[str, Any]) -> int:
@@ -250,8 +304,13 @@ FAMILY = Family(
         p_rand_param(),
         p_lazy_param(),
         concentration_param(),
+        Param("lake", int, -1, -1, 2 ** (MAX_LAKE_SIZE ** 2) - 1,
+              "the holes, fixed (the same lake in every drawn MDP): bit r*size + c set for "
+              "a hole in row r (0 = top), column c, size <= 7 (Colosseum's instances: the "
+              "lake its seed draws); -1: a lake drawn per MDP with p_frozen"),
     ),
     build=build,
+    check=check,
     shape=_shape,
     reference="Conserva & Rauber, 'Hardness in Markov decision processes: theory and "
               "practice', NeurIPS 2022 (Colosseum), after Gym's FrozenLake",
