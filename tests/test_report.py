@@ -661,8 +661,8 @@ def test_what_the_curves_leave_out_is_said_where_the_curves_are(tmp_path, capsys
     index = report.build(m, summary_table(m), tmp_path, pdf=False, bootstrap_resamples=100)
     no_random = ("experiment GC-UGC: no normalised score: no Random agent (the normalised "
                  "score needs Random and Optimal; drawn: the cumulative score and, where the "
-                 "runs carry their test MDPs' references, the regret and the DeepSea "
-                 "scores, bbrl's and bsuite's)")
+                 "runs carry their test MDPs' references, the regret and bbrl's "
+                 "DeepSea score)")
     no_psrl = ("experiment Grid-Grid: no learning curve for PSRL (agent psrl): it has no "
                "per-step rewards on any test MDP (a table written before bbrl recorded them, "
                "or a player that records none)")

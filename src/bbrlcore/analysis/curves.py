@@ -821,8 +821,7 @@ def _missing_references(have: set[str]) -> tuple[str, str] | None:
                                     if "Optimal" in missing else "")
     return what, (f"no {' and no '.join(missing)} agent (the normalised score needs Random "
                   "and Optimal; drawn: the cumulative score and, where the runs carry their "
-                  "test MDPs' references, the regret and the DeepSea scores, bbrl's "
-                  "and bsuite's)")
+                  "test MDPs' references, the regret and bbrl's DeepSea score)")
 
 
 def _needed(merged: pl.DataFrame, best: pl.DataFrame) -> pl.DataFrame:
