@@ -696,9 +696,10 @@ def _continuing_indicator_player(prior: Any, params: dict, ep: Episode, log_ever
     fixed = params["schedule"] == "fixed"
     ipar = np.array([_FIXED if fixed else _DOUBLING,
                      int(params["period"]) if fixed else 0], dtype=np.int64)
-    agent = SimpleNamespace(layout=st.layout, theta_rows=st.theta, reward_rows=st.Rm,
-                            gamma=float(ep.gamma))
-    setup = sampling_setup(agent, ipar)
+    rpar = reward_prior_array(prior)  # (known rewards: the indicator player's only case)
+    agent = SimpleNamespace(layout=st.layout, theta_rows=st.theta,
+                            reward_rows=agent_rewards(st, rpar), gamma=float(ep.gamma))
+    setup = (*sampling_setup(agent, ipar), rpar)
     req = Request(ep, log_every)
     succ, nsucc = req.succ, req.nsucc
     R = np.array(ep.R, dtype=np.float64)
