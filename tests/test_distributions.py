@@ -114,3 +114,29 @@ def test_zlib_detection_is_by_content(tmp_path):
     p = tmp_path / "gc.txt"
     p.write_bytes(zlib.compress(D.builtin("GC").to_dat().encode(), 9))
     assert D.read_dat(p).same_as(D.builtin("GC"))
+
+
+@pytest.mark.parametrize("name, why", [
+    ("gc", "differs from the built-in distribution 'GC' only in case"),
+    ("UGC+rbeta", "is a prior of the built-in distribution 'UGC' (suffix '+rbeta')"),
+    ("sixarms", "differs from the problem family's distribution 'SixArms' only in case"),
+    ("deepsea-20", "differs from the problem family's distribution 'DeepSea-20' only in case"),
+    ("URiverSwim-6+rnig", "is a prior of the problem family's distribution 'URiverSwim-6'"),
+    ("Colosseum-EC-Taxi-0", "is the name of a Colosseum benchmark instance"),
+    ("ucolosseum-ce-deepsea-0", "differs from the Colosseum benchmark instance "
+                                "'UColosseum-CE-DeepSea-0' only in case"),
+])
+def test_reserved_names_refused_when_renaming(name, why):
+    """A distribution of one's own may not take a name that passes, up to case or a
+    prior's suffix, for a built-in, a family's or a Colosseum instance's distribution
+    (its results would merge with theirs)."""
+    assert why in D.reserved(name)
+    if not D.SHORT_NAME.fullmatch(name):  # '-' is refused before (names of files)
+        return
+    with pytest.raises(BBRLError, match="give it another name"):
+        D.renamed(D.builtin("GC"), name)
+
+
+@pytest.mark.parametrize("name", ["MyChain", "RiverSwim7", "My+thing", "GCX"])
+def test_own_names_allowed(name):
+    assert D.reserved(name) is None

@@ -1236,26 +1236,61 @@ def renamed(d: Any, short_name: str) -> Any:
 
 def reserved(short_name: str) -> str | None:
     """Why ``short_name`` cannot name a distribution of one's own (it would pass for a
-    built-in or a problem family's, and its runs would merge with theirs), or None.
+    built-in, a problem family's or a Colosseum benchmark instance's distribution, or for
+    one of their priors with a suffix such as ``+rbeta``, and its runs would merge with
+    theirs; names that differ from those only in case are refused too, since results
+    are files named after distributions and some file systems ignore case), or None.
 
     >>> reserved("GC"), reserved("gc") is not None, reserved("SixArms") is not None
     ("'GC' is a built-in distribution", True, True)
     >>> reserved("RiverSwim7") is None, reserved("MyChain") is None
     (True, True)
+    >>> reserved("deepsea-20")
+    "'deepsea-20' differs from the problem family's distribution 'DeepSea-20' only in case"
+    >>> reserved("UGC+rbeta")
+    "'UGC+rbeta' is a prior of the built-in distribution 'UGC' (suffix '+rbeta')"
     """
-    clash = [b for b in BUILTINS if b.lower() == short_name.lower()]
-    if clash:
-        return (f"{short_name!r} is a built-in distribution" if clash[0] == short_name else
-                f"{short_name!r} differs from the built-in distribution {clash[0]!r} only "
-                "in case")
-    from bbrlcore.mdp import families
+    head, plus, tail = short_name.partition("+")
+    if plus and head:
+        found = _reserved_as(head)
+        if found is not None:
+            return f"{short_name!r} is a prior of the {found[0]} {found[1]!r} (suffix '+{tail}')"
+    found = _reserved_as(short_name)
+    if found is None:
+        return None
+    what, name = found
+    if name == short_name:
+        return (f"{short_name!r} is a built-in distribution" if what == "built-in distribution"
+                else f"{short_name!r} is the name of a {what}")
+    return f"{short_name!r} differs from the {what} {name!r} only in case"
 
-    try:
-        named = families.from_name(short_name)
-    except BBRLError:
-        named = None
-    if named is not None:
-        return f"{short_name!r} is the name of a problem family's distribution"
+
+def _reserved_as(short_name: str) -> tuple[str, str] | None:
+    """(what, its exact name) of the built-in, Colosseum instance or problem family's
+    distribution whose name equals ``short_name`` up to case, or None."""
+    low = short_name.lower()
+    for b in BUILTINS:
+        if b.lower() == low:
+            return "built-in distribution", b
+    from bbrlcore.mdp import families
+    from bbrlcore.mdp.families import colosseum_instances
+
+    for inst in colosseum_instances.INSTANCES:
+        for name in (inst, "U" + inst):
+            if name.lower() == low:
+                return "Colosseum benchmark instance", name
+    candidates = [short_name]
+    for spec in families.FAMILIES.values():
+        for head in (spec.display, "U" + spec.display):
+            if low.startswith(head.lower()) and not short_name.startswith(head):
+                candidates.append(head + short_name[len(head):])
+    for candidate in candidates:
+        try:
+            named = families.from_name(candidate)
+        except BBRLError:
+            named = None
+        if named is not None:
+            return "problem family's distribution", candidate
     return None
 
 
