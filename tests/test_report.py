@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from markupsafe import escape  # the report's pages escape what they show
 
 import reference_hardness  # the former dense diameter (tests/)
 from bbrlcore import protocol as E
@@ -671,7 +672,7 @@ def test_what_the_curves_leave_out_is_said_where_the_curves_are(tmp_path, capsys
         assert f"bbrl: warning: left out of the learning curves: {line}\n" in err
     html = index.read_text()
     assert "Left out of the learning curves:" in html
-    assert f"<li>{no_random}</li>" in html and f"<li>{no_psrl}</li>" in html
+    assert f"<li>{escape(no_random)}</li>" in html and f"<li>{escape(no_psrl)}</li>" in html
     ugc = (tmp_path / "experiments" / "GC-UGC.html").read_text()
     # (issue 41: its other curves are drawn, and what they lack is said)
     assert 'id="fig-curves"' in ugc
@@ -1213,3 +1214,12 @@ def test_the_deepsea_scores_say_whose_score_is_which(tmp_path):
                            "{{ deepsea_scores(items) }}").render(items=[off])
     assert "bsuite's DeepSea score: not given: no size of bsuite's sweep was run " \
            "(sizes run: 4)" in html
+
+
+def test_html_pages_escape_what_they_show():
+    """The report's HTML templates (``*.html.j2``) escape every value: a name holding
+    markup (a plugin's, a distribution's) shows as text and cannot inject a tag."""
+    env = report.html_environment()
+    assert env.autoescape("index.html.j2") and env.autoescape("experiment.html.j2")
+    html = env.from_string("<td>{{ name }}</td>").render(name="<script>x</script>")
+    assert html == "<td>&lt;script&gt;x&lt;/script&gt;</td>"

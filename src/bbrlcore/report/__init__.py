@@ -45,10 +45,13 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
+
+if TYPE_CHECKING:
+    import jinja2
 
 from bbrlcore import __version__
 from bbrlcore.analysis import constraints, stats
@@ -815,8 +818,7 @@ def _build_into(out: Path, merged: pl.DataFrame, summary: pl.DataFrame,
                              bootstrap_seed, score, versus, an.aggregates)
     I.write_library(out)
     matrix_families = [f for f in fams if any(f in sec["best_by_family"] for sec in ordered)]
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES),
-                             autoescape=jinja2.select_autoescape(["html"]))
+    env = html_environment()
     fwer_over = [sec for sec in ordered if sec["fwer"] > alpha + 1e-12]
     # (experiments of several horizons: each T, or their range; issue 41)
     horizon = (horizon_text(merged["horizon"].drop_nulls().to_list())
@@ -862,6 +864,16 @@ def _build_into(out: Path, merged: pl.DataFrame, summary: pl.DataFrame,
         tmp.write_text(tex)
     if pdf and shutil.which("pdflatex"):
         compile_latex(out)
+
+
+def html_environment() -> jinja2.Environment:
+    """The Jinja environment of the report's HTML pages: every value is HTML-escaped
+    (the templates are ``*.html.j2``; an algorithm, plugin or distribution name is text,
+    never markup); the figures' JSON is inserted with ``|safe``, ``</`` escaped."""
+    import jinja2
+
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES),
+                              autoescape=jinja2.select_autoescape(["html", "html.j2"]))
 
 
 def horizon_text(horizons: Iterable[int]) -> dict[str, str] | None:
