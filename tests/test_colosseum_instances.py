@@ -8,11 +8,12 @@ same state-by-state check as the variants (``test_colosseum_fixtures.py``).
 
 Every instance as Colosseum's benchmark builds it (seed 0) is in
 ``tests/fixtures/colosseum/instances/`` (``make_fixtures.py --instances``), with the
-reward law of each transition. Every instance bbrl expresses (37: RiverSwim, DeepSea,
-SimpleGrid, FrozenLake; stochastic rewards and randomized actions included)
-is compared with it law by law (``test_expressed_instance_is_colosseums_mdp_law_by_law``);
-RiverSwim's, DeepSea's and SimpleGrid's transitions are also checked as bbrl's variants'.
-What remains for Taxi, MiniGrid-Empty and MiniGrid-Rooms is what their ``needs`` say.
+reward law of each transition. Every instance bbrl expresses (74: RiverSwim, DeepSea,
+SimpleGrid, FrozenLake, MiniGrid-Empty and MiniGrid-Rooms in Colosseum's form;
+stochastic rewards, randomized actions and several starts included) is compared with it
+law by law (``test_expressed_instance_is_colosseums_mdp_law_by_law``); RiverSwim's,
+DeepSea's and SimpleGrid's transitions are also checked as bbrl's variants'. What
+remains for Taxi is what its ``needs`` say.
 """
 
 from __future__ import annotations
@@ -68,9 +69,10 @@ def test_gin_bindings_as_gin_reads_them():
 
 def test_every_expressed_instance_is_colosseums_mdp():
     expressed = {n for n, i in CI.INSTANCES.items()
-                 if i.problem_params is not None and not i.stochastic}
-    # (the deterministic ones with a fixture of the variants' tests; every expressed one
-    # is checked against the instance fixtures below)
+                 if i.problem_params is not None and not i.stochastic
+                 and i.family in ("riverswim", "deepsea", "simplegrid")}
+    # (the deterministic ones of the variants' families with a fixture of the variants'
+    # tests; every expressed one is checked against the instance fixtures below)
     assert expressed - set(FIXTURE_OF) == {"Colosseum-CE-SimpleGrid-2"}
     for name, case in FIXTURE_OF.items():
         d = CF.load(case)
@@ -102,8 +104,7 @@ def test_instance_names_work_wherever_a_distributions_name_does():
 
 @pytest.mark.parametrize("name, why", [
     ("Colosseum-EC-Taxi-0", "needs stochastic rewards"),
-    ("Colosseum-EE-MiniGridEmpty-0", "the goal tile and the 3 starts its seed draws"),
-    ("UColosseum-CC-MiniGridRooms-0", "Colosseum's MiniGrid-Rooms form"),
+    ("UColosseum-CC-Taxi-0", "Colosseum's Taxi"),
 ])
 def test_an_instance_bbrl_cannot_express_says_what_it_needs(name, why):
     with pytest.raises(BBRLError, match=why) as e:
@@ -198,6 +199,16 @@ def bbrl_indices(d: dict) -> tuple[np.ndarray, np.ndarray]:
     if d["cls"].startswith("FrozenLake"):
         s = d["kwargs"]["size"]
         return d["nodes"][:, 0] * s + d["nodes"][:, 1], act
+    if d["cls"].startswith("MiniGridEmpty"):  # (X, Y, Dir): tile r·s + c, r = s − 1 − Y
+        s = d["kwargs"]["size"]
+        X, Y, h = d["nodes"].T
+        return 4 * ((s - 1 - Y) * s + X) + h, act
+    if d["cls"].startswith("MiniGridRooms"):  # (X, Y, Dir): tile of layout's (X, Y)
+        from bbrlcore.mdp.families.minigrid_rooms import layout
+
+        index = {t: i for i, t in enumerate(layout(d["kwargs"]["room_size"],
+                                                   d["kwargs"]["n_rooms"]))}
+        return np.array([4 * index[(x, y)] + h for x, y, h in d["nodes"]]), act
     return CF.bbrl_problem(d)[1], act
 
 
@@ -268,14 +279,95 @@ def test_expressed_instance_is_colosseums_mdp_law_by_law(name):
 
 
 def test_how_many_instances_bbrl_expresses():
-    """Every RiverSwim, DeepSea, SimpleGrid and FrozenLake instance, stochastic rewards
-    or randomized actions or not (37); the others say what they need (Taxi,
-    MiniGrid-Empty, MiniGrid-Rooms)."""
+    """Every RiverSwim, DeepSea, SimpleGrid, FrozenLake, MiniGrid-Empty and
+    MiniGrid-Rooms instance, stochastic rewards or randomized actions or not (74); the
+    others say what they need (Taxi)."""
     expressed = {n.split("-")[2] for n in EXPRESSED}
-    assert len(EXPRESSED) == 37 and expressed == {"RiverSwim", "DeepSea", "SimpleGrid",
-                                                  "FrozenLake"}
+    assert len(EXPRESSED) == 74 and expressed == {
+        "RiverSwim", "DeepSea", "SimpleGrid", "FrozenLake", "MiniGridEmpty", "MiniGridRooms"}
     left = {n.split("-")[2] for n, i in CI.INSTANCES.items() if i.needs}
-    assert left == {"Taxi", "MiniGridEmpty", "MiniGridRooms"}
+    assert left == {"Taxi"}
+
+
+def _minigrid_draws(name: str) -> tuple[int, tuple[int, ...]]:
+    """The goal tile and the starts of a MiniGrid instance read off its fixture (bbrl's
+    indices): the tile whose entering transitions pay the optimal law, the starting
+    distribution's states."""
+    d = CF.load(name, INSTANCE_FIXTURES)
+    idx, _ = bbrl_indices(d)
+    nX = d["R"].shape[0]
+    y = d["T_keys"] % nX
+    stochastic = (d["reward_kind"] == 1).any()
+    optimal = d["reward_a"] > d["reward_b"] if stochastic else d["reward_a"] == 1.0
+    goal = np.unique(idx[y[optimal]] // 4)
+    assert goal.size == 1 and np.array_equal(optimal, idx[y] // 4 == goal[0])
+    return int(goal[0]), tuple(sorted(int(v) for v in idx[d["start"] > 0]))
+
+
+def test_minigrid_seed0_draws_are_colosseums():
+    """The stored seed-0 draws (goal tile, starts) of every MiniGrid instance are the ones
+    in Colosseum's own MDPs, and the starts are as many as its n_starting_states (2 for
+    MiniGrid-Rooms, Colosseum's default), uniformly."""
+    tables = {**CI.MINIGRID_EMPTY_SEED0, **CI.MINIGRID_ROOMS_SEED0}
+    minigrid = {n for n in CI.INSTANCES if "-MiniGrid" in n}
+    assert set(tables) == minigrid and len(minigrid) == 37
+    for name in sorted(minigrid):
+        assert tables[name] == _minigrid_draws(name), name
+        n = CI.INSTANCES[name].params.get("n_starting_states", 2)
+        assert len(tables[name][1]) == n
+        d = CF.load(name, INSTANCE_FIXTURES)
+        assert set(d["start"][d["start"] > 0]) == {1.0 / n}
+
+
+@pytest.mark.parametrize("name", ["Colosseum-EE-MiniGridEmpty-3",
+                                  "Colosseum-EC-MiniGridRooms-3"])
+def test_a_minigrid_instance_plays_from_its_starts(name):
+    """A test set of an episodic MiniGrid instance (and its uniform prior's agent) starts
+    episodes from Colosseum's starts: its optimal episode value is Colosseum's optimal
+    value averaged over them."""
+    from bbrlcore import protocol as E
+
+    d = CF.load(name, INSTANCE_FIXTURES)
+    t = D.load_test(name)
+    H = int(d["H"])
+    assert t.starts is not None and t.starts[0].size == int((d["start"] > 0).sum())
+    ts = E.new_test_set(t, 1, 1.0, 2 * H, seed=0, episode_length=H)
+    want = float(d["V_opt"] @ d["start"])
+    assert ts.references["optimal_episode_value"][0] == pytest.approx(want, abs=1e-5 * H)
+    u = D.load("U" + name)
+    assert u.short_name == "U" + name and np.array_equal(u.theta > 0, t.theta > 0)
+    a = E.train_agent("random", {}, u, horizon=2 * H, progress=False)
+    run = E.run_agent(ts, a, progress=False)
+    assert len(run["rewards"].to_list()[0]) == 2 * H
+
+
+@pytest.mark.parametrize("family, params, msg", [
+    ("minigrid_empty", {"size": 3, "goal": 2}, "goal=2: the goal and starts are given in "
+     "form 1 (Colosseum's) only"),
+    ("minigrid_empty", {"size": 3, "form": 1, "goal": 2},
+     "form=1 (Colosseum's) needs the goal tile (goal) and the starts (starts)"),
+    ("minigrid_empty", {"size": 3, "form": 1, "goal": 9, "starts": 1},
+     "goal=9: a tile of the room of size 3 is in [0, 9)"),
+    ("minigrid_empty", {"size": 3, "form": 1, "goal": 2, "starts": 37},
+     "starts=37: not a code of distinct start states in [0, 36) (starts_code)"),
+    ("minigrid_rooms", {"size": 2, "form": 1, "goal": 19, "starts": 1},
+     "starts=1: codes 1 start states, not n_starts=2"),
+    ("minigrid_rooms", {"size": 2, "starts": 1},
+     "starts=1: the goal and starts are given in form 1 (Colosseum's) only"),
+])
+def test_a_bad_colosseum_form_is_one_line(family, params, msg):
+    with pytest.raises(BBRLError, match=re.escape(msg)) as e:
+        F.make(family, **params)
+    assert "\n" not in str(e.value) and f"family {family}" in str(e.value)
+
+
+def test_colosseum_forms_leave_the_drawn_forms_as_they_were():
+    """form 0 (the default) is bbrl's MiniGrid: same names, states, home, H."""
+    for fam, H in (("minigrid_empty", 10), ("minigrid_rooms", 16)):
+        p = F.make(fam, size=3 if fam == "minigrid_empty" else 2)
+        assert "form" not in p.short_name and not isinstance(p.test, D.FDMDistribution)
+        assert p.test.initial_state == p.test.n_states - 1
+        assert F.episodic_form(p.test)[1] == H
 
 
 def test_a_stochastic_instance_plays_its_beta_rewards():
