@@ -15,20 +15,24 @@ An instance is named ``Colosseum-<setting>-<family>-<index>``: ``Colosseum-CC-De
 is ``prms_1`` of ``DeepSeaContinuous.gin`` in the continuous communicating benchmark. Its
 uniform prior is ``U`` + the name, as for every family. ``bbrl families`` lists them all.
 
-Which ones bbrl expresses today
--------------------------------
-An instance resolves to a bbrl distribution, wherever a distribution's name works
-(configuration, ``bbrl distribution``, ``--test``), when bbrl's families express it
+How they resolve
+----------------
+Every instance resolves to a bbrl distribution, wherever a distribution's name works
+(configuration, ``bbrl distribution``, ``--test``), as bbrl's families express it
 exactly: every RiverSwim (``current`` 0), DeepSea (``form`` 1), SimpleGrid (``other``
 0.5; an even grid's ``start`` the central tile Colosseum's seed 0 draws,
 :data:`SIMPLEGRID_SEED0_START`), FrozenLake instance (its ``lake`` the one
 Colosseum's seed 0 draws, :data:`LAKES`; randomized actions included), MiniGrid-Empty
 and MiniGrid-Rooms instance (Colosseum's form, ``form`` 1: its ``goal`` tile and
 ``starts`` the ones Colosseum's seed 0 draws, :data:`MINIGRID_EMPTY_SEED0`,
-:data:`MINIGRID_ROOMS_SEED0`; each episode from one of the starts, uniformly), 74 of
-the 80. Colosseum's benchmark runs each instance at several seeds; a part its seed
-draws (a lake, an even grid's start, a MiniGrid goal and starts) is here that of its
-first seed, 0. Each resolves to its
+:data:`MINIGRID_ROOMS_SEED0`; each episode from one of the starts, uniformly) and
+Taxi instance (Colosseum's form, ``form`` 1: its walls, ``length``, ``width``,
+``space``, and its ``locations`` the three Colosseum's seed 0 draws,
+:data:`TAXI_SEED0`; each episode from a waiting passenger, every one alike, 72 or 108):
+all 80 (:attr:`Instance.needs`, what bbrl lacks, is None for each). Colosseum's
+benchmark runs each instance at several seeds; a part its seed draws (a lake, an even
+grid's start, a MiniGrid goal and starts, Taxi's locations) is here that of its first
+seed, 0. Each resolves to its
 family with those parameters and ``concentration`` 1e12
 (:data:`INSTANCE_CONCENTRATION`): a Colosseum instance is one MDP, so every test MDP
 drawn is that MDP (to about 1e-6 in each probability; deterministic rows exactly), and
@@ -60,21 +64,16 @@ mapping Colosseum's seed 0 draws per state (:data:`ACTION_MAPS`), so it equals
 Colosseum's MDP action by action; bbrl keeps the holes as states no transition reaches
 (Colosseum has none for them).
 
-The six Taxi instances say what they need (:attr:`Instance.needs`):
-
-* **Colosseum's Taxi** (its walls and three locations drawn by its seed, 72 or 108
-  starting states) and its reward laws.
-
 Examples
 --------
 >>> from bbrlcore.mdp.families import colosseum_instances as CI
 >>> len(CI.INSTANCES), sum(i.problem_params is not None for i in CI.INSTANCES.values())
-(80, 74)
+(80, 80)
 >>> i = CI.INSTANCES["Colosseum-CE-RiverSwim-0"]
 >>> i.setting, i.family, i.problem_params["p_lazy"], i.needs
 ('continuous ergodic', 'riverswim', 0.1, None)
->>> CI.INSTANCES["Colosseum-EC-DeepSea-0"].stochastic, CI.INSTANCES["Colosseum-EC-Taxi-0"].needs
-(True, "stochastic rewards; Colosseum's Taxi ...")
+>>> CI.INSTANCES["Colosseum-EC-Taxi-0"].stochastic, CI.INSTANCES["Colosseum-EC-Taxi-0"].needs
+(True, None)
 """
 
 from __future__ import annotations
@@ -926,6 +925,20 @@ MINIGRID_ROOMS_SEED0: dict[str, tuple[int, tuple[int, ...]]] = {
     "Colosseum-CE-MiniGridRooms-1": (207, (808, 872)),
 }
 
+#: The three locations (Colosseum's (X, Y)) of each Taxi instance as Colosseum's seed 0
+#: draws them (its ``locations``: one per quadrant, apart), read off the fixtures
+#: ``instances/Colosseum-*-Taxi-*.npz`` (the passengers' and destinations' tiles), which
+#: a test checks. Its walls are not drawn (``length``, ``width``, ``space`` 1 in every
+#: instance: :func:`~bbrlcore.mdp.families.taxi.colosseum_tiles`).
+TAXI_SEED0: dict[str, tuple[tuple[int, int], ...]] = {
+    "Colosseum-EC-Taxi-0": ((0, 0), (1, 2), (3, 0)),
+    "Colosseum-EC-Taxi-1": ((0, 0), (3, 3), (4, 0)),
+    "Colosseum-EE-Taxi-0": ((0, 0), (1, 2), (3, 0)),
+    "Colosseum-EE-Taxi-1": ((0, 0), (1, 2), (3, 0)),
+    "Colosseum-CC-Taxi-0": ((0, 0), (1, 2), (3, 0)),
+    "Colosseum-CE-Taxi-0": ((0, 0), (1, 2), (3, 0)),
+}
+
 
 @dataclass(frozen=True)
 class Instance:
@@ -967,6 +980,7 @@ CATEGORIES: dict[str, dict[str, Any]] = {
     "FrozenLake": {"goal_r": 1.0, "default_r": 0.0},
     "MiniGridEmpty": {"optimal": 1.0, "other": 0.0},
     "MiniGridRooms": {"optimal": 1.0, "other": 0.0},
+    "Taxi": {"default_r": 0.1, "successfully_delivery_r": 1.0, "failure_delivery_r": 0.0},
 }
 
 
@@ -988,6 +1002,9 @@ def beta_parameters(base: str, kw: dict[str, Any], episodic: bool
     * MiniGrid-Empty and MiniGrid-Rooms (n the side of the grid: ``size``, or
       ``room_size``·√``n_rooms``): a transition into the goal tile (optimal)
       Beta(c(n² − 1), c), every other Beta(c, c(n² − 1)).
+    * Taxi (its ``default_r``, ``successfully_delivery_r``, ``failure_delivery_r``; every
+      benchmark instance gives them): Beta(c, c(1/0.2 − 1)), Beta(c, c(1/0.9 − 1)),
+      Beta(c, c(10/0.2 − 1)).
 
     >>> beta_parameters("RiverSwim", {"size": 5}, True)["sub_optimal"]
     (1.0, 24.0)
@@ -1014,6 +1031,11 @@ def beta_parameters(base: str, kw: dict[str, Any], episodic: bool
     if base == "FrozenLake":
         n2, ret_opt, ret_sub = kw["size"] ** 2, 1.0, 0.1
         return {"default_r": (c, c * (n2 / ret_sub - 1)), "goal_r": (c * (n2 / ret_opt - 1), c)}
+    if base == "Taxi":
+        sub, opt = 0.2, 0.9
+        return {"default_r": (c, c * (1 / sub - 1)),
+                "successfully_delivery_r": (c, c * (1 / opt - 1)),
+                "failure_delivery_r": (c, c * (10 / sub - 1))}
     if base in ("MiniGridEmpty", "MiniGridRooms"):
         n = kw["size"] if base == "MiniGridEmpty" else int(
             kw["room_size"] * kw.get("n_rooms", 4) ** 0.5)
@@ -1031,10 +1053,6 @@ def _express(name: str, base: str, kw: dict[str, Any]
     needs = []
     if kw.get("make_reward_stochastic") and base not in CATEGORIES:
         needs.append("stochastic rewards")
-    if base == "Taxi":
-        needs.append("Colosseum's Taxi (its walls and n_locations=3 locations drawn by its "
-                     "seed, 72 or 108 starting states; bbrl's taxi has four locations, no "
-                     "walls)")
     if kw.get("randomize_actions") and name not in ACTION_MAPS:
         needs.append("randomized actions")
     if needs:
@@ -1053,6 +1071,13 @@ def _express(name: str, base: str, kw: dict[str, Any]
         goal, starts = MINIGRID_EMPTY_SEED0[name]
         return {"size": kw["size"], **_ctl(kw), **c, "form": 1, "goal": goal,
                 "starts": starts_code(kw["size"], starts)}, None
+    if base == "Taxi":
+        from bbrlcore.mdp.families.taxi import locations_code
+
+        walls = {k: int(kw[k]) for k in ("length", "width", "space")}
+        return {"size": kw["size"], **_ctl(kw), **c, "form": 1,
+                "locations": locations_code(kw["size"], TAXI_SEED0[name], **walls),
+                **walls}, None
     if base == "MiniGridRooms":
         from bbrlcore.mdp.families.minigrid_rooms import starts_code as rooms_code
 
