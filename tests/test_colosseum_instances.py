@@ -8,11 +8,11 @@ same state-by-state check as the variants (``test_colosseum_fixtures.py``).
 
 Every instance as Colosseum's benchmark builds it (seed 0) is in
 ``tests/fixtures/colosseum/instances/`` (``make_fixtures.py --instances``), with the
-reward law of each transition. Every instance bbrl expresses (37: RiverSwim, DeepSea,
-SimpleGrid, FrozenLake; stochastic rewards and randomized actions included)
-is compared with it law by law (``test_expressed_instance_is_colosseums_mdp_law_by_law``);
-RiverSwim's, DeepSea's and SimpleGrid's transitions are also checked as bbrl's variants'.
-What remains for Taxi, MiniGrid-Empty and MiniGrid-Rooms is what their ``needs`` say.
+reward law of each transition. Every instance (all 80: RiverSwim, DeepSea, SimpleGrid,
+FrozenLake; MiniGrid-Empty, MiniGrid-Rooms and Taxi in Colosseum's form, ``form`` 1;
+stochastic rewards, randomized actions and several starts included) is compared with it
+law by law (``test_expressed_instance_is_colosseums_mdp_law_by_law``); RiverSwim's,
+DeepSea's and SimpleGrid's transitions are also checked as bbrl's variants'.
 """
 
 from __future__ import annotations
@@ -68,9 +68,10 @@ def test_gin_bindings_as_gin_reads_them():
 
 def test_every_expressed_instance_is_colosseums_mdp():
     expressed = {n for n, i in CI.INSTANCES.items()
-                 if i.problem_params is not None and not i.stochastic}
-    # (the deterministic ones with a fixture of the variants' tests; every expressed one
-    # is checked against the instance fixtures below)
+                 if i.problem_params is not None and not i.stochastic
+                 and i.family in ("riverswim", "deepsea", "simplegrid")}
+    # (the deterministic ones of the variants' families with a fixture of the variants'
+    # tests; every expressed one is checked against the instance fixtures below)
     assert expressed - set(FIXTURE_OF) == {"Colosseum-CE-SimpleGrid-2"}
     for name, case in FIXTURE_OF.items():
         d = CF.load(case)
@@ -100,16 +101,13 @@ def test_instance_names_work_wherever_a_distributions_name_does():
                                                                        True)
 
 
-@pytest.mark.parametrize("name, why", [
-    ("Colosseum-EC-Taxi-0", "needs stochastic rewards"),
-    ("Colosseum-EE-MiniGridEmpty-0", "the goal tile and the 3 starts its seed draws"),
-    ("UColosseum-CC-MiniGridRooms-0", "Colosseum's MiniGrid-Rooms form"),
-])
-def test_an_instance_bbrl_cannot_express_says_what_it_needs(name, why):
-    with pytest.raises(BBRLError, match=why) as e:
-        D.load_test(name)
-    assert "\n" not in str(e.value) and name in str(e.value)
-    assert F.from_name(name) is None and why in F.name_error(name)
+def test_every_instance_resolves_and_says_so():
+    """Every instance resolves (none needs anything), test and uniform prior."""
+    assert all(i.needs is None for i in CI.INSTANCES.values())
+    for name in ("Colosseum-EC-Taxi-0", "UColosseum-CC-Taxi-0"):
+        problem, kind = F.from_name(name)
+        assert problem.short_name == name.removeprefix("U")
+        assert kind == ("uniform" if name[0] == "U" else "test")
 
 
 def test_bbrl_families_lists_the_instances(capsys):
@@ -121,7 +119,9 @@ def test_bbrl_families_lists_the_instances(capsys):
     assert "Colosseum-CC-DeepSea-1         = DeepSea-40-form1-c1e+12" in out
     assert ("Colosseum-CC-DeepSea-0         = DeepSea-40-form1-c1e+12 with Colosseum's Beta "
             "rewards") in out
-    assert "Colosseum-CC-Taxi-0            needs stochastic rewards" in out
+    assert ("Colosseum-CC-Taxi-0            = Taxi-4-plazy0.01-c1e+12-form1-locs1587-length1 "
+            "with Colosseum's Beta rewards") in out
+    assert "needs" not in out
 
 
 INSTANCE_FIXTURES = CF.FIXTURES / "instances"
@@ -167,11 +167,12 @@ def test_instance_transitions_are_bbrls_variants(name):
         np.testing.assert_allclose(r, d["R"], atol=1e-6, rtol=1e-6)
 
 
-def test_episode_lengths_of_the_families_bbrl_does_not_express_yet():
-    """FrozenLake's and Taxi's natural episode lengths are Colosseum's (Taxi: 1.5·size²);
-    MiniGrid-Empty's is one more (the step from home, the family's docstring). What their
-    instances need besides: Taxi starts uniformly on every (taxi, passenger, destination)
-    with passenger ≠ destination (72 states for size 4), MiniGrid-Empty on its 3 or 5."""
+def test_episode_lengths_of_the_drawn_forms():
+    """FrozenLake's and Taxi's natural episode lengths are Colosseum's (Taxi: 1.5·size²),
+    in the drawn form (``form`` 0) as in Colosseum's; MiniGrid-Empty's drawn form's is
+    one more (the step from home, the family's docstring). Colosseum's Taxi starts
+    uniformly on every (taxi, passenger, destination) with passenger ≠ destination (72
+    states for size 4), MiniGrid-Empty on its 3 or 5 (its form, ``form`` 1, does too)."""
     for name, i in CI.INSTANCES.items():
         if not i.episodic or i.cls.startswith(("MiniGridRooms", "RiverSwim", "DeepSea",
                                                "SimpleGrid")):
@@ -198,6 +199,31 @@ def bbrl_indices(d: dict) -> tuple[np.ndarray, np.ndarray]:
     if d["cls"].startswith("FrozenLake"):
         s = d["kwargs"]["size"]
         return d["nodes"][:, 0] * s + d["nodes"][:, 1], act
+    if d["cls"].startswith("MiniGridEmpty"):  # (X, Y, Dir): tile r·s + c, r = s − 1 − Y
+        s = d["kwargs"]["size"]
+        X, Y, h = d["nodes"].T
+        return 4 * ((s - 1 - Y) * s + X) + h, act
+    if d["cls"].startswith("Taxi"):  # (X, Y, XPass, YPass, XDest, YDest)
+        from bbrlcore.mdp.families.taxi import colosseum_tiles
+
+        kw = d["kwargs"]
+        tiles = colosseum_tiles(kw["size"], kw["length"], kw["width"], kw["space"])
+        index = {t: i for i, t in enumerate(tiles)}
+        # the locations, in the order of their tiles (as the family's code keeps them)
+        locs = sorted({index[(int(a), int(b))] for a, b in d["nodes"][:, 4:6]})
+        L = len(locs)
+        out = []
+        for x, y, xp, yp, xd, yd in d["nodes"]:
+            dest = locs.index(index[(xd, yd)])
+            q = dest if xp == -1 else locs.index(index[(xp, yp)])
+            out.append(index[(x, y)] * L * L + q * L + dest)
+        return np.array(out), act
+    if d["cls"].startswith("MiniGridRooms"):  # (X, Y, Dir): tile of layout's (X, Y)
+        from bbrlcore.mdp.families.minigrid_rooms import layout
+
+        index = {t: i for i, t in enumerate(layout(d["kwargs"]["room_size"],
+                                                   d["kwargs"]["n_rooms"]))}
+        return np.array([4 * index[(x, y)] + h for x, y, h in d["nodes"]]), act
     return CF.bbrl_problem(d)[1], act
 
 
@@ -256,7 +282,9 @@ def test_expressed_instance_is_colosseums_mdp_law_by_law(name):
     r = (P * np.asarray(t.reward)).sum(axis=2)[idx][:, act]
     np.testing.assert_allclose(r, d["R"], atol=1e-6, rtol=1e-6)
     mu = start_probabilities(nX, t.initial_state, getattr(t, "starts", None))
-    assert np.array_equal(mu[idx], d["start"]) and mu[idx].sum() == 1.0
+    # (all of bbrl's starting mass on Colosseum's states; 72 × 1/72 sums to 1 within
+    # rounding, in whichever order)
+    assert np.array_equal(mu[idx], d["start"]) and abs(mu[idx].sum() - 1.0) <= 1e-12
     H = int(d["H"])
     assert F.episodic_form(t)[1] == (H or F.episodic_form(t)[1])
     V = CF.optimal(sub, r, H)
@@ -268,14 +296,123 @@ def test_expressed_instance_is_colosseums_mdp_law_by_law(name):
 
 
 def test_how_many_instances_bbrl_expresses():
-    """Every RiverSwim, DeepSea, SimpleGrid and FrozenLake instance, stochastic rewards
-    or randomized actions or not (37); the others say what they need (Taxi,
-    MiniGrid-Empty, MiniGrid-Rooms)."""
+    """Every instance of the seven families, stochastic rewards or randomized actions or
+    not (80): MiniGrid-Empty, MiniGrid-Rooms and Taxi in Colosseum's form."""
     expressed = {n.split("-")[2] for n in EXPRESSED}
-    assert len(EXPRESSED) == 37 and expressed == {"RiverSwim", "DeepSea", "SimpleGrid",
-                                                  "FrozenLake"}
-    left = {n.split("-")[2] for n, i in CI.INSTANCES.items() if i.needs}
-    assert left == {"Taxi", "MiniGridEmpty", "MiniGridRooms"}
+    assert len(EXPRESSED) == 80 and expressed == {
+        "RiverSwim", "DeepSea", "SimpleGrid", "FrozenLake", "MiniGridEmpty", "MiniGridRooms",
+        "Taxi"}
+    forms = {n: CI.INSTANCES[n].problem_params.get("form") for n in EXPRESSED}
+    assert {n for n, f in forms.items() if f == 1 and "DeepSea" not in n} == {
+        n for n in EXPRESSED if n.split("-")[2] in ("MiniGridEmpty", "MiniGridRooms", "Taxi")}
+
+
+def _minigrid_draws(name: str) -> tuple[int, tuple[int, ...]]:
+    """The goal tile and the starts of a MiniGrid instance read off its fixture (bbrl's
+    indices): the tile whose entering transitions pay the optimal law, the starting
+    distribution's states."""
+    d = CF.load(name, INSTANCE_FIXTURES)
+    idx, _ = bbrl_indices(d)
+    nX = d["R"].shape[0]
+    y = d["T_keys"] % nX
+    stochastic = (d["reward_kind"] == 1).any()
+    optimal = d["reward_a"] > d["reward_b"] if stochastic else d["reward_a"] == 1.0
+    goal = np.unique(idx[y[optimal]] // 4)
+    assert goal.size == 1 and np.array_equal(optimal, idx[y] // 4 == goal[0])
+    return int(goal[0]), tuple(sorted(int(v) for v in idx[d["start"] > 0]))
+
+
+def test_minigrid_seed0_draws_are_colosseums():
+    """The stored seed-0 draws (goal tile, starts) of every MiniGrid instance are the ones
+    in Colosseum's own MDPs, and the starts are as many as its n_starting_states (2 for
+    MiniGrid-Rooms, Colosseum's default), uniformly."""
+    tables = {**CI.MINIGRID_EMPTY_SEED0, **CI.MINIGRID_ROOMS_SEED0}
+    minigrid = {n for n in CI.INSTANCES if "-MiniGrid" in n}
+    assert set(tables) == minigrid and len(minigrid) == 37
+    for name in sorted(minigrid):
+        assert tables[name] == _minigrid_draws(name), name
+        n = CI.INSTANCES[name].params.get("n_starting_states", 2)
+        assert len(tables[name][1]) == n
+        d = CF.load(name, INSTANCE_FIXTURES)
+        assert set(d["start"][d["start"] > 0]) == {1.0 / n}
+
+
+@pytest.mark.parametrize("name", ["Colosseum-EE-MiniGridEmpty-3",
+                                  "Colosseum-EC-MiniGridRooms-3", "Colosseum-EC-Taxi-0"])
+def test_an_instance_plays_from_its_starts(name):
+    """A test set of an episodic MiniGrid or Taxi instance (and its uniform prior's
+    agent) starts episodes from Colosseum's starts: its optimal episode value is
+    Colosseum's optimal value averaged over them."""
+    from bbrlcore import protocol as E
+
+    d = CF.load(name, INSTANCE_FIXTURES)
+    t = D.load_test(name)
+    H = int(d["H"])
+    assert t.starts is not None and t.starts[0].size == int((d["start"] > 0).sum())
+    ts = E.new_test_set(t, 1, 1.0, 2 * H, seed=0, episode_length=H)
+    want = float(d["V_opt"] @ d["start"])
+    assert ts.references["optimal_episode_value"][0] == pytest.approx(want, abs=1e-5 * H)
+    u = D.load("U" + name)
+    assert u.short_name == "U" + name and np.array_equal(u.theta > 0, t.theta > 0)
+    a = E.train_agent("random", {}, u, horizon=2 * H, progress=False)
+    run = E.run_agent(ts, a, progress=False)
+    assert len(run["rewards"].to_list()[0]) == 2 * H
+
+
+def test_taxi_seed0_locations_are_colosseums():
+    """The stored seed-0 locations of every Taxi instance are the tiles where Colosseum's
+    own MDP has passengers and destinations, its walls those of ``colosseum_tiles``, and
+    its starts every waiting passenger on every free tile (72 or 108), uniformly."""
+    from bbrlcore.mdp.families.taxi import colosseum_tiles
+
+    taxis = {n for n in CI.INSTANCES if "-Taxi-" in n}
+    assert set(CI.TAXI_SEED0) == taxis and len(taxis) == 6
+    for name in sorted(taxis):
+        d = CF.load(name, INSTANCE_FIXTURES)
+        kw = d["kwargs"]
+        N = d["nodes"]
+        assert {tuple(v) for v in N[:, 4:6].tolist()} == set(CI.TAXI_SEED0[name])
+        assert {tuple(v) for v in N[:, 2:4].tolist()} == {*CI.TAXI_SEED0[name], (-1, -1)}
+        tiles = colosseum_tiles(kw["size"], kw["length"], kw["width"], kw["space"])
+        assert {tuple(v) for v in N[:, :2].tolist()} == set(tiles)
+        waiting = N[:, 2] != -1
+        assert np.array_equal(d["start"] > 0, waiting)
+        assert waiting.sum() == 6 * len(tiles) == {4: 72, 5: 108}[kw["size"]]
+
+
+@pytest.mark.parametrize("family, params, msg", [
+    ("minigrid_empty", {"size": 3, "goal": 2}, "goal=2: the goal and starts are given in "
+     "form 1 (Colosseum's) only"),
+    ("minigrid_empty", {"size": 3, "form": 1, "goal": 2},
+     "form=1 (Colosseum's) needs the goal tile (goal) and the starts (starts)"),
+    ("minigrid_empty", {"size": 3, "form": 1, "goal": 9, "starts": 1},
+     "goal=9: a tile of the room of size 3 is in [0, 9)"),
+    ("minigrid_empty", {"size": 3, "form": 1, "goal": 2, "starts": 37},
+     "starts=37: not a code of distinct start states in [0, 36) (starts_code)"),
+    ("minigrid_rooms", {"size": 2, "form": 1, "goal": 19, "starts": 1},
+     "starts=1: codes 1 start states, not n_starts=2"),
+    ("minigrid_rooms", {"size": 2, "starts": 1},
+     "starts=1: the goal and starts are given in form 1 (Colosseum's) only"),
+    ("taxi", {"size": 4, "length": 1}, "length=1: the locations and walls are given in "
+     "form 1 (Colosseum's) only"),
+    ("taxi", {"size": 4, "form": 1}, "form=1 (Colosseum's) needs its locations"),
+    ("taxi", {"size": 4, "form": 1, "length": 1, "locations": 1},
+     "locations=1: not a code of at least two distinct tiles in [0, 12)"),
+])
+def test_a_bad_colosseum_form_is_one_line(family, params, msg):
+    with pytest.raises(BBRLError, match=re.escape(msg)) as e:
+        F.make(family, **params)
+    assert "\n" not in str(e.value) and f"family {family}" in str(e.value)
+
+
+def test_colosseum_forms_leave_the_drawn_forms_as_they_were():
+    """form 0 (the default) is bbrl's MiniGrid and Taxi: same names, states, initial
+    state (MiniGrid's home), H."""
+    for fam, H in (("minigrid_empty", 10), ("minigrid_rooms", 16), ("taxi", 24)):
+        p = F.make(fam, size={"minigrid_empty": 3, "minigrid_rooms": 2, "taxi": 4}[fam])
+        assert "form" not in p.short_name and not isinstance(p.test, D.FDMDistribution)
+        assert p.test.initial_state == (0 if fam == "taxi" else p.test.n_states - 1)
+        assert F.episodic_form(p.test)[1] == H
 
 
 def test_a_stochastic_instance_plays_its_beta_rewards():

@@ -224,10 +224,10 @@ def instance_problem(name: str) -> Problem:
     >>> p = instance_problem("Colosseum-CE-RiverSwim-0")
     >>> p.short_name, p.family, p.params["current"], p.prior("uniform").short_name
     ('Colosseum-CE-RiverSwim-0', 'riverswim', 0, 'UColosseum-CE-RiverSwim-0')
-    >>> instance_problem("Colosseum-EC-Taxi-0")
+    >>> instance_problem("Colosseum-EC-Taxi-9")
     Traceback (most recent call last):
     ...
-    bbrlcore.errors.BBRLError: Colosseum-EC-Taxi-0: Colosseum's benchmark instance ...
+    bbrlcore.errors.BBRLError: 'Colosseum-EC-Taxi-9': no Colosseum benchmark instance ...
     """
     inst = colosseum_instances.INSTANCES.get(name)
     if inst is None:

@@ -15,16 +15,24 @@ An instance is named ``Colosseum-<setting>-<family>-<index>``: ``Colosseum-CC-De
 is ``prms_1`` of ``DeepSeaContinuous.gin`` in the continuous communicating benchmark. Its
 uniform prior is ``U`` + the name, as for every family. ``bbrl families`` lists them all.
 
-Which ones bbrl expresses today
--------------------------------
-An instance resolves to a bbrl distribution, wherever a distribution's name works
-(configuration, ``bbrl distribution``, ``--test``), when bbrl's families express it
+How they resolve
+----------------
+Every instance resolves to a bbrl distribution, wherever a distribution's name works
+(configuration, ``bbrl distribution``, ``--test``), as bbrl's families express it
 exactly: every RiverSwim (``current`` 0), DeepSea (``form`` 1), SimpleGrid (``other``
 0.5; an even grid's ``start`` the central tile Colosseum's seed 0 draws,
-:data:`SIMPLEGRID_SEED0_START`) and FrozenLake instance (its ``lake`` the one
-Colosseum's seed 0 draws, :data:`LAKES`; randomized actions included), 37 of the 80.
-Colosseum's benchmark runs each instance at several seeds; a part its seed draws (a
-lake, an even grid's start) is here that of its first seed, 0. Each resolves to its
+:data:`SIMPLEGRID_SEED0_START`), FrozenLake instance (its ``lake`` the one
+Colosseum's seed 0 draws, :data:`LAKES`; randomized actions included), MiniGrid-Empty
+and MiniGrid-Rooms instance (Colosseum's form, ``form`` 1: its ``goal`` tile and
+``starts`` the ones Colosseum's seed 0 draws, :data:`MINIGRID_EMPTY_SEED0`,
+:data:`MINIGRID_ROOMS_SEED0`; each episode from one of the starts, uniformly) and
+Taxi instance (Colosseum's form, ``form`` 1: its walls, ``length``, ``width``,
+``space``, and its ``locations`` the three Colosseum's seed 0 draws,
+:data:`TAXI_SEED0`; each episode from a waiting passenger, every one alike, 72 or 108):
+all 80 (:attr:`Instance.needs`, what bbrl lacks, is None for each). Colosseum's
+benchmark runs each instance at several seeds; a part its seed draws (a lake, an even
+grid's start, a MiniGrid goal and starts, Taxi's locations) is here that of its first
+seed, 0. Each resolves to its
 family with those parameters and ``concentration`` 1e12
 (:data:`INSTANCE_CONCENTRATION`): a Colosseum instance is one MDP, so every test MDP
 drawn is that MDP (to about 1e-6 in each probability; deterministic rows exactly), and
@@ -56,27 +64,16 @@ mapping Colosseum's seed 0 draws per state (:data:`ACTION_MAPS`), so it equals
 Colosseum's MDP action by action; bbrl keeps the holes as states no transition reaches
 (Colosseum has none for them).
 
-The others say what they need (:attr:`Instance.needs`):
-
-* **Colosseum's Taxi** (its walls and three locations drawn by its seed, 72 or 108
-  starting states) and its reward laws;
-* **Colosseum's MiniGrid forms** (MiniGrid-Empty's and MiniGrid-Rooms' goal drawn by the
-  seed with the reward on the goal tile, paid while the agent stays there; bbrl's
-  ``minigrid_empty`` and ``minigrid_rooms`` families lead the goal to a home state, so
-  that every drawn MDP has the same rewards). MiniGrid-Empty's 3 or 5 starts are drawn
-  by the seed too; a seed-0 instance's would be fixed starts (``starts=``) once its form
-  exists.
-
 Examples
 --------
 >>> from bbrlcore.mdp.families import colosseum_instances as CI
 >>> len(CI.INSTANCES), sum(i.problem_params is not None for i in CI.INSTANCES.values())
-(80, 37)
+(80, 80)
 >>> i = CI.INSTANCES["Colosseum-CE-RiverSwim-0"]
 >>> i.setting, i.family, i.problem_params["p_lazy"], i.needs
 ('continuous ergodic', 'riverswim', 0.1, None)
->>> CI.INSTANCES["Colosseum-EC-DeepSea-0"].stochastic, CI.INSTANCES["Colosseum-EC-Taxi-0"].needs
-(True, "stochastic rewards; Colosseum's Taxi ...")
+>>> CI.INSTANCES["Colosseum-EC-Taxi-0"].stochastic, CI.INSTANCES["Colosseum-EC-Taxi-0"].needs
+(True, None)
 """
 
 from __future__ import annotations
@@ -94,9 +91,9 @@ SETTINGS = {"EC": "episodic communicating", "EE": "episodic ergodic",
             "CC": "continuous communicating", "CE": "continuous ergodic"}
 
 #: Colosseum's family (class name without Episodic/Continuous) → name part, bbrl family.
-FAMILIES = {"DeepSea": "deepsea", "FrozenLake": "frozenlake", "MiniGridEmpty": None,
-            "MiniGridRooms": None, "RiverSwim": "riverswim", "SimpleGrid": "simplegrid",
-            "Taxi": "taxi"}
+FAMILIES = {"DeepSea": "deepsea", "FrozenLake": "frozenlake",
+            "MiniGridEmpty": "minigrid_empty", "MiniGridRooms": "minigrid_rooms",
+            "RiverSwim": "riverswim", "SimpleGrid": "simplegrid", "Taxi": "taxi"}
 
 #: Every instance: setting, Colosseum class, gin index, bindings (read_instances.py).
 RAW: tuple[tuple[str, str, int, dict[str, Any]], ...] = (
@@ -870,6 +867,78 @@ ACTION_MAPS: dict[str, tuple[tuple[int, ...], ...]] = {
 #: start a test checks). Another seed may start on another tile.
 SIMPLEGRID_SEED0_START = 3
 
+#: The goal tile and the starts of each MiniGrid-Empty instance as Colosseum's seed 0
+#: draws them (its ``_get_starting_node_sampler``: a side, a goal tile on the opposite
+#: side, ``n_starting_states`` tiles of the side each with a heading), in bbrl's
+#: ``minigrid_empty`` indices (tile ``r·size + c`` with r = size − 1 − Colosseum's Y,
+#: c = its X; start state ``4·tile + heading``, the headings Colosseum's): read off the
+#: fixtures ``instances/Colosseum-*-MiniGridEmpty-*.npz`` of ``make_fixtures.py
+#: --instances`` (the goal: the tile whose entering transitions pay the optimal reward;
+#: the starts: the starting distribution's states), which a test checks.
+MINIGRID_EMPTY_SEED0: dict[str, tuple[int, tuple[int, ...]]] = {
+    "Colosseum-EC-MiniGridEmpty-0": (35, (1, 74, 96)),
+    "Colosseum-EC-MiniGridEmpty-1": (35, (1, 27, 50, 74, 96)),
+    "Colosseum-EC-MiniGridEmpty-2": (35, (1, 74, 96)),
+    "Colosseum-EC-MiniGridEmpty-3": (59, (2, 120, 160, 203, 280)),
+    "Colosseum-EC-MiniGridEmpty-4": (59, (2, 203, 280)),
+    "Colosseum-EE-MiniGridEmpty-0": (59, (2, 203, 280)),
+    "Colosseum-EE-MiniGridEmpty-1": (59, (2, 203, 280)),
+    "Colosseum-EE-MiniGridEmpty-2": (59, (2, 203, 280)),
+    "Colosseum-EE-MiniGridEmpty-3": (63, (33, 162, 192)),
+    "Colosseum-EE-MiniGridEmpty-4": (63, (33, 162, 192)),
+    "Colosseum-EE-MiniGridEmpty-5": (35, (1, 74, 96)),
+    "Colosseum-EE-MiniGridEmpty-6": (15, (3, 19, 51)),
+    "Colosseum-CC-MiniGridEmpty-0": (71, (144, 240, 338)),
+    "Colosseum-CC-MiniGridEmpty-1": (71, (144, 240, 338)),
+    "Colosseum-CC-MiniGridEmpty-2": (63, (33, 162, 192)),
+    "Colosseum-CC-MiniGridEmpty-3": (63, (33, 162, 192)),
+    "Colosseum-CC-MiniGridEmpty-4": (71, (144, 240, 338)),
+    "Colosseum-CE-MiniGridEmpty-0": (71, (144, 240, 338)),
+    "Colosseum-CE-MiniGridEmpty-1": (71, (144, 240, 338)),
+    "Colosseum-CE-MiniGridEmpty-2": (59, (2, 203, 280)),
+    "Colosseum-CE-MiniGridEmpty-3": (83, (283, 394, 673)),
+    "Colosseum-CE-MiniGridEmpty-4": (59, (2, 203, 280)),
+    "Colosseum-CE-MiniGridEmpty-5": (83, (283, 394, 673)),
+    "Colosseum-CE-MiniGridEmpty-6": (83, (283, 394, 673)),
+    "Colosseum-CE-MiniGridEmpty-7": (83, (283, 394, 673)),
+}
+
+#: The goal tile and the two starts (``n_starting_states`` 2, Colosseum's default) of each
+#: MiniGrid-Rooms instance as Colosseum's seed 0 draws them (its
+#: ``_get_starting_node_sampler``: a start corner room and another goal corner room, a
+#: goal tile in it, the first two of the start room's shuffled (tile, heading) pairs), in
+#: bbrl's ``minigrid_rooms`` indices (tile: its index in ``layout(room_size, n_rooms)``,
+#: Colosseum's (X, Y); start state ``4·tile + heading``), read off the fixtures
+#: ``instances/Colosseum-*-MiniGridRooms-*.npz`` as :data:`MINIGRID_EMPTY_SEED0`.
+MINIGRID_ROOMS_SEED0: dict[str, tuple[int, tuple[int, ...]]] = {
+    "Colosseum-EC-MiniGridRooms-0": (61, (158, 162)),
+    "Colosseum-EC-MiniGridRooms-1": (65, (281, 291)),
+    "Colosseum-EC-MiniGridRooms-2": (65, (281, 291)),
+    "Colosseum-EC-MiniGridRooms-3": (22, (97, 107)),
+    "Colosseum-EE-MiniGridRooms-0": (22, (97, 107)),
+    "Colosseum-EE-MiniGridRooms-1": (65, (281, 291)),
+    "Colosseum-EE-MiniGridRooms-2": (61, (158, 162)),
+    "Colosseum-CC-MiniGridRooms-0": (207, (808, 872)),
+    "Colosseum-CC-MiniGridRooms-1": (65, (281, 291)),
+    "Colosseum-CC-MiniGridRooms-2": (207, (808, 872)),
+    "Colosseum-CE-MiniGridRooms-0": (130, (553, 563)),
+    "Colosseum-CE-MiniGridRooms-1": (207, (808, 872)),
+}
+
+#: The three locations (Colosseum's (X, Y)) of each Taxi instance as Colosseum's seed 0
+#: draws them (its ``locations``: one per quadrant, apart), read off the fixtures
+#: ``instances/Colosseum-*-Taxi-*.npz`` (the passengers' and destinations' tiles), which
+#: a test checks. Its walls are not drawn (``length``, ``width``, ``space`` 1 in every
+#: instance: :func:`~bbrlcore.mdp.families.taxi.colosseum_tiles`).
+TAXI_SEED0: dict[str, tuple[tuple[int, int], ...]] = {
+    "Colosseum-EC-Taxi-0": ((0, 0), (1, 2), (3, 0)),
+    "Colosseum-EC-Taxi-1": ((0, 0), (3, 3), (4, 0)),
+    "Colosseum-EE-Taxi-0": ((0, 0), (1, 2), (3, 0)),
+    "Colosseum-EE-Taxi-1": ((0, 0), (1, 2), (3, 0)),
+    "Colosseum-CC-Taxi-0": ((0, 0), (1, 2), (3, 0)),
+    "Colosseum-CE-Taxi-0": ((0, 0), (1, 2), (3, 0)),
+}
+
 
 @dataclass(frozen=True)
 class Instance:
@@ -909,6 +978,9 @@ CATEGORIES: dict[str, dict[str, Any]] = {
                 "other": 0.0},
     "SimpleGrid": {"optimal": 1.0, "sub_optimal": 0.0, "other": 0.5},
     "FrozenLake": {"goal_r": 1.0, "default_r": 0.0},
+    "MiniGridEmpty": {"optimal": 1.0, "other": 0.0},
+    "MiniGridRooms": {"optimal": 1.0, "other": 0.0},
+    "Taxi": {"default_r": 0.1, "successfully_delivery_r": 1.0, "failure_delivery_r": 0.0},
 }
 
 
@@ -927,6 +999,12 @@ def beta_parameters(base: str, kw: dict[str, Any], episodic: bool
       corner Beta(c, c(10/0.2 − 1)), other Beta(c, c(1/0.2 − 1)).
     * FrozenLake (returns 1 and 0.1; its ``goal_r`` and ``default_r``): a transition into
       the goal Beta(c(size² − 1), c), every other Beta(c, c(size²/0.1 − 1)).
+    * MiniGrid-Empty and MiniGrid-Rooms (n the side of the grid: ``size``, or
+      ``room_size``·√``n_rooms``): a transition into the goal tile (optimal)
+      Beta(c(n² − 1), c), every other Beta(c, c(n² − 1)).
+    * Taxi (its ``default_r``, ``successfully_delivery_r``, ``failure_delivery_r``; every
+      benchmark instance gives them): Beta(c, c(1/0.2 − 1)), Beta(c, c(1/0.9 − 1)),
+      Beta(c, c(10/0.2 − 1)).
 
     >>> beta_parameters("RiverSwim", {"size": 5}, True)["sub_optimal"]
     (1.0, 24.0)
@@ -953,6 +1031,15 @@ def beta_parameters(base: str, kw: dict[str, Any], episodic: bool
     if base == "FrozenLake":
         n2, ret_opt, ret_sub = kw["size"] ** 2, 1.0, 0.1
         return {"default_r": (c, c * (n2 / ret_sub - 1)), "goal_r": (c * (n2 / ret_opt - 1), c)}
+    if base == "Taxi":
+        sub, opt = 0.2, 0.9
+        return {"default_r": (c, c * (1 / sub - 1)),
+                "successfully_delivery_r": (c, c * (1 / opt - 1)),
+                "failure_delivery_r": (c, c * (10 / sub - 1))}
+    if base in ("MiniGridEmpty", "MiniGridRooms"):
+        n = kw["size"] if base == "MiniGridEmpty" else int(
+            kw["room_size"] * kw.get("n_rooms", 4) ** 0.5)
+        return {"optimal": (c * (n ** 2 - 1), c), "other": (c, c * (n ** 2 - 1))}
     if base == "SimpleGrid":
         opt, sub = 0.9, 0.2
         return {"sub_optimal": (c, c * (10 / sub - 1)), "optimal": (c, c * (1 / opt - 1)),
@@ -966,18 +1053,6 @@ def _express(name: str, base: str, kw: dict[str, Any]
     needs = []
     if kw.get("make_reward_stochastic") and base not in CATEGORIES:
         needs.append("stochastic rewards")
-    if base == "MiniGridEmpty":
-        needs.append("Colosseum's MiniGrid-Empty form (the goal tile and the "
-                     f"{kw['n_starting_states']} starts its seed draws, the reward on the "
-                     "goal tile paid while there; bbrl's minigrid_empty leads the goal "
-                     "home and starts from one state)")
-    elif base == "MiniGridRooms":
-        needs.append("Colosseum's MiniGrid-Rooms form (the reward on the drawn goal tile, "
-                     "paid while there; bbrl's minigrid_rooms family leads the goal home)")
-    elif base == "Taxi":
-        needs.append("Colosseum's Taxi (its walls and n_locations=3 locations drawn by its "
-                     "seed, 72 or 108 starting states; bbrl's taxi has four locations, no "
-                     "walls)")
     if kw.get("randomize_actions") and name not in ACTION_MAPS:
         needs.append("randomized actions")
     if needs:
@@ -990,6 +1065,27 @@ def _express(name: str, base: str, kw: dict[str, Any]
     if base == "FrozenLake":
         return {"size": kw["size"], "p_frozen": float(kw["p_frozen"]), "slip": 0.5,
                 **_ctl(kw), **c, "lake": lake_of(LAKES[name])}, None
+    if base == "MiniGridEmpty":
+        from bbrlcore.mdp.families.minigrid_empty import starts_code
+
+        goal, starts = MINIGRID_EMPTY_SEED0[name]
+        return {"size": kw["size"], **_ctl(kw), **c, "form": 1, "goal": goal,
+                "starts": starts_code(kw["size"], starts)}, None
+    if base == "Taxi":
+        from bbrlcore.mdp.families.taxi import locations_code
+
+        walls = {k: int(kw[k]) for k in ("length", "width", "space")}
+        return {"size": kw["size"], **_ctl(kw), **c, "form": 1,
+                "locations": locations_code(kw["size"], TAXI_SEED0[name], **walls),
+                **walls}, None
+    if base == "MiniGridRooms":
+        from bbrlcore.mdp.families.minigrid_rooms import starts_code as rooms_code
+
+        goal, starts = MINIGRID_ROOMS_SEED0[name]
+        size, n_rooms = kw["room_size"], kw.get("n_rooms", 4)
+        return {"size": size, "n_rooms": n_rooms,
+                "n_starts": kw.get("n_starting_states", 2), **_ctl(kw), **c, "form": 1,
+                "goal": goal, "starts": rooms_code(size, n_rooms, starts)}, None
     start = SIMPLEGRID_SEED0_START if kw["size"] % 2 == 0 else 0
     return {"size": kw["size"], "reward_type": int(kw.get("reward_type", 3)), **_ctl(kw),
             "other": 0.5, "start": start, **c}, None
@@ -1030,8 +1126,17 @@ def relabelled(test: Any, labels: Any) -> Any:
     np.put_along_axis(inv, labels, np.arange(nU)[None, :].repeat(nX, 0), axis=1)
     keys = (x * nU + inv[x, u]) * nX + y
     order = np.argsort(keys)
-    return FDMDistribution.from_entries(test.name, test.short_name, nX, nU, keys[order],
-                                        e.theta[order], e.reward[order], test.initial_state)
+    out = FDMDistribution.from_entries(test.name, test.short_name, nX, nU, keys[order],
+                                       e.theta[order], e.reward[order], test.initial_state)
+    return _with_starts(out, test)
+
+
+def _with_starts(d: Any, test: Any) -> Any:
+    """``d`` with the starting distribution of ``test`` (when it has one)."""
+    from bbrlcore.mdp.environment import with_environment
+
+    starts = getattr(test, "starts", None)
+    return d if starts is None else with_environment(d, starts=starts)
 
 
 def instance_test(inst: Instance, test: Any) -> Any:
@@ -1078,7 +1183,8 @@ def stochastic_test(inst: Instance, test: Any) -> Any:
                                      test.initial_state)
     n = keys.size
     return with_environment(d, RewardLaws.make(nX, nU, keys, ["beta"] * n, np.zeros(n),
-                                               np.ones(n), a, b, what=inst.name))
+                                               np.ones(n), a, b, what=inst.name),
+                            getattr(test, "starts", None))
 
 
 def _instances() -> dict[str, Instance]:

@@ -62,6 +62,17 @@ Sizes: ``size`` from 3 to 31 (4·size² + 1 states, 3 actions): the largest whos
 (nX, nU, nX) arrays stay within ``MAX_ENTRIES`` (50,000,000 transitions, 400 MB
 each); a larger size is refused with the memory it would need.
 
+**Colosseum's form** (``form`` 1): Colosseum's MDP itself, one MDP (every drawn MDP is
+it), its goal tile and starts given: ``goal`` (the tile ``r·size + c``) and ``starts``
+(the start states ``4·tile + heading``, coded by :func:`starts_code`), such as the ones
+Colosseum's seed draws (its benchmark instances,
+:mod:`~bbrlcore.mdp.families.colosseum_instances`). There is no home: the 4·size² states
+are the (tile, heading) pairs, every transition into the goal tile pays 1 (staying on
+it too: turning on it, bumping into a wall from it, a lazy step), every other 0, and
+episodes start uniformly from the starts (a starting distribution,
+:mod:`~bbrlcore.mdp.environment`). Its episodic natural length is Colosseum's, one
+less than form 0's (no step from home).
+
 Episodic form (``episodes: E``): Colosseum's ``MiniGridEmptyEpisodic``, every episode
 from home (its first step enters the drawn start). Its natural length is Colosseum's rule
 for an episodic MDP (``EpisodicMDP._set_time_horizon``: one plus the largest
@@ -85,6 +96,9 @@ Examples
 >>> P = t.draw_mdp(np.random.default_rng(0))
 >>> bool(((P == 0) | (P == 1)).all())  # deterministic without p_rand and p_lazy
 True
+>>> c = make("minigrid_empty", size=3, form=1, goal=2, starts=starts_code(3, [24, 13]))
+>>> c.short_name, c.test.n_states, c.test.starts[0].tolist(), float(c.test.reward[5, 0, 9])
+('MiniGridEmpty-3-form1-goal2-from939', 36, [13, 24], 1.0)
 """
 
 from __future__ import annotations
@@ -101,10 +115,13 @@ from bbrlcore.mdp.families._base import (
     FamilyDistribution,
     Kernel,
     Moments,
+    Param,
     Rewards,
+    centred,
     concentration_param,
     controlled,
     max_size,
+    merged,
     p_lazy_param,
     p_rand_param,
     size_param,
@@ -119,7 +136,7 @@ SIDES = ("left", "bottom", "right", "top")
 
 def _shape(p: Mapping[str, Any]) -> tuple[int, int]:
     s = int(p["size"])
-    return 4 * s * s + 1, 3
+    return 4 * s * s + (0 if int(p.get("form", 0)) == 1 else 1), 3
 
 
 #: Largest ``size`` (4·size² + 1 states, 3 actions).
@@ -212,7 +229,110 @@ class MiniGridEmptyDistribution(FamilyDistribution):
         return acc.result()
 
 
-def build(p: dict[str, Any], short_name: str, name: str) -> MiniGridEmptyDistribution:
+def states_code(n_states: int, states: Any) -> int:
+    """One integer for a set of states of ``n_states``: the digits ``state + 1`` of the
+    states in increasing order, the first the lowest, in base ``n_states + 1``
+    (:func:`starts_code`; MiniGrid-Rooms' ``starts`` too).
+
+    >>> states_code(36, [24, 13]), code_states(36, states_code(36, [24, 13]))
+    (939, [13, 24])
+    """
+    base = int(n_states) + 1
+    return sum((int(x) + 1) * base ** k for k, x in enumerate(sorted(int(v) for v in states)))
+
+
+def code_states(n_states: int, code: int) -> list[int]:
+    """The states of a code of :func:`states_code`, digit by digit (each digit − 1, so
+    that a digit 0 shows as −1: whether they are valid is :func:`bad_states_code`'s)."""
+    base = int(n_states) + 1
+    out, code = [], int(code)
+    while code > 0:
+        code, digit = divmod(code, base)
+        out.append(digit - 1)
+    return out
+
+
+def bad_states_code(n_states: int, code: int) -> bool:
+    """Whether ``code`` is not a code of :func:`states_code` of at least one state."""
+    states = code_states(n_states, code)
+    return not states or min(states) < 0 or any(
+        b <= a for a, b in itertools.pairwise(states))
+
+
+def starts_code(size: int, states: Any) -> int:
+    """The ``starts`` parameter of the start states ``states`` (distinct, each
+    ``4·tile + heading`` < 4·size²): :func:`states_code` over the 4·size² states.
+
+    >>> starts_code(3, [24, 13]), starts_of(3, starts_code(3, [24, 13]))
+    (939, [13, 24])
+    """
+    return states_code(4 * int(size) ** 2, states)
+
+
+def starts_of(size: int, code: int) -> list[int]:
+    """The start states of a ``starts`` code (:func:`starts_code`), increasing."""
+    return code_states(4 * int(size) ** 2, code)
+
+
+#: Largest ``starts`` code (every start state of the largest room).
+MAX_STARTS_CODE = (4 * MAX_SIZE ** 2 + 1) ** MAX_SIZE
+
+
+def check(p: Mapping[str, Any]) -> str | None:
+    """What is wrong with a combination of parameters (None: nothing): ``goal`` and
+    ``starts`` are Colosseum's form's (``form`` 1), which needs both, a goal tile of the
+    room and distinct start states in increasing order (:func:`starts_code`).
+
+    >>> print(check({"size": 3, "form": 0, "goal": 2, "starts": -1}))
+    goal=2: the goal and starts are given in form 1 (Colosseum's) only
+    >>> print(check({"size": 3, "form": 1, "goal": 2, "starts": 37}))
+    starts=37: not a code of distinct start states in [0, 36) (starts_code)
+    """
+    s, form, goal, code = int(p["size"]), int(p["form"]), int(p["goal"]), int(p["starts"])
+    if form == 0:
+        for key, v in (("goal", goal), ("starts", code)):
+            if v != -1:
+                return f"{key}={v}: the goal and starts are given in form 1 (Colosseum's) only"
+        return None
+    if goal < 0 or code < 0:
+        return "form=1 (Colosseum's) needs the goal tile (goal) and the starts (starts)"
+    if goal >= s * s:
+        return f"goal={goal}: a tile of the room of size {s} is in [0, {s * s})"
+    if bad_states_code(4 * s * s, code):
+        return (f"starts={code}: not a code of distinct start states in [0, {4 * s * s}) "
+                "(starts_code)")
+    return None
+
+
+def colosseum_form(p: dict[str, Any], short_name: str, name: str) -> Any:
+    """Colosseum's form (``form`` 1): the FDM of its one MDP, with its starts."""
+    from bbrlcore.mdp.environment import with_environment
+
+    s, goal = int(p["size"]), int(p["goal"])
+    nX = 4 * s * s
+    tile = np.arange(s * s)
+    r, c = np.divmod(tile, s)
+    ahead = (np.clip(r[:, None] + _DR, 0, s - 1) * s
+             + np.clip(c[:, None] + _DC, 0, s - 1)).reshape(-1)
+    h = np.tile(np.arange(4), s * s)
+    succ = np.empty((nX, 3, 1), dtype=np.int64)
+    succ[:, FORWARD, 0] = 4 * ahead + h
+    succ[:, TURN_RIGHT, 0] = 4 * np.repeat(tile, 4) + (h + 1) % 4
+    succ[:, TURN_LEFT, 0] = 4 * np.repeat(tile, 4) + (h - 1) % 4
+    kernel = (succ, np.ones((nX, 3, 1)))
+    keys, _ = merged(controlled(kernel, p["p_rand"], p["p_lazy"]), nX)
+    # every transition into the goal tile pays 1 (Colosseum: "the next tile is the goal")
+    R = Rewards.on_keys(nX, 3, keys, ((keys % nX) // 4 == goal).astype(np.float64))
+    starts = np.asarray(starts_of(s, int(p["starts"])), dtype=np.int64)
+    test = centred(p, short_name, name, kernel, R, int(starts[0]))
+    if starts.size == 1:
+        return test
+    return with_environment(test, starts=(starts, np.full(starts.size, 1.0 / starts.size)))
+
+
+def build(p: dict[str, Any], short_name: str, name: str) -> Any:
+    if int(p.get("form", 0)) == 1:
+        return colosseum_form(p, short_name, name)
     return MiniGridEmptyDistribution(p, short_name, name)
 
 
@@ -240,12 +360,13 @@ def _largest_eccentricity(s: int) -> int:
 
 def natural_episode_length(p: Mapping[str, Any]) -> int:
     """Colosseum's rule, 1 + the largest distance from a start to any state (the largest
-    over the starts drawn), plus the step from home to the start.
+    over the starts drawn; Colosseum's possible starts, every tile of the start side with
+    every heading, give the same), plus the step from home to the start (form 0 only).
 
     >>> natural_episode_length({"size": 3}), natural_episode_length({"size": 5})
     (10, 14)
     """
-    return _largest_eccentricity(int(p["size"])) + 2
+    return _largest_eccentricity(int(p["size"])) + (1 if int(p.get("form", 0)) == 1 else 2)
 
 
 FAMILY = Family(
@@ -257,8 +378,17 @@ FAMILY = Family(
         p_rand_param(),
         p_lazy_param(),
         concentration_param(),
+        Param("form", int, 0, 0, 1, "0: bbrl's (start and goal drawn per MDP, the goal "
+              "leads home); 1: Colosseum's one MDP with the given goal and starts (reward "
+              "on every transition into the goal tile, no home)"),
+        Param("goal", int, -1, -1, MAX_SIZE ** 2 - 1, "form 1: the goal tile r*size + c "
+              "(r = 0 the top row); -1 in form 0"),
+        Param("starts", int, -1, -1, float(MAX_STARTS_CODE), "form 1: the start states "
+              "4*tile + heading, each episode from one of them uniformly, coded by "
+              "minigrid_empty.starts_code; -1 in form 0", short="from"),
     ),
     build=build,
+    check=check,
     shape=_shape,
     reference="Chevalier-Boisvert et al., MiniGrid (2018), as Colosseum's MG-Empty "
               "(Conserva & Rauber, NeurIPS 2022)",

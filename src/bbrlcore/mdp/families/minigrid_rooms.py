@@ -59,6 +59,17 @@ the start room drawn (rooms differ when ``size`` is even: the doors sit at
 ``size // 2``); a test set has one H for all its MDPs, so this is the largest over the
 four start rooms (:func:`natural_episode_length`).
 
+**Colosseum's form** (``form`` 1): Colosseum's MDP itself, one MDP (every drawn MDP is
+it), its goal tile and starts given: ``goal`` (a tile index of :func:`layout`) and
+``starts`` (``n_starts`` start states ``4·tile + heading``, coded by :func:`starts_code`),
+such as the ones Colosseum's seed draws (its benchmark instances,
+:mod:`~bbrlcore.mdp.families.colosseum_instances`). There is no home: the 4·tiles
+states are the (tile, heading) pairs, every transition into the goal tile pays 1
+(staying on it too), every other 0, and episodes start uniformly from the starts. Its
+episodic natural length is Colosseum's for that MDP: one plus the largest distance from
+a (tile, heading) of the rooms holding the starts (Colosseum's possible starting nodes,
+its start room's) to any state.
+
 Reference
 ---------
 M. Chevalier-Boisvert, L. Willems, S. Pal, "Minimalistic gridworld environment for
@@ -75,6 +86,9 @@ Examples
 >>> P = t.draw_mdp(np.random.default_rng(0))
 >>> bool(((P[:80] == 0) | (P[:80] == 1)).all())  # tile rows deterministic
 True
+>>> c = make("minigrid_rooms", size=2, form=1, goal=19, starts=starts_code(2, 4, [0, 5]))
+>>> c.test.n_states, c.test.starts[0].tolist(), float(c.test.reward[73, 0, 77])
+(80, [0, 5], 1.0)
 """
 
 from __future__ import annotations
@@ -96,13 +110,16 @@ from bbrlcore.mdp.families._base import (
     Moments,
     Param,
     Rewards,
+    centred,
     concentration_param,
     controlled,
     max_size,
+    merged,
     p_lazy_param,
     p_rand_param,
     size_param,
 )
+from bbrlcore.mdp.families.minigrid_empty import bad_states_code, code_states, states_code
 
 FORWARD, TURN_RIGHT, TURN_LEFT = 0, 1, 2
 #: Headings as Colosseum's ``MiniGridRoomsDirection``: up, right, down, left (turning
@@ -125,7 +142,8 @@ def _n_tiles(size: int, n_rooms: int) -> int:
 
 
 def _shape(p: Mapping[str, Any]) -> tuple[int, int]:
-    return 4 * _n_tiles(int(p["size"]), int(p.get("n_rooms", 4))) + 1, 3
+    home = 0 if int(p.get("form", 0)) == 1 else 1
+    return 4 * _n_tiles(int(p["size"]), int(p.get("n_rooms", 4))) + home, 3
 
 
 #: Largest ``size`` with the default 4 rooms.
@@ -285,10 +303,68 @@ def check(p: Mapping[str, Any]) -> str | None:
     if nX * 3 * nX > MAX_ENTRIES:
         return (f"size={s}, n_rooms={n_rooms}: {nX:,} states x 3 actions = "
                 f"{nX * 3 * nX:,} transitions, more than the limit of {MAX_ENTRIES:,}")
+    form, goal, code = int(p.get("form", 0)), int(p.get("goal", -1)), int(p.get("starts", -1))
+    if form == 0:
+        for key, v in (("goal", goal), ("starts", code)):
+            if v != -1:
+                return f"{key}={v}: the goal and starts are given in form 1 (Colosseum's) only"
+        return None
+    n_tiles = _n_tiles(s, n_rooms)
+    if goal < 0 or code < 0:
+        return "form=1 (Colosseum's) needs the goal tile (goal) and the starts (starts)"
+    if goal >= n_tiles:
+        return f"goal={goal}: the tiles of size {s}, n_rooms {n_rooms} are [0, {n_tiles})"
+    if bad_states_code(4 * n_tiles, code):
+        return (f"starts={code}: not a code of distinct start states in [0, {4 * n_tiles}) "
+                "(starts_code)")
+    k = len(code_states(4 * n_tiles, code))
+    if k != n:
+        return f"starts={code}: codes {k} start states, not n_starts={n}"
     return None
 
 
-def build(p: dict[str, Any], short_name: str, name: str) -> MiniGridRoomsDistribution:
+def starts_code(size: int, n_rooms: int, states: Any) -> int:
+    """The ``starts`` parameter of Colosseum's form: the start states ``4·tile +
+    heading`` (:func:`layout`'s tiles) coded as
+    :func:`~bbrlcore.mdp.families.minigrid_empty.states_code` over the 4·tiles states.
+
+    >>> starts_code(2, 4, [5, 0])
+    487
+    """
+    return states_code(4 * _n_tiles(int(size), int(n_rooms)), states)
+
+
+def colosseum_form(p: dict[str, Any], short_name: str, name: str) -> Any:
+    """Colosseum's form (``form`` 1): the FDM of its one MDP, with its starts."""
+    from bbrlcore.mdp.environment import with_environment
+
+    base = _base_moves(int(p["size"]), int(p["n_rooms"]))
+    nX, goal = base.shape[0], int(p["goal"])
+    kernel = (base[:, :, None].copy(), np.ones((nX, 3, 1)))
+    keys, _ = merged(controlled(kernel, p["p_rand"], p["p_lazy"]), nX)
+    # every transition into the goal tile pays 1 (Colosseum: "the next tile is the goal")
+    R = Rewards.on_keys(nX, 3, keys, ((keys % nX) // 4 == goal).astype(np.float64))
+    starts = np.asarray(code_states(nX, int(p["starts"])), dtype=np.int64)
+    test = centred(p, short_name, name, kernel, R, int(starts[0]))
+    if starts.size == 1:
+        return test
+    return with_environment(test, starts=(starts, np.full(starts.size, 1.0 / starts.size)))
+
+
+@functools.lru_cache(maxsize=16)
+def _base_moves(size: int, n_rooms: int) -> np.ndarray:
+    """(4·tiles, 3): the successor of each (tile, heading) state by each action."""
+    d = MiniGridRoomsDistribution(
+        {"size": size, "n_rooms": n_rooms, "n_starts": 1, "p_rand": 0.0, "p_lazy": 0.0,
+         "concentration": 10.0}, "", "")
+    out = d._base.copy()
+    out.flags.writeable = False
+    return out
+
+
+def build(p: dict[str, Any], short_name: str, name: str) -> Any:
+    if int(p.get("form", 0)) == 1:
+        return colosseum_form(p, short_name, name)
     return MiniGridRoomsDistribution(p, short_name, name)
 
 
@@ -314,12 +390,42 @@ def _largest_eccentricity(size: int, n_rooms: int) -> int:
 
 def natural_episode_length(p: Mapping[str, Any]) -> int:
     """Colosseum's rule, 1 + the largest distance from a start to any state (the largest
-    over the starts drawn), plus the step from home to the start.
+    over the starts drawn), plus the step from home to the start; Colosseum's form: from
+    the rooms holding its starts, no home.
 
     >>> natural_episode_length({"size": 2, "n_rooms": 4})
     16
     """
-    return _largest_eccentricity(int(p["size"]), int(p.get("n_rooms", 4))) + 2
+    size, n_rooms = int(p["size"]), int(p.get("n_rooms", 4))
+    if int(p.get("form", 0)) == 1:
+        n = 4 * _n_tiles(size, n_rooms)
+        return _eccentricity_from_rooms(size, n_rooms, tuple(sorted(
+            {_room_of(size, layout(size, n_rooms)[x // 4])
+             for x in code_states(n, int(p["starts"]))}))) + 1
+    return _largest_eccentricity(size, n_rooms) + 2
+
+
+def _room_of(size: int, tile: tuple[int, int]) -> tuple[int, int]:
+    """The room (i, j) of a tile (X, Y) of a room (not a door)."""
+    return tile[0] // (size + 1), tile[1] // (size + 1)
+
+
+@functools.lru_cache(maxsize=64)
+def _eccentricity_from_rooms(size: int, n_rooms: int, rooms: tuple) -> int:
+    """The largest shortest-path distance from a (tile, heading) of ``rooms`` to any
+    (tile, heading) state, by the moves and turns (Colosseum's form)."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import shortest_path
+
+    base = _base_moves(size, n_rooms)
+    n = base.shape[0]
+    g = csr_matrix((np.ones(3 * n), (np.repeat(np.arange(n), 3), base.reshape(-1))),
+                   shape=(n, n))
+    index = {t: i for i, t in enumerate(layout(size, n_rooms))}
+    starts = np.array([4 * index[t] + h for r in rooms for t in room_tiles(size, r)
+                       for h in range(4)])
+    dist = shortest_path(g, unweighted=True, indices=starts)
+    return int(dist[np.isfinite(dist)].max())
 
 
 FAMILY = Family(
@@ -336,6 +442,14 @@ FAMILY = Family(
         p_rand_param(),
         p_lazy_param(),
         concentration_param(),
+        Param("form", int, 0, 0, 1, "0: bbrl's (goal and starts drawn per MDP, the goal "
+              "leads home); 1: Colosseum's one MDP with the given goal and starts (reward "
+              "on every transition into the goal tile, no home)"),
+        Param("goal", int, -1, -1, 10 ** 9, "form 1: the goal tile (an index of "
+              "minigrid_rooms.layout); -1 in form 0"),
+        Param("starts", int, -1, -1, 1e300, "form 1: the n_starts start states "
+              "4*tile + heading, each episode from one of them uniformly, coded by "
+              "minigrid_rooms.starts_code; -1 in form 0", short="from"),
     ),
     build=build,
     shape=_shape,

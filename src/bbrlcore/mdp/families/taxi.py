@@ -44,6 +44,20 @@ step, +20 a delivery, −10 a pick-up or drop-off that fails, the episode over a
 delivery) is what Colosseum's Taxi adapts (rewards 0.1, 1 and 0 in [0, 1], drawn
 locations, no end); this family follows Colosseum.
 
+**Colosseum's form** (``form`` 1): Colosseum's Taxi itself, one MDP (every drawn MDP is
+it): its walls (``length``, ``width``, ``space``, Colosseum's; the free tiles are
+:func:`colosseum_tiles`, in Colosseum's coordinates, north Y + 1, east X + 1), its
+locations given (``locations``, coded by :func:`locations_code`; Colosseum's seed draws
+three in its benchmark instances, :mod:`~bbrlcore.mdp.families.colosseum_instances`),
+Colosseum's actions (south, north, east, west, pick-up, drop-off), moves and deliveries
+(a new passenger at another location than the taxi's, a new destination, all alike),
+and its rewards, which go with the chosen action (0 for a pick-up that picks no one up
+or a drop-off that delivers no one, 1 for a delivery by a drop-off, 0.1 for everything
+else). Each episode starts from a waiting passenger, every (taxi tile, passenger,
+destination) alike. With L locations and T free tiles, state ``L²·tile + L·q + d`` is
+the taxi on ``tile`` with the passenger waiting at location q for location d (q ≠ d), or
+on board for d (q = d): T·L² states, stored as their transitions only.
+
 Accurate prior (exact): a state's rows depend only on whether the location that matters
 there (the waiting passenger's, or the destination when on board) is under the taxi,
 probability 1/(tiles of that quadrant) on the quadrant's tiles and 0 elsewhere.
@@ -74,6 +88,10 @@ Examples
 (1.0, 0.0, 0.1)
 >>> t.support_keys().size, float(t.reward[0, 0, 200])  # (a jump: cannot happen)
 (1728, 0.0)
+>>> c = make("taxi", size=4, form=1, length=1, locations=locations_code(
+...     4, [(0, 0), (1, 2), (3, 0)], length=1)).test
+>>> c.n_states, c.starts[0].size, float(c.reward[4, 5, 4])  # (on board, not there yet)
+(108, 72, 0.0)
 """
 
 from __future__ import annotations
@@ -84,19 +102,24 @@ from typing import Any
 
 import numpy as np
 
+from bbrlcore.mdp.distributions import MAX_ENTRIES
 from bbrlcore.mdp.families._base import (
     Family,
     FamilyDistribution,
     Kernel,
     Moments,
+    Param,
     Rewards,
+    centred,
     concentration_param,
     controlled,
     max_size,
+    merged,
     p_lazy_param,
     p_rand_param,
     size_param,
 )
+from bbrlcore.mdp.families.minigrid_empty import bad_states_code, code_states, states_code
 
 SOUTH, NORTH, EAST, WEST, PICKUP, DROPOFF = range(6)
 _DR = np.array([1, -1, 0, 0])
@@ -114,6 +137,10 @@ DELIVERY, FAILED, STEP = 1.0, 0.0, 0.1
 
 def _shape(p: Mapping[str, Any]) -> tuple[int, int]:
     s = int(p["size"])
+    if int(p.get("form", 0)) == 1:
+        n_tiles = len(_walls(p))
+        L = len(code_states(n_tiles, int(p["locations"])))
+        return n_tiles * L * L, 6
     return N_STATUS * s * s, 6
 
 
@@ -210,7 +237,142 @@ class TaxiDistribution(FamilyDistribution):
         return acc.result()
 
 
-def build(p: dict[str, Any], short_name: str, name: str) -> TaxiDistribution:
+def colosseum_tiles(size: int, length: int, width: int, space: int
+                    ) -> list[tuple[int, int]]:
+    """The tiles (X, Y) a taxi can stand on in Colosseum's Taxi with walls of ``length``,
+    ``width`` and ``space`` (its ``_admissible_coordinate``, transcribed: rows of wall
+    segments alternating with free rows), in its order (increasing X, then Y): the tile
+    indices of Colosseum's form. North is Y + 1, east X + 1.
+
+    >>> colosseum_tiles(4, 1, 1, 1)[:5]
+    [(0, 0), (0, 2), (1, 0), (1, 1), (1, 2)]
+    """
+    rows: list[list[int]] = []
+    j = 0
+    while len(rows) < size:
+        row = [] if j % 2 != 0 else [0] * int((width + space) // 2)
+        i = 0
+        while len(row) < size:
+            row.append(int(i % (1 + space) == 0))
+            if row[-1] == 1:
+                for _ in range(width - 1):
+                    if len(row) == size:
+                        break
+                    row.append(1)
+            i += 1
+        for _ in range(length):
+            if len(rows) == size:
+                break
+            rows.append(row)
+        if len(rows) < size:
+            rows.append([0] * size)
+        j += 1
+    xs, ys = np.where(np.array([r[:size] for r in rows]) == 0)
+    return [(int(x), int(y)) for x, y in zip(xs, ys, strict=True)]
+
+
+def _walls(p: Mapping[str, Any]) -> list[tuple[int, int]]:
+    return colosseum_tiles(int(p["size"]), int(p["length"]), int(p["width"]),
+                           int(p["space"]))
+
+
+def locations_code(size: int, tiles: Any, length: int = 2, width: int = 1,
+                   space: int = 1) -> int:
+    """The ``locations`` parameter of Colosseum's form: the locations (X, Y) as their
+    indices among :func:`colosseum_tiles`, coded by
+    :func:`~bbrlcore.mdp.families.minigrid_empty.states_code`.
+
+    >>> locations_code(4, [(0, 0), (1, 2), (3, 0)], length=1)
+    1587
+    """
+    free = colosseum_tiles(size, length, width, space)
+    index = {t: i for i, t in enumerate(free)}
+    return states_code(len(free), [index[tuple(t)] for t in tiles])
+
+
+def colosseum_form(p: dict[str, Any], short_name: str, name: str) -> Any:
+    """Colosseum's form (``form`` 1): the FDM of its one MDP, with its starts (module
+    docstring). State ``L²·tile + k``: the taxi on tile ``tile`` (:func:`colosseum_tiles`),
+    ``k = L·q + d`` the passenger waiting at location q for location d (q ≠ d), or on
+    board for d (q = d)."""
+    from bbrlcore.mdp.environment import with_environment
+
+    free = _walls(p)
+    index = {t: i for i, t in enumerate(free)}
+    locs = code_states(len(free), int(p["locations"]))
+    L, n_tiles = len(locs), len(free)
+    nX = n_tiles * L * L
+    m = max(1, (L - 1) ** 2)
+    x = np.arange(nX)
+    tile, k = np.divmod(x, L * L)
+    q, d = np.divmod(k, L)
+    waiting = q != d
+    succ = np.repeat(x[:, None, None], 6, axis=1).repeat(m, axis=2)
+    prob = np.zeros((nX, 6, m))
+    prob[:, :, 0] = 1.0
+    moves = {SOUTH: (0, -1), NORTH: (0, 1), EAST: (1, 0), WEST: (-1, 0)}
+    for i, (tx, ty) in enumerate(free):
+        for u, (dx, dy) in moves.items():
+            j = index.get((tx + dx, ty + dy), i)
+            succ[i * L * L:(i + 1) * L * L, u, 0] = j * L * L + k[: L * L]
+    at_loc = np.array(locs)[np.where(waiting, q, d)] == tile  # the location that matters
+    pick = waiting & at_loc
+    succ[pick, PICKUP, 0] = tile[pick] * L * L + d[pick] * (L + 1)
+    for xs in np.flatnonzero(~waiting & at_loc):  # a delivery: a new passenger elsewhere
+        new = [a * L + b for a in range(L) if a != d[xs] for b in range(L) if b != a]
+        succ[xs, DROPOFF, : len(new)] = tile[xs] * L * L + np.array(new)
+        prob[xs, DROPOFF, : len(new)] = 1.0 / len(new)
+    kernel = (succ, prob)
+    keys, _ = merged(controlled(kernel, p["p_rand"], p["p_lazy"]), nX)
+    # Colosseum's rewards go with the chosen action (its _get_reward_distribution)
+    row, y = np.divmod(keys, nX)
+    xk, u = np.divmod(row, 6)
+    wx, wy = waiting[xk], waiting[y]
+    R = np.full(keys.size, STEP)
+    R[(u == PICKUP) & (wy | ~wx)] = FAILED
+    R[(u == DROPOFF) & (~wy | wx)] = FAILED
+    R[(u == DROPOFF) & ~wx & wy] = DELIVERY
+    starts = np.flatnonzero(waiting)
+    test = centred(p, short_name, name, kernel, Rewards.on_keys(nX, 6, keys, R),
+                   int(starts[0]))
+    return with_environment(test, starts=(starts, np.full(starts.size, 1.0 / starts.size)))
+
+
+def check(p: Mapping[str, Any]) -> str | None:
+    """What is wrong with a combination of parameters (None: nothing): ``locations`` and
+    the walls are Colosseum's form's (``form`` 1), which needs at least two distinct
+    locations on free tiles and its states within ``MAX_ENTRIES``.
+
+    >>> print(check({"size": 4, "form": 1, "locations": -1, "length": 1, "width": 1,
+    ...              "space": 1}))
+    form=1 (Colosseum's) needs its locations (locations)
+    """
+    defaults = {"locations": -1, "length": 2, "width": 1, "space": 1}
+    if int(p.get("form", 0)) == 0:
+        for key, v in defaults.items():
+            if int(p.get(key, v)) != v:
+                return (f"{key}={p[key]}: the locations and walls are given in form 1 "
+                        "(Colosseum's) only")
+        return None
+    s, code = int(p["size"]), int(p["locations"])
+    if code < 0:
+        return "form=1 (Colosseum's) needs its locations (locations)"
+    if int(p["length"]) >= s or int(p["width"]) >= s:
+        return f"length={p['length']}, width={p['width']}: walls must be shorter than size={s}"
+    n_tiles = len(_walls(p))
+    if bad_states_code(n_tiles, code) or len(code_states(n_tiles, code)) < 2:
+        return (f"locations={code}: not a code of at least two distinct tiles in "
+                f"[0, {n_tiles}) (locations_code)")
+    nX, _ = _shape(p)
+    if nX * 6 * nX > MAX_ENTRIES:
+        return (f"locations={code}: {nX:,} states x 6 actions = {nX * 6 * nX:,} "
+                f"transitions, more than the limit of {MAX_ENTRIES:,}")
+    return None
+
+
+def build(p: dict[str, Any], short_name: str, name: str) -> Any:
+    if int(p.get("form", 0)) == 1:
+        return colosseum_form(p, short_name, name)
     return TaxiDistribution(p, short_name, name)
 
 
@@ -228,8 +390,17 @@ FAMILY = Family(
         p_rand_param(),
         p_lazy_param(),
         concentration_param(),
+        Param("form", int, 0, 0, 1, "0: bbrl's (four locations drawn per MDP, no walls); "
+              "1: Colosseum's one MDP with its walls and the given locations, its reward "
+              "rules, starts on every waiting passenger"),
+        Param("locations", int, -1, -1, 1e300, "form 1: the locations, coded by "
+              "taxi.locations_code; -1 in form 0", short="locs"),
+        Param("length", int, 2, 1, MAX_SIZE, "form 1: Colosseum's wall length"),
+        Param("width", int, 1, 1, MAX_SIZE, "form 1: Colosseum's wall width"),
+        Param("space", int, 1, 1, MAX_SIZE, "form 1: Colosseum's space between walls"),
     ),
     build=build,
+    check=check,
     shape=_shape,
     reference="Dietterich, 'Hierarchical reinforcement learning with the MAXQ value "
               "function decomposition', JAIR 13, 2000; as Colosseum's Taxi "
