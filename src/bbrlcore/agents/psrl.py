@@ -115,6 +115,30 @@ prior's mean, never the table; the draws come from the same xoshiro256** generat
 after the known-reward ones would (a known-reward prior draws nothing more: bit for bit
 as before).
 
+**A prior that does not know the support** (``+dir<α>``,
+:mod:`bbrlcore.mdp.transition_prior`; Colosseum's PSRL prior is ``+dir0.3235+rnig``): the
+transition prior is :math:`\mathrm{Dir}(\alpha, \ldots, \alpha)` over all S next states
+of every pair, and row (x, u)'s posterior :math:`\mathrm{Dir}(\alpha + c(x,u,\cdot))`.
+The posterior stays on the agent's sparse rows (the test MDPs' transitions and the
+prior's stored ones, each slot of concentration α plus its counts: every observation has
+its slot); the states outside a row's slots, its **background**, have concentration α
+each and no counts. A sample is exact in distribution: every row drawn gets one Gamma
+variate per state in increasing order, :math:`\mathrm{Gamma}(\alpha + c)` on a slot and
+:math:`\mathrm{Gamma}(\alpha)` on each background state, normalised together
+(:func:`sample_rows_all`), and is held **densely** for its solve, on the full layout
+(the rewards: the prior's, 0 outside its stored transitions; unknown rewards: the
+pair's sampled reward on every next state). Cost per sample: memory
+:func:`dense_bytes` (24·S²·A bytes and the (S, S) LU buffer: DeepSea-20 2.6 MB,
+DeepSea-50 100 MB; refused in one line above 16 GB), time S²·A Gamma variates (every
+state is reachable, so the episodic form draws every row) and a solve on S²·A
+transitions (the episodic backward induction H·S²·A terms, the continuing form BEB's
+solver on the full model). DeepSea-20, episodic: about 50 ms an episode against 0.03 ms
+under the uniform prior (``benchmarks/results/dir_prior.md``). Colosseum's expected
+indicators are not available under it (the indicator players sample sparse rows).
+Which built-ins take it: PSRL; MBIE-EB, Q-learning-UCB, Random and Optimal, which never
+read the transition prior; the others refuse it in one line
+(:attr:`~bbrlcore.agents.base.Algorithm.dirichlet_all`).
+
 Parameters: ``schedule`` (``doubling`` or ``fixed``; not given: per episode in an
 episodic interaction, ``doubling`` in a continuing one) and ``period`` (int ≥ 1, the
 steps between two samples; required with ``schedule=fixed``, refused otherwise). The
@@ -1128,8 +1152,15 @@ def episodic_cost_features(prior, horizon: int, episode_length: int) -> dict[str
     variate per positive slot) and one backward induction over the reach sets (a term
     per slot of each reachable state-step); a step is a binary search, a transition and
     a count."""
-    lay = prior.support_layout
     H = int(episode_length)
+    if getattr(prior, "dirichlet_all", None) is not None:  # (dense samples, every state)
+        nX, nU = int(prior.n_states), int(prior.n_actions)
+        episodes = float(math.ceil(horizon / H))
+        r0 = 1 if int(prior.initial_state) >= 0 else nX
+        return {"trajectory": 1.0, "steps": float(horizon), "rebuilds": episodes,
+                "entries": episodes * nX * nU * nX,
+                "backups": episodes * float(r0 + (H - 1) * nX) * nU * nX}
+    lay = prior.support_layout
     states, off = reach_sets(np.ascontiguousarray(lay.succ, dtype=np.int64),
                              np.ascontiguousarray(lay.nsucc, dtype=np.int64),
                              int(prior.initial_state), H)
@@ -1157,6 +1188,9 @@ def cost_features(params: dict, prior, test, gamma: float, horizon: int,
     nnz = lay.nnz
     B = float(nnz)
     nX = prior.n_states
+    if getattr(prior, "dirichlet_all", None) is not None:  # (dense samples and solves)
+        nnz = nX * prior.n_actions * nX
+        B = float(nnz)
     out = {"trajectory": 1.0, "steps": float(horizon), "rebuilds": n, "entries": n * B,
            "rebuild_states": n * nX * prior.n_actions}
     if lu_affordable(nX, nnz):
