@@ -270,3 +270,22 @@ def test_plan_reads_the_suffix_on_accurate_and_uniform(tmp_path):
     assert [e.prior for e in plan.experiments] == ["Mine+dir2+rbeta"]
     assert plan.distribution_spec("Mine+dir2+rbeta") == f"{f}+dir2+rbeta"
     assert TP.split_suffixes("Mine+dir2+rbeta") == ("Mine", 2.0, "beta")
+
+
+def test_cost_features_count_the_dense_samples():
+    """The cost model's work amounts of PSRL under ``+dir``: every row of S states drawn
+    (S·A·S variates an episode) and backed up at every step, against the support's few
+    slots under the uniform prior."""
+    from bbrlcore.agents import psrl
+
+    test = D.load_test("DeepSea-6")
+    S, A, H = test.n_states, test.n_actions, 6
+    dense = psrl.cost_features({}, D.load("UDeepSea-6+dir0.3235+rnig"), test, 1.0, 60, H)
+    sparse = psrl.cost_features({}, D.load("UDeepSea-6"), test, 1.0, 60, H)
+    assert dense["rebuilds"] == sparse["rebuilds"] == 10
+    assert dense["entries"] == 10 * S * A * S
+    assert dense["backups"] == 10 * (1 + (H - 1) * S) * A * S
+    assert sparse["entries"] < dense["entries"] / 10
+    cont = psrl.cost_features({}, D.load("URiverSwim-6+dir1"), D.load_test("RiverSwim-6"),
+                              0.95, 100)
+    assert cont["entries"] == cont["rebuilds"] * 6 * 2 * 6
