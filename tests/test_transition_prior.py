@@ -207,7 +207,7 @@ def test_algorithms_that_never_read_the_transition_prior_take_it(name, params, e
 
 
 @pytest.mark.parametrize("name", sorted(set(registry.BUILTIN_ENTRY_POINTS) - set(
-    ("psrl", "mbie-eb", "q-learning-ucb", "random", "optimal"))))
+    ("psrl", "e-greedy", "soft-max", "mbie-eb", "q-learning-ucb", "random", "optimal"))))
 def test_the_others_refuse_it_in_one_line(name):
     alg = registry.get(name)
     with pytest.raises(BBRLError) as exc:
@@ -289,3 +289,67 @@ def test_cost_features_count_the_dense_samples():
     cont = psrl.cost_features({}, D.load("URiverSwim-6+dir1"), D.load_test("RiverSwim-6"),
                               0.95, 100)
     assert cont["entries"] == cont["rebuilds"] * 6 * 2 * 6
+
+
+# ---------------------------------------------------------------------------------------
+# The posterior mean (e-Greedy, Soft-max): slots and a background, no dense array
+
+
+@pytest.mark.parametrize("learn", (False, True))
+def test_mean_model_backup_equals_the_dense_posterior_mean(learn):
+    """:func:`q_iteration_all` on a few slots per row (GC's support, α = 0.5, random
+    counts) gives the Q-iteration of the dense mean model (α + c)/(Sα + n) over all S
+    states, sweep for sweep (rewards: the prior's, 0 elsewhere; or, ``learn``, one
+    reward per pair on every next state)."""
+    from bbrlcore.agents._kernels import q_iteration_all, rows_model_init_all, rows_model_update
+    from bbrlcore.mdp.solvers import q_iteration_rows
+
+    prior = D.load("GC")
+    lay = prior.support_layout
+    succ, nsucc = lay.succ, lay.nsucc
+    S, A, a = prior.n_states, prior.n_actions, 0.5
+    R = np.array(prior.reward_rows)
+    if learn:
+        R[lay.mask] = np.repeat(np.linspace(0.1, 0.9, S * A), nsucc.ravel())
+    N, Np, Pm = rows_model_init_all(np.where(lay.mask, a, 0.0), nsucc, S, a)
+    rng = np.random.default_rng(3)
+    for _ in range(40):  # observations
+        x, u = rng.integers(S), rng.integers(A)
+        rows_model_update(N, Np, Pm, nsucc, x, u, rng.integers(nsucc[x, u]))
+    dense = np.full((S, A, S), a)
+    Rd = np.zeros((S, A, S))
+    for x in range(S):
+        for u in range(A):
+            n = nsucc[x, u]
+            dense[x, u, succ[x, u, :n]] = N[x, u, :n]
+            Rd[x, u, :] = R[x, u, 0] if learn else 0.0
+            Rd[x, u, succ[x, u, :n]] = R[x, u, :n]
+    dense /= dense.sum(axis=2, keepdims=True)
+    assert np.allclose(dense.sum(axis=2), 1.0) and (dense > 0).all()
+    full = np.broadcast_to(np.arange(S), (S, A, S)).copy()
+    Q1, Q2 = np.zeros((S, A)), np.zeros((S, A))
+    s1 = q_iteration_all(Pm, R, succ, nsucc, Np, a, learn, 0.95, 250, Q1)
+    s2 = q_iteration_rows(dense, Rd, full, np.full((S, A), S), 0.95, 250, Q2)
+    assert s1 == s2 and np.allclose(Q1, Q2, rtol=1e-12, atol=1e-10)
+    # not the support's mean model (the background matters)
+    Q3 = np.zeros((S, A))
+    q_iteration_rows(np.where(lay.mask, N / N.sum(axis=2, keepdims=True), 0.0), R, succ,
+                     nsucc, 0.95, 250, Q3)
+    assert not np.allclose(Q1, Q3, atol=0.1)
+
+
+@pytest.mark.parametrize("name,params", [("e-greedy", {"epsilon": "0.1"}),
+                                         ("soft-max", {"tau": "0.5"})])
+def test_mean_model_agents_run_reproducibly_under_dir(name, params):
+    for prior in ("UGC+dir0.3235", "UGC+dir0.3235+rnig"):
+        a = _returns(name, params, D.load(prior), D.builtin("GC"), [4, 4, 9], 80)
+        assert a[0][0] == a[1][0] and np.array_equal(a[0][1], a[1][1])
+        assert not np.array_equal(a[0][1], a[2][1])
+    # UGC has one pseudo-count on every transition: +dir1 is the same prior
+    b = _returns(name, params, D.load("UGC"), D.builtin("GC"), [4], 80)
+    c = _returns(name, params, D.load("UGC+dir1"), D.builtin("GC"), [4], 80)
+    assert np.array_equal(b[0][1], c[0][1])
+    # GC's support is known to its accurate prior; not to +dir: another plan
+    b = _returns(name, params, D.load("GC"), D.builtin("GC"), [4], 80)
+    c = _returns(name, params, D.load("GC+dir0.3235"), D.builtin("GC"), [4], 80)
+    assert not np.array_equal(b[0][1], c[0][1])

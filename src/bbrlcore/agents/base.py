@@ -350,9 +350,10 @@ class Algorithm:
     reward_priors: tuple[str, ...] = ("known",)
     #: Whether its players use a prior that does not know the transitions' support, a
     #: Dirichlet on every next state (``+dir<α>``, :mod:`bbrlcore.mdp.transition_prior`):
-    #: True for an algorithm that handles it (PSRL) or never reads the transition prior
-    #: (Random, Q-learning-UCB, MBIE-EB, Optimal); False (the default): such a prior is
-    #: refused for it, in one line, by :meth:`check_setting`.
+    #: True for an algorithm that handles it (PSRL samples it, e-Greedy and Soft-max plan
+    #: on its posterior mean) or never reads the transition prior (Random, Q-learning-UCB,
+    #: MBIE-EB, Optimal); False (the default): such a prior is refused for it, in one
+    #: line, by :meth:`check_setting` (:data:`DIRICHLET_ALL_BUILTINS`).
     dirichlet_all: bool = False
 
     # -----------------------------------------------------------------------------------
@@ -497,7 +498,8 @@ def check_reward_prior(name: str, supported: tuple[str, ...], prior: Any,
 
 
 #: The built-ins that take a prior with a Dirichlet on every next state (``+dir<α>``).
-DIRICHLET_ALL_BUILTINS = ("psrl", "mbie-eb", "q-learning-ucb", "random", "optimal")
+DIRICHLET_ALL_BUILTINS = ("psrl", "e-greedy", "soft-max", "mbie-eb", "q-learning-ucb",
+                          "random", "optimal")
 
 
 def check_dirichlet_all(name: str, supported: bool, prior: Any, source: str = "") -> None:
