@@ -32,8 +32,14 @@ name is always ``<base>+dir<α>+r<kind>``. The concentration is recorded in the
 distribution's dictionary, its Parquet file and the agent artefacts' embedded prior
 (key ``dirichlet_all``).
 
-Which built-ins use it: :data:`bbrlcore.agents.base.Algorithm.dirichlet_all` (the others
-refuse it in one line before anything runs).
+Which built-ins use it (:data:`bbrlcore.agents.base.DIRICHLET_ALL_BUILTINS`): PSRL
+samples it exactly (:mod:`bbrlcore.agents.psrl`); e-Greedy and Soft-max plan on its
+posterior mean (:func:`bbrlcore.agents._kernels.q_iteration_all`: the background's
+values enter through :math:`\sum_y V(y)`, once per sweep); MBIE-EB, Q-learning-UCB,
+Random and Optimal never read the transition prior. The others (BEB, UCRL2, BOSS, SBOSS,
+BOLT, BAMCP, BFS3, OPPS-DS, the formula agents and plugins unless they set
+``dirichlet_all = True``) plan on a support and refuse it in one line before anything
+runs (:attr:`bbrlcore.agents.base.Algorithm.dirichlet_all`).
 
 Examples
 --------
