@@ -322,3 +322,70 @@ def ctz64(typingctx, x):
         return builder.cttz(args[0], ir.Constant(ir.IntType(1), 0))
 
     return types.int64(x), codegen
+
+
+# ---------------------------------------------------------------------------------------
+# The posterior mean under a Dirichlet on every next state (+dir<α>,
+# bbrlcore.mdp.transition_prior): the row's slots and its background
+
+
+@njit(cache=True, error_model="numpy")
+def rows_model_init_all(counts, nsucc, nX, a_all):
+    r""":func:`rows_model_init` under a Dirichlet of concentration ``a_all`` on every one
+    of the ``nX`` next states (``counts``: α on every slot): ``Np`` is the row's total
+    concentration :math:`S\alpha + n` (the slots' and the background's, whose
+    :math:`S - k` states have α each), so the mean of a slot is
+    :math:`(\alpha + c)/(S\alpha + n)` and of a background state
+    :math:`\alpha/(S\alpha + n)`; :func:`rows_model_update` keeps both right."""
+    nR, nU, K = counts.shape
+    N = counts.copy()
+    Np = np.full((nR, nU), nX * a_all)
+    P = np.zeros((nR, nU, K))
+    for x in range(nR):
+        for u in range(nU):
+            for k in range(nsucc[x, u]):
+                P[x, u, k] = N[x, u, k] / Np[x, u]
+    return N, Np, P
+
+
+@njit(cache=True, error_model="numpy")
+def q_iteration_all(P, R, succ, nsucc, Np, a_all, learn, gamma, horizon, Q):
+    r"""The BBRL Q-iteration (:func:`bbrlcore.mdp.solvers.q_iteration_rows`: warm-started
+    from ``Q``, stopped when a sweep changes no value by more than 0.01 or after
+    ``horizon + 1`` sweeps) on the posterior mean of a Dirichlet on every next state
+    (:func:`rows_model_init_all`): a row's background adds
+    :math:`\frac{\alpha}{N_p}\bigl((S-k)\,\bar r + \gamma(\sum_y V(y) - \sum_{j<k}
+    V(y_j))\bigr)`, :math:`\sum_y V(y)` once per sweep, so a sweep costs the slots plus
+    one term per pair; :math:`\bar r` is 0 (known rewards: every reward of the prior is
+    on a slot) or, ``learn``, the pair's reward (every slot's). Returns the sweeps."""
+    nX, nU, _ = P.shape
+    V = np.empty(nX)
+    sweeps = 0
+    while True:
+        sv = 0.0
+        for y in range(nX):
+            m = Q[y, 0]
+            for v in range(1, nU):
+                if Q[y, v] > m:
+                    m = Q[y, v]
+            V[y] = m
+            sv += m
+        delta = 0.0
+        for x in range(nX):
+            for u in range(nU):
+                acc = 0.0
+                vin = 0.0
+                n = nsucc[x, u]
+                for k in range(n):
+                    v = V[succ[x, u, k]]
+                    acc += P[x, u, k] * (R[x, u, k] + gamma * v)
+                    vin += v
+                rb = R[x, u, 0] if learn and n > 0 else 0.0
+                acc += a_all / Np[x, u] * ((nX - n) * rb + gamma * (sv - vin))
+                d = abs(acc - Q[x, u])
+                if d > delta:
+                    delta = d
+                Q[x, u] = acc
+        sweeps += 1
+        if delta <= 0.01 or sweeps >= horizon + 1:
+            return sweeps

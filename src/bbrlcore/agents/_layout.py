@@ -60,12 +60,23 @@ class Setting:
 
 def setting(prior: Any, ep: Episode, extra: Layout | None = None) -> Setting:
     """The :class:`Setting` of an agent with prior ``prior`` on the test MDPs of ``ep``;
-    ``extra``: more transitions the agent's model needs slots for."""
+    ``extra``: more transitions the agent's model needs slots for. A prior with a
+    Dirichlet on every next state (``+dir<α>``) gets α on every slot (``theta``), its
+    layout joined with the prior's stored transitions (every reward it gives on a slot;
+    the states outside a row's slots have concentration α and reward 0)."""
     test = ep.layout()
     lay = rows.union(prior.support_layout, test)
     if extra is not None:
         lay = rows.union(lay, extra)
-    theta = _values(prior.support_layout, prior.theta_rows, lay)
+    alpha = getattr(prior, "dirichlet_all", None)
+    if alpha is not None:
+        # (a Dirichlet on every next state: α on every slot, and the prior's stored
+        # transitions joined, so that every reward it gives is on a slot and the states
+        # outside a row's slots, each of concentration α too, pay none)
+        lay = rows.union(lay, prior.entries)
+        theta = np.where(lay.mask, float(alpha), 0.0)
+    else:
+        theta = _values(prior.support_layout, prior.theta_rows, lay)
     Rm = (prior.rewards_on(lay) if not lay.same_as(prior.support_layout)
           else np.array(prior.reward_rows))
     same = lay.same_as(test)

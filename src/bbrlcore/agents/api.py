@@ -397,6 +397,11 @@ class _AgentBase:
     #: ``("known", "beta", "nig")`` (or the ones it handles) and reads
     #: ``self.reward_prior``.
     reward_priors: ClassVar[tuple[str, ...]] = ("known",)
+    #: True for an agent that takes a prior with a Dirichlet on every next state
+    #: (``+dir<α>``, :mod:`bbrlcore.mdp.transition_prior`; ``self.prior.dirichlet_all``
+    #: is α; its ``theta_rows`` are then α on every slot, and the states outside a row's
+    #: slots have α each); False (the default): such a prior is refused for it in one line.
+    dirichlet_all: ClassVar[bool] = False
 
     def __init__(self, params: dict[str, Any], prior: Any, learned: Any = None,
                  gamma: float = 0.95, horizon: int = 250) -> None:
@@ -554,6 +559,7 @@ def algorithm_of(cls: type, what: str) -> Algorithm:
         # agent's own dense kernel (written before episodes) does not
         episodic=sparse,
         reward_priors=_reward_priors(cls, what),
+        dirichlet_all=getattr(cls, "dirichlet_all", False) is True,
     )
 
 

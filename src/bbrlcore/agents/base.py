@@ -348,6 +348,13 @@ class Algorithm:
     #: expected rewards; a prior whose rewards are unknown (``+rbeta``, ``+rnig``) is
     #: refused for it, in one line, by :meth:`check_setting` (before any job runs).
     reward_priors: tuple[str, ...] = ("known",)
+    #: Whether its players use a prior that does not know the transitions' support, a
+    #: Dirichlet on every next state (``+dir<α>``, :mod:`bbrlcore.mdp.transition_prior`):
+    #: True for an algorithm that handles it (PSRL samples it, e-Greedy and Soft-max plan
+    #: on its posterior mean) or never reads the transition prior (Random, Q-learning-UCB,
+    #: MBIE-EB, Optimal); False (the default): such a prior is refused for it, in one
+    #: line, by :meth:`check_setting` (:data:`DIRICHLET_ALL_BUILTINS`).
+    dirichlet_all: bool = False
 
     # -----------------------------------------------------------------------------------
     def parse_params(
@@ -405,6 +412,7 @@ class Algorithm:
         bbrlcore.errors.BBRLError: old cannot use the prior UGC+rnig: its rewards are ...
         """
         check_reward_prior(self.name, self.reward_priors, prior, source)
+        check_dirichlet_all(self.name, self.dirichlet_all, prior, source)
         if self.setting_check is None:
             return
         err = self.setting_check(params, prior, gamma, horizon)
@@ -487,6 +495,31 @@ def check_reward_prior(name: str, supported: tuple[str, ...], prior: Any,
                     f"unknown ({rk} prior) and {name} "
                     + ("needs known rewards" if supported == ("known",) else
                        "learns under the reward priors " + ", ".join(supported) + " only"))
+
+
+#: The built-ins that take a prior with a Dirichlet on every next state (``+dir<α>``).
+DIRICHLET_ALL_BUILTINS = ("psrl", "e-greedy", "soft-max", "mbie-eb", "q-learning-ucb",
+                          "random", "optimal")
+
+
+def check_dirichlet_all(name: str, supported: bool, prior: Any, source: str = "") -> None:
+    """Raise :class:`BBRLError`, one line naming the algorithm ``name`` and the prior, when
+    ``prior`` has a Dirichlet on every next state (``+dir<α>``) and the algorithm does not
+    take one (``supported`` False).
+
+    >>> from bbrlcore.mdp import distributions as D
+    >>> check_dirichlet_all("beb", False, D.load("UGC+dir0.5"))
+    Traceback (most recent call last):
+    ...
+    bbrlcore.errors.BBRLError: beb cannot use the prior UGC+dir0.5: it does not know ... psrl, ...
+    """
+    if supported or getattr(prior, "dirichlet_all", None) is None:
+        return
+    where = f"{source}: " if source else ""
+    raise BBRLError(f"{where}{name} cannot use the prior {prior.short_name}: it does not "
+                    "know the transitions' support (a Dirichlet on every next state) and "
+                    f"{name} plans on a support; the built-ins that take it: "
+                    + ", ".join(DIRICHLET_ALL_BUILTINS))
 
 
 def show_value(v: Any) -> str:

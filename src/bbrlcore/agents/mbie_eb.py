@@ -284,6 +284,7 @@ class MBIEEB(CompiledAgent):
     observe = _observe
 
     reward_priors = REWARD_PRIORS
+    dirichlet_all = True  # (it never reads the prior's concentrations)
 
     def setup(self) -> tuple:
         if self.reward_prior.known:

@@ -333,4 +333,5 @@ ALGORITHM = Algorithm(
     make_player=make_player, doc=__doc__ or "", cost_features=cost_features, sparse=True,
     setting_check=_setting_check, episodic=True,
     indicator_player=make_indicator_player,
-    reward_priors=("known", "beta", "nig"))  # (it knows the test MDP, not the prior)
+    reward_priors=("known", "beta", "nig"),  # (it knows the test MDP, not the prior)
+    dirichlet_all=True)

@@ -115,6 +115,32 @@ prior's mean, never the table; the draws come from the same xoshiro256** generat
 after the known-reward ones would (a known-reward prior draws nothing more: bit for bit
 as before).
 
+**A prior that does not know the support** (``+dir<α>``,
+:mod:`bbrlcore.mdp.transition_prior`; Colosseum's PSRL prior is ``+dir0.3235+rnig``): the
+transition prior is :math:`\mathrm{Dir}(\alpha, \ldots, \alpha)` over all S next states
+of every pair, and row (x, u)'s posterior :math:`\mathrm{Dir}(\alpha + c(x,u,\cdot))`.
+The posterior stays on the agent's sparse rows (the test MDPs' transitions and the
+prior's stored ones, each slot of concentration α plus its counts: every observation has
+its slot); the states outside a row's slots, its **background**, have concentration α
+each and no counts. A sample is exact in distribution: every row drawn gets one Gamma
+variate per state in increasing order, :math:`\mathrm{Gamma}(\alpha + c)` on a slot and
+:math:`\mathrm{Gamma}(\alpha)` on each background state, normalised together
+(:func:`sample_rows_all`), and is held **densely** for its solve, on the full layout
+(the rewards: the prior's, 0 outside its stored transitions; unknown rewards: the
+pair's sampled reward on every next state). Cost per sample: memory
+:func:`dense_bytes` (24·S²·A bytes and the (S, S) LU buffer: DeepSea-20 2.6 MB,
+DeepSea-50 100 MB; refused in one line above 16 GB), time S²·A Gamma variates (every
+state is reachable, so the episodic form draws every row) and a solve on S²·A
+transitions (the episodic backward induction H·S²·A terms, the continuing form BEB's
+solver on the full model). DeepSea-20, episodic: about 50 ms an episode against 0.03 ms
+under the uniform prior (``benchmarks/results/dir_prior.md``). Colosseum's expected
+indicators are not available under it (the indicator players sample sparse rows).
+Which built-ins take it: PSRL; e-Greedy and Soft-max (the posterior mean: a slot
+:math:`(\alpha + c)/(S\alpha + n)`, a background state :math:`\alpha/(S\alpha + n)`,
+:func:`bbrlcore.agents._kernels.q_iteration_all`); MBIE-EB, Q-learning-UCB, Random and
+Optimal, which never read the transition prior; the others refuse it in one line
+(:attr:`~bbrlcore.agents.base.Algorithm.dirichlet_all`).
+
 Parameters: ``schedule`` (``doubling`` or ``fixed``; not given: per episode in an
 episodic interaction, ``doubling`` in a continuing one) and ``period`` (int ≥ 1, the
 steps between two samples; required with ``schedule=fixed``, refused otherwise). The
@@ -164,6 +190,7 @@ from bbrlcore.agents._layout import setting
 from bbrlcore.agents._posterior import (
     generator_from_numba,
     lu_buffer,
+    mean_values,
     posterior_init_rows,
     posterior_update_rows,
     probe_sample_sweeps,
@@ -177,6 +204,7 @@ from bbrlcore.agents._rewards import (
     reward_posterior_update,
     reward_sample_rows,
 )
+from bbrlcore.agents._rng import gamma_s, uniform_s
 from bbrlcore.agents.api import CompiledAgent
 from bbrlcore.agents.base import (
     FLOAT64,
@@ -192,7 +220,7 @@ from bbrlcore.agents.sboss import mean_rows
 from bbrlcore.errors import BBRLError
 from bbrlcore.mdp import evaluation as ev_
 from bbrlcore.mdp.reward_prior import REWARD_PRIORS
-from bbrlcore.mdp.solvers import GUEZ_TOLERANCE, lu_affordable
+from bbrlcore.mdp.solvers import GUEZ_TOLERANCE, guez_policy_iteration_rows, lu_affordable
 
 #: The values of ``schedule`` (not given: per episode in an episodic interaction, doubling
 #: in a continuing one).
@@ -595,6 +623,279 @@ def _trajectory_episodic_ind(P, R, Rstd, gaussian, initial_state, gamma, horizon
 
 
 # ---------------------------------------------------------------------------------------
+# A prior that does not know the support: a Dirichlet on every next state (+dir<α>)
+
+
+@njit(cache=True, error_model="numpy")
+def sample_rows_all(alpha, succ, nsucc, a_all, need, Pd, rs):
+    r"""Draw the rows of the states ``need`` (every action, in that order) from the
+    posterior of a Dirichlet on every next state into the dense ``Pd`` (nX, nU, nX): row
+    (x, u) is :math:`\mathrm{Dir}(\alpha + c(x,u,\cdot))` over all S states, drawn as
+    one Gamma variate per state in increasing order — :math:`\mathrm{Gamma}(\alpha +
+    c)` for a slot of the agent's rows (``alpha[x, u, k]``, the slot's concentration α
+    plus its counts), :math:`\mathrm{Gamma}(\alpha)` (``a_all``) for every state of the
+    row's background — normalised together (exact in distribution). A row whose variates
+    sum below 1e-300 puts all its mass on one uniformly chosen state. Cost: S variates per
+    row."""
+    nX = Pd.shape[2]
+    nU = alpha.shape[1]
+    s0, s1, s2, s3 = rs[0], rs[1], rs[2], rs[3]  # generator state in registers (see _rng)
+    for i in range(need.shape[0]):
+        x = need[i]
+        for u in range(nU):
+            n = nsucc[x, u]
+            j = 0
+            s = 0.0
+            for y in range(nX):
+                if j < n and succ[x, u, j] == y:
+                    a = alpha[x, u, j]
+                    j += 1
+                else:
+                    a = a_all
+                g, s0, s1, s2, s3 = gamma_s(a, s0, s1, s2, s3)
+                Pd[x, u, y] = g
+                s += g
+            if s < 1e-300:
+                v, s0, s1, s2, s3 = uniform_s(s0, s1, s2, s3)
+                pick = min(np.int64(v * nX), nX - 1)
+                for y in range(nX):
+                    Pd[x, u, y] = 1.0 if y == pick else 0.0
+            else:
+                inv = 1.0 / s
+                for y in range(nX):
+                    Pd[x, u, y] *= inv
+    rs[0], rs[1], rs[2], rs[3] = s0, s1, s2, s3
+
+
+@njit(cache=True, error_model="numpy")
+def full_rows(nX, nU):
+    """The full layout (:func:`bbrlcore.mdp.rows.full`) as arrays: ``succ[x, u, k] = k``,
+    ``nsucc = nX``."""
+    succ = np.empty((nX, nU, nX), dtype=np.int64)
+    for x in range(nX):
+        for u in range(nU):
+            for y in range(nX):
+                succ[x, u, y] = y
+    return succ, np.full((nX, nU), nX, dtype=np.int64)
+
+
+@njit(cache=True, error_model="numpy")
+def scatter_rows(values, succ, nsucc, nX):
+    """Values on the agent's rows as a dense (nX, nU, nX) array (0 elsewhere)."""
+    nR, nU, _ = values.shape
+    out = np.zeros((nR, nU, nX))
+    for x in range(nR):
+        for u in range(nU):
+            for k in range(nsucc[x, u]):
+                out[x, u, succ[x, u, k]] = values[x, u, k]
+    return out
+
+
+def dense_bytes(nX: int, nU: int) -> int:
+    """Memory of PSRL's dense sampled model under a Dirichlet on every next state: the
+    sample, the rewards and the full layout's successors (8 bytes each per transition of
+    the S×A×S model) and the (S, S) buffer of the continuing form's LU evaluations."""
+    return 24 * nX * nU * nX + 8 * nX * nX
+
+
+def _dir_setup(st: Any, rpar: np.ndarray, alpha: float):
+    """``(fsucc, fnsucc, Rd, theta_full)`` of the dense sampled model of a prior with a
+    Dirichlet of concentration ``alpha`` on every next state: the full layout, the
+    rewards on it (known: the prior's, 0 outside its stored transitions; unknown: the
+    reward prior's mean on every transition) and the prior's concentrations on it."""
+    nX, nU = st.nsucc.shape
+    fsucc, fnsucc = full_rows(nX, nU)
+    succ = np.ascontiguousarray(st.succ, dtype=np.int64)
+    nsucc = np.ascontiguousarray(st.nsucc, dtype=np.int64)
+    Rd = (scatter_rows(np.ascontiguousarray(st.Rm, dtype=np.float64), succ, nsucc, nX)
+          if rpar[0] == 0.0 else prior_mean_rows(rpar, fnsucc, nX))
+    return fsucc, fnsucc, np.ascontiguousarray(Rd), np.full((nX, nU, nX), float(alpha))
+
+
+@njit(cache=True, error_model="numpy")
+def _trajectory_episodic_dir(P, R, Rstd, gaussian, initial_state, gamma, horizon, H, seed,
+                             succ, nsucc, theta, a_all, fsucc, fnsucc, Rd, states, off,
+                             need, rewards, rpar):
+    """:func:`_trajectory_episodic` under a Dirichlet of concentration ``a_all`` on every
+    next state: the posterior on the agent's rows ``succ``, ``nsucc`` (``theta``: α on
+    every slot), each episode's sample drawn densely (:func:`sample_rows_all`, with its
+    rewards ``Rd`` on the full layout ``fsucc``, ``fnsucc``) and solved by backward
+    induction over the reach sets of the full layout (every state at every step h ≥ 1)."""
+    np.random.seed(seed)
+    nX = P.shape[0]
+    rs = generator_from_numba()
+    alpha = theta.copy()
+    learn = rpar[0] != 0.0
+    if learn:
+        Rd = Rd.copy()
+    rstat = reward_posterior_init(nX, theta.shape[1], rpar)
+    Pd = np.zeros(fsucc.shape)
+    Va = np.zeros(nX)
+    Vb = np.zeros(nX)
+    pi = np.zeros(off[H], dtype=np.int64)
+    ret = 0.0
+    disc = 1.0
+    samples = 0
+    x = 0
+    for t in range(horizon):
+        h = t % H
+        if h == 0:
+            x = env_reset(initial_state, nX)
+            if learn:
+                reward_sample_rows(rstat, rpar, fnsucc, Rd, need, rs)
+            sample_rows_all(alpha, succ, nsucc, a_all, need, Pd, rs)
+            finite_horizon_plan_rows(Pd, Rd, fsucc, fnsucc, states, off, H, pi, Va, Vb)
+            samples += 1
+        j = _position(states, off[h], off[h + 1], x)
+        if j < 0:
+            raise ValueError("a state outside the reach sets of its step")
+        u = pi[j]
+        k = env_step_rows(P, nsucc, x, u)
+        r = env_reward_rows(R, Rstd, gaussian, x, u, k)
+        rewards[t] = r
+        ret += disc * r
+        disc *= gamma
+        alpha[x, u, k] += 1.0
+        if learn:
+            reward_posterior_update(rstat, rpar, x, u, r, rs)
+        x = succ[x, u, k]
+    return ret, samples
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _act_dir(state, dstate, x):
+    alpha, visits, succ, nsucc, Rm, Ps, V, pi, A, b, rs, ctr, visits_at, fpar, ipar = state[:15]
+    rpar, rstat = state[15], state[16]
+    fsucc, fnsucc, Pd, Rd, Af, every, dpar = dstate
+    if ctr[_RESAMPLE]:
+        if rpar[0] != 0.0:  # rewards unknown: one draw per pair, then the transitions
+            reward_sample_rows(rstat, rpar, fnsucc, Rd, every, rs)
+        sample_rows_all(alpha, succ, nsucc, dpar[0], every, Pd, rs)
+        guez_policy_iteration_rows(Pd, Rd, fsucc, fnsucc, fpar[0], fpar[1], V, pi, Af, b)
+        visits_at[:] = visits
+        if ctr[_SAMPLES] > 0:
+            ctr[_PREV_LEN] = ctr[_ELAPSED]
+        ctr[_ELAPSED] = 0
+        ctr[_RESAMPLE] = 0
+        ctr[_SAMPLES] += 1
+    return pi[x]
+
+
+@njit(cache=True, error_model="numpy")
+def _trajectory_continuing_dir(setup, dsetup, P, succ, nsucc, R, Rstd, gaussian,
+                               initial_state, gamma, horizon, episode_length, seed, rewards):
+    """:func:`_trajectory_continuing` under a Dirichlet on every next state: the same
+    schedule and posterior (:func:`_reset`, :func:`_observe`), each sample drawn densely
+    (:func:`sample_rows_all`) and solved on the full layout (:func:`_act_dir`)."""
+    np.random.seed(seed)
+    nX = P.shape[0]
+    state = _reset(setup)
+    fsucc, fnsucc, Rd0, Af, dpar = dsetup
+    dstate = (fsucc, fnsucc, np.zeros(fsucc.shape), Rd0.copy(), Af.copy(),
+              np.arange(nX), dpar)
+    x = env_reset(initial_state, nX)
+    ret = 0.0
+    disc = 1.0
+    for t in range(horizon):
+        u = _act_dir(state, dstate, x)
+        k = env_step_rows(P, nsucc, x, u)
+        r = env_reward_rows(R, Rstd, gaussian, x, u, k)
+        rewards[t] = r
+        ret += disc * r
+        disc *= gamma
+        y = succ[x, u, k]
+        _observe(state, x, u, y, r)
+        x = y
+        if episode_length > 0 and (t + 1) % episode_length == 0:
+            x = env_reset(initial_state, nX)
+    return ret, _counters(state)
+
+
+def _dir_memory_check(prior: Any) -> str | None:
+    need = dense_bytes(int(prior.n_states), int(prior.n_actions))
+    if need > MAX_AGENT_MEMORY_BYTES:
+        return (f"under a Dirichlet on every next state each sample is held densely, "
+                f"{need / 2**30:.1f} GB for {prior.n_states} states, above "
+                f"{MAX_AGENT_MEMORY_BYTES / 2**30:.0f} GB")
+    return None
+
+
+def _continuing_dir_player(prior: Any, params: dict, ep: Episode, a_all: float):
+    st = setting(prior, ep)
+    fixed = params["schedule"] == "fixed"
+    ipar = np.array([_FIXED if fixed else _DOUBLING,
+                     int(params["period"]) if fixed else 0], dtype=np.int64)
+    rpar = reward_prior_array(prior)
+    fsucc, fnsucc, Rd, theta_full = _dir_setup(st, rpar, a_all)
+    gamma_, tol = float(ep.gamma), GUEZ_TOLERANCE
+    V0, pi0 = mean_values(fsucc, fnsucc, theta_full, Rd, gamma_, tol)
+    del theta_full
+    succ_a = np.ascontiguousarray(st.succ, dtype=np.int64)
+    nsucc_a = np.ascontiguousarray(st.nsucc, dtype=np.int64)
+    theta = np.ascontiguousarray(st.theta, dtype=np.float64)
+    setup = (succ_a, nsucc_a, theta, np.ascontiguousarray(agent_rewards(st, rpar)), V0, pi0,
+             np.array([gamma_, tol]), ipar, rpar)
+    dsetup = (fsucc, fnsucc, Rd, lu_buffer(fnsucc), np.array([float(a_all)]))
+    lay = ep.layout()
+    succ = np.ascontiguousarray(lay.succ, dtype=np.int64)
+    nsucc = np.ascontiguousarray(lay.nsucc, dtype=np.int64)
+    R = np.array(ep.R, dtype=np.float64)
+    Rstd = np.array(ep.Rstd, dtype=np.float64)
+    gaussian, x0 = int(ep.gaussian), ep.start
+    horizon = int(ep.horizon)
+    H = int(getattr(ep, "episode_length", 0) or 0)
+    shape = (horizon,)
+
+    def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
+             ) -> tuple[float, np.ndarray]:
+        if not (type(rewards) is np.ndarray and rewards.shape == shape
+                and rewards.dtype is FLOAT64):
+            rewards = reward_buffer(rewards, horizon)
+        ret, cnt = _trajectory_continuing_dir(
+            setup, dsetup, np.ascontiguousarray(P, dtype=np.float64), succ, nsucc, R, Rstd,
+            gaussian, x0, gamma_, horizon, H, int(seed), rewards)
+        return float(ret), cnt
+
+    return play
+
+
+def _episodic_dir_player(prior: Any, params: dict, ep: Episode, H: int, a_all: float):
+    st = setting(prior, ep)
+    succ = np.ascontiguousarray(st.succ, dtype=np.int64)
+    nsucc = np.ascontiguousarray(st.nsucc, dtype=np.int64)
+    nX, nU, K = succ.shape
+    rpar = reward_prior_array(prior)
+    fsucc, fnsucc, Rd, _theta_full = _dir_setup(st, rpar, a_all)
+    del _theta_full
+    states, off = reach_sets(fsucc, fnsucc, ep.reach_from, H)
+    need_bytes = episodic_memory_bytes(int(off[-1]), nX, nU, K) + dense_bytes(nX, nU)
+    if need_bytes > MAX_AGENT_MEMORY_BYTES:
+        raise BBRLError(f"psrl: the episodic form under a Dirichlet on every next state "
+                        f"would need {need_bytes / 2**30:.1f} GB (H = {H} steps over {nX} "
+                        f"states), above {MAX_AGENT_MEMORY_BYTES / 2**30:.0f} GB")
+    need = decision_states(states, off, H)
+    theta = np.ascontiguousarray(st.theta)
+    R, Rstd = st.R, st.Rstd
+    gaussian, x0 = int(ep.gaussian), ep.start
+    gamma, horizon = float(ep.gamma), int(ep.horizon)
+    shape = (horizon,)
+
+    def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
+             ) -> tuple[float, np.ndarray]:
+        if not (type(rewards) is np.ndarray and rewards.shape == shape
+                and rewards.dtype is FLOAT64):
+            rewards = reward_buffer(rewards, horizon)
+        Pa = np.ascontiguousarray(st.env(np.asarray(P, dtype=np.float64)))
+        ret, n = _trajectory_episodic_dir(Pa, R, Rstd, gaussian, x0, gamma, horizon, H,
+                                          int(seed), succ, nsucc, theta, float(a_all),
+                                          fsucc, fnsucc, Rd, states, off, need, rewards,
+                                          rpar)
+        return float(ret), np.array([n], dtype=np.int64)
+
+    return play
+
+
+# ---------------------------------------------------------------------------------------
 # Players
 
 
@@ -760,6 +1061,8 @@ def make_indicator_player(prior: Any, params: dict, trained: Trained | None, ep:
 
     if not reward_prior_of(prior).known:  # (its indicator kernel is given the rewards)
         return None
+    if getattr(prior, "dirichlet_all", None) is not None:  # (its kernels sample sparse rows)
+        return None
     err = _parameter_check(params)
     if err:
         raise BBRLError(f"psrl: {err}")
@@ -777,6 +1080,14 @@ def make_player(prior: Any, params: dict, trained: Trained | None, ep: Episode):
     if err:
         raise BBRLError(f"psrl: {err}")
     H = int(getattr(ep, "episode_length", 0) or 0)
+    a_all = getattr(prior, "dirichlet_all", None)
+    if a_all is not None:  # (a Dirichlet on every next state: dense samples)
+        if H > 0 and params.get("schedule") is None:
+            return _episodic_dir_player(prior, params, ep, H, a_all)
+        if not ep.gamma < 1.0:
+            raise BBRLError("psrl: the continuing form needs a discount factor < 1")
+        return _continuing_dir_player(prior, {**params, "schedule": params.get("schedule")
+                                              or "doubling"}, ep, a_all)
     if H > 0 and params.get("schedule") is None:
         return _episodic_player(prior, params, ep, H)
     return _continuing_player(prior, {**params, "schedule": params.get("schedule")
@@ -843,8 +1154,15 @@ def episodic_cost_features(prior, horizon: int, episode_length: int) -> dict[str
     variate per positive slot) and one backward induction over the reach sets (a term
     per slot of each reachable state-step); a step is a binary search, a transition and
     a count."""
-    lay = prior.support_layout
     H = int(episode_length)
+    if getattr(prior, "dirichlet_all", None) is not None:  # (dense samples, every state)
+        nX, nU = int(prior.n_states), int(prior.n_actions)
+        episodes = float(math.ceil(horizon / H))
+        r0 = 1 if int(prior.initial_state) >= 0 else nX
+        return {"trajectory": 1.0, "steps": float(horizon), "rebuilds": episodes,
+                "entries": episodes * nX * nU * nX,
+                "backups": episodes * float(r0 + (H - 1) * nX) * nU * nX}
+    lay = prior.support_layout
     states, off = reach_sets(np.ascontiguousarray(lay.succ, dtype=np.int64),
                              np.ascontiguousarray(lay.nsucc, dtype=np.int64),
                              int(prior.initial_state), H)
@@ -872,6 +1190,9 @@ def cost_features(params: dict, prior, test, gamma: float, horizon: int,
     nnz = lay.nnz
     B = float(nnz)
     nX = prior.n_states
+    if getattr(prior, "dirichlet_all", None) is not None:  # (dense samples and solves)
+        nnz = nX * prior.n_actions * nX
+        B = float(nnz)
     out = {"trajectory": 1.0, "steps": float(horizon), "rebuilds": n, "entries": n * B,
            "rebuild_states": n * nX * prior.n_actions}
     if lu_affordable(nX, nnz):
@@ -906,6 +1227,8 @@ def _setting_check(params: dict, prior, gamma: float, horizon: int) -> str | Non
         return err
     if params.get("schedule") is not None and not gamma < 1.0:
         return "needs a discount factor < 1 (the Guez value iteration would not converge)"
+    if getattr(prior, "dirichlet_all", None) is not None:
+        return _dir_memory_check(prior)
     return None
 
 
@@ -961,4 +1284,5 @@ ALGORITHM = Algorithm(
     episodic=True,
     indicator_player=make_indicator_player,
     reward_priors=REWARD_PRIORS,
+    dirichlet_all=True,
 )

@@ -516,4 +516,5 @@ ALGORITHM = Algorithm(
     episodic_only="it learns one Q-function per step of an episode, Jin et al. 2018",
     indicator_player=make_indicator_player,
     reward_priors=("known", "beta", "nig"),
+    dirichlet_all=True,  # (it reads no transition prior)
 )

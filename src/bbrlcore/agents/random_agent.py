@@ -147,4 +147,5 @@ def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict
 ALGORITHM = Algorithm(name="random", params=(), make_player=make_player, doc=__doc__ or "",
                       cost_features=cost_features, sparse=True, episodic=True,
                       indicator_player=make_indicator_player,
-                      reward_priors=("known", "beta", "nig"))  # (it reads no prior)
+                      reward_priors=("known", "beta", "nig"),  # (it reads no prior)
+                      dirichlet_all=True)

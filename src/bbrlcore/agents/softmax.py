@@ -42,7 +42,9 @@ from bbrlcore.agents._kernels import (
     env_reset,
     env_reward_rows,
     env_step_rows,
+    q_iteration_all,
     rows_model_init,
+    rows_model_init_all,
     rows_model_update,
 )
 from bbrlcore.agents._layout import setting
@@ -100,7 +102,7 @@ def compat_action(q, tau):
 
 @njit(cache=True, error_model="numpy")
 def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, succ, nsucc, theta,
-                Rm, tau, compat, rewards, episode_length, rr):
+                Rm, tau, compat, rewards, episode_length, rr, a_all=0.0):
     np.random.seed(seed)
     nX, nU, _ = P.shape
     learn = rr[0] != 0.0  # rewards unknown: the reward prior's posterior mean
@@ -108,9 +110,13 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, succ,
     if learn:
         Rm = Rm.copy()
     x = env_reset(initial_state, nX)
-    N, Np, Pm = rows_model_init(theta, nsucc)
     Q = np.zeros((nX, nU))
-    q_solve_rows(Pm, Rm, succ, nsucc, gamma, horizon, Q)
+    if a_all > 0.0:  # a Dirichlet on every next state: slots and background
+        N, Np, Pm = rows_model_init_all(theta, nsucc, nX, a_all)
+        q_iteration_all(Pm, Rm, succ, nsucc, Np, a_all, learn, gamma, horizon, Q)
+    else:
+        N, Np, Pm = rows_model_init(theta, nsucc)
+        q_solve_rows(Pm, Rm, succ, nsucc, gamma, horizon, Q)
     ret = 0.0
     disc = 1.0
     left = episode_length if episode_length > 0 else -1  # steps left in the episode
@@ -127,7 +133,10 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, succ,
         rows_model_update(N, Np, Pm, nsucc, x, u, k)
         if learn:
             mean_reward_update(emp, rr, nsucc, Rm, x, u, r)
-        q_solve_rows(Pm, Rm, succ, nsucc, gamma, horizon, Q)
+        if a_all > 0.0:
+            q_iteration_all(Pm, Rm, succ, nsucc, Np, a_all, learn, gamma, horizon, Q)
+        else:
+            q_solve_rows(Pm, Rm, succ, nsucc, gamma, horizon, Q)
         x = succ[x, u, k]
         left -= 1
         if left == 0:  # the episode's end: back to the initial state (learning kept)
@@ -141,6 +150,7 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
     tau = float(params["tau"])
     compat = bool(params["compat"])
     Rm, rr = mean_reward_rows(prior, st)  # (unknown rewards: the table unread)
+    a_all = float(getattr(prior, "dirichlet_all", None) or 0.0)  # (+dir<α>: α)
 
     shape, H = (ep.horizon,), int(ep.episode_length)
 
@@ -151,7 +161,7 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
             rewards = reward_buffer(rewards, ep.horizon)
         r = _trajectory(
             st.env(P), st.R, st.Rstd, int(ep.gaussian), ep.start, ep.gamma, ep.horizon,
-            seed, st.succ, st.nsucc, st.theta, Rm, tau, compat, rewards, H, rr,
+            seed, st.succ, st.nsucc, st.theta, Rm, tau, compat, rewards, H, rr, a_all,
         )
         return r, _NO_COUNTERS
 
@@ -171,4 +181,5 @@ ALGORITHM = Algorithm(
     sparse=True,
     episodic=True,
     reward_priors=("known", "beta", "nig"),
+    dirichlet_all=True,
 )

@@ -133,6 +133,10 @@ class FDMDistribution:
     #: what the prior says about the rewards (:mod:`bbrlcore.mdp.reward_prior`; None:
     #: known, the paper's protocol); a name suffix ``+rbeta`` / ``+rnig`` gives it
     reward_prior: Any = None
+    #: the concentration α of a Dirichlet on every next state, replacing ``theta`` as the
+    #: transition prior (:mod:`bbrlcore.mdp.transition_prior`; None: ``theta``, the
+    #: paper's); a name suffix ``+dir<α>`` gives it
+    dirichlet_all: Any = None
 
     def __init__(
         self, name: str, short_name: str, theta: Any, reward: Any, initial_state: int = 0,
@@ -530,6 +534,7 @@ class FDMDistribution:
             and np.array_equal(a.reward, b.reward)
             and np.array_equal(_std(a), _std(b))
             and _environment(self) == _environment(other)
+            and self.dirichlet_all == other.dirichlet_all
         )
 
     def renamed(self, short_name: str) -> FDMDistribution:
@@ -559,6 +564,9 @@ class FDMDistribution:
                 f"{at.size} non-zero of {nX * nU * nX}; "
                 f"{det} deterministic (x,u) rows of {nnz.size}",
             ] + describe_environment(self)
+            + ([f"  transitions: Dirichlet({self.dirichlet_all:g}) on every next state "
+                "(replaces the concentrations above)"] if self.dirichlet_all is not None
+               else [])
             + ([f"  rewards unknown to the agent: {self.reward_prior.kind} prior "
                 f"{list(self.reward_prior.params)}"] if self.reward_prior is not None else [])
         )
@@ -590,6 +598,8 @@ class FDMDistribution:
         d.update(environment_dict(self))  # (reward laws and starts, when it has them)
         if self.reward_prior is not None:  # (unknown rewards: the prior over them)
             d["reward_prior"] = self.reward_prior.to_dict()
+        if self.dirichlet_all is not None:  # (the support unknown: Dir(α) everywhere)
+            d["dirichlet_all"] = self.dirichlet_all
         return d
 
     @classmethod
@@ -649,6 +659,7 @@ class FDMDistribution:
             rp = RewardPrior.from_dict(d["reward_prior"], source)
             if not rp.known:
                 out.__dict__["reward_prior"] = rp
+        _read_dirichlet_all(out, d, source)
         return out
 
     def to_dat(self) -> str:
@@ -698,6 +709,20 @@ def describe_environment(d: Any) -> list[str]:
         out.append("  starts: " + ", ".join(f"{int(s)} ({p:g})"
                                             for s, p in zip(*starts, strict=True)))
     return out
+
+
+def _read_dirichlet_all(out: FDMDistribution, d: dict[str, Any], source: str) -> None:
+    """Set ``out``'s every-next-state concentration from ``d["dirichlet_all"]`` (checked:
+    one :class:`BBRLError` naming ``source``), when given."""
+    if d.get("dirichlet_all") is None:
+        return
+    from bbrlcore.mdp.transition_prior import check_alpha
+
+    a = d["dirichlet_all"]
+    if isinstance(a, str):  # (a number, never text)
+        a = math.nan
+    out.__dict__["dirichlet_all"] = check_alpha(a, f"{source}: dirichlet_all of prior "
+                                                   f"{out.short_name}")
 
 
 def _environment(d: Any) -> dict[str, Any]:
@@ -1002,6 +1027,8 @@ def write_parquet(d: Any, path: str | Path) -> None:
         meta.update(_environment(d))
     if d.reward_prior is not None:  # (a prior whose rewards are unknown)
         meta["reward_prior"] = d.reward_prior.to_dict()
+    if d.dirichlet_all is not None:  # (a prior that does not know the support)
+        meta["dirichlet_all"] = d.dirichlet_all
     artefacts.write_artefact(path, d.to_table(), "distribution", meta)
 
 
@@ -1057,6 +1084,7 @@ def read_parquet(path: str | Path) -> FDMDistribution:
             rp = RewardPrior.from_dict(meta["reward_prior"], str(path))
             if not rp.known:
                 out.__dict__["reward_prior"] = rp
+        _read_dirichlet_all(out, meta, str(path))
         return out
     except (KeyError, ValueError, TypeError, pl.exceptions.PolarsError) as exc:
         raise BBRLError(f"{path}: malformed distribution artefact ({exc})") from None
@@ -1160,11 +1188,12 @@ def load(spec: str | Path) -> FDMDistribution:
     file (plain or zlib) or a distribution Parquet file (a family test distribution's
     file holds its accurate prior). :func:`load_test` gives test distributions."""
     s = str(spec)
-    from bbrlcore.mdp import reward_prior as RP
+    from bbrlcore.mdp import transition_prior as TP
 
-    base, rkind = RP.split_name(s)
-    if rkind != "known" and not Path(s).exists():
-        return RP.with_reward_prior(load(base), rkind)
+    if not Path(s).exists():
+        base, alpha, rkind = TP.split_suffixes(s)
+        if alpha is not None or rkind != "known":
+            return TP.with_suffixes(load(base), alpha, rkind)
     if s in _BUILDERS:
         return builtin(s)
     named = _family_named(s)  # like the built-ins' names, before files (./DeepSea-20)
@@ -1187,9 +1216,9 @@ def load_test(spec: str | Path) -> Any:
     its structure (:class:`~bbrlcore.mdp.families.FamilyDistribution`, not an FDM). A name
     with a reward-prior suffix (``UGC+rbeta``) is a prior: :func:`load`'s."""
     s = str(spec)
-    from bbrlcore.mdp.reward_prior import split_name
+    from bbrlcore.mdp.transition_prior import split_suffixes
 
-    if split_name(s)[1] != "known" and not Path(s).exists():
+    if not Path(s).exists() and split_suffixes(s)[0] != s:
         return load(s)
     if s in _BUILDERS:
         return builtin(s)

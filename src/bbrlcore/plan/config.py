@@ -479,11 +479,16 @@ def _experiments_of(e: Mapping[str, Any], i: int, fail, declared: Mapping[str, A
         key = f"experiments[{i}].prior" + (f"[{k}]" if isinstance(raw, list) else "")
         if not isinstance(pr, str):
             raise fail(f"{key}={pr}", "expected a distribution's name, accurate or uniform "
-                       "(each may end in +rbeta or +rnig: rewards unknown)")
-        # (a suffix +rbeta / +rnig: the same prior, rewards unknown; mdp.reward_prior)
-        from bbrlcore.mdp import reward_prior as RP
+                       "(each may end in +rbeta or +rnig: rewards unknown; +dir<alpha>: "
+                       "Dirichlet(alpha) on every next state)")
+        # (suffixes +rbeta / +rnig: the same prior, rewards unknown; mdp.reward_prior;
+        # +dir<α>: Dirichlet(α) on every next state, mdp.transition_prior)
+        from bbrlcore.mdp import transition_prior as TP
 
-        pr, rkind = RP.split_name(pr)
+        try:
+            pr, alpha, rkind = TP.split_suffixes(pr)
+        except BBRLError as exc:
+            raise fail(f"{key}={priors[k]}", str(exc)) from None
         for t in tests:
             if pr == "accurate":
                 name = t
@@ -497,11 +502,11 @@ def _experiments_of(e: Mapping[str, Any], i: int, fail, declared: Mapping[str, A
                 if not _known(pr, declared, loaded, test_dists):
                     raise fail(f"{key}={pr}", _unknown(pr))
                 name = pr
-            if rkind != "known":
+            if alpha is not None or rkind != "known":
                 base_prior = loaded[name]
-                name = f"{name}{RP.SUFFIX}{rkind}"
+                name = f"{name}{TP.suffix_of(alpha, rkind)}"
                 if name not in loaded:
-                    loaded[name] = RP.with_reward_prior(base_prior, rkind)
+                    loaded[name] = TP.with_suffixes(base_prior, alpha, rkind)
             out.append(Experiment(t, name))
     return out
 

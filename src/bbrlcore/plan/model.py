@@ -319,11 +319,11 @@ class Plan:
         declared = self.config["distributions"]
         if name in declared:
             return str(declared[name])
-        from bbrlcore.mdp.reward_prior import SUFFIX, split_name
+        from bbrlcore.mdp.transition_prior import split_suffixes, suffix_of
 
-        base, kind = split_name(name)
-        if kind != "known" and base in declared:
-            return f"{declared[base]}{SUFFIX}{kind}"
+        base, alpha, kind = split_suffixes(name)
+        if (alpha is not None or kind != "known") and base in declared:
+            return f"{declared[base]}{suffix_of(alpha, kind)}"
         return name
 
     def test_distribution(self, name: str) -> Any:
