@@ -60,9 +60,10 @@ its Table 15, not in Tables 11-14) have no bbrl counterpart.
 Examples
 --------
 >>> t = published_table()
->>> t.height, sorted(t["setting"].unique().to_list()), t["colosseum_agent"].unique().sort().to_list()
+>>> t.height, sorted(t["setting"].unique()), sorted(t["colosseum_agent"].unique())
 (200, ['CC', 'CE', 'EC', 'EE'], ['PSRL', 'Q-learning', 'UCRL2'])
->>> r = t.filter(pl.col("instance") == "Colosseum-CC-RiverSwim-0", pl.col("algorithm") == "ucrl2")
+>>> r = t.filter(pl.col("instance") == "Colosseum-CC-RiverSwim-0",
+...              pl.col("algorithm") == "ucrl2")
 >>> r.select("colosseum_mdp", "mean", "std", "completed").row(0)
 ('RiverSwim (1)', 0.0, 0.0, 20)
 >>> verdict_of(0.02, 0.01, 20, 0.02, 0.01, 20)[0]
@@ -316,11 +317,11 @@ def counts_text(table: pl.DataFrame) -> str:
     """One sentence of :func:`counts`."""
     c = counts(table)
     compared = c["agrees"] + c["differs"]
-    return (f"{c['agrees']} of {compared} rows that Colosseum completed agree within "
-            f"{AGREE_Z:g} standard errors; {c['cut']} rows were cut by Colosseum's "
-            f"{LIMIT_MINUTES}-minute limit (bbrl's complete run is the new number); "
-            f"{c['unknown seeds']} with Colosseum's seeds not legible; "
-            f"{c['not comparable']} not comparable; {c['not run']} not run.")
+    return (f"Agree: {c['agrees']} of the {compared} rows Colosseum completed (within "
+            f"{AGREE_Z:g} standard errors). Cut by Colosseum's {LIMIT_MINUTES}-minute "
+            f"limit: {c['cut']} (bbrl's complete run is the new number). Colosseum's seeds "
+            f"not legible: {c['unknown seeds']}. Not comparable: {c['not comparable']}. "
+            f"Not run: {c['not run']}.")
 
 
 def _f(v: float | None, digits: int = 3) -> str:
@@ -331,14 +332,26 @@ def _f(v: float | None, digits: int = 3) -> str:
     return f"{v:.{digits}f}"
 
 
+def not_run(table: pl.DataFrame) -> list[dict[str, Any]]:
+    """The *not run* rows of a :func:`compare` table grouped by why: ``{"why": ...,
+    "items": ["Colosseum-CC-Taxi-0 (PSRL, Q-learning, UCRL2)", ...]}`` in table order."""
+    groups: dict[str, dict[str, list[str]]] = {}
+    for r in table.filter(pl.col("verdict") == "not run").iter_rows(named=True):
+        groups.setdefault(r["why"], {}).setdefault(r["instance"], []).append(
+            r["colosseum_agent"])
+    return [{"why": why, "items": [f"{i} ({', '.join(a)})" for i, a in inst.items()]}
+            for why, inst in groups.items()]
+
+
 def text_table(table: pl.DataFrame) -> str:
-    """The comparison as plain text (``bbrl compare-published``): one line per row; the
-    reasons (``why`` beyond agree/differ, and the agent notes) as numbered notes."""
+    """The comparison as plain text (``bbrl compare-published``): one line per row bbrl
+    ran, the reasons (``why`` beyond agree/differ, and the agent notes) as numbered notes,
+    the rows not run grouped by why."""
     head = ["instance", "Colosseum", "agent", "Colosseum (seeds)", "bbrl [95% CI] (n)",
             "z", "verdict", "note"]
     notes: list[str] = []
     lines = []
-    for r in table.iter_rows(named=True):
+    for r in table.filter(pl.col("verdict") != "not run").iter_rows(named=True):
         done = "?" if r["completed"] is None else str(r["completed"])
         pub = f"{r['published_mean']:.2f} ± {r['published_std']:.2f} ({done}/{SEEDS})"
         ours = "–" if r["mean"] is None else (
@@ -361,4 +374,6 @@ def text_table(table: pl.DataFrame) -> str:
             "std over its 20 seeds) beside bbrl's normalised_expected_regret / T (mean, 95% "
             "interval over its test MDPs).", counts_text(table), f"Source: {CITATION}."]
     out += [f"[{i + 1}] {n}" for i, n in enumerate(notes)]
+    for g in not_run(table):
+        out += [f"Not run, {g['why']}: {', '.join(g['items'])}."]
     return "\n".join(out)
