@@ -145,8 +145,8 @@ def _runs(spec, n=12, seed=0):
 
 T = CP.HORIZON
 SPEC = [
-    # 0.73 ± 0.19 (20/20) published: bbrl's 0.2 differs
-    ("Colosseum-CE-RiverSwim-0", "q-learning-ucb", "q-learning-ucb", 0.2, 0.01, T, 100),
+    # 0.00 ± 0.00 (20/20) published: bbrl's 0.2 differs
+    ("Colosseum-CE-RiverSwim-0", "psrl", "psrl", 0.2, 0.01, T, 100),
     # 0.00 ± 0.00 (20/20): bbrl's 0.002 agrees
     ("Colosseum-CE-RiverSwim-0", "ucrl2", "ucrl2", 0.002, 0.001, T, 100),
     # 0.70 ± 0.19, 0/20: cut by Colosseum's limit
@@ -175,10 +175,10 @@ def test_every_verdict_branch(cmp_table):
         assert r.height == 1
         return r.row(0, named=True)
 
-    r = one("Colosseum-CE-RiverSwim-0", "q-learning-ucb")
-    assert r["verdict"] == "differs" and r["z"] < -3 and r["completed"] == 20
-    assert r["published_mean"] == 0.73 and r["n"] == 12
-    assert "form=jin" in r["note"]
+    r = one("Colosseum-CE-RiverSwim-0", "psrl")
+    assert r["verdict"] == "differs" and r["z"] > 3 and r["completed"] == 20
+    assert r["published_mean"] == 0.0 and r["n"] == 12
+    assert "tuned Dirichlet concentration" in r["note"]
     r = one("Colosseum-CE-RiverSwim-0", "ucrl2")
     assert r["verdict"] == "agrees" and abs(r["z"]) <= 3 and r["note"] == ""
     assert r["ci_low"] < r["mean"] < r["ci_high"]
@@ -196,7 +196,9 @@ def test_every_verdict_branch(cmp_table):
            for x in t.filter(pl.col("verdict") == "not run").iter_rows(named=True)}
     assert why["Colosseum-CE-FrozenLake-0", "ucrl2"] == (
         "its runs have no expected indicators (run with indicators: true)")
-    assert why["Colosseum-CE-RiverSwim-0", "psrl"] == "no psrl agent on it in these results"
+    assert why["Colosseum-CE-FrozenLake-0", "psrl"] == "no psrl agent on it in these results"
+    assert why["Colosseum-CE-RiverSwim-0", "q-learning-ucb"].startswith(
+        "bbrl's q-learning-ucb plays episodic interactions only (")
     assert why["Colosseum-CE-RiverSwim-1", "psrl"] == "not in these results"
     needs = CI.INSTANCES["Colosseum-CE-MiniGridEmpty-0"].needs
     assert why["Colosseum-CE-MiniGridEmpty-0", "ucrl2"] == (
@@ -205,11 +207,13 @@ def test_every_verdict_branch(cmp_table):
 
 
 def test_every_agent_of_the_algorithm_is_a_row_and_the_table_value_is_divided_by_t():
-    spec = [("Colosseum-CC-RiverSwim-0", "q-learning-ucb", f"q-learning-ucb__c={c}",
-             0.16, 0.03, T, 100) for c in (1, 2)]
+    spec = [("Colosseum-EC-RiverSwim-0", "q-learning-ucb", f"q-learning-ucb__c={c}",
+             0.87, 0.01, T, 100) for c in (1, 2)]
     runs = _runs(spec)
     t = CP.compare(runs).filter(pl.col("agent").is_not_null())
     assert t["agent"].to_list() == ["q-learning-ucb__c=1", "q-learning-ucb__c=2"]
+    assert set(t["setting"]) == {"EC"} and (t["published_mean"] == 0.87).all()
+    assert t["note"].str.contains("form=jin").all()
     for r in t.iter_rows(named=True):
         v = runs.filter(pl.col("agent") == r["agent"])["normalised_expected_regret"] / T
         assert r["mean"] == pytest.approx(v.mean()) and r["std"] == pytest.approx(v.std())
@@ -230,7 +234,8 @@ def test_text_table(cmp_table):
     assert sum("Colosseum-CE-" in x and " agrees" in x for x in lines) == 1
     assert "Agree: 1 of the 2 rows Colosseum completed (within 3 standard errors)" in text
     assert "Not run, bbrl does not express this instance yet (it needs" in text
-    assert "Colosseum-CE-MiniGridEmpty-0 (PSRL, Q-learning, UCRL2)" in text
+    assert "Colosseum-CE-MiniGridEmpty-0 (PSRL, UCRL2)" in text
+    assert "plays episodic interactions only" in text
     assert "cut by its 10-minute limit (0 of 20 seeds)" in text and CP.CITATION in text
 
 
@@ -246,6 +251,9 @@ def results(tmp_path_factory):
     for (exp,), g in runs.group_by(["experiment"], maintain_order=True):
         artefacts.write_artefact(out / "merged" / f"{exp}.parquet", g, "merged",
                                  {"experiments": [exp]})
+    from bbrlcore.analysis.results import summary_table
+
+    artefacts.write_artefact(out / "summary.parquet", summary_table(runs), "summary", {})
     return out, runs
 
 
@@ -258,6 +266,14 @@ def test_cli_prints_the_colosseum_comparison(results, tmp_path, capsys):
     assert "no published configuration" not in text  # (the BBRL paper's: none here)
     table, meta = artefacts.read_artefact(tmp_path / "c.parquet", "colosseum-comparison")
     assert table.equals(CP.compare(runs)) and "Conserva" in meta["citation"]
+
+
+def test_cli_a_summary_alone_cannot_be_compared_with_colosseum(results, capsys):
+    res, _ = results
+    assert main(["compare-published", str(res / "summary.parquet")]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and len(out.err.strip().splitlines()) == 1
+    assert "a summary table holds no expected indicators" in out.err
 
 
 def test_cli_colosseum_output_without_colosseum_instances_is_one_line(tmp_path, capsys):
@@ -294,7 +310,8 @@ def test_report_has_the_colosseum_section(results, tmp_path):
     assert 'id="colosseum">Against Colosseum\'s published tables' in html
     assert 'href="#colosseum"' in html and 'id="published"' not in html
     part = html.split('id="colosseum"')[1].split("<h2")[0]
-    for needle in ("Continuous ergodic (Table 14)", "0.73 ± 0.19", "<strong>cut</strong>",
+    for needle in ("Continuous ergodic (Table 14)", "0.70 ± 0.19", "<strong>cut</strong>",
+                   "<strong>differs</strong>",
                    "Agree: 1 of the 2 rows", "Not run, not in these results:",
                    "This is not bbrl's realised regret"):
         assert needle in part, needle

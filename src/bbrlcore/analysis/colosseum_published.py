@@ -43,7 +43,8 @@ print. bbrl's mean comes with a 95% interval :math:`\bar x \pm 1.96\,s/\sqrt n`.
 * bbrl played another horizon than Colosseum's T = 500,000, or fewer than 2 test MDPs:
   *not comparable* (a normalised regret per step falls as T grows).
 * No bbrl run of the instance with that agent's algorithm and its indicators: *not run*,
-  with why (the instance is not expressed by bbrl yet: its
+  with why (bbrl's algorithm plays episodic interactions only, as Q-learning-UCB, where
+  the setting is continuing; the instance is not expressed by bbrl yet: its
   :attr:`~bbrlcore.mdp.families.colosseum_instances.Instance.needs`; not in the results;
   no agent of the algorithm; no indicators recorded).
 
@@ -207,9 +208,14 @@ def agent_note(algorithm: str, agent: str) -> str:
 
 
 def _why_not_run(instance: str, algorithm: str, runs: pl.DataFrame) -> str:
+    from bbrlcore.agents import registry
     from bbrlcore.mdp.families.colosseum_instances import INSTANCES
 
     inst = INSTANCES[instance]
+    alg = registry.get(algorithm)
+    if not inst.episodic and alg.episodic_only:
+        return (f"bbrl's {algorithm} plays episodic interactions only "
+                f"({alg.episodic_only}): no counterpart of Colosseum's continuing agent")
     if inst.needs:
         return f"bbrl does not express this instance yet (it needs {inst.needs})"
     on = runs.filter(pl.col("test") == instance)
