@@ -7,8 +7,12 @@ Parquet under ``data/`` so any plot can be redone with polars. When the results 
 configurations of the paper's tables, a section "Against the published numbers" puts each
 published row beside ours with a verdict, and the time-constraint sequences beside the
 paper's (:func:`published_section`, :mod:`bbrlcore.analysis.published`; ``data/published.parquet``
-and ``data/published-sequences.parquet``). The score (``score``: the discounted return, the
-paper's, or the undiscounted sum of rewards) is the report's choice, used everywhere but in
+and ``data/published-sequences.parquet``); when they hold Colosseum's benchmark instances
+run with its indicators, a section "Against Colosseum's published tables" puts its Tables
+11-14 beside bbrl's expected normalised regret (:func:`colosseum_section`,
+:mod:`bbrlcore.analysis.colosseum_published`; ``data/colosseum-published.parquet``). The
+score (``score``: the discounted return, the paper's, or the undiscounted sum of rewards)
+is the report's choice, used everywhere but in
 the published comparison (always discounted). Learning curves (:func:`curves_section`,
 :mod:`bbrlcore.analysis.curves`) need the runs' per-step rewards: each experiment's page
 shows its algorithms' curves, the summary page the IQM of the normalised score against
@@ -341,6 +345,53 @@ def published_section(
             "sequence_note": P.SEQUENCE_NOTE, "agree_z": f"{P.AGREE_Z:g}",
             "sequences": sorted(seqs.to_dicts(),
                                 key=lambda r: rank.get(r["experiment"], 99))}
+
+
+def colosseum_section(merged: pl.DataFrame, out: Path) -> dict[str, Any] | None:
+    """"Against Colosseum's published tables": Colosseum's Tables 11-14 beside bbrl's
+    expected normalised regret (:func:`bbrlcore.analysis.colosseum_published.compare`),
+    written to ``data/colosseum-published.parquet``; None when the results hold no
+    Colosseum instance."""
+    from bbrlcore.analysis import colosseum_published as CP
+
+    table = CP.compare(merged)
+    if table.is_empty():
+        return None
+    _write_parquet(table, out / "data" / "colosseum-published.parquet")
+    notes: list[str] = []
+    settings = []
+    from bbrlcore.mdp.families.colosseum_instances import SETTINGS
+
+    for code in ("EC", "EE", "CC", "CE"):
+        part = table.filter(pl.col("setting") == code)
+        if part.is_empty():
+            continue
+        rows = []
+        for r in part.filter(pl.col("verdict") != "not run").iter_rows(named=True):
+            marks = []
+            for text in (r["why"] if r["verdict"] not in ("agrees", "differs") else None,
+                         r["note"]):
+                if text:
+                    if text not in notes:
+                        notes.append(text)
+                    marks.append(str(notes.index(text) + 1))
+            done = "?" if r["completed"] is None else str(r["completed"])
+            rows.append({
+                "instance": r["instance"], "mdp": r["colosseum_mdp"],
+                "colosseum_agent": r["colosseum_agent"], "agent": r["agent"],
+                "published": f"{r['published_mean']:.2f} ± {r['published_std']:.2f}",
+                "completed": f"{done}/{CP.SEEDS}",
+                "ours": "–" if r["mean"] is None else
+                        f"{r['mean']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
+                        if r["ci_low"] is not None else f"{r['mean']:.3f}",
+                "n": r["n"], "z": _z(r["z"]), "verdict": r["verdict"],
+                "agrees": r["verdict"] == "agrees", "notes": ", ".join(marks)})
+        settings.append({"code": code, "name": SETTINGS[code],
+                         "table": int(part["table"][0]), "rows": rows,
+                         "not_run": CP.not_run(part)})
+    return {"settings": settings, "notes": notes, "counts": CP.counts(table),
+            "counts_text": CP.counts_text(table), "citation": CP.CITATION,
+            "agree_z": f"{CP.AGREE_Z:g}", "limit": CP.LIMIT_MINUTES, "horizon": CP.HORIZON}
 
 
 def reference_section(summary: pl.DataFrame, score: str,
@@ -814,6 +865,7 @@ def _build_into(out: Path, merged: pl.DataFrame, summary: pl.DataFrame,
                                         regret_summary(merged))
     # the paper's numbers are discounted returns: compared on that score whatever the report's
     published = published_section(an.published, merged, out, alpha)
+    colosseum = colosseum_section(merged, out)
     agg = aggregates_section(merged, out, styles, alpha, correction, bootstrap_resamples,
                              bootstrap_seed, score, versus, an.aggregates)
     I.write_library(out)
@@ -846,7 +898,8 @@ def _build_into(out: Path, merged: pl.DataFrame, summary: pl.DataFrame,
            "reference": reference,
            "fwer_over": bool(fwer_over),
            "matrix_families": matrix_families, "aggregates": agg,
-           "notes": (__doc__ or "").split("\n\n", 2)[2], "published": published}
+           "notes": (__doc__ or "").split("\n\n", 2)[2], "published": published,
+           "colosseum": colosseum}
     html = env.get_template("index.html.j2").render(root="", **ctx)
     with atomic_path(out / "index.html") as tmp:
         tmp.write_text(html)
