@@ -578,9 +578,10 @@ def colosseum_setting(e: Mapping[str, Any], name: str, steps: int, key: str
     continuing, ``horizon: steps``; episodic, ``episodes: ⌊steps / H⌋`` of the natural
     length H (Colosseum's, :attr:`~bbrlcore.mdp.families.Family.episode_length`; its own
     loop cuts the last episode short at T instead), at most 10,000 checkpoints at episode
-    ends: every d-th, the episodes rounded down to a multiple of d (Colosseum-EC-SimpleGrid-0,
-    H = 17: 29,409 episodes, 499,953 steps, every 3rd); continuing, checkpoints every ``log_every`` steps (Colosseum's 100) when that
-    divides T into at most 10,000, else the default.
+    ends: every d-th, the episodes rounded down to a multiple of d
+    (Colosseum-EC-SimpleGrid-0, H = 17: 29,409 episodes, 499,953 steps, every 3rd);
+    continuing, checkpoints every ``log_every`` steps (Colosseum's 100) when that divides
+    T into at most 10,000, else the default.
 
     >>> colosseum_setting({}, "Colosseum-EC-DeepSea-0", 500_000, "steps")
     {'episodes': 100000, 'checkpoint_every': 50}

@@ -1,0 +1,157 @@
+"""The colosseum and bsuite presets (issue 43): configuration variables, Colosseum
+benchmark entries, their laptop forms, and the estimate's price of Colosseum's
+indicators."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bbrlcore import plan as P
+from bbrlcore.errors import BBRLError
+from bbrlcore.mdp.families import colosseum_instances as CI
+from bbrlcore.plan import cost
+
+ROOT = Path(__file__).resolve().parents[1]
+BASE = yaml.safe_load((ROOT / "config.yaml").read_text())
+SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
+
+
+def _validate(cfg: dict) -> None:
+    import jsonschema
+
+    jsonschema.validate(cfg, yaml.safe_load(SCHEMA.read_text()))
+
+
+def test_colosseum_preset_is_every_instance_bbrl_expresses():
+    plan = P.load(copy.deepcopy(BASE), {"preset": "colosseum"})
+    expressed = [n for n, i in CI.INSTANCES.items() if i.problem_params is not None]
+    assert [e.test for e in plan.experiments] == expressed and len(expressed) == 37
+    assert all(e.prior == f"U{e.test}+rnig" for e in plan.experiments)
+    assert plan.config["n_mdps"] == 20 and plan.config["score"] == "undiscounted"
+    for e in plan.experiments:
+        inst = CI.INSTANCES[e.test]
+        assert e.log_every == 100
+        algs = {a.algorithm for a in plan.agents_of(e)}
+        if inst.episodic:  # floor(500,000 / H) episodes of the natural length
+            H = e.episode_length
+            assert H > 0 and 500_000 - 10_000 * H <= e.horizon <= 500_000
+            assert algs == {"random", "psrl", "q-learning-ucb", "optimal"}
+            q = next(a for a in plan.agents_of(e) if a.algorithm == "q-learning-ucb")
+            from bbrlcore.agents.q_ucb import COLOSSEUM_BENCHMARK
+
+            assert {**COLOSSEUM_BENCHMARK, **q.param_dict} == COLOSSEUM_BENCHMARK
+        else:
+            assert e.episode_length == 0 and e.horizon == 500_000
+            assert algs == {"random", "psrl", "ucrl2", "optimal"}
+    skipped = [n for n, i in CI.INSTANCES.items() if i.problem_params is None]
+    text = " ".join(plan.notes)
+    assert len(skipped) == 43 and all(n.removeprefix("Colosseum-") in text for n in skipped)
+    _validate(plan.config)
+
+
+def test_colosseum_laptop_form_by_variables():
+    plan = P.load(copy.deepcopy(BASE), {
+        "preset": "colosseum", "colosseum_settings": ["EC-DeepSea-0", "CE-RiverSwim-0"],
+        "colosseum_steps": 2000, "n_mdps": 2})
+    assert [(e.test, e.horizon, e.episode_length) for e in plan.experiments] == [
+        ("Colosseum-EC-DeepSea-0", 2000, 5), ("Colosseum-CE-RiverSwim-0", 2000, 0)]
+    assert plan.config["variables"]["colosseum_steps"] == 2000
+    assert "colosseum_steps" not in plan.config
+    _validate(plan.config)
+    # an episodic selection only: the continuing entry selects nothing, and says so
+    plan = P.load(copy.deepcopy(BASE), {"preset": "colosseum", "colosseum_settings": "EC",
+                                        "colosseum_steps": 1000})
+    assert {CI.INSTANCES[e.test].setting for e in plan.experiments} == {
+        "episodic communicating"}
+    assert any("selects no Colosseum instance" in n for n in plan.notes)
+
+
+def test_bsuite_preset_and_its_laptop_form():
+    plan = P.load(copy.deepcopy(BASE), {"preset": "bsuite"})
+    assert [e.test for e in plan.experiments] == [f"DeepSea-{n}" for n in range(10, 51, 2)]
+    assert all(e.episodes == 10_000 and e.episode_length == int(e.test.split("-")[1])
+               for e in plan.experiments)
+    assert {a.algorithm for a in plan.agents} == {"random", "psrl", "q-learning-ucb",
+                                                  "ucrl2", "optimal"}
+    assert next(a for a in plan.agents if a.algorithm == "ucrl2").param_dict == {
+        "bound": "bernstein"}
+    from bbrlcore.mdp import families
+
+    assert families.make("deepsea", size=10).params["form"] == 0  # bsuite's form
+    _validate(plan.config)
+    small = P.load(copy.deepcopy(BASE), {"preset": "bsuite", "bsuite_sizes": [10, 12],
+                                         "bsuite_episodes": 200, "n_mdps": 2})
+    assert [(e.test, e.episodes) for e in small.experiments] == [("DeepSea-10", 200),
+                                                                 ("DeepSea-12", 200)]
+
+
+def test_variables_and_colosseum_entries_are_checked():
+    base = {"experiments": [{"test": {"family": "deepsea", "size": "$sizes"},
+                             "prior": "uniform", "episodes": 5}],
+            "algorithms": {"random": {}}}
+    with pytest.raises(BBRLError, match=r"experiments\[0\]\.test\.size=\$sizes: no such "
+                       "variable"):
+        P.load(copy.deepcopy(base))
+    with pytest.raises(BBRLError, match="unknown key"):
+        P.load(copy.deepcopy(base), {"sizes": [3]})  # no variable of that name
+    ok = P.load({**copy.deepcopy(base), "variables": {"sizes": [3, 4]}}, {"sizes": [5]})
+    assert [e.test for e in ok.experiments] == ["DeepSea-5"]
+    bad = {"experiments": [{"test": "GC", "prior": "UGC", "steps": 10}],
+           "algorithms": {"random": {}}}
+    with pytest.raises(BBRLError, match=r"experiments\[0\]\.steps: applies to a Colosseum"):
+        P.load(bad)
+    col = {"experiments": [{"test": {"colosseum": "EC-Taxi-0"}, "prior": "uniform",
+                            "steps": 100}], "algorithms": {"random": {}}}
+    with pytest.raises(BBRLError, match="does not express it yet"):
+        P.load(col)
+    col["experiments"][0]["test"] = {"colosseum": "XX"}
+    with pytest.raises(BBRLError, match="expected a setting"):
+        P.load(col)
+    col["experiments"][0]["test"] = {"colosseum": "EC"}
+    del col["experiments"][0]["steps"]
+    with pytest.raises(BBRLError, match="needs steps"):
+        P.load(col)
+
+
+def test_estimate_prices_colosseum_indicators():
+    from bbrlcore.cli.estimate import indicator_hours
+
+    plan = P.load(copy.deepcopy(BASE), {"preset": "colosseum", "colosseum_steps": 20_000,
+                                        "colosseum_settings": ["EC-SimpleGrid-3"],
+                                        "n_mdps": 3})
+    (e,) = plan.experiments
+    psrl = next(a for a in plan.agents_of(e) if a.algorithm == "psrl")
+    per_eval = cost.evaluation_seconds(e.test, e.episode_length)
+    rec = [r for r in cost.evaluation_records() if r.test == e.test]
+    assert per_eval == max(r.seconds for r in rec) > 0  # measured, not a default
+    rows = e.horizon // 100 + 1
+    assert plan.indicator_seconds(e, psrl) == pytest.approx(rows * per_eval)
+    h, n = indicator_hours(plan)
+    assert n == 3 * rows * len(plan.agents_of(e))
+    assert h == pytest.approx(3 * rows * per_eval * len(plan.agents_of(e)) / 3600)
+    # without indicators (bsuite's preset) nothing is added
+    b = P.load(copy.deepcopy(BASE), {"preset": "bsuite", "bsuite_sizes": [10]})
+    assert indicator_hours(b) == (0.0, 0)
+    # an unmeasured test: the measurements' largest price per unit of work
+    assert cost.evaluation_seconds("DeepSea-30", 30) > cost.evaluation_seconds(
+        "DeepSea-10", 10) > 0
+
+
+@pytest.mark.slow
+def test_colosseum_laptop_form_dry_run(tmp_path):
+    """The workflow plans the colosseum preset's laptop form given by --config
+    variables (snakemake parses the list as YAML), naming the instances it skips."""
+    from tests.test_workflow import _jobs, _snake, _write_cfg
+
+    cfg = _write_cfg(tmp_path, copy.deepcopy(BASE))
+    r = _snake(tmp_path, cfg, "--config", "preset=colosseum",
+               "colosseum_settings=[EC-DeepSea-0, CE-RiverSwim-0]", "colosseum_steps=2000",
+               "n_mdps=2", "-n")
+    assert r.returncode == 0, r.stderr[-3000:]
+    jobs = _jobs(r.stdout + r.stderr)
+    assert jobs["test_set"] == jobs["merge"] == 2
+    assert "testset=Colosseum-EC-DeepSea-0@E400xH5" in r.stdout
