@@ -155,3 +155,53 @@ def test_colosseum_laptop_form_dry_run(tmp_path):
     jobs = _jobs(r.stdout + r.stderr)
     assert jobs["test_set"] == jobs["merge"] == 2
     assert "testset=Colosseum-EC-DeepSea-0@E400xH5" in r.stdout
+
+
+def _laptop_run(tmp_path, *config: str):
+    from tests.test_workflow import _snake, _write_cfg
+
+    cfg = _write_cfg(tmp_path, copy.deepcopy(BASE))
+    r = _snake(tmp_path, cfg, "--cores", "2", "--config", *config)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    return tmp_path / "results"
+
+
+@pytest.mark.slow
+def test_bsuite_laptop_form_runs_and_reaches_bsuites_score(tmp_path):
+    """A tiny bsuite run (DeepSea-10, 200 episodes, 2 test MDPs) end to end: its runs
+    carry episode returns, and the report computes bsuite's DeepSea score from them."""
+    import polars as pl
+
+    res = _laptop_run(tmp_path, "preset=bsuite", "bsuite_sizes=[10]", "bsuite_episodes=200",
+                      "n_mdps=2")
+    m = pl.read_parquet(res / "merged/DeepSea-10-UDeepSea-10@E200xH10.parquet")
+    assert m["episode_returns"].list.len().unique().to_list() == [200]
+    s = pl.read_parquet(res / "report/data/bsuite_deepsea_summary.parquet")
+    assert set(s["family"]) >= {"Random", "PSRL"} and s["n_sizes"].to_list()[0] == 1
+
+
+@pytest.mark.slow
+def test_colosseum_laptop_form_runs_with_its_indicators(tmp_path):
+    """A tiny Colosseum run (one episodic and one continuing instance, 2,000 steps, 2
+    test MDPs) end to end: Colosseum's expected regret in the run tables of every agent
+    that exposes its policy, Optimal's zero."""
+    import polars as pl
+
+    res = _laptop_run(tmp_path, "preset=colosseum",
+                      "colosseum_settings=[EC-DeepSea-0, CE-RiverSwim-0]",
+                      "colosseum_steps=2000", "n_mdps=2")
+    for exp in ("Colosseum-EC-DeepSea-0-UColosseum-EC-DeepSea-0+rnig@E400xH5",
+                "Colosseum-CE-RiverSwim-0-UColosseum-CE-RiverSwim-0+rnig@T2000n100"):
+        m = pl.read_parquet(res / f"merged/{exp}.parquet")
+        assert m["normalised_expected_regret"].null_count() == 0, exp
+        opt = m.filter(pl.col("agent").str.starts_with("optimal"))
+        assert opt["normalised_expected_regret"].abs().max() < 1e-6
+
+
+def test_a_variable_merged_into_the_base_by_snakemake_is_the_variable():
+    """Without --configfile, Snakemake merges --config values into config.yaml's own
+    keys too: the plan takes such a key, when it names a variable, as the variable."""
+    base = {**copy.deepcopy(BASE), "bsuite_episodes": 300}
+    plan = P.load(base, {"preset": "bsuite", "bsuite_episodes": 300, "bsuite_sizes": [10]})
+    assert [e.episodes for e in plan.experiments] == [300]
+    assert "bsuite_episodes" not in plan.config

@@ -62,6 +62,8 @@ def apply_preset(
         if (k not in DEFAULTS and isinstance(variables, Mapping) and k in variables):
             # a variable's name: the override sets the variable (a preset's knob)
             variables = cfg["variables"] = {**variables, k: copy.deepcopy(v)}
+            # (Snakemake merges --config values into config.yaml's keys as well)
+            cfg.pop(k, None)
             continue
         cfg[k] = copy.deepcopy(v)
         from_preset.discard(k)
