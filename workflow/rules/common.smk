@@ -77,6 +77,9 @@ if workflow.is_main_process:  # what the plan runs (compat variants named, never
     # an experiment without Random or Optimal: empty normalised scores at the end
     for _line in PLAN.missing_references():
         print(f"bbrl: warning: {_line}", file=sys.stderr)
+    # what the plan leaves out (Colosseum's instances bbrl does not express yet)
+    for _line in PLAN.notes:
+        print(f"bbrl: note: {_line}", file=sys.stderr)
     # estimates a dry run cannot make (probes it did not run)
     for _line in bbrl_probe.unprobed_lines(PLAN):
         print(f"bbrl: dry run: {_line}", file=sys.stderr)

@@ -156,8 +156,9 @@ def deepsea_ladder(test: str, prior: str) -> tuple[int, str] | None:
     if parsed is None or parsed[2] or parsed[0].name != "deepsea":
         return None
     spec, params, _ = parsed
-    setting = ", ".join(f"{p.name}={fmt(params[p.name])}" for p in spec.params
-                        if p.name != "size" and params[p.name] != p.default)
+    # (a Colosseum instance's name gives only the parameters it sets: the others default)
+    setting = ", ".join(f"{p.name}={fmt(params.get(p.name, p.default))}" for p in spec.params
+                        if p.name != "size" and params.get(p.name, p.default) != p.default)
     kind = ("accurate" if prior == test else "uniform" if prior == "U" + test else "other")
     return int(params["size"]), (f"{spec.display}" + (f" ({setting})" if setting else "")
                                  + f", {kind} prior")

@@ -144,6 +144,27 @@ def estimate(plan: P.Plan) -> dict[str, dict[str, Any]]:
     return out
 
 
+def indicator_hours(plan: P.Plan) -> tuple[float, int]:
+    """CPU-hours of Colosseum's indicators in the runs (``indicators: true``: the exact
+    evaluations of each agent's policy, :meth:`bbrlcore.plan.Plan.indicator_seconds`,
+    already in the runs' hours) and how many evaluations they are."""
+    n = plan.n_mdps("test")
+    n_val = plan.n_mdps("validation")
+    secs, count = 0.0, 0
+    for exp in plan.experiments:
+        if exp.log_every is None:
+            continue
+        val = {a.key for a in plan.validation_agents(exp)}
+        for a in plan.agents_of(exp):
+            s = plan.indicator_seconds(exp, a)
+            if s <= 0:
+                continue
+            m = n + (n_val if a.key in val else 0)
+            secs += m * s
+            count += m * (exp.horizon // exp.log_every + 1)
+    return secs / 3600.0, count
+
+
 def selection_line(plan: P.Plan) -> str:
     """What ``bbrl estimate`` says of the selection: where configurations are chosen and,
     on validation sets, how many MDPs and which algorithms play them."""
@@ -182,6 +203,8 @@ def _estimate(args: argparse.Namespace) -> int:
         print(f"bbrl: warning: {line}", file=sys.stderr)
     for line in plan.missing_references():  # (columns that would be empty at the end)
         print(f"bbrl: warning: {line}", file=sys.stderr)
+    for line in plan.notes:  # (what the plan leaves out: Colosseum's instances skipped)
+        print(f"bbrl: note: {line}")
     print(
         f"{args.config}" + (f" (preset {c['preset']})" if c.get("preset") else "")
         + f": {len(plan.experiments)} experiments, {len(plan.agents)} agent configurations "
@@ -220,6 +243,11 @@ def _estimate(args: argparse.Namespace) -> int:
         f"{tot['total_h']:10.3g} {'':11s}  {tot['in_range']:4d}/{tot['runs']:<4d}"
     )
     print(f"expected CPU-hours: {hours(tot['total_h'])} (single-core, this machine class)")
+    ind_h, n_eval = indicator_hours(plan)
+    if n_eval:
+        print(f"of which Colosseum's indicators: {hours(ind_h)} ({n_eval:,} exact evaluations "
+              "of the agents' policies, every log_every steps; measured per instance: "
+              "benchmarks/results/colosseum_evaluations.md)")
     print()
     print("agents per algorithm" + (" (compat_variants: true adds the compat variant of "
                                     "every configuration of an algorithm that has one)"

@@ -57,11 +57,66 @@ def apply_preset(
                 raise BBRLError(f"presets.{preset}.{k}: a preset cannot set {k}")
             cfg[k] = copy.deepcopy(v)
             from_preset.add(k)
+    variables = cfg.get("variables")
     for k, v in overrides.items():
+        if (k not in DEFAULTS and isinstance(variables, Mapping) and k in variables):
+            # a variable's name: the override sets the variable (a preset's knob)
+            variables = cfg["variables"] = {**variables, k: copy.deepcopy(v)}
+            # (Snakemake merges --config values into config.yaml's keys as well)
+            cfg.pop(k, None)
+            continue
         cfg[k] = copy.deepcopy(v)
         from_preset.discard(k)
+        if k == "variables":
+            variables = cfg["variables"]
     cfg["preset"] = None if preset in ("", "none") else preset
     return cfg, from_preset
+
+
+#: A reference to a variable: a string ``$name`` (the whole value).
+VARIABLE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def substitute_variables(cfg: dict[str, Any], fail) -> None:
+    """Replace every value ``$name`` of ``cfg`` (outside ``presets`` and ``variables``)
+    by the value of ``variables.name``, in place; an unknown name is one line naming the
+    key that refers to it.
+
+    >>> cfg = {"variables": {"sizes": [10, 12]}, "experiments": [
+    ...     {"test": {"family": "deepsea", "size": "$sizes"}, "prior": "uniform"}]}
+    >>> substitute_variables(cfg, lambda k, m: ValueError(f"{k}: {m}"))
+    >>> cfg["experiments"][0]["test"]["size"]
+    [10, 12]
+    """
+    variables = cfg.get("variables") or {}
+    if not isinstance(variables, Mapping):
+        raise fail("variables", "must be a mapping name -> value")
+    for name in variables:
+        if not isinstance(name, str) or not VARIABLE.fullmatch(f"${name}"):
+            raise fail(f"variables.{name}", "a variable's name is letters, digits and '_' "
+                       "(not starting with a digit)")
+        if name in DEFAULTS:
+            raise fail(f"variables.{name}", "a top-level key's name: give the variable "
+                       "another name")
+
+    def sub(v: Any, key: str) -> Any:
+        if isinstance(v, str):
+            m = VARIABLE.fullmatch(v)
+            if m is None:
+                return v
+            if m.group(1) not in variables:
+                known = ", ".join(variables) or "none"
+                raise fail(f"{key}={v}", f"no such variable (variables: {known})")
+            return copy.deepcopy(variables[m.group(1)])
+        if isinstance(v, Mapping):
+            return {k: sub(x, f"{key}.{k}") for k, x in v.items()}
+        if isinstance(v, list):
+            return [sub(x, f"{key}[{j}]") for j, x in enumerate(v)]
+        return v
+
+    for k in list(cfg):
+        if k not in ("presets", "variables"):
+            cfg[k] = sub(cfg[k], k)
 
 
 def check_yaml_file(path: str | Path) -> Any:
@@ -188,8 +243,12 @@ def load(
 
     for k in cfg:
         if k not in DEFAULTS:
+            names = [str(v) for v in cfg.get("variables") or {}] if isinstance(
+                cfg.get("variables"), Mapping) else []
             raise fail(repr(k) if not isinstance(k, str) else k,
-                       f"unknown key (known: {', '.join(DEFAULTS)})")
+                       f"unknown key (known: {', '.join(DEFAULTS)}"
+                       + (f"; variables: {', '.join(names)}" if names else "") + ")")
+    substitute_variables(cfg, fail)
     for k, d in DEFAULTS.items():
         if k not in cfg or (cfg[k] is None and d is not None and d is not ...):
             if d is ...:
@@ -228,17 +287,21 @@ def load(
         raise fail("experiments", "must be a non-empty list of {test, prior}")
     experiments: list[Experiment] = []
     entry_of: list[int] = []  # the experiments entry each experiment comes from
+    notes: list[str] = []
     for i, e in enumerate(exps):
         if not isinstance(e, Mapping) or not {"test", "prior"} <= set(e) or not set(e) <= {
-                "test", "prior", "algorithms", *SETTING_KEYS, *INDICATOR_KEYS}:
+                "test", "prior", "algorithms", "steps", *SETTING_KEYS, *INDICATOR_KEYS}:
             raise fail(f"experiments[{i}]", "must be a mapping with test, prior and optionally "
                        "algorithms (its own grids, instead of the global algorithms), "
-                       f"the interaction's settings ({', '.join(SETTING_KEYS)}) and "
+                       f"the interaction's settings ({', '.join(SETTING_KEYS)}; steps with "
+                       "a Colosseum benchmark test) and "
                        f"Colosseum's indicators ({', '.join(INDICATOR_KEYS)})")
         log_every = _indicators_of(e, i, fail)
-        for ex in _experiments_of(e, i, fail, dists, loaded, test_dists):
+        bench = _colosseum_entry(e, i, fail, notes)
+        for ex in _experiments_of(e, i, fail, dists, loaded, test_dists,
+                                  None if bench is None else list(bench)):
             try:
-                ex = _in_setting(ex, e, i, cfg, where,
+                ex = _in_setting(ex, e if bench is None else bench[ex.test], i, cfg, where,
                                  test_dists.get(ex.test, loaded[ex.test]))
             except BBRLError as exc:
                 raise BBRLError(f"{source}: {exc}") from None
@@ -263,6 +326,9 @@ def load(
             experiments.append(ex)
             entry_of.append(i)
 
+    if not experiments:
+        raise fail("experiments", "no experiment: every entry selects nothing" + (
+            f" ({notes[-1]})" if notes else ""))
     fsets = cfg["formula_sets"]
     if not isinstance(fsets, Mapping):
         raise fail("formula_sets", "must be a mapping name -> {max_size, seed}")
@@ -370,6 +436,7 @@ def load(
     plan.exp_agents = exp_agents
     plan.entry_of = entry_index
     plan.own_blocks = {i for i in own_of}
+    plan.notes = notes
     return plan
 
 
@@ -434,8 +501,118 @@ def _in_setting(ex: Experiment, e: Mapping[str, Any], i: int, cfg: Mapping[str, 
 PRIOR_KINDS = ("accurate", "uniform")
 
 
+def _colosseum_entry(e: Mapping[str, Any], i: int, fail, notes: list[str]
+                     ) -> dict[str, dict[str, Any]] | None:
+    """A Colosseum benchmark entry (``test: {colosseum: [EC, ...], episodic: ...}``,
+    ``steps: T``): each instance it stands for (in Colosseum's order) -> its entry in
+    Colosseum's setting (:func:`colosseum_setting`); the selected instances bbrl does not
+    express yet go to ``notes``, one line. None for any other entry (``steps`` refused
+    there)."""
+    test = e["test"]
+    key = f"experiments[{i}]"
+    if not (isinstance(test, Mapping) and "colosseum" in test):
+        if "steps" in e:
+            raise fail(f"{key}.steps", "applies to a Colosseum benchmark test ({colosseum: "
+                       "[EC, EE, CC, CE]}) only; give horizon or episodes")
+        return None
+    from bbrlcore.mdp.families import colosseum_instances as CI
+
+    extra = set(test) - {"colosseum", "episodic"}
+    if extra:
+        raise fail(f"{key}.test.{sorted(extra)[0]}", "a Colosseum benchmark test is "
+                   "{colosseum: SETTINGS or INSTANCES[, episodic: true or false]}")
+    for k in ("horizon", "episodes", "episode_length", "checkpoint_every"):
+        if k in e:
+            raise fail(f"{key}.{k}", "a Colosseum benchmark entry sets its interactions "
+                       "by steps: (episodic instances in whole episodes of their length)")
+    if "steps" not in e:
+        raise fail(key, "a Colosseum benchmark entry needs steps: T (Colosseum's "
+                   "500000), the steps of each interaction")
+    steps = e["steps"]
+    if isinstance(steps, float) and steps.is_integer():
+        steps = int(steps)
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise fail(f"{key}.steps={steps!r}", "expected an integer >= 1 (Colosseum's: "
+                   "500000)")
+    ep = test.get("episodic")
+    if ep is not None and not isinstance(ep, bool):
+        raise fail(f"{key}.test.episodic={ep!r}", "expected true, false or null (both)")
+    raw = test["colosseum"]
+    wanted = raw if isinstance(raw, list) else [raw]
+    chosen: list[str] = []
+    for j, w in enumerate(wanted):
+        wk = f"{key}.test.colosseum" + (f"[{j}]" if isinstance(raw, list) else "")
+        if isinstance(w, str) and f"Colosseum-{w}" in CI.INSTANCES:
+            w = f"Colosseum-{w}"  # (CE-RiverSwim-0, as the notes name them)
+        if w in CI.SETTINGS:
+            chosen += [n for n in CI.INSTANCES if n.split("-")[1] == w]
+        elif w in CI.INSTANCES:
+            if CI.INSTANCES[w].problem_params is None:
+                raise fail(f"{wk}={w}", f"bbrl does not express it yet (needs "
+                           f"{CI.INSTANCES[w].needs})")
+            chosen.append(w)
+        else:
+            raise fail(f"{wk}={w!r}", f"expected a setting ({', '.join(CI.SETTINGS)}) or "
+                       "a Colosseum instance's name (bbrl families --colosseum lists them)")
+    chosen = [n for n in CI.INSTANCES if n in set(chosen)
+              and (ep is None or CI.INSTANCES[n].episodic == ep)]
+    skipped = [n for n in chosen if CI.INSTANCES[n].problem_params is None]
+    if skipped:
+        why: dict[str, list[str]] = {}
+        for n in skipped:  # (grouped by what bbrl lacks: MiniGrid forms, Taxi, ...)
+            fam = CI.INSTANCES[n].cls.removesuffix("Episodic").removesuffix("Continuous")
+            lacks = f"Colosseum's {fam}"
+            why.setdefault(lacks, []).append(n.removeprefix("Colosseum-"))
+        notes.append(f"experiments[{i}]: {len(skipped)} of the {len(chosen)} Colosseum "
+                     "instances selected are skipped, bbrl does not express them yet ("
+                     "bbrl families --colosseum says what each needs): " + "; ".join(
+                         f"{', '.join(ns)} (needs {lacks})" for lacks, ns in why.items()))
+    kept = [n for n in chosen if CI.INSTANCES[n].problem_params is not None]
+    if not kept:  # (the continuing entry of a laptop run of episodic settings only)
+        notes.append(f"experiments[{i}]: selects no Colosseum instance bbrl expresses "
+                     f"({show_value(raw)}, episodic: {show_value(ep)}): no experiment")
+    return {n: colosseum_setting(e, n, steps, f"{key}.steps") for n in kept}
+
+
+def colosseum_setting(e: Mapping[str, Any], name: str, steps: int, key: str
+                      ) -> dict[str, Any]:
+    """The entry ``e`` in Colosseum's setting of instance ``name``, for ``steps`` steps:
+    continuing, ``horizon: steps``; episodic, ``episodes: ⌊steps / H⌋`` of the natural
+    length H (Colosseum's, :attr:`~bbrlcore.mdp.families.Family.episode_length`; its own
+    loop cuts the last episode short at T instead), at most 10,000 checkpoints at episode
+    ends: every d-th, the episodes rounded down to a multiple of d
+    (Colosseum-EC-SimpleGrid-0, H = 17: 29,409 episodes, 499,953 steps, every 3rd);
+    continuing, checkpoints every ``log_every`` steps (Colosseum's 100) when that divides
+    T into at most 10,000, else the default.
+
+    >>> colosseum_setting({}, "Colosseum-EC-DeepSea-0", 500_000, "steps")
+    {'episodes': 100000, 'checkpoint_every': 50}
+    >>> colosseum_setting({}, "Colosseum-EC-SimpleGrid-0", 500_000, "steps")
+    {'episodes': 29409, 'checkpoint_every': 51}
+    >>> colosseum_setting({}, "Colosseum-CE-RiverSwim-0", 500_000, "steps")
+    {'horizon': 500000, 'episodes': None, 'checkpoint_every': 100}
+    """
+    from bbrlcore.mdp import distributions, families
+    from bbrlcore.mdp.families import colosseum_instances as CI
+    from bbrlcore.mdp.indicators import LOG_EVERY
+    from bbrlcore.protocol.test_sets import DEFAULT_CHECKPOINTS as MAX_CHECKPOINTS
+
+    out = {k: v for k, v in e.items() if k not in ("test", "prior", "algorithms", "steps")}
+    if not CI.INSTANCES[name].episodic:  # (checkpoints: Colosseum's log interval)
+        n = int(e.get("log_every", LOG_EVERY))
+        return {**out, "horizon": steps, "episodes": None, "checkpoint_every":
+                n if steps % n == 0 and steps // n <= MAX_CHECKPOINTS else None}
+    H = families.episodic_form(distributions.load(name))[1]
+    if steps < H:
+        raise BBRLError(f"{key}={steps}: fewer than one episode of {name} ({H} steps)")
+    E = steps // H
+    d = -(-E // MAX_CHECKPOINTS)  # (every d-th episode end: at most 10,000 checkpoints)
+    return {**out, "episodes": E // d * d, "checkpoint_every": H * d}
+
+
 def _experiments_of(e: Mapping[str, Any], i: int, fail, declared: Mapping[str, Any],
-                    loaded: dict[str, Any], test_dists: dict[str, Any]) -> list[Experiment]:
+                    loaded: dict[str, Any], test_dists: dict[str, Any],
+                    instances: list[str] | None = None) -> list[Experiment]:
     """The experiments of entry ``experiments[i]``: its test (a distribution's name, or a
     problem family with its parameters, where a list of values is a ladder: one test per
     combination) times its prior (a name, ``accurate``, ``uniform``, or a list of them).
@@ -445,7 +622,12 @@ def _experiments_of(e: Mapping[str, Any], i: int, fail, declared: Mapping[str, A
     tests: list[str] = []
     uniform_of: dict[str, str | None] = {}
     test = e["test"]
-    if isinstance(test, Mapping):
+    if instances is not None:  # a Colosseum benchmark entry: its instances, by name
+        for name in instances:
+            _known(name, declared, loaded, test_dists)
+            tests.append(name)
+            uniform_of[name] = f"U{name}"
+    elif isinstance(test, Mapping):
         for problem in _family_ladder(test, f"experiments[{i}].test", fail):
             name = problem.short_name
             if name in declared:

@@ -825,3 +825,84 @@ def run_seconds(
 ) -> float:
     """Estimated seconds of running ``n_mdps`` trajectories (without job overhead)."""
     return n_mdps * seconds_per_trajectory(algorithm, params, test, horizon, prior, results_dir)
+
+
+# ---------------------------------------------------------------------------------------
+# Colosseum's indicators: exact evaluations of the agent's policy
+
+
+@dataclass(frozen=True)
+class EvaluationRecord:
+    """One measured exact evaluation (``benchmarks/bench_colosseum_evaluations.py``): the
+    kernel's seconds on ``test`` (``episode_length`` H, 0: continuing) for a ``policy``
+    (stochastic or deterministic) on ``transitions`` transitions."""
+
+    test: str
+    episode_length: int
+    policy: str
+    transitions: int
+    seconds: float
+
+
+def evaluation_records(*dirs: str | os.PathLike[str] | None) -> list[EvaluationRecord]:
+    """The evaluation records of the JSON files of ``dirs`` (default: the benchmarks'
+    results directory): objects of a top-level ``evaluation`` list with ``test``,
+    ``episode_length``, ``policy``, ``transitions`` and ``kernel_us``."""
+    out: list[EvaluationRecord] = []
+    for d in dirs or (default_results_dir(),):
+        if d is None or not Path(d).is_dir():
+            continue
+        for f in sorted(Path(d).glob("*.json")):
+            try:
+                data = json.loads(f.read_text())
+            except (OSError, ValueError):
+                continue
+            rows = data.get("evaluation") if isinstance(data, dict) else None
+            if not isinstance(rows, list):
+                continue
+            for r in rows:
+                if not isinstance(r, dict) or not isinstance(r.get("test"), str):
+                    continue
+                us, tr = r.get("kernel_us"), r.get("transitions")
+                if (isinstance(us, bool) or not isinstance(us, (int, float)) or us <= 0
+                        or not isinstance(tr, int) or tr <= 0):
+                    continue
+                out.append(EvaluationRecord(r["test"], int(r.get("episode_length") or 0),
+                                            str(r.get("policy", "")), tr, float(us) * 1e-6))
+    return out
+
+
+_EVAL_MEMO: dict[Any, Any] = {}
+
+
+def evaluation_seconds(test: str, episode_length: int, dist: Any = None) -> float:
+    """Seconds of one exact evaluation of an agent's policy on an MDP of ``test``
+    (Colosseum's indicators, :mod:`bbrlcore.mdp.indicators`), in the interaction's
+    setting (``episode_length`` H; 0: continuing): the measured figure of ``test`` in
+    that setting (the costlier of the stochastic and the deterministic policy's), else the
+    measurements' largest price per unit of work on that setting's evaluations, times
+    the work of ``test`` (``dist``, its distribution, or loaded by name): episodic, H ×
+    the transitions of its support (backward induction); continuing, its transitions
+    (the chain; the dense GTH of a closed class makes larger chains dearer, which the
+    largest price of the measured instances covers up to 625 states).
+
+    >>> evaluation_seconds("Colosseum-EC-DeepSea-0", 5) > 0
+    True
+    """
+    key = (default_results_dir(), os.environ.get(RESULTS_ENV))
+    recs = _EVAL_MEMO.get(key)
+    if recs is None:
+        recs = _EVAL_MEMO[key] = evaluation_records()
+    H = int(episode_length or 0)
+    exact = [r.seconds for r in recs if r.test == test and r.episode_length == H]
+    if exact:
+        return max(exact)
+    same = [r for r in recs if (r.episode_length > 0) == (H > 0)]
+    if dist is None:
+        dist = Distributions()(test)
+    transitions = int(np.asarray(as_fdm(dist).support_layout.nsucc).sum())
+    work = transitions * (H if H else 1)
+    if not same:
+        return 1e-8 * work  # (no measurement: about the DeepSea kernels' price)
+    price = max(r.seconds / (r.transitions * (r.episode_length or 1)) for r in same)
+    return price * work

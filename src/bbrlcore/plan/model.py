@@ -78,6 +78,20 @@ Configuration (see ``config.yaml`` for the paper's full one):
   statistics across experiments; ``null`` (default): none.
 * ``preset`` and ``presets``: ``preset: quick`` replaces the top-level keys of the base
   configuration by those of ``presets.quick`` (an overlay).
+* ``variables``: name -> value, the **knobs** of a configuration (a preset's, usually):
+  a value ``$name`` anywhere in the configuration (an ``experiments`` entry's ``size``,
+  ``episodes``, ``steps``, ``test``) is replaced by the variable's value, and a
+  command-line override ``--config name=VALUE`` (``bbrl estimate --set name=VALUE``) of a
+  variable's name sets it: ``--config preset=bsuite bsuite_sizes=[10,12]
+  bsuite_episodes=2000`` is the ``bsuite`` preset's laptop form.
+* A **Colosseum benchmark** entry: ``test: {colosseum: [EC, EE, CC, CE]}`` (setting codes
+  or instance names; ``episodic: true`` or ``false`` keeps the episodic or the continuing
+  instances only) stands for every instance of those settings that bbrl expresses
+  (:mod:`bbrlcore.mdp.families.colosseum_instances`), the others named in one note
+  (:attr:`Plan.notes`: ``bbrl estimate`` and the workflow print it), each played for
+  ``steps`` steps in Colosseum's setting: an episodic instance in ⌊steps / H⌋ episodes
+  of its natural length H (checkpoints at episode ends, at most 10,000), a continuing
+  one for ``steps`` steps. The ``colosseum`` preset is one.
 """
 
 from __future__ import annotations
@@ -133,6 +147,7 @@ DEFAULTS: dict[str, Any] = {
     "algorithms": ...,
     "extended": False,
     "extended_algorithms": {},
+    "variables": {},
 }
 
 #: Settings where ``config.yaml`` (the paper's configuration) differs from bbrl's
@@ -284,6 +299,9 @@ class Plan:
     entry_of: dict[str, int] = field(default_factory=dict)
     #: indices of the ``experiments`` entries with an ``algorithms`` block of their own
     own_blocks: set[int] = field(default_factory=set)
+    #: what the plan leaves out and why, said before anything runs (``bbrl estimate``,
+    #: the workflow's start): Colosseum's instances bbrl does not express yet
+    notes: list[str] = field(default_factory=list)
 
     def where(self, key: str) -> str:
         """``key`` as the user wrote it (``presets.tiny.n_mdps`` when the preset set
@@ -382,14 +400,38 @@ class Plan:
         return memo[1]
 
     def seconds_per_trajectory(self, exp: Experiment, agent: AgentConfig) -> float:
+        """Seconds of one interaction of ``agent`` in ``exp``: its trajectory (the cost
+        model) and, with Colosseum's indicators (``indicators: true``), the exact
+        evaluations of its policy every ``log_every`` steps
+        (:meth:`indicator_seconds`)."""
         key = (exp.name, agent.key)
         memo = self.__dict__.setdefault("_spt", {})
         if key not in memo:
             memo[key] = self.cost_model.seconds_per_trajectory(
                 agent.algorithm, agent.param_dict, exp.test, exp.horizon,
                 exp.prior, self.config["gamma"], episode_length=exp.episode_length,
-            )
+            ) + self.indicator_seconds(exp, agent)
         return memo[key]
+
+    def indicator_seconds(self, exp: Experiment, agent: AgentConfig) -> float:
+        """Seconds of Colosseum's indicators in one interaction of ``agent`` in ``exp``:
+        its rows (every ``log_every`` steps and the last step,
+        :func:`bbrlcore.mdp.indicators.log_rows`) times one exact evaluation's measured
+        cost on the test MDP (:func:`bbrlcore.plan.cost.evaluation_seconds`); 0 without
+        indicators, or for an algorithm that exposes no policy (its columns are null)."""
+        if exp.log_every is None:
+            return 0.0
+        from bbrlcore import agents as agents_mod
+
+        try:
+            alg = agents_mod.get(agent.ref)
+        except BBRLError:
+            return 0.0
+        if alg.indicator_player is None:
+            return 0.0
+        rows = exp.horizon // exp.log_every + 1
+        dist = self.dists.get(exp.test)
+        return rows * cost.evaluation_seconds(exp.test, exp.episode_length, dist)
 
     def offline_seconds(self, prior: str, agent: AgentConfig) -> float:
         key = (prior, agent.key)

@@ -59,8 +59,9 @@ def problem_of(test: str) -> dict[str, Any]:
     if parsed is None or parsed[2]:  # not a family's, or a uniform prior as a test
         return {"problem": test, "size": None, "setting": ""}
     spec, params, _ = parsed
-    setting = ", ".join(f"{p.name}={fmt(params[p.name])}" for p in spec.params
-                        if p.name != "size" and params[p.name] != p.default)
+    # (a Colosseum instance's name gives only the parameters it sets: the others default)
+    setting = ", ".join(f"{p.name}={fmt(params.get(p.name, p.default))}" for p in spec.params
+                        if p.name != "size" and params.get(p.name, p.default) != p.default)
     return {"problem": spec.display, "size": params.get("size"), "setting": setting}
 
 
@@ -87,7 +88,8 @@ def test_order(tests: list[str]) -> list[str]:
             return (1, k)
         spec, params, uniform = parsed
         others = tuple((str(type(v).__name__), v) for name, v in
-                       ((q.name, params[q.name]) for q in spec.params) if name != "size")
+                       ((q.name, params.get(q.name, q.default)) for q in spec.params)
+                       if name != "size")
         return (2, spec.display, others, bool(uniform), params.get("size") or 0, test)
 
     return [t for _, t in sorted(enumerate(dict.fromkeys(tests)), key=key)]
