@@ -29,7 +29,7 @@ def _validate(cfg: dict) -> None:
 def test_colosseum_preset_is_every_instance_bbrl_expresses():
     plan = P.load(copy.deepcopy(BASE), {"preset": "colosseum"})
     expressed = [n for n, i in CI.INSTANCES.items() if i.problem_params is not None]
-    assert [e.test for e in plan.experiments] == expressed and len(expressed) == 37
+    assert [e.test for e in plan.experiments] == expressed and len(expressed) == 80
     assert all(e.prior == f"U{e.test}+rnig" for e in plan.experiments)
     assert plan.config["n_mdps"] == 20 and plan.config["score"] == "undiscounted"
     for e in plan.experiments:
@@ -47,9 +47,9 @@ def test_colosseum_preset_is_every_instance_bbrl_expresses():
         else:
             assert e.episode_length == 0 and e.horizon == 500_000
             assert algs == {"random", "psrl", "ucrl2", "optimal"}
-    skipped = [n for n, i in CI.INSTANCES.items() if i.problem_params is None]
-    text = " ".join(plan.notes)
-    assert len(skipped) == 43 and all(n.removeprefix("Colosseum-") in text for n in skipped)
+    # every instance resolves: none is skipped, nothing said about skipping
+    assert all(i.problem_params is not None for i in CI.INSTANCES.values())
+    assert not any("skipped" in n for n in plan.notes)
     _validate(plan.config)
 
 
@@ -89,7 +89,7 @@ def test_bsuite_preset_and_its_laptop_form():
                                                                  ("DeepSea-12", 200)]
 
 
-def test_variables_and_colosseum_entries_are_checked():
+def test_variables_and_colosseum_entries_are_checked(monkeypatch):
     base = {"experiments": [{"test": {"family": "deepsea", "size": "$sizes"},
                              "prior": "uniform", "episodes": 5}],
             "algorithms": {"random": {}}}
@@ -106,8 +106,18 @@ def test_variables_and_colosseum_entries_are_checked():
         P.load(bad)
     col = {"experiments": [{"test": {"colosseum": "EC-Taxi-0"}, "prior": "uniform",
                             "steps": 100}], "algorithms": {"random": {}}}
+    # every instance resolves today; one made unexpressed tests the refusal and the skip
+    from dataclasses import replace
+
+    taxi = "Colosseum-EC-Taxi-0"
+    monkeypatch.setitem(CI.INSTANCES, taxi, replace(CI.INSTANCES[taxi], problem_params=None,
+                                                    needs="a feature a test takes away"))
     with pytest.raises(BBRLError, match="does not express it yet"):
         P.load(col)
+    col["experiments"][0]["test"] = {"colosseum": ["EC"], "episodic": True}
+    notes = " ".join(P.load(copy.deepcopy(col)).notes)
+    assert "1 of the 20 Colosseum instances selected are skipped" in notes
+    assert "EC-Taxi-0 (needs " in notes
     col["experiments"][0]["test"] = {"colosseum": "XX"}
     with pytest.raises(BBRLError, match="expected a setting"):
         P.load(col)
