@@ -137,7 +137,16 @@ def psrl_policies(prior, ts, i, seed, L):
     """Replay of PSRL's episodic form (``psrl._trajectory_episodic``) in Python with
     the same numba building blocks and draws, recording the policy (H, nX) of each of
     Colosseum's rows: the episode's sample, or at a row ending an episode the next
-    episode's (drawn there, as Colosseum's PSRL draws it at the episode's end)."""
+    episode's (drawn there, as Colosseum's PSRL draws it at the episode's end). Under a
+    prior whose rewards are unknown, each sample's rewards drawn before its transitions
+    and the posterior updated after each step, as the kernel does."""
+    from bbrlcore.agents._kernels import env_reward_rows
+    from bbrlcore.agents._rewards import (
+        reward_posterior_init,
+        reward_posterior_update,
+        reward_sample_rows,
+    )
+
     ep = ts.episode()
     H, T = ts.episode_length, ts.horizon
     st = psrl.setting(prior, ep)
@@ -150,13 +159,19 @@ def psrl_policies(prior, ts, i, seed, L):
     _seed(seed)
     rs = generator_from_numba()
     alpha = np.ascontiguousarray(st.theta).copy()
+    rpar = psrl.reward_prior_array(prior)
+    learn = rpar[0] != 0.0
+    Rm = psrl.agent_rewards(st, rpar).copy()
+    rstat = reward_posterior_init(nX, alpha.shape[1], rpar)
     Ps = np.zeros_like(alpha)
     Va, Vb = np.zeros(nX), np.zeros(nX)
     pi = np.zeros(off[H], dtype=np.int64)
 
     def draw():
+        if learn:
+            reward_sample_rows(rstat, rpar, nsucc, Rm, need, rs)
         sample_rows_of(alpha, nsucc, Ps, need, rs)
-        psrl.finite_horizon_plan_rows(Ps, st.Rm, succ, nsucc, states, off, H, pi, Va, Vb)
+        psrl.finite_horizon_plan_rows(Ps, Rm, succ, nsucc, states, off, H, pi, Va, Vb)
 
     def policy():
         out = np.zeros((H, nX), dtype=np.int64)
@@ -176,7 +191,10 @@ def psrl_policies(prior, ts, i, seed, L):
         j = psrl._position(states, off[h], off[h + 1], x)
         u = int(pi[j])
         k = env_step_rows(P, nsucc, x, u)
+        r = env_reward_rows(st.R, st.Rstd, int(ep.gaussian), x, u, k)
         alpha[x, u, k] += 1.0
+        if learn:
+            reward_posterior_update(rstat, rpar, x, u, r, rs)
         x = succ[x, u, k]
         if t > 0 and t % L == 0:
             if h == H - 1:
@@ -372,9 +390,14 @@ def test_q_learning_ucb_equals_the_python_accumulation_of_its_policies():
 
 def ucrl2_policies(prior, ts, i, seed, L, params):
     """Replay of ``ucrl2._trajectory`` in Python with the same numba building blocks and
-    draws, recording the optimistic policy in force and the current state at each row."""
+    draws, recording the optimistic policy in force and the current state at each row
+    (under a prior whose rewards are unknown, its empirical rewards as the kernel's)."""
+    import math
+
     from bbrlcore.agents import ucrl2
     from bbrlcore.agents._kernels import env_reward_rows
+    from bbrlcore.agents._rewards import empirical_init, empirical_update, ucrl2_rewards
+    from bbrlcore.mdp.reward_prior import reward_prior_of, reward_range
 
     ep = ts.episode()
     T = ts.horizon
@@ -389,6 +412,10 @@ def ucrl2_policies(prior, ts, i, seed, L, params):
     allowed = np.ascontiguousarray(st.theta) > 0.0
     values, pi = np.zeros(nX), np.zeros(nX, dtype=np.int64)
     ties = np.ones(nX, dtype=np.int64)
+    learn = not reward_prior_of(prior).known
+    lo, hi = reward_range(prior)
+    Rm = np.zeros_like(st.Rm) if learn else st.Rm
+    emp = empirical_init(nX, nU)
     _seed(seed)
     x = env_reset(int(ep.initial_state), nX)
     rows, states, started = [], [], False
@@ -397,13 +424,18 @@ def ucrl2_policies(prior, ts, i, seed, L, params):
         if not started or v[x, u] >= max(1, N[x, u]):
             N += v
             v[:] = 0
-            ucrl2.extended_value_iteration(C, N, allowed, st.Rm, succ, nsucc, t + 1,
+            if learn:
+                ucrl2_rewards(emp, nsucc, lo, hi, math.log(2.0 * nX * nU * (t + 1)
+                                                           / params["delta"]), Rm)
+            ucrl2.extended_value_iteration(C, N, allowed, Rm, succ, nsucc, t + 1,
                                            params["delta"], values, pi,
                                            ucrl2.EVI_MAX_SWEEPS, False, ties)
             started = True
             u = int(pi[x])
         k = env_step_rows(P, nsucc, x, u)
-        env_reward_rows(st.R, st.Rstd, ep.gaussian, x, u, k)
+        r = env_reward_rows(st.R, st.Rstd, ep.gaussian, x, u, k)
+        if learn:
+            empirical_update(emp, x, u, r)
         v[x, u] += 1
         C[x, u, k] += 1.0
         allowed[x, u, k] = True
@@ -472,3 +504,57 @@ def test_a_workflow_experiment_with_indicators_passes_log_every_to_its_run_jobs(
         load_spec(json.dumps(bad))
     with pytest.raises(BBRLError, match=r"experiments\[0\].log_every=5: applies with"):
         C.load({**base, "experiments": [{"test": "GC", "prior": "GC", "log_every": 5}]})
+
+
+# -- priors whose rewards are unknown (+rnig, +rbeta): the same trajectories, indicators
+
+
+@pytest.mark.parametrize("name", ["UDeepSea-5+rnig", "UDeepSea-5+rbeta"])
+def test_psrl_episodic_under_unknown_rewards_equals_the_python_accumulation(name):
+    from bbrlcore.mdp import distributions as D
+
+    prior = D.load(name)
+    _, ts = deepsea(size=5, episodes=80)
+    seed = 3
+    for i, r, vals in played(psrl, prior, ts, {}, 9, seed=seed):
+        pols = psrl_policies(prior, ts, i, seed + i, 9)
+        same(vals, expected(evaluator(ts, i), pols, ts.horizon, 9, r))
+
+
+@pytest.mark.parametrize("name", ["URiverSwim-5+rnig", "URiverSwim-5+rbeta"])
+def test_psrl_and_ucrl2_continuing_under_unknown_rewards_play_the_same_trajectory(name):
+    from bbrlcore import agents
+    from bbrlcore.agents import ucrl2
+    from bbrlcore.mdp import distributions as D
+
+    prior = D.load(name)
+    _, ts = riverswim(T=1500)
+    for module, params in ((psrl, {}), (ucrl2, agents.get("ucrl2").parse_params({}))):
+        for _, _r, vals in played(module, prior, ts, params, 100):
+            assert np.isfinite(vals[:5]).all() and vals[0] >= 0 and vals[1] >= 0
+
+
+def test_ucrl2_under_unknown_rewards_equals_the_python_accumulation_of_its_policies():
+    from bbrlcore import agents
+    from bbrlcore.agents import ucrl2
+    from bbrlcore.mdp import distributions as D
+
+    prior = D.load("URiverSwim-5+rnig")
+    _, ts = riverswim(n=2, T=1500)
+    params = agents.get("ucrl2").parse_params({})
+    for i, r, vals in played(ucrl2, prior, ts, params, 100, seed=8):
+        pols, states = ucrl2_policies(prior, ts, i, 8 + i, 100, params)
+        same(vals, expected(evaluator(ts, i), pols, ts.horizon, 100, r, states))
+
+
+def test_q_learning_ucb_under_unknown_rewards_equals_the_python_accumulation():
+    from bbrlcore import agents
+    from bbrlcore.agents import q_ucb
+    from bbrlcore.mdp import distributions as D
+
+    prior = D.load("UDeepSea-4+rnig")
+    _, ts = deepsea(size=4, n=2, episodes=100)
+    params = agents.get("q-learning-ucb").parse_params({})
+    for i, r, vals in played(q_ucb, prior, ts, params, 50, seed=2):
+        pols = qucb_policies(prior, ts, i, 2 + i, 50, params)
+        same(vals, expected(evaluator(ts, i), pols, ts.horizon, 50, r))

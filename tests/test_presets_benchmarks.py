@@ -210,14 +210,11 @@ def test_colosseum_laptop_form_runs_with_its_indicators(tmp_path):
                               "@E400xH5.parquet")
     opt = m.filter(pl.col("agent").str.starts_with("optimal"))
     assert opt["normalised_expected_regret"].abs().max() < 1e-6
-    # TODO(issue 43): PSRL, Q-learning-UCB and UCRL2 give no expected regret under a
-    # prior whose rewards are unknown (+rnig: their indicator players are unavailable),
-    # nor Optimal on a continuing instance: those columns are null today
+    # the learning agents' expected regret under +rnig: the test below; Optimal's on a
+    # continuing instance is null (its undiscounted policy depends on the steps left)
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="issue 43: the indicator players of PSRL, "
-                   "Q-learning-UCB and UCRL2 are unavailable under +rnig (unknown rewards)")
 def test_colosseum_learning_agents_report_expected_regret_under_rnig(tmp_path):
     import polars as pl
 
@@ -226,6 +223,7 @@ def test_colosseum_learning_agents_report_expected_regret_under_rnig(tmp_path):
     m = pl.read_parquet(res / "merged/Colosseum-EC-DeepSea-0-UColosseum-EC-DeepSea-0+rnig"
                               "@E200xH5.parquet")
     assert m["normalised_expected_regret"].null_count() == 0
+    assert set(m["algorithm"]) == {"random", "psrl", "q-learning-ucb", "optimal"}
 
 
 def test_a_variable_merged_into_the_base_by_snakemake_is_the_variable():

@@ -556,7 +556,7 @@ def reach_policy_values(P, rbar, succ, nsucc, states, off, H, pi, Vnext, Vcur, V
 @njit(cache=True, error_model="numpy")
 def _trajectory_episodic_ind(P, R, Rstd, gaussian, initial_state, gamma, horizon, H, seed,
                              succ, nsucc, theta, Rm, states, off, need, rewards, L, rbar,
-                             refs_s, refs_w, mu0, Hr, opt, worst):
+                             refs_s, refs_w, mu0, Hr, opt, worst, rpar):
     """:func:`_trajectory_episodic` with Colosseum's indicators every ``L`` steps
     (:mod:`._indicators`): the current policy is the episode's sample's; at a row that
     ends an episode (and after the last step when it ends one), the next episode's
@@ -566,6 +566,10 @@ def _trajectory_episodic_ind(P, R, Rstd, gaussian, initial_state, gamma, horizon
     nX = P.shape[0]
     rs = generator_from_numba()
     alpha = theta.copy()
+    learn = rpar[0] != 0.0
+    if learn:  # rewards unknown: the sampled rewards are this trajectory's
+        Rm = Rm.copy()
+    rstat = reward_posterior_init(nX, theta.shape[1], rpar)
     Ps = np.zeros_like(theta)
     Va = np.zeros(nX)
     Vb = np.zeros(nX)
@@ -585,6 +589,8 @@ def _trajectory_episodic_ind(P, R, Rstd, gaussian, initial_state, gamma, horizon
             x = env_reset(initial_state, nX)
             s = x
             if not ahead:
+                if learn:
+                    reward_sample_rows(rstat, rpar, nsucc, Rm, need, rs)
                 sample_rows_of(alpha, nsucc, Ps, need, rs)
                 finite_horizon_plan_rows(Ps, Rm, succ, nsucc, states, off, H, pi, Va, Vb)
             ahead = False
@@ -599,10 +605,14 @@ def _trajectory_episodic_ind(P, R, Rstd, gaussian, initial_state, gamma, horizon
         ret += disc * r
         disc *= gamma
         alpha[x, u, k] += 1.0
+        if learn:
+            reward_posterior_update(rstat, rpar, x, u, r, rs)
         x = succ[x, u, k]
         if is_row(t, L):
             if needs_evaluation(acc):
                 if h == H - 1:  # Colosseum's agent has drawn the next episode's sample
+                    if learn:
+                        reward_sample_rows(rstat, rpar, nsucc, Rm, need, rs)
                     sample_rows_of(alpha, nsucc, Ps, need, rs)
                     finite_horizon_plan_rows(Ps, Rm, succ, nsucc, states, off, H, pi, Va,
                                              Vb)
@@ -614,6 +624,8 @@ def _trajectory_episodic_ind(P, R, Rstd, gaussian, initial_state, gamma, horizon
         s = env_reset(initial_state, nX)
     if needs_evaluation(acc):
         if horizon % H == 0 and not ahead:  # and its sample (Colosseum's, at the end)
+            if learn:
+                reward_sample_rows(rstat, rpar, nsucc, Rm, need, rs)
             sample_rows_of(alpha, nsucc, Ps, need, rs)
             finite_horizon_plan_rows(Ps, Rm, succ, nsucc, states, off, H, pi, Va, Vb)
         reach_policy_values(P, rbar, succ, nsucc, states, off, H, pi, Va, Vb, V0)
@@ -997,7 +1009,7 @@ def _continuing_indicator_player(prior: Any, params: dict, ep: Episode, log_ever
     fixed = params["schedule"] == "fixed"
     ipar = np.array([_FIXED if fixed else _DOUBLING,
                      int(params["period"]) if fixed else 0], dtype=np.int64)
-    rpar = reward_prior_array(prior)  # (known rewards: the indicator player's only case)
+    rpar = reward_prior_array(prior)
     agent = SimpleNamespace(layout=st.layout, theta_rows=st.theta,
                             reward_rows=agent_rewards(st, rpar), gamma=float(ep.gamma))
     setup = (*sampling_setup(agent, ipar), rpar)
@@ -1031,7 +1043,8 @@ def _episodic_indicator_player(prior: Any, params: dict, ep: Episode, H: int,
     states, off = reach_sets(succ, nsucc, ep.reach_from, H)
     need = decision_states(states, off, H)
     theta = np.ascontiguousarray(st.theta)
-    Rm = np.ascontiguousarray(st.Rm)
+    rpar = reward_prior_array(prior)
+    Rm = agent_rewards(st, rpar)
     R, Rstd = st.R, st.Rstd
     gaussian, x0 = int(ep.gaussian), ep.start
     gamma, horizon = float(ep.gamma), int(ep.horizon)
@@ -1045,7 +1058,7 @@ def _episodic_indicator_player(prior: Any, params: dict, ep: Episode, H: int,
         ret, n, acc = _trajectory_episodic_ind(Pa, R, Rstd, gaussian, x0, gamma, horizon, H,
                                                int(seed), succ, nsucc, theta, Rm, states,
                                                off, need, rewards, req.log_every, rbar,
-                                               *req.refs(evr))
+                                               *req.refs(evr), rpar)
         return (float(ret), np.array([n], dtype=np.int64),
                 finish(acc, evr, rewards, horizon))
 
@@ -1057,10 +1070,6 @@ def make_indicator_player(prior: Any, params: dict, trained: Trained | None, ep:
     """:func:`make_player`'s player with Colosseum's indicators (:mod:`._indicators`),
     the current policy being the sampled model's: ``play(P, seed, rewards) -> (return,
     counters, values)``, the same trajectory as :func:`make_player`'s."""
-    from bbrlcore.mdp.reward_prior import reward_prior_of
-
-    if not reward_prior_of(prior).known:  # (its indicator kernel is given the rewards)
-        return None
     if getattr(prior, "dirichlet_all", None) is not None:  # (its kernels sample sparse rows)
         return None
     err = _parameter_check(params)

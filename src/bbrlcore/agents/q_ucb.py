@@ -325,11 +325,7 @@ def make_indicator_player(prior: Any, params: dict, trained: Trained | None, ep:
                           log_every: int):
     """:func:`make_player`'s player with Colosseum's indicators of its greedy policy
     (:func:`_trajectory_ind`): ``play(P, seed, rewards) -> (return, counters, values)``."""
-    from bbrlcore.mdp.reward_prior import reward_prior_of
-
-    if not reward_prior_of(prior).known:  # (its indicator kernel is given the rewards)
-        return None
-    make_player(prior, params, trained, ep)  # (its checks)
+    make_player(prior, params, trained, ep)  # (its checks; it learns the rewards always)
     H = int(ep.episode_length)
     req = Request(ep, log_every)
     succ, nsucc = req.succ, req.nsucc

@@ -449,7 +449,7 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, episode_len
 @njit(cache=True, error_model="numpy")
 def _trajectory_ind(P, R, Rstd, gaussian, initial_state, gamma, horizon, episode_length,
                     seed, succ, nsucc, theta, Rm, delta, max_sweeps, rewards, bernstein, L,
-                    rbar, refs_s, refs_w, mu0, Hr, opt, worst, si, sf):
+                    rbar, refs_s, refs_w, mu0, Hr, opt, worst, si, sf, rr):
     """:func:`_trajectory` with Colosseum's indicators every ``L`` steps
     (:mod:`._indicators`), the current policy being the optimistic one in force (the
     last extended value iteration's; a new one is computed at the next decision when
@@ -467,6 +467,10 @@ def _trajectory_ind(P, R, Rstd, gaussian, initial_state, gamma, horizon, episode
     pi2 = pi.reshape((1, nX))
     ties = np.ones(nX, dtype=np.int64)
     counters = np.zeros(4, dtype=np.int64)
+    learn = rr[0] != 0.0  # rewards unknown: as _trajectory
+    emp = empirical_init(nX, nU)
+    if learn:
+        Rm = Rm.copy()
     episodic = episode_length > 0
     acc, hist = ind_alloc(horizon, L)
     V0 = np.zeros(nX)
@@ -486,6 +490,9 @@ def _trajectory_ind(P, R, Rstd, gaussian, initial_state, gamma, horizon, episode
                     for a in range(nU):
                         N[z, a] += v[z, a]
                         v[z, a] = 0
+                if learn:
+                    ucrl2_rewards(emp, nsucc, rr[1], rr[2],
+                                  math.log(2.0 * nX * nU * (t + 1) / delta), Rm)
                 sweeps, converged = extended_value_iteration(C, N, allowed, Rm, succ, nsucc,
                                                              t + 1, delta, values, pi,
                                                              max_sweeps, bernstein, ties)
@@ -503,6 +510,8 @@ def _trajectory_ind(P, R, Rstd, gaussian, initial_state, gamma, horizon, episode
             ret += disc * r
             disc *= gamma
             v[x, u] += 1
+            if learn:
+                empirical_update(emp, x, u, r)
             C[x, u, k] += 1.0
             allowed[x, u, k] = True
             x = succ[x, u, k]
@@ -528,15 +537,13 @@ def make_indicator_player(prior: Any, params: dict, trained: Trained | None, ep:
                           log_every: int):
     """:func:`make_player`'s player with Colosseum's indicators of its optimistic policy
     (:func:`_trajectory_ind`): ``play(P, seed, rewards) -> (return, counters, values)``."""
-    from bbrlcore.mdp.reward_prior import reward_prior_of
-
-    if not reward_prior_of(prior).known:  # (its indicator kernel is given the rewards)
-        return None
     st = setting(prior, ep)
     succ = np.ascontiguousarray(st.succ, dtype=np.int64)
     nsucc = np.ascontiguousarray(st.nsucc, dtype=np.int64)
     theta = np.ascontiguousarray(st.theta)
-    Rm = np.ascontiguousarray(st.Rm)
+    rp = reward_prior_of(prior)
+    rr = np.array([0.0 if rp.known else 1.0, *reward_range(prior)])
+    Rm = np.ascontiguousarray(st.Rm) if rp.known else np.zeros_like(st.Rm)
     R, Rstd = st.R, st.Rstd
     delta = float(params["delta"])
     bernstein = params.get("bound", "l1") == "bernstein"
@@ -554,7 +561,7 @@ def make_indicator_player(prior: Any, params: dict, trained: Trained | None, ep:
         ret, cnt, acc = _trajectory_ind(Pa, R, Rstd, gaussian, x0, gamma, horizon, H,
                                         int(seed), succ, nsucc, theta, Rm, delta,
                                         EVI_MAX_SWEEPS, rewards, bernstein,
-                                        req.log_every, rbar, *req.refs(evr), si, sf)
+                                        req.log_every, rbar, *req.refs(evr), si, sf, rr)
         return float(ret), cnt, finish(acc, evr, rewards, horizon)
 
     return play
