@@ -185,9 +185,11 @@ def test_every_verdict_branch(cmp_table):
     r = one("Colosseum-CE-RiverSwim-0", "psrl")
     assert r["verdict"] == "differs" and r["z"] > 3 and r["completed"] == 20
     assert r["published_mean"] == 0.0 and r["n"] == 12
-    assert "tuned Dirichlet concentration" in r["note"]
+    assert "knows the transitions' support" in r["note"] and "Ouyang" in r["note"]
+    assert "rewards known (Colosseum's: a Normal-inverse-gamma prior)" in r["note"]
     r = one("Colosseum-CE-RiverSwim-0", "ucrl2")
-    assert r["verdict"] == "agrees" and abs(r["z"]) <= 3 and r["note"] == ""
+    assert r["verdict"] == "agrees" and abs(r["z"]) <= 3
+    assert r["note"].startswith("Jaksch et al.'s confidence widths; Colosseum's benchmark")
     assert r["ci_low"] < r["mean"] < r["ci_high"]
     assert r["ci_high"] - r["mean"] == pytest.approx(1.96 * r["std"] / math.sqrt(12))
     r = one("Colosseum-CE-SimpleGrid-0", "psrl")
@@ -330,3 +332,21 @@ def test_report_has_the_colosseum_section(results, tmp_path):
     assert len(rows) == 6 and all(x.count(" & ") == 10 for x in rows)  # header + 5 rows
     line = part.split("Not run, not in these results: ")[1].split("\\par")[0]
     assert "Colosseum-CE-RiverSwim-1" in line and "Colosseum-CE-MiniGridEmpty-0" in line
+
+
+def test_the_psrl_note_says_what_is_not_colosseum_s_prior():
+    a, m = CP.COLOSSEUM_PSRL_ALPHA, CP.COLOSSEUM_PSRL_MEAN[True]
+    exact = f"UColosseum-EC-DeepSea-0+dir{a!r}+rnig{m!r}"
+    assert CP.agent_note("psrl", "psrl", exact, True) == ""
+    from bbrlcore.mdp import distributions as D
+
+    canonical = D.load(exact).short_name  # (alpha written with 12 digits)
+    assert CP.agent_note("psrl", "psrl", canonical, True) == ""
+    assert CP.agent_note("psrl", "psrl", "UColosseum-EC-DeepSea-0+rnig0.5", True) == (
+        "bbrl's PSRL knows the transitions' support (Colosseum's: a Dirichlet of 0.3235 on "
+        "every next state); a Normal-inverse-gamma reward prior of mean 0.5 (Colosseum's: "
+        "0.4185)")
+    assert "Ouyang" in CP.agent_note("psrl", "psrl", "UColosseum-CE-RiverSwim-0+rnig"
+                                     f"{CP.COLOSSEUM_PSRL_MEAN[False]!r}", False)
+    assert CP._prior_of("Colosseum-EC-DeepSea-0-UColosseum-EC-DeepSea-0+rnig@E40xH5",
+                        "Colosseum-EC-DeepSea-0") == "UColosseum-EC-DeepSea-0+rnig"

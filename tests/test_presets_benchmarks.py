@@ -20,6 +20,10 @@ BASE = yaml.safe_load((ROOT / "config.yaml").read_text())
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
 
 
+#: Colosseum's tuned NIG prior means (its cached PSRLEpisodic / PSRLContinuous gins)
+EPI, CON = "0.41854463543357456", "0.23589883401606418"
+
+
 def _validate(cfg: dict) -> None:
     import jsonschema
 
@@ -30,7 +34,8 @@ def test_colosseum_preset_is_every_instance_bbrl_expresses():
     plan = P.load(copy.deepcopy(BASE), {"preset": "colosseum"})
     expressed = [n for n, i in CI.INSTANCES.items() if i.problem_params is not None]
     assert [e.test for e in plan.experiments] == expressed and len(expressed) == 80
-    assert all(e.prior == f"U{e.test}+rnig" for e in plan.experiments)
+    assert all(e.prior == f"U{e.test}+rnig"
+               + (EPI if CI.INSTANCES[e.test].episodic else CON) for e in plan.experiments)
     assert plan.config["n_mdps"] == 20 and plan.config["score"] == "undiscounted"
     for e in plan.experiments:
         inst = CI.INSTANCES[e.test]
@@ -201,12 +206,12 @@ def test_colosseum_laptop_form_runs_with_its_indicators(tmp_path):
                       "colosseum_settings=[EC-DeepSea-0, CE-RiverSwim-0]",
                       "colosseum_steps=2000", "n_mdps=2")
     assert (res / "report/index.html").is_file()
-    for exp in ("Colosseum-EC-DeepSea-0-UColosseum-EC-DeepSea-0+rnig@E400xH5",
-                "Colosseum-CE-RiverSwim-0-UColosseum-CE-RiverSwim-0+rnig@T2000n100"):
+    for exp in (f"Colosseum-EC-DeepSea-0-UColosseum-EC-DeepSea-0+rnig{EPI}@E400xH5",
+                f"Colosseum-CE-RiverSwim-0-UColosseum-CE-RiverSwim-0+rnig{CON}@T2000n100"):
         m = pl.read_parquet(res / f"merged/{exp}.parquet")
         rnd = m.filter(pl.col("agent") == "random")["normalised_expected_regret"]
         assert rnd.null_count() == 0 and (rnd > 0).all(), exp
-    m = pl.read_parquet(res / "merged/Colosseum-EC-DeepSea-0-UColosseum-EC-DeepSea-0+rnig"
+    m = pl.read_parquet(res / f"merged/Colosseum-EC-DeepSea-0-UColosseum-EC-DeepSea-0+rnig{EPI}"
                               "@E400xH5.parquet")
     opt = m.filter(pl.col("agent").str.starts_with("optimal"))
     assert opt["normalised_expected_regret"].abs().max() < 1e-6
@@ -220,7 +225,7 @@ def test_colosseum_learning_agents_report_expected_regret_under_rnig(tmp_path):
 
     res = _laptop_run(tmp_path, "preset=colosseum", "colosseum_settings=[EC-DeepSea-0]",
                       "colosseum_steps=1000", "n_mdps=1")
-    m = pl.read_parquet(res / "merged/Colosseum-EC-DeepSea-0-UColosseum-EC-DeepSea-0+rnig"
+    m = pl.read_parquet(res / f"merged/Colosseum-EC-DeepSea-0-UColosseum-EC-DeepSea-0+rnig{EPI}"
                               "@E200xH5.parquet")
     assert m["normalised_expected_regret"].null_count() == 0
     assert set(m["algorithm"]) == {"random", "psrl", "q-learning-ucb", "optimal"}

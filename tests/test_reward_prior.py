@@ -58,6 +58,43 @@ def test_suffix_names_a_prior_whose_rewards_are_unknown():
     assert "rewards unknown to the agent: beta prior" in fam.describe()
 
 
+def test_a_nig_prior_takes_its_mean_in_the_name():
+    """+rnig<m>: the NIG prior's mean (Colosseum tunes it: its benchmark's episodic PSRL
+    uses 0.41854463543357456); canonical names, round trips, the agents' starting
+    rewards, one-line errors."""
+    col = "0.41854463543357456"
+    p = D.load(f"UDeepSea-5+rnig{col}")
+    assert p.short_name == f"UDeepSea-5+rnig{col}" and p.reward_prior.kind == "nig"
+    assert p.reward_prior.params == (float(col), 1.0, 0.5, 0.5) and p.reward_prior.mean > 0.4
+    assert D.load("UDeepSea-5+rnig0").short_name == "UDeepSea-5+rnig"
+    assert D.load("UDeepSea-5+rnig0.50").short_name == "UDeepSea-5+rnig0.5"
+    both = D.load("UDeepSea-5+rnig0.5+dir0.3235")
+    assert both.short_name == "UDeepSea-5+dir0.3235+rnig0.5" and both.dirichlet_all == 0.3235
+    back = FDMDistribution.from_dict(p.to_dict())
+    assert back.reward_prior == p.reward_prior and back.short_name == p.short_name
+    # PSRL starts from the prior mean on every slot
+    from bbrlcore.agents._layout import setting
+    from bbrlcore.protocol.test_sets import new_test_set
+
+    ts = new_test_set(D.load_test("DeepSea-5"), 1, 1.0, 10, 0, episode_length=5)
+    st = setting(p, ts.episode())
+    rows = psrl_mod.agent_rewards(st, psrl_mod.reward_prior_array(p))
+    assert np.allclose(rows[np.asarray(st.nsucc)[..., None] > np.arange(rows.shape[2])],
+                       float(col))
+    for bad, why in (("x", "'x'"), ("nan", "'nan'"), ("inf", "'inf'")):
+        with pytest.raises(BBRLError, match=f"mean in \\+rnig<mean> must be a finite "
+                                            f"number, got {why}") as exc:
+            D.load(f"UDeepSea-5+rnig{bad}")
+        assert "\n" not in str(exc.value)
+    cfg = {"experiments": [{"test": "DeepSea-5", "prior": "uniform+rnig0.25"}],
+           "algorithms": {"psrl": {}}}
+    plan = P.load(copy.deepcopy(cfg))
+    assert [e.prior for e in plan.experiments] == ["UDeepSea-5+rnig0.25"]
+    cfg["experiments"][0]["prior"] = "uniform+rnigabc"
+    with pytest.raises(BBRLError, match=r"experiments\[0\]\.prior.*finite number"):
+        P.load(cfg)
+
+
 def test_reward_prior_is_recorded_in_the_embedded_prior():
     p = D.load("UGC+rbeta")
     d = p.to_dict()

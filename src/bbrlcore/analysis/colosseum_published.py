@@ -186,14 +186,25 @@ def verdict_of(mb: float, sb: float | None, nb: int, mc: float, sc: float,
             f"|z| {'≤' if ok else '>'} {AGREE_Z:g} (Welch-type, rounding allowed)")
 
 
-def agent_note(algorithm: str, agent: str) -> str:
-    """What of bbrl's agent ``agent`` is not Colosseum's configuration ("" if nothing
-    known).
+#: Colosseum's benchmark's tuned PSRL priors (its ``cached_hyperparameters/
+#: agent_configs``): the Dirichlet concentration on every next state (PSRLEpisodic) and
+#: the NIG reward prior means (PSRLEpisodic, PSRLContinuous).
+COLOSSEUM_PSRL_ALPHA = 0.32345772625210756
+COLOSSEUM_PSRL_MEAN = {True: 0.41854463543357456, False: 0.23589883401606418}
+
+
+def agent_note(algorithm: str, agent: str, prior: str = "", episodic: bool = True) -> str:
+    """What of bbrl's agent ``agent`` (played under the prior named ``prior`` on an
+    episodic or continuing instance) is not Colosseum's benchmark configuration ("" if
+    nothing known).
 
     Examples
     --------
     >>> agent_note("q-learning-ucb", "q-learning-ucb__c=1")
     "Jin et al.'s update (form=jin), not Colosseum's (form=colosseum)"
+    >>> print(agent_note("psrl", "psrl", "UColosseum-EC-DeepSea-0+rnig0.41854463543357456"))
+    bbrl's PSRL knows the transitions' support (Colosseum's: a Dirichlet of 0.3235 on every
+    next state)
     """
     if algorithm == "q-learning-ucb":
         if "form=colosseum" not in agent:
@@ -202,9 +213,43 @@ def agent_note(algorithm: str, agent: str) -> str:
             return "Colosseum's update with the Hoeffding bonus; its benchmark's is Bernstein"
         return ""
     if algorithm == "psrl":
+        return _psrl_note(prior, episodic)
+    if algorithm == "ucrl2":
+        return ("Jaksch et al.'s confidence widths; Colosseum's benchmark runs its UCRL2 with "
+                "Bernstein bounds scaled by its tuned alpha_p 0.988 and alpha_r 0.103")
+    return ""
+
+
+def _psrl_note(prior: str, episodic: bool) -> str:
+    """What of bbrl's PSRL under ``prior`` is not Colosseum's benchmark PSRL."""
+    from bbrlcore.mdp.reward_prior import nig_mean_of
+    from bbrlcore.mdp.transition_prior import split_suffixes
+
+    if not prior:
         return ("bbrl's PSRL learns from the experiment's prior; Colosseum's uses its tuned "
                 "Dirichlet concentration and a Normal-inverse-gamma reward prior")
-    return ""
+    try:
+        _, alpha, rkind = split_suffixes(prior)
+    except BBRLError:
+        alpha, rkind = None, "known"
+    out = []
+    if not episodic:
+        out.append("bbrl's continuing PSRL is Ouyang et al.'s (a new sample when an "
+                   "episode doubles); Colosseum's PSRLContinuous is another algorithm")
+    if alpha is None:
+        out.append("bbrl's PSRL knows the transitions' support (Colosseum's: a Dirichlet of "
+                   f"{COLOSSEUM_PSRL_ALPHA:.4g} on every next state)")
+    elif abs(alpha - COLOSSEUM_PSRL_ALPHA) > 1e-9 and episodic:
+        out.append(f"a Dirichlet of {alpha:g} on every next state (Colosseum's: "
+                   f"{COLOSSEUM_PSRL_ALPHA:.4g})")
+    mean, want = nig_mean_of(rkind), COLOSSEUM_PSRL_MEAN[episodic]
+    if mean is None:
+        out.append("rewards " + ("known" if rkind == "known" else f"under a {rkind} prior")
+                   + " (Colosseum's: a Normal-inverse-gamma prior)")
+    elif mean != want:
+        out.append(f"a Normal-inverse-gamma reward prior of mean {mean:g} (Colosseum's: "
+                   f"{want:.4g})")
+    return "; ".join(out)
 
 
 def _why_not_run(instance: str, algorithm: str, runs: pl.DataFrame) -> str:
@@ -310,8 +355,15 @@ def compare(runs: pl.DataFrame) -> pl.DataFrame:
                          "ci_low": o["ci_low"], "ci_high": o["ci_high"],
                          "horizon": o["horizon"], "log_every": o["log_every"], "z": z,
                          "verdict": verdict, "why": why,
-                         "note": agent_note(p["algorithm"], o["agent"])})
+                         "note": agent_note(p["algorithm"], o["agent"],
+                                            _prior_of(o["experiment"], o["test"]),
+                                            INSTANCES[p["instance"]].episodic)})
     return pl.DataFrame(rows, schema=COMPARISON_COLUMNS)
+
+
+def _prior_of(experiment: str, test: str) -> str:
+    """The prior's name in an experiment's name ``<test>-<prior>[@<setting>]``."""
+    return experiment.removeprefix(f"{test}-").split("@")[0]
 
 
 def counts(table: pl.DataFrame) -> dict[str, int]:

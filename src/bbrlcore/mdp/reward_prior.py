@@ -26,7 +26,9 @@ the rewards observed after playing it):
     hyper-parameters ``rewards_prior_prms = [prior_mean, 1, 1, 1]`` (interpretable form
     :math:`\mu, n_\mu, \tau, n_\tau`: :math:`\mu_0 = 0`, :math:`\lambda_0 = 1`,
     :math:`\alpha_0 = n_\tau/2 = 0.5`, :math:`\beta_0 = n_\tau/(2\tau) = 0.5`); the
-    prior mean is 0 here (Colosseum tunes it). One observation r updates
+    prior mean is 0 by default (``+rnig``); Colosseum tunes it (its benchmark's cached value
+    for its episodic PSRL is 0.41854463543357456: ``+rnig0.41854463543357456``; any
+    finite mean ``m``: ``+rnig<m>``). One observation r updates
     :math:`\lambda_1 = \lambda_0 + 1`, :math:`\mu_1 = (\lambda_0\mu_0 + r)/\lambda_1`,
     :math:`\alpha_1 = \alpha_0 + 1/2`,
     :math:`\beta_1 = \beta_0 + \lambda_0 (r - \mu_0)^2 / (2\lambda_1)` — Colosseum's
@@ -34,7 +36,8 @@ the rewards observed after playing it):
     :math:`\tau \sim \mathrm{Gamma}(\alpha, 1/\beta)` then
     :math:`\bar r \sim \mathcal N(\mu, 1/(\lambda\tau))`.
 
-A prior is named with a suffix: ``UGC+rbeta``, ``URiverSwim-6+rnig`` (wherever a prior's
+A prior is named with a suffix: ``UGC+rbeta``, ``URiverSwim-6+rnig``, ``URiverSwim-6+rnig0.5``
+(the NIG prior's mean; 0 when not given) (wherever a prior's
 name is taken: :func:`bbrlcore.mdp.distributions.load`, experiment configurations, ``bbrl
 train --prior``). The suffixed prior is the same distribution with :attr:`reward_prior`
 set; it is written into the agent artefact's embedded prior (key ``reward_prior``).
@@ -145,6 +148,39 @@ def reward_prior_of(dist: Any) -> RewardPrior:
     return getattr(dist, "reward_prior", None) or KNOWN_REWARDS
 
 
+def nig_mean_of(kind: str) -> float | None:
+    """The prior mean a name's NIG kind gives (``nig0.5`` -> 0.5, ``nig`` -> 0.0), None
+    for another kind."""
+    if not kind.startswith("nig"):
+        return None
+    return float(kind[3:]) if len(kind) > 3 else float(COLOSSEUM_NIG[0])
+
+
+def canonical_kind(kind: str, what: str) -> str:
+    """A reward kind read from a name, canonical: ``beta``, ``nig`` (mean 0) or
+    ``nig<m>`` (its mean m, shortest exact text); a mean that is not a finite number is
+    one :class:`BBRLError` naming ``what``.
+
+    >>> canonical_kind("nig0.50", "x"), canonical_kind("nig0", "x"), canonical_kind("beta", "x")
+    ('nig0.5', 'nig', 'beta')
+    """
+    import math
+
+    if kind in ("beta", "nig"):
+        return kind
+    text = kind[3:]
+    try:
+        m = float(text)
+    except ValueError:
+        m = math.nan
+    if not math.isfinite(m) or text.strip() != text:
+        raise BBRLError(f"{what}: the Normal-inverse-gamma prior's mean in +rnig<mean> must "
+                        f"be a finite number, got {text!r}")
+    if m == 0.0:
+        return "nig"
+    return f"nig{m!r}"
+
+
 def split_name(name: str) -> tuple[str, str]:
     """``(base name, kind)`` of a prior's name: ``("UGC", "beta")`` for ``UGC+rbeta``,
     ``(name, "known")`` without a suffix.
@@ -188,8 +224,9 @@ def make(kind: str, dist: Any, what: str = "reward prior") -> RewardPrior:
         return KNOWN_REWARDS
     if kind == "beta":
         return RewardPrior("beta", (1.0, 1.0, *reward_range(dist)))
-    if kind == "nig":
-        return RewardPrior("nig", nig_from_colosseum(*COLOSSEUM_NIG))
+    mean = nig_mean_of(kind)
+    if mean is not None:
+        return RewardPrior("nig", nig_from_colosseum(mean, *COLOSSEUM_NIG[1:]))
     raise BBRLError(f"{what} {kind!r}: must be one of {', '.join(REWARD_PRIORS)}")
 
 
@@ -201,5 +238,8 @@ def with_reward_prior(dist: Any, kind: str) -> Any:
     rp = make(kind, dist, f"prior {dist.short_name}")
     out = dist.renamed(f"{dist.short_name}{SUFFIX}{kind}")
     out.__dict__["reward_prior"] = rp
-    out.__dict__["name"] = f"{dist.name}, rewards unknown ({kind} prior)"
+    mean = nig_mean_of(kind)
+    shown = "nig" if mean is not None else kind
+    out.__dict__["name"] = (f"{dist.name}, rewards unknown ({shown} prior"
+                            + (f", mean {mean:g})" if mean else ")"))
     return out

@@ -69,7 +69,7 @@ SUFFIX = "+dir"
 COLOSSEUM_ALPHA = 0.3235
 
 _DIR = re.compile(r"\+dir([^+]*)$")
-_REWARD = re.compile(r"\+r(beta|nig)$")
+_REWARD = re.compile(r"\+r(beta|nig[^+]*)$")
 
 
 def check_alpha(alpha: Any, what: str) -> float:
@@ -105,7 +105,10 @@ def split_suffixes(name: str) -> tuple[str, float | None, str]:
         if m and m.start() > 0:
             if rkind != "known":
                 raise BBRLError(f"prior {name!r}: two reward suffixes (+rbeta, +rnig)")
-            rkind, base = m.group(1), base[:m.start()]
+            from bbrlcore.mdp.reward_prior import canonical_kind
+
+            rkind = canonical_kind(m.group(1), f"prior {name!r}")
+            base = base[:m.start()]
             continue
         m = _DIR.search(base)
         if m and m.start() > 0:
