@@ -133,16 +133,38 @@ def test_optimal_continuing_equals_the_python_accumulation():
         same(vals, expected(evr, [pol] * n, ts.horizon, 100, r, np.zeros(n, int)))
 
 
+def map_policy(alpha, Rr, succ, nsucc, H):
+    """Colosseum's current policy of PSRL, in NumPy: the optimal H-step policy of the
+    posterior's MAP model (``alpha`` normalised per row; rewards ``Rr`` on the slots),
+    exact ties uniform, (H, nX, nU)."""
+    nX, nU, K = alpha.shape
+    live = np.arange(K)[None, None, :] < nsucc[:, :, None]
+    a = np.where(live, alpha, 0.0)
+    s = a.sum(axis=2, keepdims=True)
+    Pm = np.divide(a, s, out=np.zeros_like(a), where=s > 0)
+    V = np.zeros(nX)
+    pol = np.zeros((H, nX, nU))
+    for h in range(H - 1, -1, -1):
+        Q = (Pm * (np.where(live, Rr, 0.0) + V[np.where(live, succ, 0)])).sum(axis=2)
+        best = Q.max(axis=1, keepdims=True)
+        ties = Q == best
+        pol[h] = ties / ties.sum(axis=1, keepdims=True)
+        V = best[:, 0]
+    return pol
+
+
 def psrl_policies(prior, ts, i, seed, L):
     """Replay of PSRL's episodic form (``psrl._trajectory_episodic``) in Python with
-    the same numba building blocks and draws, recording the policy (H, nX) of each of
-    Colosseum's rows: the episode's sample, or at a row ending an episode the next
-    episode's (drawn there, as Colosseum's PSRL draws it at the episode's end). Under a
-    prior whose rewards are unknown, each sample's rewards drawn before its transitions
-    and the posterior updated after each step, as the kernel does."""
+    the same numba building blocks and draws, recording Colosseum's current policy at
+    each of its rows: the optimal policy of the posterior's MAP model (:func:`map_policy`;
+    Colosseum's ``current_optimal_stochastic_policy``). Under a prior whose rewards are
+    unknown, each sample's rewards drawn before its transitions and the posterior
+    updated after each step, as the kernel does; the MAP model's rewards are the
+    posterior means."""
     from bbrlcore.agents._kernels import env_reward_rows
     from bbrlcore.agents._rewards import (
         reward_posterior_init,
+        reward_posterior_mean,
         reward_posterior_update,
         reward_sample_rows,
     )
@@ -161,33 +183,32 @@ def psrl_policies(prior, ts, i, seed, L):
     alpha = np.ascontiguousarray(st.theta).copy()
     rpar = psrl.reward_prior_array(prior)
     learn = rpar[0] != 0.0
-    Rm = psrl.agent_rewards(st, rpar).copy()
-    rstat = reward_posterior_init(nX, alpha.shape[1], rpar)
+    R0 = psrl.agent_rewards(st, rpar)
+    Rm = R0.copy()
+    nU = alpha.shape[1]
+    rstat = reward_posterior_init(nX, nU, rpar)
     Ps = np.zeros_like(alpha)
     Va, Vb = np.zeros(nX), np.zeros(nX)
     pi = np.zeros(off[H], dtype=np.int64)
 
-    def draw():
-        if learn:
-            reward_sample_rows(rstat, rpar, nsucc, Rm, need, rs)
-        sample_rows_of(alpha, nsucc, Ps, need, rs)
-        psrl.finite_horizon_plan_rows(Ps, Rm, succ, nsucc, states, off, H, pi, Va, Vb)
+    def current():
+        if not learn:
+            return map_policy(alpha, R0, succ, nsucc, H)
+        Rr = np.zeros_like(alpha)
+        for z in range(nX):
+            for a in range(nU):
+                Rr[z, a, :] = reward_posterior_mean(rstat, rpar, z, a)
+        return map_policy(alpha, Rr, succ, nsucc, H)
 
-    def policy():
-        out = np.zeros((H, nX), dtype=np.int64)
-        for h in range(H):
-            for j in range(off[h], off[h + 1]):
-                out[h, states[j]] = pi[j]
-        return out
-
-    rows, ahead, x = [], False, 0
+    rows, x = [], 0
     for t in range(T):
         h = t % H
         if h == 0:
             x = env_reset(int(ep.initial_state), nX)
-            if not ahead:
-                draw()
-            ahead = False
+            if learn:
+                reward_sample_rows(rstat, rpar, nsucc, Rm, need, rs)
+            sample_rows_of(alpha, nsucc, Ps, need, rs)
+            psrl.finite_horizon_plan_rows(Ps, Rm, succ, nsucc, states, off, H, pi, Va, Vb)
         j = psrl._position(states, off[h], off[h + 1], x)
         u = int(pi[j])
         k = env_step_rows(P, nsucc, x, u)
@@ -197,19 +218,14 @@ def psrl_policies(prior, ts, i, seed, L):
             reward_posterior_update(rstat, rpar, x, u, r, rs)
         x = succ[x, u, k]
         if t > 0 and t % L == 0:
-            if h == H - 1:
-                draw()
-                ahead = True
-            rows.append(policy())
-    if T % H == 0 and not ahead:
-        draw()
-    rows.append(policy())
+            rows.append(current())
+    rows.append(current())
     return rows
 
 
 @pytest.mark.parametrize("L", [100, 9])
 def test_psrl_episodic_equals_the_python_accumulation_of_its_policies(L):
-    # L = 9 with H = 5: rows at t = 9, 99, ... end episodes (Colosseum's next sample)
+    # L = 9 with H = 5: rows at t = 9, 99, ... end episodes
     d, ts = deepsea(size=5, episodes=80)
     prior = d.prior("uniform")
     seed = 5
@@ -558,3 +574,35 @@ def test_q_learning_ucb_under_unknown_rewards_equals_the_python_accumulation():
     for i, r, vals in played(q_ucb, prior, ts, params, 50, seed=2):
         pols = qucb_policies(prior, ts, i, 2 + i, 50, params)
         same(vals, expected(evaluator(ts, i), pols, ts.horizon, 50, r))
+
+
+def test_psrl_continuing_current_policy_is_the_map_model_s_discounted_greedy_policy():
+    """The continuing form's current policy (Colosseum's: discounted value iteration,
+    gamma 0.99, of the posterior's MAP model, ties exact): against NumPy's value
+    iteration, from a cold and from a warm start."""
+    rng = np.random.default_rng(4)
+    nX, nU, K = 6, 3, 3
+    succ = rng.integers(0, nX, size=(nX, nU, K)).astype(np.int64)
+    nsucc = rng.integers(1, K + 1, size=(nX, nU)).astype(np.int64)
+    alpha = rng.random((nX, nU, K)) + 0.1
+    Rr = rng.random((nX, nU, K))
+    Rr[2, 1] = Rr[2, 0]  # (a tie: the same row, the same rewards)
+    alpha[2, 1], succ[2, 1], nsucc[2, 1] = alpha[2, 0], succ[2, 0], nsucc[2, 0]
+    live = np.arange(K)[None, None, :] < nsucc[:, :, None]
+    a = np.where(live, alpha, 0.0)
+    Pm = a / a.sum(axis=2, keepdims=True)
+    V = np.zeros(nX)
+    for _ in range(20_000):
+        Q = (Pm * (np.where(live, Rr, 0.0) + 0.99 * V[np.where(live, succ, 0)])).sum(axis=2)
+        V = Q.max(axis=1)
+    want = (Q == Q.max(axis=1, keepdims=True)) / (Q == Q.max(axis=1, keepdims=True)).sum(
+        axis=1, keepdims=True)
+    assert want[2, 0] == want[2, 1] == 0.5 or want[2, 2] == 1.0
+    for V0 in (np.zeros(nX), V + 0.5):
+        pol = np.zeros((nX, nU))
+        Vk = V0.copy()
+        sweeps = psrl.map_policy_discounted(alpha, Rr, succ, nsucc, 0.99, Vk, np.zeros(nX),
+                                            pol, np.zeros(nU))
+        assert sweeps < psrl.MAP_MAX_SWEEPS
+        np.testing.assert_allclose(Vk, V, rtol=1e-7)
+        np.testing.assert_array_equal(pol, want)

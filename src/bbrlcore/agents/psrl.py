@@ -201,6 +201,7 @@ from bbrlcore.agents._posterior import (
 from bbrlcore.agents._rewards import (
     prior_mean_rows,
     reward_posterior_init,
+    reward_posterior_mean,
     reward_posterior_update,
     reward_sample_rows,
 )
@@ -320,25 +321,140 @@ def _trajectory_continuing(setup, P, succ, nsucc, R, Rstd, gaussian, initial_sta
     return ret, _counters(state)
 
 
+# Colosseum's "current optimal policy" of PSRL (its agents' current_optimal_stochastic_policy,
+# Colosseum 1.1 and later): the optimal policy of the posterior's MAP estimate, the
+# normalised Dirichlet concentrations and the reward model's mean (episodic: H-step
+# backward induction; continuing: discounted value iteration, gamma 0.99), ties exact
+
+#: Colosseum's discount of the continuing PSRL's current policy (its
+#: ``discounted_value_iteration`` default).
+MAP_GAMMA = 0.99
+#: Value iteration's stopping rule for it: sup-norm change of V below this times
+#: max(1, sup |V|) (Colosseum stops at 1e-3 in float32), or MAP_MAX_SWEEPS sweeps.
+MAP_TOLERANCE = 1e-10
+MAP_MAX_SWEEPS = 100_000
+
+
+@njit(cache=True, error_model="numpy")
+def mean_rewards_rows(Rm, rstat, rpar, nsucc, out):
+    """The rewards of the posterior's mean model on the agent's slots: the prior's
+    (``rpar[0] == 0``: rewards known) or each pair's posterior mean on its slots."""
+    if rpar[0] == 0.0:
+        return Rm
+    nX, nU = nsucc.shape
+    for x in range(nX):
+        for u in range(nU):
+            m = reward_posterior_mean(rstat, rpar, x, u)
+            for k in range(nsucc[x, u]):
+                out[x, u, k] = m
+    return out
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _mean_q(alpha, Rr, succ, nsucc, V, x, u, gamma):
+    s = 0.0
+    for k in range(nsucc[x, u]):
+        s += alpha[x, u, k]
+    q = 0.0
+    if s > 0.0:
+        for k in range(nsucc[x, u]):
+            q += alpha[x, u, k] / s * (Rr[x, u, k] + gamma * V[succ[x, u, k]])
+    return q
+
+
+@njit(cache=True, error_model="numpy")
+def _ties_row(q, out):
+    """``out`` ← uniform over the exact maximisers of ``q``; returns the maximum."""
+    best = q[0]
+    for u in range(1, q.shape[0]):
+        if q[u] > best:
+            best = q[u]
+    n = 0
+    for u in range(q.shape[0]):
+        if q[u] == best:
+            n += 1
+    for u in range(q.shape[0]):
+        out[u] = 1.0 / n if q[u] == best else 0.0
+    return best
+
+
+@njit(cache=True, error_model="numpy")
+def map_policy_episodic(alpha, Rr, succ, nsucc, H, pol, Va, Vb, q):
+    """``pol`` (H, nX, nU) ← the optimal H-step policy of the posterior's mean model
+    (transitions ``alpha`` normalised per row, rewards ``Rr`` on the slots), exact ties
+    uniform, by backward induction over every state; ``Va``, ``Vb`` (nX,), ``q`` (nU,)
+    work arrays."""
+    nX, nU = nsucc.shape
+    Va[:] = 0.0
+    for i in range(H):
+        h = H - 1 - i
+        for x in range(nX):
+            for u in range(nU):
+                q[u] = _mean_q(alpha, Rr, succ, nsucc, Va, x, u, 1.0)
+            Vb[x] = _ties_row(q, pol[h, x])
+        Va[:] = Vb
+
+
+@njit(cache=True, error_model="numpy")
+def map_policy_discounted(alpha, Rr, succ, nsucc, gamma, V, W, pol, q):
+    """``pol`` (nX, nU) ← the greedy policy (exact ties uniform) of the γ-discounted
+    values of the posterior's mean model, by value iteration from ``V`` (nX,; warm start,
+    left with the values); ``W`` (nX,), ``q`` (nU,) work arrays. Returns the sweeps."""
+    nX, nU = nsucc.shape
+    sweeps = 0
+    while sweeps < MAP_MAX_SWEEPS:
+        sweeps += 1
+        diff = 0.0
+        big = 1.0
+        for x in range(nX):
+            best = -np.inf
+            for u in range(nU):
+                v = _mean_q(alpha, Rr, succ, nsucc, V, x, u, gamma)
+                if v > best:
+                    best = v
+            W[x] = best
+            d = abs(best - V[x])
+            if d > diff:
+                diff = d
+            if abs(best) > big:
+                big = abs(best)
+        V[:] = W
+        if diff <= MAP_TOLERANCE * big:
+            break
+    for x in range(nX):
+        for u in range(nU):
+            q[u] = _mean_q(alpha, Rr, succ, nsucc, V, x, u, gamma)
+        _ties_row(q, pol[x])
+    return sweeps
+
+
 @njit(cache=True, error_model="numpy")
 def _trajectory_continuing_ind(setup, P, succ, nsucc, R, Rstd, gaussian, initial_state,
                                gamma, horizon, episode_length, seed, rewards, L, rbar,
                                refs_s, refs_w, mu0, Hr, opt, worst, si, sf):
     """:func:`_trajectory_continuing` with Colosseum's indicators every ``L`` steps
-    (:mod:`._indicators`), the current policy being the current sample's (the one that
-    chose the step's action; a new sample is drawn at the next decision): its
+    (:mod:`._indicators`), the current policy being Colosseum's: the greedy policy of the
+    γ = 0.99 discounted values of the posterior's MAP model
+    (:func:`map_policy_discounted`, warm-started from the previous row's values): its
     :math:`V^\\pi_0` over the ``Hr``-step episodes of an episodic test set, else its gain
-    from the current state."""
+    from the current state. The same trajectory (the evaluation draws nothing)."""
     np.random.seed(seed)
     nX = P.shape[0]
     state = _reset(setup)
     pi = state[7]
-    pi2 = pi.reshape((1, nX))
+    alpha, asucc, ansucc, Rm, rpar, rstat = (state[0], state[2], state[3], state[4],
+                                              state[15], state[16])
+    nU = alpha.shape[1]
+    Rbuf = np.zeros_like(alpha)
+    pol = np.zeros((nX, nU))
+    pol3 = pol.reshape((1, nX, nU))
+    Vm = np.zeros(nX)
+    Wm = np.zeros(nX)
+    qm = np.zeros(nU)
     episodic = episode_length > 0
     acc, hist = ind_alloc(horizon, L)
     V0 = np.zeros(nX)
     Vc = np.zeros(nX)
-    none_s = np.zeros((1, 1))
     x = env_reset(initial_state, nX)
     s = x
     ret = 0.0
@@ -358,13 +474,16 @@ def _trajectory_continuing_ind(setup, P, succ, nsucc, R, Rstd, gaussian, initial
         if final or is_row(t, L):
             tt = horizon - 1 if final else t
             w = final_weight(horizon, L) if final else L
+            if needs_evaluation(acc):  # Colosseum's current policy: the MAP model's
+                Rr = mean_rewards_rows(Rm, rstat, rpar, ansucc, Rbuf)
+                map_policy_discounted(alpha, Rr, asucc, ansucc, MAP_GAMMA, Vm, Wm, pol, qm)
             if episodic:
                 if needs_evaluation(acc):
-                    ev_.episode_values_deterministic(succ, nsucc, P, rbar, pi2, Hr, V0)
+                    ev_.episode_values_stochastic(succ, nsucc, P, rbar, pol3, Hr, V0)
                 row_episodic(acc, hist, tt, horizon, w, final, V0, s, refs_s, refs_w, mu0,
                              Hr, Vc)
             else:
-                g = gain_from(succ, nsucc, P, rbar, none_s, pi, False, x, si, sf) \
+                g = gain_from(succ, nsucc, P, rbar, pol, pi, True, x, si, sf) \
                     if needs_evaluation(acc) else 0.0
                 row_continuing(acc, hist, tt, horizon, w, final, g, opt, worst)
         if not final and episode_length > 0 and (t + 1) % episode_length == 0:
@@ -557,19 +676,20 @@ def reach_policy_values(P, rbar, succ, nsucc, states, off, H, pi, Vnext, Vcur, V
 def _trajectory_episodic_ind(P, R, Rstd, gaussian, initial_state, gamma, horizon, H, seed,
                              succ, nsucc, theta, Rm, states, off, need, rewards, L, rbar,
                              refs_s, refs_w, mu0, Hr, opt, worst, rpar):
-    """:func:`_trajectory_episodic` with Colosseum's indicators every ``L`` steps
-    (:mod:`._indicators`): the current policy is the episode's sample's; at a row that
-    ends an episode (and after the last step when it ends one), the next episode's
-    sample, drawn there as Colosseum's PSRL draws it at the episode's end (the same
-    draws in the same order: the trajectory is :func:`_trajectory_episodic`'s)."""
+    """:func:`_trajectory_episodic` (the same draws in the same order: the same
+    trajectory) with Colosseum's indicators every ``L`` steps (:mod:`._indicators`), the
+    current policy being Colosseum's: the optimal H-step policy of the posterior's MAP
+    estimate (:func:`map_policy_episodic`), evaluated on the test MDP ``P``."""
     np.random.seed(seed)
     nX = P.shape[0]
+    nU = theta.shape[1]
     rs = generator_from_numba()
     alpha = theta.copy()
     learn = rpar[0] != 0.0
+    Rk = Rm  # (the prior's rewards: the mean model's when they are known)
     if learn:  # rewards unknown: the sampled rewards are this trajectory's
         Rm = Rm.copy()
-    rstat = reward_posterior_init(nX, theta.shape[1], rpar)
+    rstat = reward_posterior_init(nX, nU, rpar)
     Ps = np.zeros_like(theta)
     Va = np.zeros(nX)
     Vb = np.zeros(nX)
@@ -577,7 +697,9 @@ def _trajectory_episodic_ind(P, R, Rstd, gaussian, initial_state, gamma, horizon
     acc, hist = ind_alloc(horizon, L)
     V0 = np.zeros(nX)
     Vc = np.zeros(nX)
-    ahead = False  # the next episode's sample is drawn (at a row ending an episode)
+    pol = np.zeros((H, nX, nU))
+    Rbuf = np.zeros_like(theta)
+    qm = np.zeros(nU)
     ret = 0.0
     disc = 1.0
     samples = 0
@@ -588,12 +710,10 @@ def _trajectory_episodic_ind(P, R, Rstd, gaussian, initial_state, gamma, horizon
         if h == 0:
             x = env_reset(initial_state, nX)
             s = x
-            if not ahead:
-                if learn:
-                    reward_sample_rows(rstat, rpar, nsucc, Rm, need, rs)
-                sample_rows_of(alpha, nsucc, Ps, need, rs)
-                finite_horizon_plan_rows(Ps, Rm, succ, nsucc, states, off, H, pi, Va, Vb)
-            ahead = False
+            if learn:
+                reward_sample_rows(rstat, rpar, nsucc, Rm, need, rs)
+            sample_rows_of(alpha, nsucc, Ps, need, rs)
+            finite_horizon_plan_rows(Ps, Rm, succ, nsucc, states, off, H, pi, Va, Vb)
             samples += 1
         j = _position(states, off[h], off[h + 1], x)
         if j < 0:
@@ -610,25 +730,17 @@ def _trajectory_episodic_ind(P, R, Rstd, gaussian, initial_state, gamma, horizon
         x = succ[x, u, k]
         if is_row(t, L):
             if needs_evaluation(acc):
-                if h == H - 1:  # Colosseum's agent has drawn the next episode's sample
-                    if learn:
-                        reward_sample_rows(rstat, rpar, nsucc, Rm, need, rs)
-                    sample_rows_of(alpha, nsucc, Ps, need, rs)
-                    finite_horizon_plan_rows(Ps, Rm, succ, nsucc, states, off, H, pi, Va,
-                                             Vb)
-                    ahead = True
-                reach_policy_values(P, rbar, succ, nsucc, states, off, H, pi, Va, Vb, V0)
+                Rr = mean_rewards_rows(Rk, rstat, rpar, nsucc, Rbuf)
+                map_policy_episodic(alpha, Rr, succ, nsucc, H, pol, Va, Vb, qm)
+                ev_.episode_values_stochastic(succ, nsucc, P, rbar, pol, Hr, V0)
             row_episodic(acc, hist, t, horizon, L, False, V0, s, refs_s, refs_w, mu0, Hr,
                          Vc)
     if horizon % H == 0:  # the last step ended an episode: the next one's start
         s = env_reset(initial_state, nX)
     if needs_evaluation(acc):
-        if horizon % H == 0 and not ahead:  # and its sample (Colosseum's, at the end)
-            if learn:
-                reward_sample_rows(rstat, rpar, nsucc, Rm, need, rs)
-            sample_rows_of(alpha, nsucc, Ps, need, rs)
-            finite_horizon_plan_rows(Ps, Rm, succ, nsucc, states, off, H, pi, Va, Vb)
-        reach_policy_values(P, rbar, succ, nsucc, states, off, H, pi, Va, Vb, V0)
+        Rr = mean_rewards_rows(Rk, rstat, rpar, nsucc, Rbuf)
+        map_policy_episodic(alpha, Rr, succ, nsucc, H, pol, Va, Vb, qm)
+        ev_.episode_values_stochastic(succ, nsucc, P, rbar, pol, Hr, V0)
     row_episodic(acc, hist, horizon - 1, horizon, final_weight(horizon, L), True, V0, s,
                  refs_s, refs_w, mu0, Hr, Vc)
     return ret, samples, acc
@@ -1068,8 +1180,10 @@ def _episodic_indicator_player(prior: Any, params: dict, ep: Episode, H: int,
 def make_indicator_player(prior: Any, params: dict, trained: Trained | None, ep: Episode,
                           log_every: int):
     """:func:`make_player`'s player with Colosseum's indicators (:mod:`._indicators`),
-    the current policy being the sampled model's: ``play(P, seed, rewards) -> (return,
-    counters, values)``, the same trajectory as :func:`make_player`'s."""
+    the current policy being Colosseum's (its ``current_optimal_stochastic_policy``,
+    Colosseum 1.1 and later): the optimal policy of the posterior's MAP estimate, not the
+    sample's the agent acts with: ``play(P, seed, rewards) -> (return, counters,
+    values)``, the same trajectory as :func:`make_player`'s."""
     if getattr(prior, "dirichlet_all", None) is not None:  # (its kernels sample sparse rows)
         return None
     err = _parameter_check(params)
