@@ -130,12 +130,18 @@ def psrl(rounds: int, eval_rows: list[dict]) -> dict:
     from bbrlcore import protocol as E
     from bbrlcore.protocol import runner
 
-    p = families.make("deepsea", size=10, p_rand=0.4)  # as Colosseum's instance
-    prior = p.prior("accurate")
+    from bbrlcore.mdp import distributions as D
+
+    # Colosseum's instance itself (DeepSea-10, p_rand 0.4, Colosseum's form) under the
+    # colosseum preset's prior: the support known, Colosseum's NIG reward prior (its
+    # tuned mean); the current policy evaluated is Colosseum's (the MAP model's)
+    name = "Colosseum-EE-DeepSea-0"
+    prior = D.load(f"U{name}+rnig0.41854463543357456")
     agent = E.train_agent("psrl", {}, prior, progress=False)
     T, H = 100_000, 10
 
-    ts = E.new_test_set(p.test, 1, 0.95, T, 0, episode_length=H, references=False)
+    ts = E.new_test_set(D.load_test(name), 1, 0.95, T, 0, episode_length=H,
+                        references=False)
     alg, trained = agents.get("psrl"), runner._as_trained(agent)
     plain = alg.make_player(prior, agent.params, trained, ts.episode())
     ind = alg.indicator_player(prior, agent.params, trained, ts.episode(), IND.LOG_EVERY)
@@ -158,7 +164,8 @@ def psrl(rounds: int, eval_rows: list[dict]) -> dict:
            "evaluations": n_eval,
            "with_evaluation_steps_per_s": round(T / secs_ind),
            "goal_steps_per_s": 100 * COLOSSEUM_ISSUE[0]}
-    print(f"PSRL DeepSea-10 episodic: kernel {T / secs:,.0f} steps/s; with Colosseum's "
+    out["prior"] = prior.short_name
+    print(f"PSRL {name} episodic: kernel {T / secs:,.0f} steps/s; with Colosseum's "
           f"indicators every 100 steps in the kernel {T / secs_ind:,.0f} steps/s (goal ≥ "
           "100 × Colosseum)", flush=True)
     return out
@@ -219,9 +226,12 @@ def markdown(out: dict) -> str:
                      f"{r['kernel_us']} | {r['python_us']} |")
     p = out.get("psrl")
     if p:
-        lines += ["", "PSRL on DeepSea-10, p_rand 0.4, episodic (bbrl's family and PSRL, accurate "
-                  "prior, 10^5 steps; Colosseum's instance has its own prior and its action "
-                  "mapping off):", "",
+        lines += ["", f"PSRL on Colosseum's instance Colosseum-EE-DeepSea-0 (DeepSea-10, "
+                  f"p_rand 0.4, Colosseum's form), episodic, 10^5 steps, prior "
+                  f"`{p.get('prior', 'accurate')}` (the colosseum preset's: the support "
+                  "known, Colosseum's NIG reward prior with its tuned mean; Colosseum's "
+                  "PSRL also puts a Dirichlet of 0.3235 on every next state), its current "
+                  "policy Colosseum's (the MAP model's optimal policy):", "",
                   f"- bbrl's kernel alone: {p['kernel_steps_per_s']:,} steps/s;",
                   f"- with Colosseum's indicators every 100 steps computed inside the "
                   f"kernel ({p['evaluations']:,} exact evaluations; `bbrl run "
