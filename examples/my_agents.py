@@ -18,7 +18,9 @@ Both are written with the public helpers of :mod:`bbrlcore.agents.bayes`: ``MyGr
 with its numpy functions (the posterior mean, the Q-function), ``MyGreedyJit`` with its
 numba functions, the ones the built-in ``e-greedy`` is made of, called in the same order:
 it plays exactly the same trajectories. bbrl compiles ``MyGreedyJit``'s trajectory loop
-once (at ``bbrl train``) and caches it on disk: later processes load it.
+once (at ``bbrl train``) and caches it on disk: later processes load it. ``MyGreedyJit``
+also exposes its current policy (greedy on its Q-values) by the optional ``@njit`` hook
+``policy(state, out)``, for Colosseum's expected indicators (``bbrl run --indicators``).
 """
 
 from __future__ import annotations
@@ -84,6 +86,23 @@ def _observe(state, x, u, y, r):
     bayes.q_solve(Pm, Rm, supp, nsupp, scal[0], horizon, Q)
 
 
+@njit(cache=True)
+def _policy(state, out):
+    """Its current best policy, for Colosseum's indicators (``bbrl run --indicators``):
+    greedy on Q, exact ties uniform, written into ``out`` (Hp, nX, nU): Hp = 1 in a
+    continuing interaction, H in an episodic one (the same policy at every step)."""
+    Q = state[5]
+    for x in range(Q.shape[0]):
+        best = Q[x].max()
+        ties = 0
+        for u in range(Q.shape[1]):
+            if Q[x, u] == best:
+                ties += 1
+        for h in range(out.shape[0]):
+            for u in range(Q.shape[1]):
+                out[h, x, u] = 1.0 / ties if Q[x, u] == best else 0.0
+
+
 class MyGreedyJit(CompiledAgent):
     """e-Greedy compiled into bbrl's trajectory loop (the same kernels as the built-in)."""
 
@@ -93,6 +112,7 @@ class MyGreedyJit(CompiledAgent):
     reset = _reset
     act = _act
     observe = _observe
+    policy = _policy  # optional: its current policy (Colosseum's indicators)
 
     def setup(self) -> tuple:
         return (np.ascontiguousarray(self.prior.theta, dtype=np.float64),

@@ -5,10 +5,12 @@ The package plays a :class:`~bbrlcore.agents.api.CompiledAgent` with its traject
 functions. numba caches a function on disk (``cache=True``) only when it is a function of
 a module file, not a closure over other functions; so, for each agent, the package writes
 a small module holding that function (:func:`kernel_module`), whose globals
-``_reset``, ``_act``, ``_observe``, ``_counters`` and ``_episode_start`` are the agent's
-functions, set before the module runs. numba then caches it like any module-level
-kernel, and every later process (a workflow job on any node sharing the cache
-directory) loads it instead of compiling.
+``_reset``, ``_act``, ``_observe``, ``_counters``, ``_episode_start`` and ``_policy`` are
+the agent's functions, set before the module runs (a second function of the module,
+``trajectory_ind``, is the loop with Colosseum's indicators of the agent's ``policy``
+hook, compiled and cached the same way when a run first asks for them). numba then
+caches it like any module-level kernel, and every later process (a workflow job on any
+node sharing the cache directory) loads it instead of compiling.
 
 * **Where**: ``<NUMBA_CACHE_DIR>/bbrl-kernels/`` (by default
   ``cache_base()/numba-<version>-<sources>/``, so it is cleared with numba's cache); one
@@ -74,11 +76,20 @@ def trajectory(setup, P, succ, nsucc, R, Rstd, gaussian, initial_state, gamma, h
                                 succ, nsucc, R, Rstd, gaussian, initial_state, gamma,
                                 horizon, seed, status, rewards, episode_length,
                                 _episode_start)  # noqa
+
+
+@njit(cache=True, error_model="numpy")
+def trajectory_ind(setup, P, succ, nsucc, R, Rstd, gaussian, initial_state, gamma, horizon,
+                   seed, status, rewards, episode_length, ind):
+    return trajectory_loop_rows(_reset, _act, _observe, _counters, setup, P,  # noqa
+                                succ, nsucc, R, Rstd, gaussian, initial_state, gamma,
+                                horizon, seed, status, rewards, episode_length,
+                                _episode_start, ind, _policy)  # noqa
 '''
 
-#: The five globals of the generated module, in the order of :func:`kernel_module`'s
+#: The six globals of the generated module, in the order of :func:`kernel_module`'s
 #: functions.
-GLOBALS = ("_reset", "_act", "_observe", "_counters", "_episode_start")
+GLOBALS = ("_reset", "_act", "_observe", "_counters", "_episode_start", "_policy")
 
 #: Seconds a process waits for another one compiling the same kernel before compiling
 #: it too.
@@ -237,12 +248,13 @@ def _write_once(path: Path, text: str) -> None:
 _MODULES: dict[str, types.ModuleType] = {}
 
 
-def kernel_module(functions: tuple[Any, Any, Any, Any, Any]) -> types.ModuleType:
+def kernel_module(functions: tuple[Any, Any, Any, Any, Any, Any]) -> types.ModuleType:
     """The generated module of the loop around ``(reset, act, observe, counters,
-    episode_start)``
+    episode_start, policy)``
     (written if needed, imported once per process); ``module.trajectory`` is the cached
-    kernel, ``module.LOCK`` the path of its compile lock. Raises :class:`OSError` when the
-    directory cannot be written."""
+    kernel, ``module.trajectory_ind`` the same loop with Colosseum's indicators of the
+    agent's ``policy`` (compiled only when a run asks for them), ``module.LOCK`` the path
+    of its compile lock. Raises :class:`OSError` when the directory cannot be written."""
     key = kernel_key(functions)
     if key in _MODULES:
         return _MODULES[key]

@@ -232,7 +232,17 @@ current best policy: ``(nX,)`` actions or ``(nX, nU)`` probabilities (episodic: 
 (``bbrl run --indicators``, :mod:`bbrlcore.mdp.indicators`) calls it every ``log_every``
 steps, after ``observe``, and evaluates it exactly on the test MDP; without it the
 indicators are unavailable for the agent (said once, the columns null). A compiled
-agent has no such hook yet.
+agent may define an ``@njit`` function ``policy(state, out)`` writing its current policy
+into ``out``, a float64 array (Hp, nX, nU) the package allocates: Hp = 1 in a continuing
+interaction, Hp = H in an episodic one (``out[h]`` the policy at step h of the episode; a
+policy that does not depend on the step is written into each ``out[h]``), each state's
+action probabilities summing to 1, every entry written (``out`` is filled with NaN
+before each call). The package calls it inside the compiled loop at the same rows
+(:func:`indicator_kernel`, generated and cached on disk like :func:`trajectory_kernel`),
+checks it and evaluates it there; it must not change the state nor draw random numbers,
+and the trajectory is the one without indicators, bit for bit. A malformed policy is
+one line naming the agent and the step (``my-agent: policy at step 100: the action
+probabilities of state 3 sum to 2, not 1``).
 
 Errors of the user's code (an exception in any of its methods, ``SystemExit`` included;
 an action that is not an integer in ``[0, nU)``; functions that do not compile, or that
@@ -240,7 +250,8 @@ take other arguments than the loop gives them) stop the run with one line naming
 algorithm (and, while playing, the test MDP, the hook and its step: ``RuntimeError in
 observe at step 11``, ``RuntimeError in episode_start(k=3), before step 12``,
 :func:`hook_place`). An ``episode_start`` that is not a method ``episode_start(self, k)``
-(or an ``@njit`` function) is refused when the class is read, before any trajectory.
+(or an ``@njit`` function), and a compiled agent's ``policy`` that is not an ``@njit``
+function, are refused when the class is read, before any trajectory.
 Anything a plugin prints goes to stderr (stdout carries bbrl's own output).
 """
 
@@ -258,6 +269,12 @@ from numba import njit, types
 from numba.extending import overload
 
 from bbrlcore import crash
+from bbrlcore.agents._indicators import final_weight as ind_final_weight
+from bbrlcore.agents._indicators import gain_from as ind_gain_from
+from bbrlcore.agents._indicators import is_row as ind_is_row
+from bbrlcore.agents._indicators import needs_evaluation as ind_needs_evaluation
+from bbrlcore.agents._indicators import row_continuing as ind_row_continuing
+from bbrlcore.agents._indicators import row_episodic as ind_row_episodic
 from bbrlcore.agents._kernels import env_reset, env_reward_rows, env_step_rows
 from bbrlcore.agents.base import (
     FLOAT64,
@@ -271,6 +288,7 @@ from bbrlcore.agents.base import (
     reward_buffer,
 )
 from bbrlcore.errors import BBRLError
+from bbrlcore.mdp.evaluation import POLICY_SUM_ATOL, episode_values_stochastic
 from bbrlcore.mdp.reward_prior import reward_prior_of
 from bbrlcore.mdp.rows import read_only as _readonly
 
@@ -294,8 +312,8 @@ class AgentError(BBRLError):
 #: The hooks of an agent the package's loop calls, by the code the compiled loop writes
 #: into ``status[3]`` while it runs one (``status[4]``: the episode k of
 #: ``episode_start``), so that an exception is reported with its hook and step.
-HOOKS = ("reset", "episode_start", "act", "observe", "counter_values")
-_RESET, _START, _ACT, _OBSERVE, _COUNT = range(len(HOOKS))
+HOOKS = ("reset", "episode_start", "act", "observe", "counter_values", "policy")
+_RESET, _START, _ACT, _OBSERVE, _COUNT, _POLICY = range(len(HOOKS))
 
 
 def hook_place(hook: str, step: int, k: int = 0, horizon: int = 0) -> tuple[str, str]:
@@ -460,7 +478,10 @@ class CompiledAgent(_AgentBase):
     """Base class of a compiled agent: ``reset``, ``act`` and ``observe`` are numba
     ``@njit`` functions (plain functions assigned to the class); ``setup`` prepares their
     inputs in Python (see the module docstring). The package's loop around them is
-    compiled once and cached on disk (:func:`trajectory_kernel`)."""
+    compiled once and cached on disk (:func:`trajectory_kernel`). Optional ``@njit``
+    hooks: ``counter_values``, ``episode_start`` and ``policy`` (its current policy, for
+    Colosseum's indicators: written into a preallocated array, evaluated inside the
+    compiled loop by :func:`indicator_kernel`)."""
 
     reset: ClassVar[Any] = None
     act: ClassVar[Any] = None
@@ -473,6 +494,16 @@ class CompiledAgent(_AgentBase):
     #: inside the compiled loop before the episode's first ``act`` (k = 0 right after
     #: ``reset``), never in a continuing interaction. Default: nothing.
     episode_start: ClassVar[Any] = None
+    #: Optional ``@njit`` ``(state, out) -> None``: the agent's current best policy, for
+    #: Colosseum's indicators (``bbrl run --indicators``). ``out`` is a float64 array
+    #: (Hp, nX, nU), Hp = 1 in a continuing interaction and H (the episode length) in an
+    #: episodic one (``out[h]``: the policy at step h of the episode), filled with NaN
+    #: before each call; write each state's action probabilities (rows summing to 1; a
+    #: deterministic policy: a 1 at its action). Called inside the compiled loop at
+    #: Colosseum's rows only (every ``log_every`` steps, after ``observe``, and once at
+    #: the end); it must not change the state nor draw random numbers (the trajectory is
+    #: the one without indicators). Default: none (the indicators are unavailable).
+    policy: ClassVar[Any] = None
     #: Optional: a kernel of the package's loop of the class's own (an ``@njit`` function
     #: calling :func:`trajectory_loop`), played instead of :func:`trajectory_kernel`'s:
     #: ``trajectory(setup, P, R, Rstd, gaussian, initial_state, gamma, horizon, seed,
@@ -521,6 +552,16 @@ def algorithm_of(cls: type, what: str) -> Algorithm:
                             "function episode_start(state, k), called before each "
                             "episode's first act (a CompiledAgent), or left out; got "
                             f"{_shown(start)}")
+        pol = getattr(cls, "policy", None)
+        if pol is not None and not hasattr(pol, "py_func"):
+            raise BBRLError(f"{what}: {cls.__name__}.policy must be a numba @njit function "
+                            "policy(state, out) writing the agent's current policy into "
+                            "out (a CompiledAgent), or left out; got "
+                            f"{_shown(pol)}")
+        if pol is not None and not sparse:
+            raise BBRLError(f"{what}: {cls.__name__}.policy needs the package's trajectory "
+                            "loop: a class with its own trajectory kernel "
+                            "(CompiledAgent.trajectory) cannot have it")
         make_player = _compiled_player(cls, name, counters)
 
         def prepare(prior: Any, params: dict, trained: Trained | None, ep: Episode) -> None:
@@ -553,6 +594,8 @@ def algorithm_of(cls: type, what: str) -> Algorithm:
         prepare=prepare,
         indicator_player=(_python_indicator_player(cls, name, counters)
                           if not compiled and callable(getattr(cls, "policy", None))
+                          else _compiled_indicator_player(cls, name, counters)
+                          if compiled and getattr(cls, "policy", None) is not None
                           else None),
         sparse=sparse,
         # the package's loops return to the initial state after every episode; a compiled
@@ -927,6 +970,165 @@ def no_episode_start(state, k):
     return None
 
 
+@njit(cache=True, error_model="numpy")
+def no_policy(state, out):
+    """``policy`` of a compiled agent without one (never called: its indicator kernel is
+    never compiled)."""
+    return None
+
+
+@njit(cache=True, error_model="numpy")
+def check_policy(out, atol):
+    """Kernel: ``(0, ...)`` when every row of ``out`` (Hp, nX, nU) is a distribution over
+    the actions; ``(1, h, x, u, value)`` at the first entry that is not a finite number
+    >= 0 (NaN: an entry the policy left unwritten); ``(2, h, x, -1, sum)`` at the first
+    row whose sum is not within ``atol`` of 1."""
+    Hp, nX, nU = out.shape
+    for h in range(Hp):
+        for x in range(nX):
+            s = 0.0
+            for u in range(nU):
+                v = out[h, x, u]
+                if not (v >= 0.0) or v == np.inf:
+                    return 1, h, x, u, v
+                s += v
+            if abs(s - 1.0) > atol:
+                return 2, h, x, -1, s
+    return 0, 0, 0, 0, 0.0
+
+
+#: The slots of ``ind``'s problem array (:func:`indicator_arrays`): the check's code,
+#: the row's step, and where (h, x, u) and the value or sum of :func:`check_policy`.
+_BAD_SIZE = 6
+
+
+def indicator_arrays(req: Any, evr: Any) -> tuple:  # (evr None: the types only)
+    """``ind``, the indicator arguments of :func:`trajectory_loop_rows` for one test MDP:
+    ``(L, acc, hist, out, V0, Vc, rbar, optimal_start, worst_start, mu0, H, optimal,
+    worst, scratch_i, scratch_f, bad)``: the request's ``log_every``, the accumulator and
+    its history (:func:`bbrlcore.agents._indicators.ind_alloc`), the policy buffer
+    ``out`` (Hp, nX, nU) (Hp = H episodic, 1 continuing), the evaluation's work arrays,
+    the test MDP's expected rewards and references (:class:`~bbrlcore.agents._indicators.
+    Request`) and the problem of a malformed policy (``bad``)."""
+    from bbrlcore.agents import _indicators as IK
+
+    T, L = int(req.ep.horizon), int(req.log_every)
+    nX, nU = (int(n) for n in req.nsucc.shape)
+    acc, hist = IK.ind_alloc(T, L)
+    if evr is None:  # (arrays of the right types: to compile the kernel)
+        refs: tuple = (np.zeros(nX), np.zeros(nX), np.zeros(nX), 1, 1.0, 0.0)
+        rbar = np.zeros((nX, nU))
+    else:
+        refs, rbar = req.refs(evr), evr.rbar
+    si, sf = IK.gain_scratch(req.nsucc)
+    Hp = req.H if req.episodic else 1
+    f64 = np.float64
+    return (L, acc, hist, np.full((Hp, nX, nU), np.nan), np.zeros(nX), np.zeros(nX),
+            np.ascontiguousarray(rbar, dtype=f64),
+            np.ascontiguousarray(refs[0], dtype=f64), np.ascontiguousarray(refs[1], dtype=f64),
+            np.ascontiguousarray(refs[2], dtype=f64), int(refs[3]), float(refs[4]),
+            float(refs[5]), si, sf, np.zeros(_BAD_SIZE))
+
+
+@njit(error_model="numpy", inline="always")
+def policy_row(ind, policy, state, P, succ, nsucc, T, episode_length, t, x, s, final,
+               status, hooks):
+    """One of Colosseum's rows of a compiled agent with a ``policy`` hook
+    (:mod:`bbrlcore.agents._indicators`): at an in-loop row (``t`` > 0 a multiple of L)
+    or the ``final`` one, ``policy(state, out)`` writes the agent's current policy into
+    ``out`` (filled with NaN before), which is checked (:func:`check_policy`) and
+    evaluated on the test MDP (``P`` on its rows ``succ``, ``nsucc``): episodic,
+    :math:`V^\\pi_0` from the episode's start ``s``; continuing, the gain from the
+    current state ``x``. False (and the problem in ``ind``'s last array) for a
+    malformed policy."""
+    (L, acc, hist, out, V0, Vc, rbar, refs_s, refs_w, mu0, Hr, opt, worst, si, sf,
+     bad) = ind
+    if not final and not ind_is_row(t, L):
+        return True
+    tt = T - 1 if final else t
+    w = ind_final_weight(T, L) if final else L
+    episodic = episode_length > 0
+    g = 0.0
+    if ind_needs_evaluation(acc):
+        out[:] = np.nan
+        if hooks:
+            status[0] = tt
+            status[3] = 5  # policy (HOOKS)
+        policy(state, out)
+        code, h, z, u, v = check_policy(out, POLICY_SUM_ATOL)
+        if code != 0:
+            bad[0] = code
+            bad[1] = tt
+            bad[2] = h
+            bad[3] = z
+            bad[4] = u
+            bad[5] = v
+            return False
+        if episodic:
+            episode_values_stochastic(succ, nsucc, P, rbar, out, Hr, V0)
+        else:
+            g = ind_gain_from(succ, nsucc, P, rbar, out[0], np.zeros(1, np.int64), True, x,
+                              si, sf)
+    if episodic:
+        ind_row_episodic(acc, hist, tt, T, w, final, V0, s, refs_s, refs_w, mu0, Hr, Vc)
+    else:
+        ind_row_continuing(acc, hist, tt, T, w, final, g, opt, worst)
+    return True
+
+
+def indicator_row(ind, policy, state, P, succ, nsucc, T, episode_length, t, x, s, final,
+                  status, hooks):  # pragma: no cover - numba's (see the overload below)
+    """:func:`policy_row` inside a compiled loop; nothing (True) when ``ind`` is None (a
+    trajectory without indicators): resolved by type when the loop is compiled."""
+    return True
+
+
+@overload(indicator_row, inline="always")
+def _indicator_row(ind, policy, state, P, succ, nsucc, T, episode_length, t, x, s, final,
+                   status, hooks):
+    if ind is None or isinstance(ind, (types.NoneType, types.Omitted)):
+        def nothing(ind, policy, state, P, succ, nsucc, T, episode_length, t, x, s, final,
+                    status, hooks):
+            return True
+
+        return nothing
+
+    def row(ind, policy, state, P, succ, nsucc, T, episode_length, t, x, s, final, status,
+            hooks):
+        return policy_row(ind, policy, state, P, succ, nsucc, T, episode_length, t, x, s,
+                          final, status, hooks)
+
+    return row
+
+
+def final_indicator_row(ind, policy, state, P, succ, nsucc, T, episode_length, x, s,
+                        initial_state, status, hooks):  # pragma: no cover - numba's
+    """Colosseum's final row (:func:`policy_row`) after the loop; when the last step
+    ended an episode, from the next episode's start (drawn here, after the trajectory,
+    as Colosseum's loop has already reset). Nothing (True) when ``ind`` is None."""
+    return True
+
+
+@overload(final_indicator_row, inline="always")
+def _final_indicator_row(ind, policy, state, P, succ, nsucc, T, episode_length, x, s,
+                         initial_state, status, hooks):
+    if ind is None or isinstance(ind, (types.NoneType, types.Omitted)):
+        def nothing(ind, policy, state, P, succ, nsucc, T, episode_length, x, s,
+                    initial_state, status, hooks):
+            return True
+
+        return nothing
+
+    def row(ind, policy, state, P, succ, nsucc, T, episode_length, x, s, initial_state,
+            status, hooks):
+        if episode_length > 0 and T % episode_length == 0:
+            s = env_reset(initial_state, P.shape[0])
+        return policy_row(ind, policy, state, P, succ, nsucc, T, episode_length, T - 1, x,
+                          s, True, status, hooks)
+
+    return row
+
+
 @njit(error_model="numpy", inline="always")
 def trajectory_loop(reset, act, observe, counter_values, setup, P, R, Rstd, gaussian,
                     initial_state, gamma, horizon, seed, status, rewards=None,
@@ -963,7 +1165,8 @@ def trajectory_loop(reset, act, observe, counter_values, setup, P, R, Rstd, gaus
 @njit(error_model="numpy", inline="always")
 def trajectory_loop_rows(reset, act, observe, counter_values, setup, P, succ, nsucc, R,
                          Rstd, gaussian, initial_state, gamma, horizon, seed, status,
-                         rewards=None, episode_length=0, episode_start=None):
+                         rewards=None, episode_length=0, episode_start=None, ind=None,
+                         policy=None):
     """:func:`trajectory_loop` on a test MDP stored on sparse rows (``P[x, u, k]`` the
     probability of the transition to ``succ[x, u, k]``, ``R`` and ``Rstd`` on the same
     slots, :mod:`bbrlcore.mdp.rows`): the agent's functions see states, actions and
@@ -971,7 +1174,16 @@ def trajectory_loop_rows(reset, act, observe, counter_values, setup, P, succ, ns
     (episodes as :func:`trajectory_loop`'s). ``gaussian``: the rewards' mode (0 constant,
     1 Gaussian, 2 reward laws, :func:`bbrlcore.agents._kernels.env_reward_rows`);
     ``initial_state``: a state, -1, or a starts array
-    (:func:`bbrlcore.agents._kernels.env_reset`)."""
+    (:func:`bbrlcore.agents._kernels.env_reset`).
+
+    ``ind`` (a tuple of arrays, :func:`indicator_arrays`) and ``policy`` (the agent's
+    ``@njit`` ``policy(state, out)``) add Colosseum's indicators: at Colosseum's rows
+    (every ``L`` steps after ``observe``, and once after ``counter_values``) the agent's
+    policy is written into a buffer, checked and evaluated exactly on the test MDP, and
+    the row accumulated into ``ind``'s accumulator (:func:`policy_row`); the trajectory
+    (draws, rewards, return, counters) is the one without them. A malformed policy
+    stops the trajectory with ``status[2] = 2`` and the problem in ``ind``. Without
+    ``ind`` (None) nothing of it is compiled."""
     np.random.seed(seed)
     nX, nU, _ = P.shape
     status[2] = 0
@@ -983,6 +1195,7 @@ def trajectory_loop_rows(reset, act, observe, counter_values, setup, P, succ, ns
         status[3] = 0  # reset (HOOKS)
     state = reset(setup)
     x = env_reset(initial_state, nX)
+    s0 = x  # the episode's start (Colosseum's episodic rows)
     ret = 0.0
     disc = 1.0
     left = episode_length if episode_length > 0 else -1  # steps left in the episode
@@ -1012,10 +1225,17 @@ def trajectory_loop_rows(reset, act, observe, counter_values, setup, P, succ, ns
             status[3] = 3  # observe
         observe(state, x, u, y, r)
         x = y
+        if not indicator_row(ind, policy, state, P, succ, nsucc, horizon, episode_length,
+                             t, x, s0, False, status, hooks):
+            status[2] = 2  # a malformed policy (ind says what)
+            if hooks:
+                status[3] = 4  # counter_values
+            return ret, counter_values(state)
         left -= 1
         if left == 0 and t + 1 < horizon:  # the episode's end: back to the initial state
             left = episode_length
             x = env_reset(initial_state, nX)
+            s0 = x
             if hooks:
                 status[0] = t + 1  # (the step it runs before)
                 status[3] = 1  # episode_start
@@ -1023,7 +1243,12 @@ def trajectory_loop_rows(reset, act, observe, counter_values, setup, P, succ, ns
             start_episode(episode_start, state, (t + 1) // episode_length)
     if hooks:
         status[3] = 4  # counter_values
-    return ret, counter_values(state)
+    counts = counter_values(state)
+    # Colosseum's final row (after the counters: they are the same with or without it)
+    if not final_indicator_row(ind, policy, state, P, succ, nsucc, horizon, episode_length,
+                               x, s0, initial_state, status, hooks):
+        status[2] = 2
+    return ret, counts
 
 
 @njit(cache=True, error_model="numpy")
@@ -1039,11 +1264,13 @@ def final_state(state):
     return state
 
 
-#: Kernels made in this process, by their functions: (kernel, compile lock or None).
-_KERNELS: dict[tuple[Any, ...], tuple[Any, str | None]] = {}
+#: Kernels made in this process, by their functions: (kernel, its form with indicators,
+#: compile lock or None).
+_KERNELS: dict[tuple[Any, ...], tuple[Any, Any, str | None]] = {}
 
 
-def _closure_kernel(reset: Any, act: Any, observe: Any, count: Any, start: Any) -> Any:
+def _closure_kernel(reset: Any, act: Any, observe: Any, count: Any, start: Any,
+                    policy: Any = None) -> tuple[Any, Any]:
     @njit(error_model="numpy")
     def kernel(setup, P, succ, nsucc, R, Rstd, gaussian, initial_state, gamma, horizon, seed,
                status, rewards=None, episode_length=0):
@@ -1051,30 +1278,43 @@ def _closure_kernel(reset: Any, act: Any, observe: Any, count: Any, start: Any) 
                                     Rstd, gaussian, initial_state, gamma, horizon, seed,
                                     status, rewards, episode_length, start)
 
-    return kernel
+    @njit(error_model="numpy")
+    def kernel_ind(setup, P, succ, nsucc, R, Rstd, gaussian, initial_state, gamma, horizon,
+                   seed, status, rewards, episode_length, ind):
+        return trajectory_loop_rows(reset, act, observe, count, setup, P, succ, nsucc, R,
+                                    Rstd, gaussian, initial_state, gamma, horizon, seed,
+                                    status, rewards, episode_length, start, ind, policy)
+
+    return kernel, kernel_ind
 
 
 def _kernel_and_lock(reset: Any, act: Any, observe: Any, counter_values: Any,
-                     cache: bool, episode_start: Any = None) -> tuple[Any, str | None]:
+                     cache: bool, episode_start: Any = None, policy: Any = None,
+                     indicators: bool = False) -> tuple[Any, str | None]:
+    """The kernel of the loop around the functions (with ``indicators``, its form with
+    Colosseum's indicators of ``policy``: :func:`indicator_kernel`) and the path of its
+    compile lock (None: a closure compiled in the process)."""
     count = counter_values if counter_values is not None else no_counters
     start = episode_start if episode_start is not None else no_episode_start
+    pol = policy if policy is not None else no_policy
     cache = cache and os.environ.get("BBRL_KERNEL_CACHE", "1") != "0"
-    key = (reset, act, observe, count, start, cache)
-    if key in _KERNELS:
-        return _KERNELS[key]
-    out: tuple[Any, str | None] | None = None
-    if cache:
-        from bbrlcore.agents._kernel_cache import kernel_module
+    key = (reset, act, observe, count, start, pol, cache)
+    if key not in _KERNELS:
+        out: tuple[Any, Any, str | None] | None = None
+        if cache:
+            from bbrlcore.agents._kernel_cache import kernel_module
 
-        try:
-            module = kernel_module((reset, act, observe, count, start))
-            out = (module.trajectory, module.LOCK)
-        except Exception:  # noqa: BLE001 - nowhere to write it, code that cannot be keyed
-            out = None  # (defined interactively), numba unable to cache: in the process
-    if out is None:
-        out = (_closure_kernel(reset, act, observe, count, start), None)
-    _KERNELS[key] = out
-    return out
+            try:
+                module = kernel_module((reset, act, observe, count, start, pol))
+                out = (module.trajectory, module.trajectory_ind, module.LOCK)
+            except Exception:  # noqa: BLE001 - nowhere to write it, code that cannot be
+                out = None  # keyed (defined interactively), numba unable to cache: in the
+                # process
+        if out is None:
+            out = (*_closure_kernel(reset, act, observe, count, start, pol), None)
+        _KERNELS[key] = out
+    kernel, kernel_ind, lock = _KERNELS[key]
+    return (kernel_ind if indicators else kernel), lock
 
 
 def trajectory_kernel(reset: Any, act: Any, observe: Any, counter_values: Any = None, *,
@@ -1098,6 +1338,20 @@ def trajectory_kernel(reset: Any, act: Any, observe: Any, counter_values: Any = 
     closure compiled once per process. Memoised per process.
     """
     return _kernel_and_lock(reset, act, observe, counter_values, cache, episode_start)[0]
+
+
+def indicator_kernel(reset: Any, act: Any, observe: Any, counter_values: Any = None, *,
+                     cache: bool = True, episode_start: Any = None,
+                     policy: Any = None) -> Any:
+    """:func:`trajectory_kernel` with Colosseum's indicators of the agent's ``@njit``
+    ``policy(state, out)`` (:func:`policy_row`): ``kernel(setup, P, succ, nsucc, R, Rstd,
+    gaussian, initial_state, gamma, horizon, seed, status, rewards, episode_length, ind)
+    -> (discounted return, counters)``, ``ind`` the arrays of :func:`indicator_arrays`
+    (its accumulator filled in place). The same trajectory as the kernel without
+    indicators; generated, cached and memoised the same way (a second function of the
+    same generated module)."""
+    return _kernel_and_lock(reset, act, observe, counter_values, cache, episode_start,
+                            policy, indicators=True)[0]
 
 
 def _writable(v: Any) -> Any:
@@ -1126,126 +1380,184 @@ def _compile(kernel: Any, args: tuple, lock: str | None, name: str,
 
 
 def _compiled_player(cls: type, name: str, counters: tuple[str, ...]):
+    def make_player(prior: Any, params: dict, trained: Trained | None, ep: Episode):
+        return _compiled_trajectory(cls, name, counters, prior, params, trained, ep, None)
+
+    return make_player
+
+
+def _compiled_indicator_player(cls: type, name: str, counters: tuple[str, ...]):
+    """The :attr:`~bbrlcore.agents.base.Algorithm.indicator_player` of a compiled agent
+    with a ``policy`` hook: Colosseum's indicators of ``policy(state, out)`` at the rows,
+    inside the compiled loop (:func:`indicator_kernel`)."""
+    def indicator_player(prior: Any, params: dict, trained: Trained | None, ep: Episode,
+                         log_every: int):
+        from bbrlcore.agents._indicators import Request
+
+        return _compiled_trajectory(cls, name, counters, prior, params, trained, ep,
+                                    Request(ep, log_every))
+
+    return indicator_player
+
+
+def policy_problem(bad: np.ndarray, episodic: bool) -> str:
+    """What :func:`check_policy` found wrong with a compiled agent's policy (``bad``:
+    the slots of :func:`indicator_arrays`' last array), in words.
+
+    >>> policy_problem(np.array([2.0, 100, 0, 3, -1, 1.25]), False)
+    'the action probabilities of state 3 sum to 1.25, not 1'
+    >>> policy_problem(np.array([1.0, 100, 4, 3, 1, -0.5]), True)
+    'the probability of action 1 in state 3 at step 4 of the episode is -0.5, not a number >= 0'
+    """
+    code, h, x, u, v = int(bad[0]), int(bad[2]), int(bad[3]), int(bad[4]), float(bad[5])
+    where = f"state {x}" + (f" at step {h} of the episode" if episodic else "")
+    if code == 2:
+        return f"the action probabilities of {where} sum to {v:.6g}, not 1"
+    shown = "nan (an entry left unwritten?)" if np.isnan(v) else f"{v:.6g}"
+    return f"the probability of action {u} in {where} is {shown}, not a number >= 0"
+
+
+def _compiled_trajectory(cls: type, name: str, counters: tuple[str, ...], prior: Any,
+                         params: dict, trained: Trained | None, ep: Episode, req: Any):
+    """A compiled agent's player; with ``req`` (an :class:`._indicators.Request`) one that
+    also returns Colosseum's indicators of its ``policy`` hook (the same trajectory)."""
     nC = len(counters)
     count_fn = getattr(cls, "counter_values", None) if nC else None
     in_python = count_fn is not None and not hasattr(count_fn, "py_func")
+    learned = (trained.info or {}).get("learned") if trained is not None else None
+    check = getattr(cls, "setting_check", None)
+    if check is not None:
+        err = user_call(name, "setting_check", check, params, prior, ep.gamma,
+                        ep.horizon)
+        if err:
+            raise BBRLError(f"{name}: {err}")
+    agent = _new_agent(cls, name, params, prior, learned, ep.gamma, ep.horizon)
+    _place(agent, prior, ep)
+    setup = user_call(name, "setup", agent.setup)
+    if not isinstance(setup, tuple):
+        raise BBRLError(f"{name}: setup must return a tuple (the inputs of reset)")
+    setup = _writable(setup)
+    R = _readonly(np.ascontiguousarray(ep.R, dtype=np.float64))
+    Rstd = _readonly(np.ascontiguousarray(ep.Rstd, dtype=np.float64))
+    # (the step being played: in a watched `bbrl run`, shared with the watcher, which
+    # names it if the plugin crashes the process: bbrlcore.crash)
+    status = crash.status()
+    own = getattr(cls, "trajectory", None)
+    start = getattr(cls, "episode_start", None)
+    pol_fn = getattr(cls, "policy", None) if req is not None else None
+    fns = (cls.reset, cls.act, cls.observe, final_state if in_python else count_fn,
+           start, pol_fn)
+    gaussian, initial_state = int(ep.gaussian), ep.start
+    gamma, horizon = float(ep.gamma), int(ep.horizon)
+    dense_of = None
+    extra: tuple = ()  # (the package's loop: the episode length)
+    if own is not None and hasattr(own, "py_func"):
+        if req is not None:  # (refused when the class is read: algorithm_of)
+            raise BBRLError(f"{name}: its own trajectory kernel (CompiledAgent.trajectory) "
+                            "cannot compute Colosseum's indicators of its policy")
+        if ep.episode_length > 0:
+            raise BBRLError(f"{name}: its own trajectory kernel (CompiledAgent."
+                            "trajectory) cannot play episodic interactions; leave it "
+                            "out (the package's loop does episodes)")
+        # the class's own kernel of the dense loop (written before sparse rows: its
+        # Algorithm is not sparse, so the runner gives it dense MDPs; given an
+        # Episode on rows all the same, it gets its MDPs made dense)
+        if int(ep.gaussian) > 1 or ep.starts is not None:
+            raise BBRLError(f"{name}: its own trajectory kernel (CompiledAgent."
+                            "trajectory) cannot play reward laws or starting "
+                            "distributions; leave it out (the package's loop does)")
+        # (its kernel was written for an initial state and a Gaussian flag)
+        gaussian, initial_state = bool(ep.gaussian), int(ep.initial_state)
+        kernel, lock = own, None
+        records = _takes_rewards(own)
+        lead: tuple = ()
+        if ep.succ is not None:
+            from bbrlcore.mdp import rows
 
-    def make_player(prior: Any, params: dict, trained: Trained | None, ep: Episode):
-        learned = (trained.info or {}).get("learned") if trained is not None else None
-        check = getattr(cls, "setting_check", None)
-        if check is not None:
-            err = user_call(name, "setting_check", check, params, prior, ep.gamma,
-                            ep.horizon)
-            if err:
-                raise BBRLError(f"{name}: {err}")
-        agent = _new_agent(cls, name, params, prior, learned, ep.gamma, ep.horizon)
-        _place(agent, prior, ep)
-        setup = user_call(name, "setup", agent.setup)
-        if not isinstance(setup, tuple):
-            raise BBRLError(f"{name}: setup must return a tuple (the inputs of reset)")
-        setup = _writable(setup)
-        R = _readonly(np.ascontiguousarray(ep.R, dtype=np.float64))
-        Rstd = _readonly(np.ascontiguousarray(ep.Rstd, dtype=np.float64))
-        # (the step being played: in a watched `bbrl run`, shared with the watcher, which
-        # names it if the plugin crashes the process: bbrlcore.crash)
-        status = crash.status()
-        own = getattr(cls, "trajectory", None)
-        start = getattr(cls, "episode_start", None)
-        fns = (cls.reset, cls.act, cls.observe, final_state if in_python else count_fn,
-               start)
-        gaussian, initial_state = int(ep.gaussian), ep.start
-        gamma, horizon = float(ep.gamma), int(ep.horizon)
-        dense_of = None
-        extra: tuple = ()  # (the package's loop: the episode length)
-        if own is not None and hasattr(own, "py_func"):
-            if ep.episode_length > 0:
-                raise BBRLError(f"{name}: its own trajectory kernel (CompiledAgent."
-                                "trajectory) cannot play episodic interactions; leave it "
-                                "out (the package's loop does episodes)")
-            # the class's own kernel of the dense loop (written before sparse rows: its
-            # Algorithm is not sparse, so the runner gives it dense MDPs; given an
-            # Episode on rows all the same, it gets its MDPs made dense)
-            if int(ep.gaussian) > 1 or ep.starts is not None:
-                raise BBRLError(f"{name}: its own trajectory kernel (CompiledAgent."
-                                "trajectory) cannot play reward laws or starting "
-                                "distributions; leave it out (the package's loop does)")
-            # (its kernel was written for an initial state and a Gaussian flag)
-            gaussian, initial_state = bool(ep.gaussian), int(ep.initial_state)
-            kernel, lock = own, None
-            records = _takes_rewards(own)
-            lead: tuple = ()
-            if ep.succ is not None:
-                from bbrlcore.mdp import rows
+            dense_of = ep.layout()
+            R = _readonly(np.ascontiguousarray(rows.scatter(ep.R, dense_of)))
+            Rstd = _readonly(np.ascontiguousarray(rows.scatter(ep.Rstd, dense_of)))
+    else:
+        kernel, lock = _kernel_and_lock(*fns[:4], True, start, pol_fn,
+                                        indicators=req is not None)
+        records = True
+        lay = ep.layout()
+        lead = (lay.succ, lay.nsucc)
+        extra = (int(ep.episode_length),)
+    # compiled now (or loaded from the cache), outside any timing; R stands for P
+    args = (setup, R, *lead, R, Rstd, gaussian, initial_state, gamma, horizon, 0, status)
+    shape = (horizon,)
+    typing = () if req is None else (indicator_arrays(req, None),)  # (its types only)
+    _compile(kernel, (*args, np.empty(horizon), *extra, *typing) if records else args, lock,
+             name, fns)
+    episodic = int(ep.episode_length) > 0
 
-                dense_of = ep.layout()
-                R = _readonly(np.ascontiguousarray(rows.scatter(ep.R, dense_of)))
-                Rstd = _readonly(np.ascontiguousarray(rows.scatter(ep.Rstd, dense_of)))
-        else:
-            kernel, lock = _kernel_and_lock(*fns[:4], True, start)
-            records = True
-            lay = ep.layout()
-            lead = (lay.succ, lay.nsucc)
-            extra = (int(ep.episode_length),)
-        # compiled now (or loaded from the cache), outside any timing; R stands for P
-        args = (setup, R, *lead, R, Rstd, gaussian, initial_state, gamma, horizon, 0, status)
-        shape = (horizon,)
-        _compile(kernel, (*args, np.empty(horizon), *extra) if records else args, lock, name,
-                 fns)
+    def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
+             ) -> tuple[float, np.ndarray]:
+        status[:] = 0
+        status[3] = -1  # (no hook yet: the package's loop says which one it runs)
+        if dense_of is not None:
+            from bbrlcore.mdp import rows
 
-        def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None
-                 ) -> tuple[float, np.ndarray]:
-            status[:] = 0
-            status[3] = -1  # (no hook yet: the package's loop says which one it runs)
-            if dense_of is not None:
-                from bbrlcore.mdp import rows
-
-                P = rows.scatter(np.asarray(P, dtype=np.float64), dense_of)
-            P = _readonly(np.ascontiguousarray(P, dtype=np.float64))
-            if records and not (type(rewards) is np.ndarray and rewards.shape == shape
-                                and rewards.dtype is FLOAT64):  # (the runner's rows)
-                rewards = reward_buffer(rewards, horizon)
-            try:  # (run_agent sends the user's prints to stderr around the whole run)
-                if records:
-                    ret, out = kernel(setup, P, *lead, R, Rstd, gaussian, initial_state,
-                                      gamma, horizon, int(seed), status, rewards, *extra)
-                else:
-                    ret, out = kernel(setup, P, *lead, R, Rstd, gaussian, initial_state,
-                                      gamma, horizon, int(seed), status)
-            except KeyboardInterrupt:
-                raise
-            except BaseException as exc:  # noqa: BLE001 - the user's code (or its typing)
-                from numba.core.errors import NumbaError
-
-                if isinstance(exc, NumbaError):
-                    raise BBRLError(f"{name}: {compile_message(exc, fns, setup)}") from None
-                if not 0 <= status[3] < len(HOOKS):  # (a kernel of its own: no hooks)
-                    raise AgentError(f"{name}: {type(exc).__name__} at step "
-                                     f"{int(status[0])}: {_first_line(exc)}",
-                                     int(status[0]), error=type(exc).__name__) from None
-                raise hook_error(name, exc, HOOKS[int(status[3])], int(status[0]),
-                                 int(status[4]), horizon) from None
-            if status[2]:
-                raise AgentError(f"{name}: act returned {int(status[1])} at step "
-                                 f"{int(status[0])}, outside [0, {P.shape[1]})",
-                                 int(status[0]))
-            if in_python:
-                cnt = np.asarray(user_call(name, "counter_values", count_fn, out),
-                                 dtype=np.int64)
+            P = rows.scatter(np.asarray(P, dtype=np.float64), dense_of)
+        P = _readonly(np.ascontiguousarray(P, dtype=np.float64))
+        if records and not (type(rewards) is np.ndarray and rewards.shape == shape
+                            and rewards.dtype is FLOAT64):  # (the runner's rows)
+            rewards = reward_buffer(rewards, horizon)
+        ind: tuple = ()
+        if req is not None:  # the test MDP's references, the accumulator
+            evr = req.evaluator(P)
+            ind = (indicator_arrays(req, evr),)
+        try:  # (run_agent sends the user's prints to stderr around the whole run)
+            if records:
+                ret, out = kernel(setup, P, *lead, R, Rstd, gaussian, initial_state,
+                                  gamma, horizon, int(seed), status, rewards, *extra,
+                                  *ind)
             else:
-                cnt = np.asarray(out, dtype=np.int64) if nC else _NONE
-            if cnt.shape != (nC,):
-                raise AgentError(f"{name}: counter_values returned {cnt.size} values, "
-                                 f"expected {nC}")
-            return float(ret), cnt
+                ret, out = kernel(setup, P, *lead, R, Rstd, gaussian, initial_state,
+                                  gamma, horizon, int(seed), status)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - the user's code (or its typing)
+            from numba.core.errors import NumbaError
 
-        if not records:  # a kernel of its own without the rewards: play(P, seed)
-            def play_unrecorded(P: np.ndarray, seed: int) -> tuple[float, np.ndarray]:
-                return play(P, seed)
+            if isinstance(exc, NumbaError):
+                raise BBRLError(f"{name}: {compile_message(exc, fns, setup)}") from None
+            if not 0 <= status[3] < len(HOOKS):  # (a kernel of its own: no hooks)
+                raise AgentError(f"{name}: {type(exc).__name__} at step "
+                                 f"{int(status[0])}: {_first_line(exc)}",
+                                 int(status[0]), error=type(exc).__name__) from None
+            raise hook_error(name, exc, HOOKS[int(status[3])], int(status[0]),
+                             int(status[4]), horizon) from None
+        if status[2] == 2:  # a malformed policy (ind says what)
+            bad = ind[0][-1]
+            raise AgentError(f"{name}: policy at step {int(bad[1])}: "
+                             f"{policy_problem(bad, episodic)}", int(bad[1]),
+                             hook="policy", place=f"at step {int(bad[1])}")
+        if status[2]:
+            raise AgentError(f"{name}: act returned {int(status[1])} at step "
+                             f"{int(status[0])}, outside [0, {P.shape[1]})",
+                             int(status[0]))
+        if in_python:
+            cnt = np.asarray(user_call(name, "counter_values", count_fn, out),
+                             dtype=np.int64)
+        else:
+            cnt = np.asarray(out, dtype=np.int64) if nC else _NONE
+        if cnt.shape != (nC,):
+            raise AgentError(f"{name}: counter_values returned {cnt.size} values, "
+                             f"expected {nC}")
+        if req is not None:
+            from bbrlcore.agents._indicators import finish
 
-            return play_unrecorded
-        return play
+            return float(ret), cnt, finish(ind[0][1], evr, rewards, horizon)
+        return float(ret), cnt
 
-    return make_player
+    if not records:  # a kernel of its own without the rewards: play(P, seed)
+        def play_unrecorded(P: np.ndarray, seed: int) -> tuple[float, np.ndarray]:
+            return play(P, seed)
+
+        return play_unrecorded
+    return play
 
 
 def _takes_rewards(kernel: Any) -> bool:
@@ -1329,7 +1641,8 @@ def _role(fn: Any, role: str) -> str:
 
 #: The arguments the package's loop calls each function of a compiled agent with.
 SIGNATURES = {"reset": "(setup)", "act": "(state, x)", "observe": "(state, x, u, y, r)",
-              "counter_values": "(state)", "episode_start": "(state, k)"}
+              "counter_values": "(state)", "episode_start": "(state, k)",
+              "policy": "(state, out)"}
 
 
 def _arity_problem(fn: Any, role: str) -> str:
@@ -1355,7 +1668,7 @@ def _arity_problem(fn: Any, role: str) -> str:
 
 def _diagnose(fns: tuple[Any, ...], setup: tuple) -> str:
     """Which of an agent's functions (reset, act, observe, counters and, when given,
-    episode_start) does not compile with the types the loop gives it, and why: ``act
+    episode_start and policy) does not compile with the types the loop gives it, and why: ``act
     does not compile: ...``, ``act returns float64, not an integer action`` or
     ``episode_start takes (state), expected episode_start(state, k)``; "" when each
     compiles alone."""
@@ -1364,8 +1677,10 @@ def _diagnose(fns: tuple[Any, ...], setup: tuple) -> str:
 
     reset, act, observe, count = fns[:4]
     start = fns[4] if len(fns) > 4 else None
+    policy = fns[5] if len(fns) > 5 else None
     i64, f64 = types.int64, types.float64
-    roles = [(reset, "reset"), (act, "act"), (observe, "observe"), (start, "episode_start")]
+    roles = [(reset, "reset"), (act, "act"), (observe, "observe"), (start, "episode_start"),
+             (policy, "policy")]
     if count is not None and hasattr(count, "py_func") and count is not final_state:
         roles.append((count, "counter_values"))
     for fn, role in roles:  # (called with the wrong number of arguments: said at once)
@@ -1393,6 +1708,8 @@ def _diagnose(fns: tuple[Any, ...], setup: tuple) -> str:
         typed(observe, "observe", (state, i64, action, i64, f64))
         if start is not None and hasattr(start, "py_func"):
             typed(start, "episode_start", (state, i64))
+        if policy is not None and hasattr(policy, "py_func"):
+            typed(policy, "policy", (state, types.Array(f64, 3, "C")))
         if count is not None and hasattr(count, "py_func"):
             typed(count, "counter_values", (state,))
     except _Diagnosis as d:
@@ -1408,7 +1725,7 @@ def compile_message(exc: BaseException, fns: tuple[Any, ...] | None = None,
                     setup: tuple | None = None) -> str:
     """One line saying why a compiled agent's trajectory does not compile: the function
     at fault and numba's cause (:func:`numba_cause`) when ``fns`` (reset, act, observe,
-    counters and, optionally, episode_start) and ``setup`` are given and one of them
+    counters and, optionally, episode_start and policy) and ``setup`` are given and one of them
     fails alone (or takes other arguments than the loop gives it), else numba's cause.
     (Called on the error path only: it types each function again.)"""
     if fns is not None and setup is not None:
@@ -1419,5 +1736,6 @@ def compile_message(exc: BaseException, fns: tuple[Any, ...] | None = None,
         if found:
             return found
     hooks = "reset/act/observe" + ("/episode_start" if fns is not None and len(fns) > 4
-                                   and fns[4] is not None else "")
+                                   and fns[4] is not None else "") + (
+        "/policy" if fns is not None and len(fns) > 5 and fns[5] is not None else "")
     return f"its {hooks} do not compile with the trajectory loop: {numba_cause(exc)}"

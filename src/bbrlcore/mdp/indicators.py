@@ -82,11 +82,13 @@ row functions below (:mod:`bbrlcore.agents._indicators`); a Python plugin expose
 current best policy by a method ``policy(self) -> np.ndarray`` returning a stochastic
 ``(nX, nU)`` (or episodic ``(H, nX, nU)``) or deterministic ``(nX,)`` / ``(H, nX)``
 array (:func:`bbrlcore.mdp.evaluation.as_policy`; :mod:`bbrlcore.agents.api`), which the
-runner calls at Colosseum's rows only (every ``log_every`` steps, and once at the end).
-Not yet: a compiled plugin's hook (design: a ``@njit`` function of its state arrays
-writing into a preallocated policy array) and the other built-ins. An agent without a
-policy has no expected indicators (said once for the run, never guessed from its
-actions).
+runner calls at Colosseum's rows only (every ``log_every`` steps, and once at the end);
+a compiled plugin by an ``@njit`` function ``policy(state, out)`` writing its stochastic
+policy into a preallocated float64 array ``out`` of shape (1, nX, nU) (continuing) or
+(H, nX, nU) (episodic), called, checked and evaluated at the same rows inside its
+compiled loop (:func:`bbrlcore.agents.api.indicator_kernel`). Not yet: the other
+built-ins. An agent without a policy has no expected indicators (said once for the run,
+never guessed from its actions).
 
 Examples
 --------

@@ -309,7 +309,8 @@ def run_agent(
             print(f"bbrl: note: {agent.agent_id} on {experiment}: {note}", file=sys.stderr)
     if log_every is not None and ind is None and n:
         why = ("it does not expose its current policy (Algorithm.indicator_player; a "
-               "Python plugin: a policy(self) method)" if records else
+               "Python plugin: a policy(self) method; a compiled one: an @njit "
+               "policy(state, out))" if records else
                "its player records no rewards")
         print(f"bbrl: note: {agent.agent_id} on {experiment}: Colosseum's expected "
               f"indicators are unavailable for this agent: {why}; their columns are null",
