@@ -128,9 +128,8 @@ def evaluation(rounds: int) -> list[dict]:
 def psrl(rounds: int, eval_rows: list[dict]) -> dict:
     from bbrlcore import agents
     from bbrlcore import protocol as E
-    from bbrlcore.protocol import runner
-
     from bbrlcore.mdp import distributions as D
+    from bbrlcore.protocol import runner
 
     # Colosseum's instance itself (DeepSea-10, p_rand 0.4, Colosseum's form) under the
     # colosseum preset's prior: the support known, Colosseum's NIG reward prior (its
