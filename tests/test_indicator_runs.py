@@ -404,10 +404,35 @@ def test_q_learning_ucb_equals_the_python_accumulation_of_its_policies():
         same(vals, expected(evaluator(ts, i), pols, ts.horizon, 50, r))
 
 
+def empirical_policy_np(Cs, N, Rm, Rs, known, succ, nsucc, rmax, gamma=0.99):
+    """Colosseum's current policy of UCRL2 in NumPy: greedy (exact ties uniform) on the
+    gamma-discounted values of the empirical model (counts ``Cs`` / ``N``; a pair never
+    tried goes to every state alike with the largest reward ``rmax``)."""
+    nX, nU, K = Cs.shape
+    live = np.arange(K)[None, None, :] < nsucc[:, :, None]
+    Pm = np.divide(Cs, N[:, :, None], out=np.zeros_like(Cs), where=N[:, :, None] > 0)
+    r = np.where(live, Rm if known else np.broadcast_to(Rs[:, :, None], Cs.shape), 0.0)
+    V = np.zeros(nX)
+    for _ in range(5000):
+        Q = np.where(N > 0, (Pm * (r + gamma * V[np.where(live, succ, 0)])).sum(axis=2),
+                     rmax + gamma * V.mean())
+        V2 = Q.max(axis=1)
+        if np.abs(V2 - V).max() <= 1e-12 * max(1.0, np.abs(V2).max()):
+            V = V2
+            break
+        V = V2
+    Q = np.where(N > 0, (Pm * (r + gamma * V[np.where(live, succ, 0)])).sum(axis=2),
+                 rmax + gamma * V.mean())
+    ties = np.isclose(Q, Q.max(axis=1, keepdims=True), rtol=0, atol=1e-9)
+    return ties / ties.sum(axis=1, keepdims=True)
+
+
 def ucrl2_policies(prior, ts, i, seed, L, params):
     """Replay of ``ucrl2._trajectory`` in Python with the same numba building blocks and
-    draws, recording the optimistic policy in force and the current state at each row
-    (under a prior whose rewards are unknown, its empirical rewards as the kernel's)."""
+    draws, recording Colosseum's current policy (the greedy policy of the empirical
+    model as of the episode's start, :func:`empirical_policy_np`) and the current state
+    at each row (under a prior whose rewards are unknown, its empirical rewards as the
+    kernel's)."""
     import math
 
     from bbrlcore.agents import ucrl2
@@ -432,6 +457,7 @@ def ucrl2_policies(prior, ts, i, seed, L, params):
     lo, hi = reward_range(prior)
     Rm = np.zeros_like(st.Rm) if learn else st.Rm
     emp = empirical_init(nX, nU)
+    Cs, Rs = np.zeros_like(C), np.full((nX, nU), hi)
     _seed(seed)
     x = env_reset(int(ep.initial_state), nX)
     rows, states, started = [], [], False
@@ -443,6 +469,8 @@ def ucrl2_policies(prior, ts, i, seed, L, params):
             if learn:
                 ucrl2_rewards(emp, nsucc, lo, hi, math.log(2.0 * nX * nU * (t + 1)
                                                            / params["delta"]), Rm)
+            Cs = C.copy()
+            Rs = np.where(emp[:, :, 1] > 0, emp[:, :, 0] / np.maximum(emp[:, :, 1], 1), hi)
             ucrl2.extended_value_iteration(C, N, allowed, Rm, succ, nsucc, t + 1,
                                            params["delta"], values, pi,
                                            ucrl2.EVI_MAX_SWEEPS, False, ties)
@@ -457,9 +485,10 @@ def ucrl2_policies(prior, ts, i, seed, L, params):
         allowed[x, u, k] = True
         x = int(succ[x, u, k])
         if t > 0 and t % L == 0:
-            rows.append(pi.copy())
+            rows.append(empirical_policy_np(Cs, N.copy(), st.Rm, Rs, not learn, succ,
+                                            nsucc, hi))
             states.append(x)
-    rows.append(pi.copy())
+    rows.append(empirical_policy_np(Cs, N.copy(), st.Rm, Rs, not learn, succ, nsucc, hi))
     states.append(x)
     return rows, np.array(states)
 

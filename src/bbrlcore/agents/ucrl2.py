@@ -155,7 +155,12 @@ from bbrlcore.agents._indicators import (
 )
 from bbrlcore.agents._kernels import env_reset, env_reward_rows, env_step_rows
 from bbrlcore.agents._layout import setting
-from bbrlcore.agents._rewards import empirical_init, empirical_update, ucrl2_rewards
+from bbrlcore.agents._rewards import (
+    empirical_init,
+    empirical_mean,
+    empirical_update,
+    ucrl2_rewards,
+)
 from bbrlcore.agents.base import (
     FLOAT64,
     Algorithm,
@@ -446,16 +451,88 @@ def _trajectory(P, R, Rstd, gaussian, initial_state, gamma, horizon, episode_len
     return ret, counters
 
 
+#: Colosseum's discount of UCRL2's current policy (``UCRL2Continuous.
+#: current_optimal_stochastic_policy``: ``discounted_value_iteration``'s default).
+EMPIRICAL_GAMMA = 0.99
+#: Value iteration's stopping rule for it (sup-norm change below this times
+#: max(1, sup |V|), or EMPIRICAL_MAX_SWEEPS sweeps; Colosseum: 1e-3 in float32).
+EMPIRICAL_TOLERANCE = 1e-10
+EMPIRICAL_MAX_SWEEPS = 100_000
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _empirical_q(Cs, N, Rm, Rs, known, succ, nsucc, V, meanV, rmax, x, u, gamma):
+    n = N[x, u]
+    if n == 0:  # Colosseum's initial model: uniform over all states, the largest reward
+        return rmax + gamma * meanV
+    q = 0.0
+    for k in range(nsucc[x, u]):
+        c = Cs[x, u, k]
+        if c > 0.0:
+            r = Rm[x, u, k] if known else Rs[x, u]
+            q += c / n * (r + gamma * V[succ[x, u, k]])
+    return q
+
+
+@njit(cache=True, error_model="numpy")
+def empirical_policy(Cs, N, Rm, Rs, known, succ, nsucc, rmax, gamma, V, W, pol, q):
+    """``pol`` (nX, nU) ← Colosseum's current policy of UCRL2: the greedy policy (exact
+    ties uniform) of the γ-discounted values of the empirical model as of the current
+    episode's start (the counts ``Cs`` on the slots, ``N`` per pair; rewards the known
+    ``Rm`` or the empirical means ``Rs``; a pair never tried: every state alike and the
+    largest reward ``rmax``), by value iteration from ``V`` (warm start; left with the
+    values). Returns the sweeps."""
+    nX, nU = N.shape
+    sweeps = 0
+    while sweeps < EMPIRICAL_MAX_SWEEPS:
+        sweeps += 1
+        meanV = V.sum() / nX
+        diff = 0.0
+        big = 1.0
+        for x in range(nX):
+            best = -np.inf
+            for u in range(nU):
+                val = _empirical_q(Cs, N, Rm, Rs, known, succ, nsucc, V, meanV, rmax, x,
+                                   u, gamma)
+                if val > best:
+                    best = val
+            W[x] = best
+            d = abs(best - V[x])
+            if d > diff:
+                diff = d
+            if abs(best) > big:
+                big = abs(best)
+        V[:] = W
+        if diff <= EMPIRICAL_TOLERANCE * big:
+            break
+    meanV = V.sum() / nX
+    for x in range(nX):
+        best = -np.inf
+        for u in range(nU):
+            q[u] = _empirical_q(Cs, N, Rm, Rs, known, succ, nsucc, V, meanV, rmax, x, u,
+                                gamma)
+            if q[u] > best:
+                best = q[u]
+        n = 0
+        for u in range(nU):
+            if q[u] == best:
+                n += 1
+        for u in range(nU):
+            pol[x, u] = 1.0 / n if q[u] == best else 0.0
+    return sweeps
+
+
 @njit(cache=True, error_model="numpy")
 def _trajectory_ind(P, R, Rstd, gaussian, initial_state, gamma, horizon, episode_length,
                     seed, succ, nsucc, theta, Rm, delta, max_sweeps, rewards, bernstein, L,
                     rbar, refs_s, refs_w, mu0, Hr, opt, worst, si, sf, rr):
     """:func:`_trajectory` with Colosseum's indicators every ``L`` steps
-    (:mod:`._indicators`), the current policy being the optimistic one in force (the
-    last extended value iteration's; a new one is computed at the next decision when
-    the episode's stopping rule says so), evaluated on the test MDP ``P`` (expected
-    rewards ``rbar``; both on the agent's rows): over the ``Hr``-step episodes of an
-    episodic test set, else its gain from the current state. The same trajectory."""
+    (:mod:`._indicators`), the current policy being Colosseum's (its UCRL2's
+    ``current_optimal_stochastic_policy``): the greedy policy of the empirical model as
+    of the current episode's start (:func:`empirical_policy`), not the optimistic one the
+    agent acts with, evaluated on the test MDP ``P`` (expected rewards ``rbar``; both on
+    the agent's rows): over the ``Hr``-step episodes of an episodic test set, else its
+    gain from the current state. The same trajectory (the evaluation draws nothing)."""
     np.random.seed(seed)
     nX, nU, K = P.shape
     C = np.zeros((nX, nU, K))
@@ -464,18 +541,25 @@ def _trajectory_ind(P, R, Rstd, gaussian, initial_state, gamma, horizon, episode
     allowed = theta > 0.0
     values = np.zeros(nX)
     pi = np.zeros(nX, dtype=np.int64)
-    pi2 = pi.reshape((1, nX))
     ties = np.ones(nX, dtype=np.int64)
     counters = np.zeros(4, dtype=np.int64)
     learn = rr[0] != 0.0  # rewards unknown: as _trajectory
     emp = empirical_init(nX, nU)
+    Rk = Rm  # (the known rewards: the empirical model's when rewards are known)
     if learn:
         Rm = Rm.copy()
+    # Colosseum's current policy: the empirical model as of the episode's start
+    Cs = np.zeros((nX, nU, K))
+    Rs = np.zeros((nX, nU))
+    pol = np.zeros((nX, nU))
+    pol3 = pol.reshape((1, nX, nU))
+    Ve = np.zeros(nX)
+    We = np.zeros(nX)
+    qe = np.zeros(nU)
     episodic = episode_length > 0
     acc, hist = ind_alloc(horizon, L)
     V0 = np.zeros(nX)
     Vc = np.zeros(nX)
-    none_s = np.zeros((1, 1))
     x = env_reset(initial_state, nX)
     s = x
     ret = 0.0
@@ -493,6 +577,10 @@ def _trajectory_ind(P, R, Rstd, gaussian, initial_state, gamma, horizon, episode
                 if learn:
                     ucrl2_rewards(emp, nsucc, rr[1], rr[2],
                                   math.log(2.0 * nX * nU * (t + 1) / delta), Rm)
+                Cs[:] = C
+                for z in range(nX):
+                    for a in range(nU):
+                        Rs[z, a] = empirical_mean(emp, z, a, rr[2])
                 sweeps, converged = extended_value_iteration(C, N, allowed, Rm, succ, nsucc,
                                                              t + 1, delta, values, pi,
                                                              max_sweeps, bernstein, ties)
@@ -518,13 +606,16 @@ def _trajectory_ind(P, R, Rstd, gaussian, initial_state, gamma, horizon, episode
         if final or is_row(t, L):
             tt = horizon - 1 if final else t
             w = final_weight(horizon, L) if final else L
+            if needs_evaluation(acc):
+                empirical_policy(Cs, N, Rk, Rs, not learn, succ, nsucc, rr[2],
+                                 EMPIRICAL_GAMMA, Ve, We, pol, qe)
             if episodic:
                 if needs_evaluation(acc):
-                    ev_.episode_values_deterministic(succ, nsucc, P, rbar, pi2, Hr, V0)
+                    ev_.episode_values_stochastic(succ, nsucc, P, rbar, pol3, Hr, V0)
                 row_episodic(acc, hist, tt, horizon, w, final, V0, s, refs_s, refs_w, mu0,
                              Hr, Vc)
             else:
-                g = gain_from(succ, nsucc, P, rbar, none_s, pi, False, x, si, sf) \
+                g = gain_from(succ, nsucc, P, rbar, pol, pi, True, x, si, sf) \
                     if needs_evaluation(acc) else 0.0
                 row_continuing(acc, hist, tt, horizon, w, final, g, opt, worst)
         if not final and episode_length > 0 and (t + 1) % episode_length == 0:
@@ -535,8 +626,9 @@ def _trajectory_ind(P, R, Rstd, gaussian, initial_state, gamma, horizon, episode
 
 def make_indicator_player(prior: Any, params: dict, trained: Trained | None, ep: Episode,
                           log_every: int):
-    """:func:`make_player`'s player with Colosseum's indicators of its optimistic policy
-    (:func:`_trajectory_ind`): ``play(P, seed, rewards) -> (return, counters, values)``."""
+    """:func:`make_player`'s player with Colosseum's indicators of Colosseum's current
+    policy of UCRL2, the empirical model's greedy policy (:func:`_trajectory_ind`):
+    ``play(P, seed, rewards) -> (return, counters, values)``."""
     st = setting(prior, ep)
     succ = np.ascontiguousarray(st.succ, dtype=np.int64)
     nsucc = np.ascontiguousarray(st.nsucc, dtype=np.int64)
