@@ -54,6 +54,8 @@ onstart:
 
 onsuccess:
     bbrl_support.release_lock_owner()
+    if STALE_WARMUPS:
+        print(bbrl_support.stale_warmup_note(STALE_WARMUPS, True), file=sys.stderr)
 
 
 onerror:

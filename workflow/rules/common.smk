@@ -61,6 +61,11 @@ except BBRLError as exc:
     raise WorkflowError(str(exc)) from None
 # `bbrl` (beside this Python) first on PATH for the shell rules; the probes for the jobs
 bbrl_support.setup_environment(PLAN.cost_records_dirs)
+# warm-ups made for other kernels (a changed bbrlcore) run again for their parameter, and
+# Snakemake then leaves the jobs after them to the next invocation (snakemake#4166): say so
+STALE_WARMUPS = bbrl_support.stale_warmups(R)
+if STALE_WARMUPS:
+    print(bbrl_support.stale_warmup_note(STALE_WARMUPS, False), file=sys.stderr)
 
 if workflow.is_main_process:  # what the plan runs (compat variants named, never silent)
     print(

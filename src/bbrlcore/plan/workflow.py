@@ -43,6 +43,53 @@ def setup_environment(cost_records_dirs: list[str]) -> None:
     os.environ[cost.EXTRA_ENV] = os.pathsep.join(cost_records_dirs)
 
 
+#: The first line of a warm-up marker (``results/warmup/<algorithm>.txt``,
+#: ``workflow/scripts/warmup.py``): the numba cache directory it compiled into.
+WARMUP_CACHE_LINE = "numba cache: "
+
+
+def stale_warmups(results_dir: str | Path) -> list[Path]:
+    """The warm-up markers (``<results_dir>/warmup/*.txt``) written for another numba
+    cache directory than this process's ``NUMBA_CACHE_DIR`` (bbrl's default keys it by
+    the source tree: a changed bbrlcore). Their warm-ups run again for their changed
+    parameter, and then Snakemake (bug snakemake/snakemake#4166: the run jobs have an
+    ``ancient`` edge to them) leaves the jobs whose outputs are missing out of that
+    invocation: it runs the warm-ups only and ends "done". The workflow says so
+    (:func:`stale_warmup_note`); the same command run again does the rest.
+
+    >>> import os, tempfile
+    >>> d = Path(tempfile.mkdtemp()); (d / "warmup").mkdir()
+    >>> os.environ["NUMBA_CACHE_DIR"] = "/cache/new"
+    >>> _ = (d / "warmup" / "psrl.txt").write_text("numba cache: /cache/old\\nbbrlcore 0.1\\n")
+    >>> _ = (d / "warmup" / "random.txt").write_text("numba cache: /cache/new\\n")
+    >>> [p.name for p in stale_warmups(d)]
+    ['psrl.txt']
+    """
+    here = os.environ.get("NUMBA_CACHE_DIR", "")
+    out = []
+    for p in sorted(Path(results_dir, "warmup").glob("*.txt")):
+        try:
+            first = p.read_text().split("\n", 1)[0]
+        except OSError:
+            continue
+        if first.startswith(WARMUP_CACHE_LINE) and first != f"{WARMUP_CACHE_LINE}{here}":
+            out.append(p)
+    return out
+
+
+def stale_warmup_note(stale: list[Path], at_end: bool) -> str:
+    """The line the workflow prints when :func:`stale_warmups` found markers (at its
+    start, and again at its end)."""
+    names = ", ".join(p.stem for p in stale)
+    if at_end:
+        return (f"bbrl: note: the numba warm-ups of {names} were made again (bbrlcore "
+                "changed); Snakemake (snakemake/snakemake#4166) leaves the jobs after them "
+                "to the next invocation: run the same command again to finish")
+    return (f"bbrl: note: bbrlcore changed since the numba warm-ups of {names}: this "
+            "invocation makes them again and Snakemake (snakemake/snakemake#4166) leaves "
+            "the jobs after them to the next one: run the same command again afterwards")
+
+
 def schema_error(text: str, plan: Any, source: str) -> str:
     """One line from the text of Snakemake's ``validate`` error: ``SOURCE: KEY: problem``,
     the key found in jsonschema's ``On instance['a']['b'][0]`` (``a.b[0]``) and named
