@@ -52,7 +52,8 @@ every state, UGC, the same agent as without the suffix, bit for bit); only the r
 (known, or their range when unknown) are read from the prior. Cost: memory
 :func:`dense_bytes` (97·S²·A bytes: DeepSea-10 2 MB, DeepSea-50 1.2 GB; refused in one
 line above 16 GB) and extended value iteration sweeps over S²·A slots instead of the
-support's (measured on DeepSea-10, 1,000 episodes: see the changelog). The expected
+support's (DeepSea-10, 1,000 episodes of 10 steps: 27 ms a trajectory against 4.2 ms
+on the support; UCRL2-B 64 ms against 4.4 ms). The expected
 indicators work under it (:func:`make_indicator_player`, the same trajectory).
 
 **Extended value iteration** (the paper's §3.1.2): on the optimistic MDP whose
