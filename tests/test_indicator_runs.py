@@ -442,7 +442,7 @@ def ucrl2_policies(prior, ts, i, seed, L, params):
 
     ep = ts.episode()
     T = ts.horizon
-    st = ucrl2.setting(prior, ep)
+    st = ucrl2.agent_setting(prior, ep)
     succ = np.ascontiguousarray(st.succ, dtype=np.int64)
     nsucc = np.ascontiguousarray(st.nsucc, dtype=np.int64)
     P = np.ascontiguousarray(st.env(np.asarray(ts.mdps[i], dtype=np.float64)))
@@ -473,7 +473,8 @@ def ucrl2_policies(prior, ts, i, seed, L, params):
             Rs = np.where(emp[:, :, 1] > 0, emp[:, :, 0] / np.maximum(emp[:, :, 1], 1), hi)
             ucrl2.extended_value_iteration(C, N, allowed, Rm, succ, nsucc, t + 1,
                                            params["delta"], values, pi,
-                                           ucrl2.EVI_MAX_SWEEPS, False, ties)
+                                           ucrl2.EVI_MAX_SWEEPS,
+                                           params.get("bound") == "bernstein", ties)
             started = True
             u = int(pi[x])
         k = env_step_rows(P, nsucc, x, u)
@@ -635,3 +636,34 @@ def test_psrl_continuing_current_policy_is_the_map_model_s_discounted_greedy_pol
         assert sweeps < psrl.MAP_MAX_SWEEPS
         np.testing.assert_allclose(Vk, V, rtol=1e-7)
         np.testing.assert_array_equal(pol, want)
+# -- a prior that does not know the support (+dir<α>, issue 42): UCRL2 on every next state
+
+
+@pytest.mark.parametrize("bound", ["l1", "bernstein"])
+def test_ucrl2_under_dir_equals_the_python_accumulation_of_its_policies(bound):
+    """Under ``+dir`` UCRL2's rows are the full layout (every next state allowed): the
+    indicator player plays the plain player's trajectory, bit for bit, and its
+    indicators are the Python accumulation of the replayed policies."""
+    from bbrlcore import agents
+    from bbrlcore.agents import ucrl2
+    from bbrlcore.mdp import distributions as D
+
+    prior = D.load("URiverSwim-5+dir0.3235")
+    _, ts = riverswim(n=2, T=1500)
+    params = agents.get("ucrl2").parse_params({"bound": bound})
+    assert ucrl2.agent_setting(prior, ts.episode()).layout.is_full
+    for i, r, vals in played(ucrl2, prior, ts, params, 100, seed=8):
+        pols, states = ucrl2_policies(prior, ts, i, 8 + i, 100, params)
+        same(vals, expected(evaluator(ts, i), pols, ts.horizon, 100, r, states))
+
+
+@pytest.mark.parametrize("name", ["UDeepSea-4+dir0.3235", "UDeepSea-4+dir0.3235+rnig"])
+def test_ucrl2_episodic_under_dir_plays_the_same_trajectory(name):
+    from bbrlcore import agents
+    from bbrlcore.agents import ucrl2
+    from bbrlcore.mdp import distributions as D
+
+    _, ts = deepsea(size=4, n=1, episodes=50)
+    params = agents.get("ucrl2").parse_params({"bound": "bernstein"})
+    for _, _r, vals in played(ucrl2, D.load(name), ts, params, 20):
+        assert np.isfinite(vals[:5]).all() and vals[1] >= 0

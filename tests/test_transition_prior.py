@@ -206,8 +206,20 @@ def test_algorithms_that_never_read_the_transition_prior_take_it(name, params, e
     assert np.array_equal(a[0][1], b[0][1])  # (it reads no transition prior: the same)
 
 
-@pytest.mark.parametrize("name", sorted(set(registry.BUILTIN_ENTRY_POINTS) - set(
-    ("psrl", "e-greedy", "soft-max", "mbie-eb", "q-learning-ucb", "random", "optimal"))))
+#: The built-ins that plan on a support and refuse ``+dir`` (issue 42 took BEB and UCRL2).
+REFUSING = ("bamcp", "bfs3", "bolt", "boss", "formula", "opps-ds", "sboss")
+
+
+def test_every_builtin_takes_it_or_refuses_it():
+    from bbrlcore.agents.base import DIRICHLET_ALL_BUILTINS
+
+    assert set(DIRICHLET_ALL_BUILTINS) | set(REFUSING) == set(registry.BUILTIN_ENTRY_POINTS)
+    assert not set(DIRICHLET_ALL_BUILTINS) & set(REFUSING)
+    for name in DIRICHLET_ALL_BUILTINS:
+        assert registry.get(name).dirichlet_all, name
+
+
+@pytest.mark.parametrize("name", REFUSING)
 def test_the_others_refuse_it_in_one_line(name):
     alg = registry.get(name)
     with pytest.raises(BBRLError) as exc:
@@ -236,7 +248,7 @@ def test_cli_trains_and_runs_psrl_under_colosseums_prior(capsys, tmp_path):
         assert rc == 0 and "2 trajectories" in out, err
         run = pl.read_parquet(tmp_path / f"{test}-r.parquet")
         assert run["resamples"].min() >= 2
-    rc, _, err = bbrl("train", "--agent", "beb", "--param", "beta=1", "--prior",
+    rc, _, err = bbrl("train", "--agent", "bolt", "--param", "eta=1", "--prior",
                       "UGC+dir0.5", "-o", tmp_path / "x.parquet")
     assert rc == 2 and len(err.strip().splitlines()) == 1 and "UGC+dir0.5" in err
 
@@ -257,10 +269,10 @@ def test_plan_reads_the_suffix_on_accurate_and_uniform(tmp_path):
         P.load(cfg)
     assert "\n" not in str(exc.value) and "uniform+dir0" in str(exc.value)
     cfg["experiments"] = [{"test": "GC", "prior": "uniform+dir0.5"}]
-    cfg["algorithms"] = {"beb": {"beta": 1.0}}
+    cfg["algorithms"] = {"bolt": {"eta": 1.0}}
     with pytest.raises(BBRLError) as exc:
         P.load(cfg)
-    assert "\n" not in str(exc.value) and "beb" in str(exc.value)
+    assert "\n" not in str(exc.value) and "bolt" in str(exc.value)
     f = tmp_path / "mine.parquet"
     D.write_parquet(D.load("UGC").renamed("Mine"), f)
     cfg["distributions"] = {"Mine": str(f)}
@@ -353,3 +365,128 @@ def test_mean_model_agents_run_reproducibly_under_dir(name, params):
     b = _returns(name, params, D.load("GC"), D.builtin("GC"), [4], 80)
     c = _returns(name, params, D.load("GC+dir0.3235"), D.builtin("GC"), [4], 80)
     assert not np.array_equal(b[0][1], c[0][1])
+
+
+# ---------------------------------------------------------------------------------------
+# BEB (issue 42): the posterior mean plus the bonus, on slots and a background
+
+
+@pytest.mark.parametrize("learn", (False, True))
+def test_beb_solve_equals_the_dense_bonus_model(learn):
+    """BEB's solve under ``+dir`` (:func:`guez_value_iteration_all` on its slots and
+    background, rewards and bonus from :func:`beb._set_bonus_all`) is the Guez value
+    iteration of the dense model: the posterior mean (α + c)/(Sα + n) over all S states,
+    every transition of (x, u) paying its reward (the prior's, 0 elsewhere; or, ``learn``,
+    the pair's) plus β/(1 + Sα + n) — sweep for sweep, cold and warm-started."""
+    from bbrlcore.agents import beb
+    from bbrlcore.agents._kernels import (
+        guez_value_iteration_all,
+        rows_model_init_all,
+        rows_model_update,
+    )
+    from bbrlcore.mdp.solvers import GUEZ_TOLERANCE, guez_value_iteration_rows
+
+    prior = D.load("GC")
+    lay = prior.support_layout
+    succ, nsucc = lay.succ, lay.nsucc
+    S, A, a, b = prior.n_states, prior.n_actions, 0.5, 2.0
+    R = np.array(prior.reward_rows)
+    if learn:
+        R[lay.mask] = np.repeat(np.linspace(0.1, 0.9, S * A), nsucc.ravel())
+    N, Np, Pm = rows_model_init_all(np.where(lay.mask, a, 0.0), nsucc, S, a)
+    rng = np.random.default_rng(5)
+    for _ in range(30):
+        x, u = rng.integers(S), rng.integers(A)
+        rows_model_update(N, Np, Pm, nsucc, x, u, rng.integers(nsucc[x, u]))
+    Rb, rbg = np.empty_like(R), np.zeros((S, A))
+    full = np.broadcast_to(np.arange(S), (S, A, S)).copy()
+    fn = np.full((S, A), S)
+    V1, V2 = np.zeros(S), np.zeros(S)
+    pi1, pi2 = np.zeros(S, dtype=np.int64), np.zeros(S, dtype=np.int64)
+    for step in range(2):
+        if step:  # warm: one more observation, both from their previous values
+            rows_model_update(N, Np, Pm, nsucc, 3, 1, 0)
+        for x in range(S):
+            for u in range(A):
+                beb._set_bonus_all(Rb, rbg, R, Np, nsucc, b, learn, x, u)
+        dense = np.full((S, A, S), a)
+        Rd = np.zeros((S, A, S))
+        for x in range(S):
+            for u in range(A):
+                n = nsucc[x, u]
+                dense[x, u, succ[x, u, :n]] = N[x, u, :n]
+                Rd[x, u, :] = R[x, u, 0] if learn else 0.0
+                Rd[x, u, succ[x, u, :n]] = R[x, u, :n]
+        Rd += b / (1.0 + dense.sum(axis=2, keepdims=True))
+        dense /= dense.sum(axis=2, keepdims=True)
+        s1 = guez_value_iteration_all(Pm, Rb, succ, nsucc, Np, a, rbg, 0.95, GUEZ_TOLERANCE,
+                                      V1, pi1, np.empty(S), 10**6)
+        s2 = guez_value_iteration_rows(dense, Rd, full, fn, 0.95, GUEZ_TOLERANCE, V2, pi2)
+        assert s1 == s2 and np.allclose(V1, V2, rtol=1e-12, atol=1e-9), step
+        assert np.array_equal(pi1, pi2)
+
+
+def test_beb_runs_under_dir_reproducibly_and_as_the_same_prior():
+    for prior in ("UGC+dir0.3235", "UGC+dir0.3235+rnig"):
+        a = _returns("beb", {"beta": "1"}, D.load(prior), D.builtin("GC"), [4, 4, 9], 80)
+        assert a[0][0] == a[1][0] and np.array_equal(a[0][1], a[1][1])
+        assert not np.array_equal(a[0][1], a[2][1])
+    # UGC has one pseudo-count on every transition: +dir1 is the same posterior (solved
+    # by value iteration instead of policy iteration: the same greedy actions here)
+    b = _returns("beb", {"beta": "1"}, D.load("UGC"), D.builtin("GC"), [4], 80)
+    c = _returns("beb", {"beta": "1"}, D.load("UGC+dir1"), D.builtin("GC"), [4], 80)
+    assert np.array_equal(b[0][1], c[0][1])
+    b = _returns("beb", {"beta": "1"}, D.load("GC"), D.builtin("GC"), [4], 80)
+    c = _returns("beb", {"beta": "1"}, D.load("GC+dir0.3235"), D.builtin("GC"), [4], 80)
+    assert not np.array_equal(b[0][1], c[0][1])
+    feats = registry.get("beb").cost_features({"beta": 1.0, "compat": False},
+                                              D.load("UGC+dir0.5"), D.builtin("GC"), 0.95,
+                                              100)
+    assert feats["sweep_backups"] > 0
+
+
+# ---------------------------------------------------------------------------------------
+# UCRL2 (issue 42): its confidence sets over every next state, as published
+
+
+@pytest.mark.parametrize("params", [{}, {"bound": "bernstein"}])
+def test_ucrl2_under_dir_allows_every_next_state(params):
+    """UCRL2 reads no concentration: on UGC, whose support is every state, ``+dir`` is
+    the same agent bit for bit, whatever α; on DeepSea (two successors a cell) its rows
+    become the full layout and UCRL2-B, its sets now over all S states, plays another
+    trajectory than on the support (and, knowing less, finds the treasure later)."""
+    from bbrlcore.agents import ucrl2
+
+    a = _returns("ucrl2", params, D.load("UGC"), D.builtin("GC"), [4, 5], 200)
+    for prior in ("UGC+dir0.3235", "UGC+dir7"):
+        b = _returns("ucrl2", params, D.load(prior), D.builtin("GC"), [4, 5], 200)
+        for x, y in zip(a, b, strict=True):
+            assert x[0] == y[0] and np.array_equal(x[1], y[1])
+            assert np.array_equal(x[2], y[2])
+    test = D.load_test("DeepSea-5")
+    ts = protocol.new_test_set(test, 1, 0.95, 10, seed=0, episode_length=5)
+    st = ucrl2.agent_setting(D.load("UDeepSea-5+dir0.3235"), ts.episode())
+    assert st.layout.is_full and (st.theta > 0).all()
+    assert not ucrl2.agent_setting(D.load("UDeepSea-5"), ts.episode()).layout.is_full
+    if params:
+        c = _returns("ucrl2", params, D.load("UDeepSea-5+dir0.3235"), test, [3], 3000, 5)
+        d = _returns("ucrl2", params, D.load("UDeepSea-5"), test, [3], 3000, 5)
+        assert not np.array_equal(c[0][1], d[0][1])
+        assert c[0][1].sum() < d[0][1].sum()
+
+
+def test_ucrl2_under_dir_refuses_a_model_above_the_memory_limit_in_one_line():
+    from types import SimpleNamespace
+
+    from bbrlcore.agents import ucrl2
+
+    big = SimpleNamespace(n_states=20_000, n_actions=4, dirichlet_all=0.5,
+                          short_name="Big+dir0.5")
+    msg = ucrl2._setting_check({}, big, 0.95, 10)
+    assert msg and "\n" not in msg and "GB" in msg
+    assert ucrl2._setting_check({}, D.load("UDeepSea-10+dir0.3235"), 0.95, 10) is None
+    assert ucrl2._setting_check({}, D.load("UDeepSea-10"), 0.95, 10) is None
+    f = registry.get("ucrl2").cost_features({"delta": 0.05, "bound": "l1"},
+                                            D.load("UDeepSea-5+dir1"), test := D.load_test(
+                                                "DeepSea-5"), 1.0, 100)
+    assert f["backups"] == f["rebuilds"] * ucrl2.COST_SWEEPS * test.n_states ** 2 * 2

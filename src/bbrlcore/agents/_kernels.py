@@ -389,3 +389,58 @@ def q_iteration_all(P, R, succ, nsucc, Np, a_all, learn, gamma, horizon, Q):
         sweeps += 1
         if delta <= 0.01 or sweeps >= horizon + 1:
             return sweeps
+
+
+@njit(cache=True, error_model="numpy")
+def guez_sweep_all(P, R, succ, nsucc, Np, a_all, rbg, gamma, V, Vnew, pi):
+    r"""One Guez sweep (Jacobi, lowest-index ties: :func:`bbrlcore.mdp.solvers.
+    guez_sweep_rows`) on the posterior mean of a Dirichlet on every next state
+    (:func:`rows_model_init_all`): a row's background adds
+    :math:`\frac{\alpha}{N_p}\bigl((S-k)\,r_b(x,u) + \gamma(\sum_y V(y) - \sum_{j<k}
+    V(y_j))\bigr)`, ``rbg[x, u]`` the reward of a transition to a background state (BEB:
+    its bonus, plus the pair's mean reward when the rewards are learned), :math:`\sum_y
+    V(y)` once per sweep. Returns :math:`\sum_x (V_{new}(x) - V(x))^2`."""
+    nX, nU, _ = P.shape
+    sv = 0.0
+    for y in range(nX):
+        sv += V[y]
+    diff2 = 0.0
+    for x in range(nX):
+        best = -np.inf
+        bu = 0
+        for u in range(nU):
+            acc = 0.0
+            vin = 0.0
+            n = nsucc[x, u]
+            for k in range(n):
+                v = V[succ[x, u, k]]
+                acc += P[x, u, k] * (R[x, u, k] + gamma * v)
+                vin += v
+            acc += a_all / Np[x, u] * ((nX - n) * rbg[x, u] + gamma * (sv - vin))
+            if acc > best:
+                best = acc
+                bu = u
+        Vnew[x] = best
+        pi[x] = bu
+        d = best - V[x]
+        diff2 += d * d
+    return diff2
+
+
+@njit(cache=True, error_model="numpy")
+def guez_value_iteration_all(P, R, succ, nsucc, Np, a_all, rbg, gamma, tol, V, pi, Vnew,
+                             max_sweeps):
+    """The Guez value iteration (warm-started from ``V``; ``V`` and ``pi`` updated in
+    place) by :func:`guez_sweep_all` sweeps until one changes the values by at most
+    ``tol`` (Euclidean) or ``max_sweeps`` ran; ``Vnew`` is a work buffer of nX. Returns
+    the sweeps: sweep for sweep the Guez value iteration of the dense mean model."""
+    tol2 = tol * tol
+    sweeps = 0
+    nX = V.shape[0]
+    while True:
+        diff2 = guez_sweep_all(P, R, succ, nsucc, Np, a_all, rbg, gamma, V, Vnew, pi)
+        for i in range(nX):
+            V[i] = Vnew[i]
+        sweeps += 1
+        if diff2 <= tol2 or sweeps >= max_sweeps:
+            return sweeps

@@ -350,8 +350,9 @@ class Algorithm:
     reward_priors: tuple[str, ...] = ("known",)
     #: Whether its players use a prior that does not know the transitions' support, a
     #: Dirichlet on every next state (``+dir<α>``, :mod:`bbrlcore.mdp.transition_prior`):
-    #: True for an algorithm that handles it (PSRL samples it, e-Greedy and Soft-max plan
-    #: on its posterior mean) or never reads the transition prior (Random, Q-learning-UCB,
+    #: True for an algorithm that handles it (PSRL samples it, e-Greedy, Soft-max and BEB
+    #: plan on its posterior mean, UCRL2 lets its confidence sets hold every next state)
+    #: or never reads the transition prior (Random, Q-learning-UCB,
     #: MBIE-EB, Optimal); False (the default): such a prior is refused for it, in one
     #: line, by :meth:`check_setting` (:data:`DIRICHLET_ALL_BUILTINS`).
     dirichlet_all: bool = False
@@ -498,8 +499,8 @@ def check_reward_prior(name: str, supported: tuple[str, ...], prior: Any,
 
 
 #: The built-ins that take a prior with a Dirichlet on every next state (``+dir<α>``).
-DIRICHLET_ALL_BUILTINS = ("psrl", "e-greedy", "soft-max", "mbie-eb", "q-learning-ucb",
-                          "random", "optimal")
+DIRICHLET_ALL_BUILTINS = ("psrl", "e-greedy", "soft-max", "beb", "ucrl2", "mbie-eb",
+                          "q-learning-ucb", "random", "optimal")
 
 
 def check_dirichlet_all(name: str, supported: bool, prior: Any, source: str = "") -> None:
@@ -508,10 +509,10 @@ def check_dirichlet_all(name: str, supported: bool, prior: Any, source: str = ""
     take one (``supported`` False).
 
     >>> from bbrlcore.mdp import distributions as D
-    >>> check_dirichlet_all("beb", False, D.load("UGC+dir0.5"))
+    >>> check_dirichlet_all("bolt", False, D.load("UGC+dir0.5"))
     Traceback (most recent call last):
     ...
-    bbrlcore.errors.BBRLError: beb cannot use the prior UGC+dir0.5: it does not know ... psrl, ...
+    bbrlcore.errors.BBRLError: bolt cannot use the prior UGC+dir0.5: it does not know ... psrl, ...
     """
     if supported or getattr(prior, "dirichlet_all", None) is None:
         return

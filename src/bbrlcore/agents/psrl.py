@@ -135,10 +135,12 @@ transitions (the episodic backward induction H·S²·A terms, the continuing for
 solver on the full model). DeepSea-20, episodic: about 50 ms an episode against 0.03 ms
 under the uniform prior (``benchmarks/results/dir_prior.md``). Colosseum's expected
 indicators are not available under it (the indicator players sample sparse rows).
-Which built-ins take it: PSRL; e-Greedy and Soft-max (the posterior mean: a slot
+Which built-ins take it: PSRL; e-Greedy, Soft-max and BEB (the posterior mean: a slot
 :math:`(\alpha + c)/(S\alpha + n)`, a background state :math:`\alpha/(S\alpha + n)`,
-:func:`bbrlcore.agents._kernels.q_iteration_all`); MBIE-EB, Q-learning-UCB, Random and
-Optimal, which never read the transition prior; the others refuse it in one line
+:func:`bbrlcore.agents._kernels.q_iteration_all`,
+:func:`~bbrlcore.agents._kernels.guez_value_iteration_all`); UCRL2 (its confidence
+sets over every next state); MBIE-EB, Q-learning-UCB, Random and Optimal, which never
+read the transition prior; the others refuse it in one line
 (:attr:`~bbrlcore.agents.base.Algorithm.dirichlet_all`).
 
 Parameters: ``schedule`` (``doubling`` or ``fixed``; not given: per episode in an

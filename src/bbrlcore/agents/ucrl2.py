@@ -39,6 +39,23 @@ whose support is every state (the paper's UGC, UGDL, UGrid) that is the paper's 
 on the families' priors it is their structure (DeepSea's two successors of a cell),
 which every bbrl agent knows.
 
+**A prior that does not know the support** (``+dir<α>``,
+:mod:`bbrlcore.mdp.transition_prior`; issue 42): UCRL2 as published knows no support
+at all, and under such a prior neither does bbrl's: the L1 ball (and UCRL2-B's
+intervals) is intersected with the distributions over **all S next states** of every
+pair. The agent's rows are then the full layout (every next state a slot, the test
+MDPs and rewards moved onto it, :func:`agent_setting`), so the algorithm above runs
+unchanged on them: a pair never played is worth its best next state anywhere, and an
+observed row may put the ball's excess mass on any state. UCRL2 is not Bayesian: the
+prior's α does not enter it (any α, the same agent; on a prior whose support is already
+every state, UGC, the same agent as without the suffix, bit for bit); only the rewards
+(known, or their range when unknown) are read from the prior. Cost: memory
+:func:`dense_bytes` (97·S²·A bytes: DeepSea-10 2 MB, DeepSea-50 1.2 GB; refused in one
+line above 16 GB) and extended value iteration sweeps over S²·A slots instead of the
+support's (DeepSea-10, 1,000 episodes of 10 steps: 27 ms a trajectory against 4.2 ms
+on the support; UCRL2-B 64 ms against 4.4 ms). The expected
+indicators work under it (:func:`make_indicator_player`, the same trajectory).
+
 **Extended value iteration** (the paper's §3.1.2): on the optimistic MDP whose
 actions choose both u and :math:`\tilde p \in` the set,
 
@@ -163,13 +180,16 @@ from bbrlcore.agents._rewards import (
 )
 from bbrlcore.agents.base import (
     FLOAT64,
+    MAX_AGENT_MEMORY_BYTES,
     Algorithm,
     Episode,
     Param,
     Trained,
     reward_buffer,
 )
+from bbrlcore.errors import BBRLError
 from bbrlcore.mdp import evaluation as ev_
+from bbrlcore.mdp import rows
 from bbrlcore.mdp.reward_prior import REWARD_PRIORS, reward_prior_of, reward_range
 
 #: Largest number of sweeps of one extended value iteration (see the module docstring).
@@ -624,12 +644,49 @@ def _trajectory_ind(P, R, Rstd, gaussian, initial_state, gamma, horizon, episode
     return ret, counters, acc
 
 
+def dense_bytes(nX: int, nU: int) -> int:
+    """Memory of UCRL2's arrays on the full layout (a prior with a Dirichlet on every
+    next state): per transition of the S×A×S model its successor, prior concentration,
+    rewards (the agent's, the test set's mean and spread), counts, the test MDP moved
+    onto it, UCRL2-B's two bounds and the indicators' chain (8 bytes each) and the
+    allowed flag."""
+    return 97 * nX * nU * nX
+
+
+def _dir_memory_check(prior: Any) -> str | None:
+    need = dense_bytes(int(prior.n_states), int(prior.n_actions))
+    if need > MAX_AGENT_MEMORY_BYTES:
+        return (f"under a Dirichlet on every next state its confidence sets hold every "
+                f"next state: {need / 2**30:.1f} GB for {prior.n_states} states, above "
+                f"{MAX_AGENT_MEMORY_BYTES / 2**30:.0f} GB")
+    return None
+
+
+def _setting_check(params: dict, prior: Any, gamma: float, horizon: int) -> str | None:
+    if getattr(prior, "dirichlet_all", None) is not None:
+        return _dir_memory_check(prior)
+    return None
+
+
+def agent_setting(prior: Any, ep: Episode):
+    """The agent's rows: the prior's support joined with the test MDPs' transitions
+    (:func:`bbrlcore.agents._layout.setting`); under a prior with a Dirichlet on every
+    next state (``+dir<α>``) the full layout, every next state a slot (its concentration
+    α > 0: allowed)."""
+    if getattr(prior, "dirichlet_all", None) is None:
+        return setting(prior, ep)
+    err = _dir_memory_check(prior)
+    if err:
+        raise BBRLError(f"ucrl2 on {prior.short_name}: {err}")
+    return setting(prior, ep, rows.full(int(prior.n_states), int(prior.n_actions)))
+
+
 def make_indicator_player(prior: Any, params: dict, trained: Trained | None, ep: Episode,
                           log_every: int):
     """:func:`make_player`'s player with Colosseum's indicators of Colosseum's current
     policy of UCRL2, the empirical model's greedy policy (:func:`_trajectory_ind`):
     ``play(P, seed, rewards) -> (return, counters, values)``."""
-    st = setting(prior, ep)
+    st = agent_setting(prior, ep)
     succ = np.ascontiguousarray(st.succ, dtype=np.int64)
     nsucc = np.ascontiguousarray(st.nsucc, dtype=np.int64)
     theta = np.ascontiguousarray(st.theta)
@@ -660,7 +717,7 @@ def make_indicator_player(prior: Any, params: dict, trained: Trained | None, ep:
 
 
 def make_player(prior: Any, params: dict, trained: Trained | None, ep: Episode):
-    st = setting(prior, ep)
+    st = agent_setting(prior, ep)
     succ = np.ascontiguousarray(st.succ, dtype=np.int64)
     nsucc = np.ascontiguousarray(st.nsucc, dtype=np.int64)
     theta = np.ascontiguousarray(st.theta)
@@ -708,10 +765,13 @@ def cost_features(params: dict, prior, test, gamma: float, horizon: int,
                   episode_length: int = 0) -> dict[str, float]:
     """Rough: the paper's bound on the episodes (:func:`expected_episodes`), each an
     extended value iteration of :data:`COST_SWEEPS` sweeps over every slot of the
-    prior's support, and a step per decision. Not calibrated by measurements (the cost
-    model prices it by its steps until benchmarks record UCRL2)."""
+    prior's support (under ``+dir<α>``: of the full layout, S²·A), and a step per
+    decision. Not calibrated by measurements (the cost model prices it by its steps
+    until benchmarks record UCRL2)."""
     n = expected_episodes(prior.n_states, prior.n_actions, horizon)
     B = float(prior.support_layout.nnz)
+    if getattr(prior, "dirichlet_all", None) is not None:
+        B = float(prior.n_states) * prior.n_actions * prior.n_states
     return {"trajectory": 1.0, "steps": float(horizon), "rebuilds": n,
             "backups": n * COST_SWEEPS * B}
 
@@ -772,10 +832,12 @@ ALGORITHM = Algorithm(
     counters=("policies", "evi_sweeps", "evi_capped", "tied_steps"),
     doc=__doc__ or "",
     run_note=run_note,
+    setting_check=_setting_check,
     cost_features=cost_features,
     display_name="UCRL2",
     sparse=True,
     episodic=True,
     indicator_player=make_indicator_player,
     reward_priors=REWARD_PRIORS,
+    dirichlet_all=True,
 )

@@ -32,14 +32,19 @@ name is always ``<base>+dir<α>+r<kind>``. The concentration is recorded in the
 distribution's dictionary, its Parquet file and the agent artefacts' embedded prior
 (key ``dirichlet_all``).
 
-Which built-ins use it (:data:`bbrlcore.agents.base.DIRICHLET_ALL_BUILTINS`): PSRL
+Which built-ins take it (:data:`bbrlcore.agents.base.DIRICHLET_ALL_BUILTINS`): PSRL
 samples it exactly (:mod:`bbrlcore.agents.psrl`); e-Greedy and Soft-max plan on its
 posterior mean (:func:`bbrlcore.agents._kernels.q_iteration_all`: the background's
-values enter through :math:`\sum_y V(y)`, once per sweep); MBIE-EB, Q-learning-UCB,
-Random and Optimal never read the transition prior. The others (BEB, UCRL2, BOSS, SBOSS,
-BOLT, BAMCP, BFS3, OPPS-DS, the formula agents and plugins unless they set
-``dirichlet_all = True``) plan on a support and refuse it in one line before anything
-runs (:attr:`bbrlcore.agents.base.Algorithm.dirichlet_all`).
+values enter through :math:`\sum_y V(y)`, once per sweep), and so does BEB, with its
+bonus :math:`\beta/(1 + S\alpha + n)` on every transition of the pair
+(:func:`bbrlcore.agents._kernels.guez_value_iteration_all`, :mod:`bbrlcore.agents.beb`);
+UCRL2 and UCRL2-B, which know no support as published, take the distributions over all
+S next states into their confidence sets (the full layout, S²·A memory; α does not
+enter them, :mod:`bbrlcore.agents.ucrl2`); MBIE-EB, Q-learning-UCB, Random and Optimal
+never read the transition prior. The others (BOSS, SBOSS, BOLT, BAMCP, BFS3, OPPS-DS,
+the formula agents and plugins unless they set ``dirichlet_all = True``) plan on a
+support and refuse it in one line before anything runs
+(:attr:`bbrlcore.agents.base.Algorithm.dirichlet_all`).
 
 Examples
 --------
