@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import subprocess
+from html import unescape
 from pathlib import Path
 
 import numpy as np
@@ -881,7 +882,7 @@ def test_report_of_an_episodic_ladder_shows_regret_and_episodes_to_learn(episodi
         assert f"<td>{r['family']}</td><td>{r['score']:.2f} [" in html
     # bsuite's score is of its sizes 10, 12, ..., 50: not given here, and said
     assert ("bsuite's DeepSea score: not given: no size of bsuite's sweep was run (sizes "
-            "run: 3, 4)") in html
+            "run: 3, 4)") in unescape(html)
     bs = pl.read_parquet(tmp_path / "data" / "curves-bsuite-deepsea-summary.parquet")
     assert bs["score"].null_count() == bs.height > 0
     scores = pl.read_parquet(tmp_path / "data" / "score-hardness.parquet")

@@ -7,6 +7,7 @@ import copy
 import json
 import subprocess
 import sys
+from html import unescape
 from pathlib import Path
 
 import numpy as np
@@ -418,8 +419,8 @@ def test_the_report_says_which_selection_and_shows_grid_sizes(tmp_path):
     index = report.build(m, c, out, pdf=False, bootstrap_resamples=100)
     html = index.read_text()
     text = S.selection_text("validation", 6)
-    assert text in html and "6 validation MDPs" in text
-    page = (out / "experiments" / "GC-GC.html").read_text()
+    assert text in unescape(html) and "6 validation MDPs" in text
+    page = unescape((out / "experiments" / "GC-GC.html").read_text())
     assert text in page and "<th>grid</th>" in page and "<th>validation score</th>" in page
     best = pl.read_parquet(out / "data" / "GC-GC-best.parquet")
     e = best.filter(pl.col("family") == "e-Greedy").row(0, named=True)
@@ -444,7 +445,7 @@ def test_the_report_says_which_selection_and_shows_grid_sizes(tmp_path):
     # the paper's selection: said, the grid shown, no validation column
     index = report.build(m, summary_table(m), tmp_path / "test", pdf=False,
                          bootstrap_resamples=100)
-    assert S.selection_text("test") in index.read_text()
+    assert S.selection_text("test") in unescape(index.read_text())
     page = (tmp_path / "test" / "experiments" / "GC-GC.html").read_text()
     assert "<th>grid</th>" in page and "validation score" not in page
     best = pl.read_parquet(tmp_path / "test" / "data" / "GC-GC-best.parquet")

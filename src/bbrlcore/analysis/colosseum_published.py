@@ -253,14 +253,14 @@ def _psrl_note(prior: str, episodic: bool) -> str:
 
 
 def _why_not_run(instance: str, algorithm: str, runs: pl.DataFrame) -> str:
-    from bbrlcore.agents import registry
     from bbrlcore.mdp.families.colosseum_instances import INSTANCES
+    from bbrlcore.protocol.training import episodic_only
 
     inst = INSTANCES[instance]
-    alg = registry.get(algorithm)
-    if not inst.episodic and alg.episodic_only:
+    why = episodic_only(algorithm)
+    if not inst.episodic and why:
         return (f"bbrl's {algorithm} plays episodic interactions only "
-                f"({alg.episodic_only}): no counterpart of Colosseum's continuing agent")
+                f"({why}): no counterpart of Colosseum's continuing agent")
     if inst.needs:
         return f"bbrl does not express this instance yet (it needs {inst.needs})"
     on = runs.filter(pl.col("test") == instance)

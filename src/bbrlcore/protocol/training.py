@@ -55,6 +55,16 @@ def check_checkpoint_every(seconds: float) -> float:
     return float(seconds)
 
 
+def episodic_only(algorithm: str) -> str:
+    """Why ``algorithm`` plays episodic interactions only ("" when it also plays continuing
+    ones): the analysis room asks here rather than importing the agents room.
+
+    >>> episodic_only("random")
+    ''
+    """
+    return agents.registry.get(algorithm).episodic_only
+
+
 def train_agent(
     algorithm: str,
     raw_params: dict[str, Any],
