@@ -352,15 +352,26 @@ def mean_rewards_rows(Rm, rstat, rpar, nsucc, out):
     return out
 
 
+@njit(cache=True, error_model="numpy")
+def _mean_rows(alpha, nsucc, Pm):
+    """``Pm`` ← the posterior's mean rows, ``alpha`` normalised per row on its slots
+    (a row of zero concentration stays zero); computed once per solve, each sweep then
+    reads the probabilities instead of dividing by the row's sum again."""
+    nX, nU = nsucc.shape
+    for x in range(nX):
+        for u in range(nU):
+            s = 0.0
+            for k in range(nsucc[x, u]):
+                s += alpha[x, u, k]
+            for k in range(nsucc[x, u]):
+                Pm[x, u, k] = alpha[x, u, k] / s if s > 0.0 else 0.0
+
+
 @njit(cache=True, error_model="numpy", inline="always")
-def _mean_q(alpha, Rr, succ, nsucc, V, x, u, gamma):
-    s = 0.0
-    for k in range(nsucc[x, u]):
-        s += alpha[x, u, k]
+def _mean_q(Pm, Rr, succ, nsucc, V, x, u, gamma):
     q = 0.0
-    if s > 0.0:
-        for k in range(nsucc[x, u]):
-            q += alpha[x, u, k] / s * (Rr[x, u, k] + gamma * V[succ[x, u, k]])
+    for k in range(nsucc[x, u]):
+        q += Pm[x, u, k] * (Rr[x, u, k] + gamma * V[succ[x, u, k]])
     return q
 
 
@@ -387,12 +398,14 @@ def map_policy_episodic(alpha, Rr, succ, nsucc, H, pol, Va, Vb, q):
     uniform, by backward induction over every state; ``Va``, ``Vb`` (nX,), ``q`` (nU,)
     work arrays."""
     nX, nU = nsucc.shape
+    Pm = np.empty_like(alpha)
+    _mean_rows(alpha, nsucc, Pm)
     Va[:] = 0.0
     for i in range(H):
         h = H - 1 - i
         for x in range(nX):
             for u in range(nU):
-                q[u] = _mean_q(alpha, Rr, succ, nsucc, Va, x, u, 1.0)
+                q[u] = _mean_q(Pm, Rr, succ, nsucc, Va, x, u, 1.0)
             Vb[x] = _ties_row(q, pol[h, x])
         Va[:] = Vb
 
@@ -400,9 +413,15 @@ def map_policy_episodic(alpha, Rr, succ, nsucc, H, pol, Va, Vb, q):
 @njit(cache=True, error_model="numpy")
 def map_policy_discounted(alpha, Rr, succ, nsucc, gamma, V, W, pol, q):
     """``pol`` (nX, nU) ← the greedy policy (exact ties uniform) of the γ-discounted
-    values of the posterior's mean model, by value iteration from ``V`` (nX,; warm start,
-    left with the values); ``W`` (nX,), ``q`` (nU,) work arrays. Returns the sweeps."""
+    values of the posterior's mean model, by Gauss–Seidel value iteration (in place,
+    states in increasing order) from ``V`` (warm start, left with the values) until a
+    sweep changes no value by more than :data:`MAP_TOLERANCE` × max(1, sup |V|)
+    (Gauss–Seidel is a γ-contraction in the sup norm, as Jacobi's sweep is, with the
+    same fixed point, and here needs about half its sweeps); ``W`` (nX,), ``q`` (nU,)
+    work arrays (``W`` unused, kept for the callers). Returns the sweeps."""
     nX, nU = nsucc.shape
+    Pm = np.empty_like(alpha)
+    _mean_rows(alpha, nsucc, Pm)
     sweeps = 0
     while sweeps < MAP_MAX_SWEEPS:
         sweeps += 1
@@ -411,21 +430,20 @@ def map_policy_discounted(alpha, Rr, succ, nsucc, gamma, V, W, pol, q):
         for x in range(nX):
             best = -np.inf
             for u in range(nU):
-                v = _mean_q(alpha, Rr, succ, nsucc, V, x, u, gamma)
+                v = _mean_q(Pm, Rr, succ, nsucc, V, x, u, gamma)
                 if v > best:
                     best = v
-            W[x] = best
             d = abs(best - V[x])
             if d > diff:
                 diff = d
             if abs(best) > big:
                 big = abs(best)
-        V[:] = W
+            V[x] = best
         if diff <= MAP_TOLERANCE * big:
             break
     for x in range(nX):
         for u in range(nU):
-            q[u] = _mean_q(alpha, Rr, succ, nsucc, V, x, u, gamma)
+            q[u] = _mean_q(Pm, Rr, succ, nsucc, V, x, u, gamma)
         _ties_row(q, pol[x])
     return sweeps
 

@@ -585,11 +585,13 @@ def _trajectory_ind(P, R, Rstd, gaussian, initial_state, gamma, horizon, episode
     ret = 0.0
     disc = 1.0
     started = False
+    stale = True  # a new episode began since Colosseum's current policy was computed
     for t in range(horizon + 1):
         final = t == horizon
         if not final:
             u = pi[x]
             if not started or v[x, u] >= max(1, N[x, u]):
+                stale = True
                 for z in range(nX):
                     for a in range(nU):
                         N[z, a] += v[z, a]
@@ -626,11 +628,16 @@ def _trajectory_ind(P, R, Rstd, gaussian, initial_state, gamma, horizon, episode
         if final or is_row(t, L):
             tt = horizon - 1 if final else t
             w = final_weight(horizon, L) if final else L
-            if needs_evaluation(acc):
+            # the empirical model as of the episode's start: solved (and, episodic, its
+            # policy's values) once per episode, not at each of its rows
+            fresh = False
+            if needs_evaluation(acc) and stale:
                 empirical_policy(Cs, N, Rk, Rs, not learn, succ, nsucc, rr[2],
                                  EMPIRICAL_GAMMA, Ve, We, pol, qe)
+                stale = False
+                fresh = True
             if episodic:
-                if needs_evaluation(acc):
+                if needs_evaluation(acc) and fresh:
                     ev_.episode_values_stochastic(succ, nsucc, P, rbar, pol3, Hr, V0)
                 row_episodic(acc, hist, tt, horizon, w, final, V0, s, refs_s, refs_w, mu0,
                              Hr, Vc)
