@@ -117,4 +117,5 @@ ALGORITHM = Algorithm(
     cost_features=cost_features,
     sparse=True,
     episodic=True,
+    dirichlet_all=True,
 )

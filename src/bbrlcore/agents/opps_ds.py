@@ -177,15 +177,16 @@ def opps_batch(
     mu, npull, disc, st, c, base, max_attempts,
     codes, lengths, used, R, Rstd, gaussian, initial_state, gamma, horizon, Qinit,
     succ, nsucc, theta, Rm, succ1, nsucc1, self_loop, Rm1, to1, dense, usucc, unsucc,
-    Rfull, Rsum,
+    Rfull, Rsum, a_all,
 ):  # fmt: skip
     """Run up to ``max_attempts`` UCB1 pulls of OPPS-DS; returns the number run.
 
     A pull draws an MDP from the prior on its support's rows (``succ``, ``nsucc``: a
     Dirichlet row per state-action pair, over the slots of positive ``theta`` in
-    increasing order, the draws of a dense row's) and plays the arm's formula agent on
-    it (``R``, ``Rstd``: the prior's rewards on those rows; the arguments from ``theta``
-    on: :meth:`bbrlcore.agents.formula_agent.Features.args`)."""
+    increasing order, the draws of a dense row's; under ``+dir<α>`` the layout is full
+    and ``theta`` is α on every slot: Dir(α) over all S next states) and plays the arm's
+    formula agent on it (``R``, ``Rstd``: the prior's rewards on those rows; the
+    arguments from ``theta`` on: :meth:`bbrlcore.agents.formula_agent.Features.args`)."""
     nX, nU, K = theta.shape
     P = np.zeros((nX, nU, K))
     rewards = np.empty(horizon)  # (a pull's rewards: not kept)
@@ -203,7 +204,7 @@ def opps_batch(
             P, R, Rstd, gaussian, initial_state, gamma, horizon,
             codes[arm], lengths[arm], used[arm],
             succ, nsucc, theta, Rm, succ1, nsucc1, self_loop, Rm1, to1, dense, usucc,
-            unsucc, Rfull, Rsum, Qinit[arm], False, True, rewards, 0,
+            unsucc, Rfull, Rsum, a_all, Qinit[arm], False, True, rewards, 0,
         )  # fmt: skip
         ucb1_record(mu, npull, disc, st, arm, ret, fails == 0)
         done += 1
@@ -275,6 +276,8 @@ def _fingerprint(prior, agent_id: str, fs: F.FormulaSet, ctx: TrainContext) -> s
         for _, _, block in prior.dense_blocks(which):  # a time (never the whole array)
             h.update(block.tobytes())
     h.update(str(prior.initial_state).encode())
+    if getattr(prior, "dirichlet_all", None) is not None:  # (+dir<α>: another prior)
+        h.update(f"dirichlet_all={float(prior.dirichlet_all)!r}".encode())
     h.update("\n".join(fs.rpn).encode())
     rec = {"agent": agent_id, "prior": h.hexdigest(), "seed": int(ctx.seed),
            "gamma": float(ctx.gamma), "horizon": int(ctx.horizon)}
@@ -356,7 +359,8 @@ def train(prior, params: dict[str, Any], ctx: TrainContext) -> Trained:
     K = len(fs)
     if K == 0:
         raise BBRLError(f"formula_set={params['formula_set']}: empty formula set")
-    # the agents' layout: the prior's support (every MDP drawn from it lives there)
+    # the agents' layout: the prior's support (every MDP drawn from it lives there; under
+    # +dir<α> the full layout)
     st, fe = prior_features(prior, float(ctx.gamma), int(ctx.horizon))
     fargs = fe.args()
     gaussian, x0 = prior.reward_type == "gaussian", int(prior.initial_state)
@@ -491,4 +495,5 @@ ALGORITHM = Algorithm(
     offline_cost_features=offline_cost_features,
     sparse=True,
     episodic=True,
+    dirichlet_all=True,
 )
