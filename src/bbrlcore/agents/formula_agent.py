@@ -39,6 +39,21 @@ iteration of :func:`~bbrlcore.mdp.solvers.q_solve_rows`, whose dense evaluations
 nX-state model would cost nX³: its values meet the Q-iteration's stopping test instead
 of being the model's exact fixed point (within 0.01·γ/(1−γ) of it).
 
+**A prior that does not know the support** (``+dir<α>``,
+:mod:`bbrlcore.mdp.transition_prior`; issue 42): QMean's initial counts are the prior's,
+Dir(α) over every next state, so its model is the posterior mean
+:math:`(\alpha + c)/(S\alpha + n)` on a slot and :math:`\alpha/(S\alpha + n)` on each
+of the row's background states (:func:`._kernels.rows_model_init_all`: the agent's
+layout is the prior's support joined with its stored entries and the test MDPs', α on
+every slot; never a dense S×A×S array). It is solved by the BBRL Q-iteration of that
+model (warm, tolerance 0.01, at most T+1 sweeps: :func:`._kernels.q_iteration_all`,
+BEB's and e-Greedy's backup, the background's values through :math:`\sum_y V(y)` once a
+sweep; never the policy iteration's dense solves), the background paying no reward (the
+prior's rewards are all on slots). QSelf and QUniform do not read the prior's
+concentrations and are unchanged; no feature samples a model. OPPS-DS's training MDPs,
+drawn from Dir(α) over every state, are on the full layout (:func:`prior_episode`).
+Without the suffix everything is as above, bit for bit.
+
 **Formula failures**: an action whose formula value is undefined (NaN,
 log or square root of a negative, division by zero) scores −∞; if every action fails the
 choice is uniform. The kernel counts failed evaluations (one per action and decision)
