@@ -207,7 +207,7 @@ def test_algorithms_that_never_read_the_transition_prior_take_it(name, params, e
 
 
 #: The built-ins that plan on a support and refuse ``+dir`` (issue 42 took BEB and UCRL2).
-REFUSING = ("bamcp", "bfs3", "bolt", "boss", "formula", "opps-ds", "sboss")
+REFUSING = ("bamcp", "bfs3", "bolt", "boss", "sboss")
 
 
 def test_every_builtin_takes_it_or_refuses_it():

@@ -500,7 +500,7 @@ def check_reward_prior(name: str, supported: tuple[str, ...], prior: Any,
 
 #: The built-ins that take a prior with a Dirichlet on every next state (``+dir<α>``).
 DIRICHLET_ALL_BUILTINS = ("psrl", "e-greedy", "soft-max", "beb", "ucrl2", "mbie-eb",
-                          "q-learning-ucb", "random", "optimal")
+                          "q-learning-ucb", "random", "optimal", "formula", "opps-ds")
 
 
 def check_dirichlet_all(name: str, supported: bool, prior: Any, source: str = "") -> None:

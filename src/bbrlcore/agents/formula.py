@@ -22,6 +22,13 @@ Not one of the paper's eight algorithms: the paper's OPPS-DS rows are played by 
 ``paper`` preset (``config.yaml``), so that the published agents can be rerun without
 their formula-set search.
 
+**A prior that does not know the support** (``+dir<α>``,
+:mod:`bbrlcore.mdp.transition_prior`; issue 42): QMean is the Q-function of the
+posterior mean of Dir(α) over every next state (a slot :math:`(\alpha + c)/(S\alpha +
+n)`, a background state :math:`\alpha/(S\alpha + n)`, no dense array); QSelf and
+QUniform, which never read the prior's concentrations, are unchanged
+(:mod:`bbrlcore.agents.formula_agent`).
+
 At an episode's start (an episodic interaction,
 :attr:`~bbrlcore.agents.base.Episode.episode_length` H > 0): nothing but the return to
 the initial state; the three features' models are kept
@@ -78,7 +85,8 @@ def cost_features(params: dict[str, Any], prior: Any, test: Any, gamma: float,
     the dense linear solves of the solver's policy iteration (|X|³ each,
     :func:`bbrlcore.mdp.solvers.q_solve_rows`; only where the model affords them:
     :func:`~bbrlcore.mdp.solvers.lu_affordable`, and never for the decomposed QUniform),
-    and a part per formula evaluation.
+    and a part per formula evaluation. Under ``+dir<α>`` QMean is solved by sweeps over
+    its slots (the prior's stored entries joined) plus one background term per pair.
 
     Examples
     --------
@@ -91,10 +99,17 @@ def cost_features(params: dict[str, Any], prior: Any, test: Any, gamma: float,
     used = F.variables_used(codes)
     nX, nU = prior.n_states, prior.n_actions
     b_mean, b_self, b_uniform, dense = model_sizes(prior, test)
-    sizes = (b_mean, b_self, b_uniform)
     lu = (lu_affordable(nX, int(b_mean)), lu_affordable(nX, int(b_self)), bool(dense))
+    if getattr(prior, "dirichlet_all", None) is not None:
+        # +dir<α>: QMean's sweeps (the Q-iteration, never LU) over the slots, the prior's
+        # stored entries joined, and one background term per pair
+        from bbrlcore.mdp import rows
+
+        b_mean = float(rows.union(prior.support_layout, prior.entries).nnz + nX * nU)
+        lu = (False, lu[1], lu[2])
+    sizes = (b_mean, b_self, b_uniform)
     backups = sum(b for b, k, d in zip(sizes, used, lu, strict=True) if k and d)
-    out = {"trajectory": 1.0, "steps": float(horizon), "backups": horizon * backups,
+    out = {"trajectory": 1.0, "steps": float(horizon), "backups": horizon * float(backups),
            "dense": horizon * float(sum(k and d for k, d in zip(used, lu, strict=True)))
            * float(nX) ** 3,
            "evaluations": horizon * float(nU) * len(codes)}
@@ -117,4 +132,5 @@ ALGORITHM = Algorithm(
     cost_features=cost_features,
     sparse=True,
     episodic=True,
+    dirichlet_all=True,
 )

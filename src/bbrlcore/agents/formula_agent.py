@@ -39,6 +39,21 @@ iteration of :func:`~bbrlcore.mdp.solvers.q_solve_rows`, whose dense evaluations
 nX-state model would cost nX³: its values meet the Q-iteration's stopping test instead
 of being the model's exact fixed point (within 0.01·γ/(1−γ) of it).
 
+**A prior that does not know the support** (``+dir<α>``,
+:mod:`bbrlcore.mdp.transition_prior`; issue 42): QMean's initial counts are the prior's,
+Dir(α) over every next state, so its model is the posterior mean
+:math:`(\alpha + c)/(S\alpha + n)` on a slot and :math:`\alpha/(S\alpha + n)` on each
+of the row's background states (:func:`._kernels.rows_model_init_all`: the agent's
+layout is the prior's support joined with its stored entries and the test MDPs', α on
+every slot; never a dense S×A×S array). It is solved by the BBRL Q-iteration of that
+model (warm, tolerance 0.01, at most T+1 sweeps: :func:`._kernels.q_iteration_all`,
+BEB's and e-Greedy's backup, the background's values through :math:`\sum_y V(y)` once a
+sweep; never the policy iteration's dense solves), the background paying no reward (the
+prior's rewards are all on slots). QSelf and QUniform do not read the prior's
+concentrations and are unchanged; no feature samples a model. OPPS-DS's training MDPs,
+drawn from Dir(α) over every state, are on the full layout (:func:`prior_episode`).
+Without the suffix everything is as above, bit for bit.
+
 **Formula failures**: an action whose formula value is undefined (NaN,
 log or square root of a negative, division by zero) scores −∞; if every action fails the
 choice is uniform. The kernel counts failed evaluations (one per action and decision)
@@ -70,7 +85,9 @@ from bbrlcore.agents._kernels import (
     env_reset,
     env_reward_rows,
     env_step_rows,
+    q_iteration_all,
     rows_model_init,
+    rows_model_init_all,
     rows_model_update,
 )
 from bbrlcore.agents._layout import Setting, setting
@@ -124,10 +141,15 @@ class Features:
     Rfull: np.ndarray
     #: QUniform decomposed: sum_y R(x, u, y) of the prior's dense rewards (else zeros)
     Rsum: np.ndarray
+    #: the prior's every-next-state concentration α (``+dir<α>``), 0.0 without it:
+    #: QMean is then the posterior mean of Dir(α) over all S states, slots and a
+    #: background (module docstring)
+    a_all: float = 0.0
 
     def args(self) -> tuple:
         return (self.theta, self.Rm, self.succ1, self.nsucc1, self.self_loop, self.Rm1,
-                self.to1, self.dense, self.usucc, self.unsucc, self.Rfull, self.Rsum)
+                self.to1, self.dense, self.usucc, self.unsucc, self.Rfull, self.Rsum,
+                self.a_all)
 
 
 def self_layout(test: Layout) -> Layout:
@@ -157,17 +179,25 @@ def features(prior: Any, st: Setting, test: Layout) -> Features:
         Rfull = np.zeros((1, 1, 1))
         Rsum = np.ascontiguousarray(prior.reward_row_sums, dtype=np.float64)
     c = np.ascontiguousarray
+    a_all = float(getattr(prior, "dirichlet_all", None) or 0.0)  # (+dir<α>: α)
     return Features(st.theta, st.Rm, lay1.succ, lay1.nsucc, c(selfc), c(Rm1), c(to1), dense,
-                    usucc, unsucc, Rfull, Rsum)
+                    usucc, unsucc, Rfull, Rsum, a_all)
 
 
 def prior_episode(prior: Any, gamma: float, horizon: int) -> Episode:
     """An :class:`Episode` whose environment is an MDP drawn from ``prior`` (its rewards
-    on the prior's support): OPPS-DS's training trajectories."""
+    on the prior's support): OPPS-DS's training trajectories. Under a Dirichlet on every
+    next state (``+dir<α>``) a drawn MDP can go anywhere: the environment is on the
+    **full** layout (every next state a slot; S²·A values per array, dense), its rewards
+    the prior's dense tables (every entry's, those outside the support included)."""
     lay = prior.support_layout
-    return Episode(np.asarray(prior.reward_rows), np.asarray(prior.reward_std_rows),
-                   prior.reward_type == "gaussian", int(prior.initial_state), float(gamma),
-                   int(horizon), succ=lay.succ, nsucc=lay.nsucc)
+    R, Rstd = np.asarray(prior.reward_rows), np.asarray(prior.reward_std_rows)
+    if getattr(prior, "dirichlet_all", None) is not None:
+        lay = rows.full(prior.n_states, prior.n_actions)
+        R = np.concatenate([b for _, _, b in prior.dense_blocks("reward")])
+        Rstd = np.concatenate([b for _, _, b in prior.dense_blocks("reward_std")])
+    return Episode(R, Rstd, prior.reward_type == "gaussian", int(prior.initial_state),
+                   float(gamma), int(horizon), succ=lay.succ, nsucc=lay.nsucc)
 
 
 @njit(cache=True, error_model="numpy")
@@ -230,16 +260,37 @@ def _uniform_solve(dense, N, Np, P, Rm, Rfull, Rsum, succ, nsucc, usucc, unsucc,
 
 
 @njit(cache=True, error_model="numpy")
+def _mean_init(theta, nsucc, a_all):
+    """QMean's counting model ``(N, Np, P)``: the prior's θ on the layout or, ``a_all``
+    > 0 (``+dir<α>``), the posterior mean of Dir(α) over every next state (slots and
+    background, :func:`._kernels.rows_model_init_all`)."""
+    if a_all > 0.0:
+        return rows_model_init_all(theta, nsucc, theta.shape[0], a_all)
+    return rows_model_init(theta, nsucc)
+
+
+@njit(cache=True, error_model="numpy")
+def _mean_solve(P, Np, Rm, succ, nsucc, a_all, gamma, horizon, Q):
+    """Solve QMean's model into ``Q`` (warm): :func:`~bbrlcore.mdp.solvers.q_solve_rows`
+    or, ``a_all`` > 0, the BBRL Q-iteration of the slots-plus-background mean model
+    (:func:`._kernels.q_iteration_all`, known rewards: the background pays none)."""
+    if a_all > 0.0:
+        q_iteration_all(P, Rm, succ, nsucc, Np, a_all, False, gamma, horizon, Q)
+    else:
+        q_solve_rows(P, Rm, succ, nsucc, gamma, horizon, Q)
+
+
+@njit(cache=True, error_model="numpy")
 def initial_q(succ, nsucc, theta, Rm, succ1, nsucc1, self_loop, Rm1, to1, dense, usucc,
-              unsucc, Rfull, Rsum, used, gamma, horizon):
+              unsucc, Rfull, Rsum, a_all, used, gamma, horizon):
     """Q of each used feature's initial model, solved from zero; shape (3, nX, nU).
-    ``succ``, ``nsucc``: the agent's layout; from ``theta`` to ``Rsum``:
+    ``succ``, ``nsucc``: the agent's layout; from ``theta`` to ``a_all``:
     :meth:`Features.args`."""
     nX, nU, K = theta.shape
     Q = np.zeros((3, nX, nU))
     if used[0]:
-        N, Np, Pm = rows_model_init(theta, nsucc)
-        q_solve_rows(Pm, Rm, succ, nsucc, gamma, horizon, Q[0])
+        N, Np, Pm = _mean_init(theta, nsucc, a_all)
+        _mean_solve(Pm, Np, Rm, succ, nsucc, a_all, gamma, horizon, Q[0])
     if used[1]:
         N, Np, Pm = rows_model_init(self_loop, nsucc1)
         q_solve_rows(Pm, Rm1, succ1, nsucc1, gamma, horizon, Q[1])
@@ -251,17 +302,62 @@ def initial_q(succ, nsucc, theta, Rm, succ1, nsucc1, self_loop, Rm1, to1, dense,
 
 
 @njit(cache=True, error_model="numpy")
+def _observe(used, x, u, k, y, succ, nsucc, Rm, succ1, nsucc1, Rm1, to1, dense, usucc,
+             unsucc, Rfull, Rsum, a_all, N0, Np0, P0, N1, Np1, P1, N2, Np2, P2, gamma,
+             horizon, Q):
+    """Observe the transition of slot ``k`` of row (x, u) (to ``y``) in each used
+    feature's counting model and re-solve it, warm, into ``Q`` (3, nX, nU)."""
+    if used[0]:
+        rows_model_update(N0, Np0, P0, nsucc, x, u, k)
+        _mean_solve(P0, Np0, Rm, succ, nsucc, a_all, gamma, horizon, Q[0])
+    if used[1]:
+        rows_model_update(N1, Np1, P1, nsucc1, x, u, to1[x, u, k])
+        q_solve_rows(P1, Rm1, succ1, nsucc1, gamma, horizon, Q[1])
+    if used[2]:
+        if dense:
+            rows_model_update(N2, Np2, P2, unsucc, x, u, y)
+        else:
+            N2[x, u, k] += 1.0
+            Np2[x, u] += 1.0
+        _uniform_solve(dense, N2, Np2, P2, Rm, Rfull, Rsum, succ, nsucc, usucc, unsucc,
+                       gamma, horizon, Q[2])
+
+
+@njit(cache=True, error_model="numpy")
+def replay_features(xs, us, ks, used, succ, nsucc, theta, Rm, succ1, nsucc1, self_loop,
+                    Rm1, to1, dense, usucc, unsucc, Rfull, Rsum, a_all, gamma, horizon):
+    """The features' Q (3, nX, nU) after the transitions ``(xs[i], us[i], slot ks[i])``
+    on the agent's layout were observed one by one: the reset solve and each step's
+    update and warm solve of :func:`formula_trajectory`, without an environment (its
+    feature values, for tests and diagnostics). Arguments from ``theta``:
+    :meth:`Features.args`."""
+    nX, nU, K = theta.shape
+    Q = initial_q(succ, nsucc, theta, Rm, succ1, nsucc1, self_loop, Rm1, to1, dense, usucc,
+                  unsucc, Rfull, Rsum, a_all, used, gamma, horizon)
+    N0, Np0, P0 = _mean_init(theta, nsucc, a_all)
+    N1, Np1, P1 = rows_model_init(self_loop, nsucc1)
+    N2, Np2, P2 = _uniform_init(dense, nX, nU, K, unsucc)
+    for i in range(xs.shape[0]):
+        x, u, k = xs[i], us[i], ks[i]
+        _observe(used, x, u, k, succ[x, u, k], succ, nsucc, Rm, succ1, nsucc1, Rm1, to1,
+                 dense, usucc, unsucc, Rfull, Rsum, a_all, N0, Np0, P0, N1, Np1, P1, N2,
+                 Np2, P2, gamma, horizon, Q)
+    return Q
+
+
+@njit(cache=True, error_model="numpy")
 def formula_trajectory(
     P, R, Rstd, gaussian, initial_state, gamma, horizon, codes, n_codes, used,
     succ, nsucc, theta, Rm, succ1, nsucc1, self_loop, Rm1, to1, dense, usucc, unsucc,
-    Rfull, Rsum, Qinit, solve_reset, stop_on_failure, rewards, episode_length,
+    Rfull, Rsum, a_all, Qinit, solve_reset, stop_on_failure, rewards, episode_length,
 ):  # fmt: skip
     """One trajectory of the formula agent on MDP ``P`` (numba RNG already seeded),
     writing the reward of step ``t`` into ``rewards[t]``.
 
     ``P``, ``R``, ``Rstd`` are the environment's values on the agent's layout
     (``succ``, ``nsucc``); the arguments from ``theta`` to ``Rsum`` are
-    :meth:`Features.args`'s. ``Qinit`` holds the features' Q at reset when
+    :meth:`Features.args`'s (``a_all`` > 0: QMean on the posterior of a Dirichlet on
+    every next state). ``Qinit`` holds the features' Q at reset when
     ``solve_reset`` is False (OPPS-DS training reuses the prior's solution, identical for
     every pull); otherwise the reset solves each used feature from zero.
     ``episode_length`` H > 0: back to the initial state after every H steps, the models
@@ -271,12 +367,12 @@ def formula_trajectory(
     x = env_reset(initial_state, nX)
     Q = np.zeros((3, nX, nU))
     # counting models of the used features (unused ones keep zero Q and are never solved)
-    N0, Np0, P0 = rows_model_init(theta, nsucc)
+    N0, Np0, P0 = _mean_init(theta, nsucc, a_all)
     N1, Np1, P1 = rows_model_init(self_loop, nsucc1)
     N2, Np2, P2 = _uniform_init(dense, nX, nU, K, unsucc)
     if solve_reset:
         if used[0]:
-            q_solve_rows(P0, Rm, succ, nsucc, gamma, horizon, Q[0])
+            _mean_solve(P0, Np0, Rm, succ, nsucc, a_all, gamma, horizon, Q[0])
         if used[1]:
             q_solve_rows(P1, Rm1, succ1, nsucc1, gamma, horizon, Q[1])
         if used[2]:
@@ -307,20 +403,9 @@ def formula_trajectory(
         rewards[t] = r
         ret += disc * r
         disc *= gamma
-        if used[0]:
-            rows_model_update(N0, Np0, P0, nsucc, x, u, k)
-            q_solve_rows(P0, Rm, succ, nsucc, gamma, horizon, Q[0])
-        if used[1]:
-            rows_model_update(N1, Np1, P1, nsucc1, x, u, to1[x, u, k])
-            q_solve_rows(P1, Rm1, succ1, nsucc1, gamma, horizon, Q[1])
-        if used[2]:
-            if dense:
-                rows_model_update(N2, Np2, P2, unsucc, x, u, y)
-            else:
-                N2[x, u, k] += 1.0
-                Np2[x, u] += 1.0
-            _uniform_solve(dense, N2, Np2, P2, Rm, Rfull, Rsum, succ, nsucc, usucc, unsucc,
-                           gamma, horizon, Q[2])
+        _observe(used, x, u, k, y, succ, nsucc, Rm, succ1, nsucc1, Rm1, to1, dense, usucc,
+                 unsucc, Rfull, Rsum, a_all, N0, Np0, P0, N1, Np1, P1, N2, Np2, P2, gamma,
+                 horizon, Q)
         x = y
         left -= 1
         if left == 0:  # the episode's end: back to the initial state (models kept)
@@ -333,7 +418,7 @@ def formula_trajectory(
 def play_formula(
     P, R, Rstd, gaussian, initial_state, gamma, horizon, seed, codes, used,
     succ, nsucc, theta, Rm, succ1, nsucc1, self_loop, Rm1, to1, dense, usucc, unsucc,
-    Rfull, Rsum, rewards, episode_length,
+    Rfull, Rsum, a_all, rewards, episode_length,
 ):  # fmt: skip
     """One test trajectory (reset solve included), seeded with ``seed``; the reward of
     step ``t`` goes to ``rewards[t]``. Arguments as :func:`formula_trajectory`'s."""
@@ -342,7 +427,7 @@ def play_formula(
     return formula_trajectory(
         P, R, Rstd, gaussian, initial_state, gamma, horizon, codes, codes.shape[0], used,
         succ, nsucc, theta, Rm, succ1, nsucc1, self_loop, Rm1, to1, dense, usucc, unsucc,
-        Rfull, Rsum, Qdummy, True, False, rewards, episode_length,
+        Rfull, Rsum, a_all, Qdummy, True, False, rewards, episode_length,
     )  # fmt: skip
 
 

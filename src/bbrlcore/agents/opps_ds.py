@@ -40,6 +40,22 @@ strategies for single trajectory reinforcement learning", EWRL 2012; Castronovo 
 Cesa-Bianchi and Fischer, "Finite-time analysis of the multiarmed bandit problem",
 Machine Learning 47, 2002 (UCB1).
 
+**A prior that does not know the support** (``+dir<α>``,
+:mod:`bbrlcore.mdp.transition_prior`; issue 42). Offline, a pull draws its MDP from the
+prior as stated: every row :math:`\mathrm{Dir}(\alpha, \ldots, \alpha)` over all S next
+states (``dirichlet_row`` on α, the pull's stream; the distribution's own ``draw_mdp``
+and ``draw_rows`` draw on the family's support and are not used). Such an MDP can go
+anywhere, so the training runs on the **full** layout: the drawn MDP, the prior's
+rewards (its dense tables) and the three features' models are dense S×A×S arrays, about
+15 of 8·S²·A bytes (measured 1.35 MB of set-up arrays on DeepSea-10, S = 102, A = 2,
+plus the trajectory's models: about 2.5 MB in all; DeepSea-20, S = 402: about 40 MB),
+and a pull's step sweeps S²·A terms (24 pulls of 50 steps on UDeepSea-10+dir0.3235:
+0.12 s against 0.005 s on UDeepSea-10). Its QMean is the posterior mean of Dir(α) over
+every next state, as online. Online the learned formula agent plays as
+:mod:`bbrlcore.agents.formula` does under ``+dir`` (QMean on the sparse slots plus a
+background, no dense array). A checkpoint records α (a training under another prior is
+refused).
+
 **Rewards.** OPPS-DS's formulas are computed from Q-functions of the prior's reward
 table; it needs known rewards, and a prior whose rewards are unknown (``+rbeta``,
 ``+rnig``: :mod:`bbrlcore.mdp.reward_prior`) is refused in one line naming it and the
@@ -177,15 +193,16 @@ def opps_batch(
     mu, npull, disc, st, c, base, max_attempts,
     codes, lengths, used, R, Rstd, gaussian, initial_state, gamma, horizon, Qinit,
     succ, nsucc, theta, Rm, succ1, nsucc1, self_loop, Rm1, to1, dense, usucc, unsucc,
-    Rfull, Rsum,
+    Rfull, Rsum, a_all,
 ):  # fmt: skip
     """Run up to ``max_attempts`` UCB1 pulls of OPPS-DS; returns the number run.
 
     A pull draws an MDP from the prior on its support's rows (``succ``, ``nsucc``: a
     Dirichlet row per state-action pair, over the slots of positive ``theta`` in
-    increasing order, the draws of a dense row's) and plays the arm's formula agent on
-    it (``R``, ``Rstd``: the prior's rewards on those rows; the arguments from ``theta``
-    on: :meth:`bbrlcore.agents.formula_agent.Features.args`)."""
+    increasing order, the draws of a dense row's; under ``+dir<α>`` the layout is full
+    and ``theta`` is α on every slot: Dir(α) over all S next states) and plays the arm's
+    formula agent on it (``R``, ``Rstd``: the prior's rewards on those rows; the
+    arguments from ``theta`` on: :meth:`bbrlcore.agents.formula_agent.Features.args`)."""
     nX, nU, K = theta.shape
     P = np.zeros((nX, nU, K))
     rewards = np.empty(horizon)  # (a pull's rewards: not kept)
@@ -203,7 +220,7 @@ def opps_batch(
             P, R, Rstd, gaussian, initial_state, gamma, horizon,
             codes[arm], lengths[arm], used[arm],
             succ, nsucc, theta, Rm, succ1, nsucc1, self_loop, Rm1, to1, dense, usucc,
-            unsucc, Rfull, Rsum, Qinit[arm], False, True, rewards, 0,
+            unsucc, Rfull, Rsum, a_all, Qinit[arm], False, True, rewards, 0,
         )  # fmt: skip
         ucb1_record(mu, npull, disc, st, arm, ret, fails == 0)
         done += 1
@@ -275,6 +292,8 @@ def _fingerprint(prior, agent_id: str, fs: F.FormulaSet, ctx: TrainContext) -> s
         for _, _, block in prior.dense_blocks(which):  # a time (never the whole array)
             h.update(block.tobytes())
     h.update(str(prior.initial_state).encode())
+    if getattr(prior, "dirichlet_all", None) is not None:  # (+dir<α>: another prior)
+        h.update(f"dirichlet_all={float(prior.dirichlet_all)!r}".encode())
     h.update("\n".join(fs.rpn).encode())
     rec = {"agent": agent_id, "prior": h.hexdigest(), "seed": int(ctx.seed),
            "gamma": float(ctx.gamma), "horizon": int(ctx.horizon)}
@@ -356,7 +375,8 @@ def train(prior, params: dict[str, Any], ctx: TrainContext) -> Trained:
     K = len(fs)
     if K == 0:
         raise BBRLError(f"formula_set={params['formula_set']}: empty formula set")
-    # the agents' layout: the prior's support (every MDP drawn from it lives there)
+    # the agents' layout: the prior's support (every MDP drawn from it lives there; under
+    # +dir<α> the full layout)
     st, fe = prior_features(prior, float(ctx.gamma), int(ctx.horizon))
     fargs = fe.args()
     gaussian, x0 = prior.reward_type == "gaussian", int(prior.initial_state)
@@ -437,7 +457,11 @@ SET_SIZES = {"F2": 12, "F3": 43, "F4": 226, "F5": 1210, "F6": 7330}
 def _mean_backups(prior) -> float:
     """Terms of a sweep of the three features' models (θ, self-loops, ones), averaged:
     the formula learned offline decides which are solved, unknown before training
-    (:func:`bbrlcore.agents.formula_agent.model_sizes`)."""
+    (:func:`bbrlcore.agents.formula_agent.model_sizes`). Under ``+dir<α>`` the training
+    MDPs are on the full layout: S²·A terms each (and the S²·A Gamma variates of a
+    draw)."""
+    if getattr(prior, "dirichlet_all", None) is not None:
+        return 2.0 * float(prior.n_states) ** 2 * prior.n_actions
     return float(np.mean(model_sizes(prior)[:3]))
 
 
@@ -491,4 +515,5 @@ ALGORITHM = Algorithm(
     offline_cost_features=offline_cost_features,
     sparse=True,
     episodic=True,
+    dirichlet_all=True,
 )

@@ -138,10 +138,11 @@ indicators are not available under it (the indicator players sample sparse rows)
 Which built-ins take it: PSRL; e-Greedy, Soft-max and BEB (the posterior mean: a slot
 :math:`(\alpha + c)/(S\alpha + n)`, a background state :math:`\alpha/(S\alpha + n)`,
 :func:`bbrlcore.agents._kernels.q_iteration_all`,
-:func:`~bbrlcore.agents._kernels.guez_value_iteration_all`); UCRL2 (its confidence
-sets over every next state); MBIE-EB, Q-learning-UCB, Random and Optimal, which never
-read the transition prior; the others refuse it in one line
-(:attr:`~bbrlcore.agents.base.Algorithm.dirichlet_all`).
+:func:`~bbrlcore.agents._kernels.guez_value_iteration_all`); the formula agents and
+OPPS-DS (their QMean feature on that posterior mean; OPPS-DS trains on MDPs drawn from
+Dir(α) over every next state); UCRL2 (its confidence sets over every next state);
+MBIE-EB, Q-learning-UCB, Random and Optimal, which never read the transition prior;
+the others refuse it in one line (:attr:`~bbrlcore.agents.base.Algorithm.dirichlet_all`).
 
 Parameters: ``schedule`` (``doubling`` or ``fixed``; not given: per episode in an
 episodic interaction, ``doubling`` in a continuing one) and ``period`` (int ≥ 1, the

@@ -38,11 +38,13 @@ posterior mean (:func:`bbrlcore.agents._kernels.q_iteration_all`: the background
 values enter through :math:`\sum_y V(y)`, once per sweep), and so does BEB, with its
 bonus :math:`\beta/(1 + S\alpha + n)` on every transition of the pair
 (:func:`bbrlcore.agents._kernels.guez_value_iteration_all`, :mod:`bbrlcore.agents.beb`);
+the formula agents and OPPS-DS compute their QMean feature on it (OPPS-DS's training
+MDPs are drawn from Dir(α) over every next state, dense: :mod:`bbrlcore.agents.opps_ds`);
 UCRL2 and UCRL2-B, which know no support as published, take the distributions over all
 S next states into their confidence sets (the full layout, S²·A memory; α does not
 enter them, :mod:`bbrlcore.agents.ucrl2`); MBIE-EB, Q-learning-UCB, Random and Optimal
-never read the transition prior. The others (BOSS, SBOSS, BOLT, BAMCP, BFS3, OPPS-DS,
-the formula agents and plugins unless they set ``dirichlet_all = True``) plan on a
+never read the transition prior. The others (BOSS, SBOSS, BOLT, BAMCP, BFS3 and
+plugins unless they set ``dirichlet_all = True``) plan on a
 support and refuse it in one line before anything runs
 (:attr:`bbrlcore.agents.base.Algorithm.dirichlet_all`).
 
