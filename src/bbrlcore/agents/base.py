@@ -500,7 +500,7 @@ def check_reward_prior(name: str, supported: tuple[str, ...], prior: Any,
 
 #: The built-ins that take a prior with a Dirichlet on every next state (``+dir<α>``).
 DIRICHLET_ALL_BUILTINS = ("psrl", "e-greedy", "soft-max", "beb", "ucrl2", "mbie-eb",
-                          "q-learning-ucb", "random", "optimal")
+                          "q-learning-ucb", "random", "optimal", "boss", "sboss", "bolt")
 
 
 def check_dirichlet_all(name: str, supported: bool, prior: Any, source: str = "") -> None:
@@ -509,10 +509,10 @@ def check_dirichlet_all(name: str, supported: bool, prior: Any, source: str = ""
     take one (``supported`` False).
 
     >>> from bbrlcore.mdp import distributions as D
-    >>> check_dirichlet_all("bolt", False, D.load("UGC+dir0.5"))
+    >>> check_dirichlet_all("my-agent", False, D.load("UGC+dir0.5"))
     Traceback (most recent call last):
     ...
-    bbrlcore.errors.BBRLError: bolt cannot use the prior UGC+dir0.5: it does not know ... psrl, ...
+    bbrlcore.errors.BBRLError: my-agent cannot use the prior UGC+dir0.5: it does not know ... psrl, ...
     """
     if supported or getattr(prior, "dirichlet_all", None) is None:
         return

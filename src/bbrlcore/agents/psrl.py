@@ -140,7 +140,8 @@ Which built-ins take it: PSRL; e-Greedy, Soft-max and BEB (the posterior mean: a
 :func:`bbrlcore.agents._kernels.q_iteration_all`,
 :func:`~bbrlcore.agents._kernels.guez_value_iteration_all`); UCRL2 (its confidence
 sets over every next state); MBIE-EB, Q-learning-UCB, Random and Optimal, which never
-read the transition prior; the others refuse it in one line
+read the transition prior; BOSS, SBOSS and BOLT (on the full layout: :mod:`.boss`,
+:mod:`.sboss`, :mod:`.bolt`); the others refuse it in one line
 (:attr:`~bbrlcore.agents.base.Algorithm.dirichlet_all`).
 
 Parameters: ``schedule`` (``doubling`` or ``fixed``; not given: per episode in an

@@ -41,7 +41,10 @@ bonus :math:`\beta/(1 + S\alpha + n)` on every transition of the pair
 UCRL2 and UCRL2-B, which know no support as published, take the distributions over all
 S next states into their confidence sets (the full layout, S²·A memory; α does not
 enter them, :mod:`bbrlcore.agents.ucrl2`); MBIE-EB, Q-learning-UCB, Random and Optimal
-never read the transition prior. The others (BOSS, SBOSS, BOLT, BAMCP, BFS3, OPPS-DS,
+never read the transition prior; BOSS and SBOSS sample it exactly and BOLT plans on its
+mean with its imagined transitions to any of the S next states, all three on the full
+layout (:mod:`bbrlcore.agents.boss`, :mod:`~bbrlcore.agents.sboss`,
+:mod:`~bbrlcore.agents.bolt`). The others (BAMCP, BFS3, OPPS-DS,
 the formula agents and plugins unless they set ``dirichlet_all = True``) plan on a
 support and refuse it in one line before anything runs
 (:attr:`bbrlcore.agents.base.Algorithm.dirichlet_all`).
