@@ -66,7 +66,7 @@ def test_boss_one_sample_never_resampled_is_psrl_continuing_under_dir():
                         n_mdps=3)
         psrl = _returns("psrl", {"schedule": "fixed", "period": str(horizon)}, D.load(prior),
                         test, seeds, horizon, n_mdps=3)
-        for b, p in zip(boss, psrl):
+        for b, p in zip(boss, psrl, strict=True):
             assert b[0] == p[0] and np.array_equal(b[1], p[1]), prior
             assert b[2].tolist() == p[2].tolist() == [1]
 

@@ -249,9 +249,10 @@ def test_cli_trains_and_runs_psrl_under_colosseums_prior(capsys, tmp_path):
         assert rc == 0 and "2 trajectories" in out, err
         run = pl.read_parquet(tmp_path / f"{test}-r.parquet")
         assert run["resamples"].min() >= 2
+    # (BOLT takes +dir since issue 42, not unknown rewards: still one line naming the prior)
     rc, _, err = bbrl("train", "--agent", "bolt", "--param", "eta=1", "--prior",
-                      "UGC+dir0.5", "-o", tmp_path / "x.parquet")
-    assert rc == 2 and len(err.strip().splitlines()) == 1 and "UGC+dir0.5" in err
+                      "UGC+dir0.5+rbeta", "-o", tmp_path / "x.parquet")
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "UGC+dir0.5+rbeta" in err
 
 
 def test_plan_reads_the_suffix_on_accurate_and_uniform(tmp_path):
@@ -269,8 +270,8 @@ def test_plan_reads_the_suffix_on_accurate_and_uniform(tmp_path):
     with pytest.raises(BBRLError) as exc:
         P.load(cfg)
     assert "\n" not in str(exc.value) and "uniform+dir0" in str(exc.value)
-    cfg["experiments"] = [{"test": "GC", "prior": "uniform+dir0.5"}]
-    cfg["algorithms"] = {"bolt": {"eta": 1.0}}
+    cfg["experiments"] = [{"test": "GC", "prior": "uniform+dir0.5+rbeta"}]
+    cfg["algorithms"] = {"bolt": {"eta": 1.0}}  # (+dir taken, unknown rewards not)
     with pytest.raises(BBRLError) as exc:
         P.load(cfg)
     assert "\n" not in str(exc.value) and "bolt" in str(exc.value)

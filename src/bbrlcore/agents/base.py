@@ -509,10 +509,10 @@ def check_dirichlet_all(name: str, supported: bool, prior: Any, source: str = ""
     take one (``supported`` False).
 
     >>> from bbrlcore.mdp import distributions as D
-    >>> check_dirichlet_all("my-agent", False, D.load("UGC+dir0.5"))
+    >>> check_dirichlet_all("mine", False, D.load("UGC+dir0.5"))
     Traceback (most recent call last):
     ...
-    bbrlcore.errors.BBRLError: my-agent cannot use the prior UGC+dir0.5: it does not know ... psrl, ...
+    bbrlcore.errors.BBRLError: mine cannot use the prior UGC+dir0.5: it does not know ... psrl, ...
     """
     if supported or getattr(prior, "dirichlet_all", None) is None:
         return
