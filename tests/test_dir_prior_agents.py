@@ -132,3 +132,24 @@ def test_sboss_merged_size_at_the_prior_is_the_dense_priors():
                                  (5, 3, 0.5, 10.0, True), (7, 2, 0.3235, 1e-3, False)):
         dense = merged_size(np.full((S, A, S), a), eps, compat)
         assert merged_size_all(S, A, a, eps, compat) == dense
+
+
+@pytest.mark.parametrize("name,params", [("boss", {"K": "2", "B": "2"}),
+                                         ("sboss", {"epsilon": "0.01", "delta": "0.5"}),
+                                         ("bolt", {"eta": "2"})])
+def test_cost_features_count_the_full_layout(name, params):
+    alg = registry.get(name)
+    p = alg.parse_params(params)
+    test = D.load_test("DeepSea-4")
+    plain = alg.cost_features(p, D.load("UDeepSea-4"), test, 0.95, 100)
+    full = alg.cost_features(p, D.load("UDeepSea-4+dir0.5"), test, 0.95, 100)
+    prior = D.load("UDeepSea-4")
+    S, A, nnz = prior.n_states, prior.n_actions, prior.support_layout.nnz
+    key = "backups" if name == "bolt" else "entries"
+    if name == "boss":  # the same samplings, each over S·A·S transitions, not the support's
+        assert full["rebuilds"] == plain["rebuilds"]
+        assert full[key] == pytest.approx(plain[key] * S * A * S / nnz)
+    elif name == "bolt":  # two passes over every transition of the full model a step
+        assert full[key] == 2.0 * 100 * S * A * S
+    else:  # at least one sample of S slots per pair at every rebuild
+        assert full[key] >= full["rebuilds"] * S * A * S > plain[key]

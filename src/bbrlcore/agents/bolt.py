@@ -77,7 +77,9 @@ model and the rewards **densely**, on the full layout (every next state a slot o
 concentration α plus its counts; the rewards the prior's, 0 outside its stored
 transitions), and plans exactly as above on it: a sweep costs two passes over S·A·S
 transitions, an evaluation the same (S, S) solve. Memory :func:`dir_bytes`
-(:math:`40 S^2 A` bytes and the LU buffer), refused in one line above 16 GB. BOLT has no
+(:math:`40 S^2 A` bytes and the LU buffer), refused in one line above 16 GB. Measured
+on DeepSea-10 (102 states), 100 episodes, η = 10: 200 ms a trajectory under
+``UDeepSea-10+dir0.3235`` against 55 ms under ``UDeepSea-10``. BOLT has no
 indicator player (Colosseum's expected indicators are not available for it, under any
 prior).
 

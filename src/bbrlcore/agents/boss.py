@@ -81,8 +81,10 @@ first from the prior's dense mean model): ``K = 1, B = 0`` still plays exactly P
 continuing form with one sample per trajectory. Cost per sampling: :math:`K S^2 A`
 Gamma variates and a solve over as many transitions; memory :func:`dir_bytes`
 (:math:`8 S^2 A (4 + K)` bytes and the (S, S) LU buffer), refused in one line above
-16 GB. BOSS has no indicator player (Colosseum's expected indicators are not available
-for it, under any prior).
+16 GB. Measured on DeepSea-10 (102 states), 100 episodes, B = 2: 64 ms a trajectory
+under ``UDeepSea-10+dir0.3235`` against 0.7 ms under ``UDeepSea-10`` (K = 1), 286 ms
+against 31 ms (K = 3). BOSS has no indicator player (Colosseum's expected indicators
+are not available for it, under any prior).
 
 **Rewards.** BOSS merges sampled transition models that pay the prior's rewards; it
 needs known rewards, and a prior whose rewards are unknown (``+rbeta``, ``+rnig``:
