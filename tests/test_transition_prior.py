@@ -206,8 +206,9 @@ def test_algorithms_that_never_read_the_transition_prior_take_it(name, params, e
     assert np.array_equal(a[0][1], b[0][1])  # (it reads no transition prior: the same)
 
 
-#: The built-ins that plan on a support and refuse ``+dir`` (issue 42 took BEB and UCRL2).
-REFUSING = ("bamcp", "bfs3", "bolt", "boss", "sboss")
+#: The built-ins that plan on a support and refuse ``+dir``: none since issue 42 (BEB and
+#: UCRL2, then BOSS, SBOSS, BOLT, BAMCP, BFS3, the formula agents and OPPS-DS took it).
+REFUSING: tuple[str, ...] = ()
 
 
 def test_every_builtin_takes_it_or_refuses_it():
@@ -219,13 +220,16 @@ def test_every_builtin_takes_it_or_refuses_it():
         assert registry.get(name).dirichlet_all, name
 
 
-@pytest.mark.parametrize("name", REFUSING)
-def test_the_others_refuse_it_in_one_line(name):
-    alg = registry.get(name)
+def test_an_algorithm_on_a_support_refuses_it_in_one_line():
+    """No built-in refuses it any more; one that plans on a support (a plugin without
+    ``dirichlet_all``) is refused in one line naming it and the prior."""
+    from bbrlcore.agents.base import check_dirichlet_all
+
+    assert not REFUSING
     with pytest.raises(BBRLError) as exc:
-        alg.check_setting({}, D.load("UGC+dir0.5"), 0.95, 10)
+        check_dirichlet_all("mine", False, D.load("UGC+dir0.5"))
     msg = str(exc.value)
-    assert "\n" not in msg and name in msg and "UGC+dir0.5" in msg, msg
+    assert "\n" not in msg and "mine" in msg and "UGC+dir0.5" in msg, msg
 
 
 def test_cli_trains_and_runs_psrl_under_colosseums_prior(capsys, tmp_path):
@@ -248,9 +252,10 @@ def test_cli_trains_and_runs_psrl_under_colosseums_prior(capsys, tmp_path):
         assert rc == 0 and "2 trajectories" in out, err
         run = pl.read_parquet(tmp_path / f"{test}-r.parquet")
         assert run["resamples"].min() >= 2
+    # (BOLT takes +dir since issue 42, not unknown rewards: still one line naming the prior)
     rc, _, err = bbrl("train", "--agent", "bolt", "--param", "eta=1", "--prior",
-                      "UGC+dir0.5", "-o", tmp_path / "x.parquet")
-    assert rc == 2 and len(err.strip().splitlines()) == 1 and "UGC+dir0.5" in err
+                      "UGC+dir0.5+rbeta", "-o", tmp_path / "x.parquet")
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "UGC+dir0.5+rbeta" in err
 
 
 def test_plan_reads_the_suffix_on_accurate_and_uniform(tmp_path):
@@ -268,8 +273,8 @@ def test_plan_reads_the_suffix_on_accurate_and_uniform(tmp_path):
     with pytest.raises(BBRLError) as exc:
         P.load(cfg)
     assert "\n" not in str(exc.value) and "uniform+dir0" in str(exc.value)
-    cfg["experiments"] = [{"test": "GC", "prior": "uniform+dir0.5"}]
-    cfg["algorithms"] = {"bolt": {"eta": 1.0}}
+    cfg["experiments"] = [{"test": "GC", "prior": "uniform+dir0.5+rbeta"}]
+    cfg["algorithms"] = {"bolt": {"eta": 1.0}}  # (+dir taken, unknown rewards not)
     with pytest.raises(BBRLError) as exc:
         P.load(cfg)
     assert "\n" not in str(exc.value) and "bolt" in str(exc.value)

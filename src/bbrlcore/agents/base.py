@@ -351,7 +351,8 @@ class Algorithm:
     #: Whether its players use a prior that does not know the transitions' support, a
     #: Dirichlet on every next state (``+dir<α>``, :mod:`bbrlcore.mdp.transition_prior`):
     #: True for an algorithm that handles it (PSRL samples it, e-Greedy, Soft-max and BEB
-    #: plan on its posterior mean, UCRL2 lets its confidence sets hold every next state)
+    #: plan on its posterior mean, UCRL2 lets its confidence sets hold every next state,
+    #: BOSS, SBOSS and BOLT hold their posterior on the full S×A×S layout)
     #: or never reads the transition prior (Random, Q-learning-UCB,
     #: MBIE-EB, Optimal); False (the default): such a prior is refused for it, in one
     #: line, by :meth:`check_setting` (:data:`DIRICHLET_ALL_BUILTINS`).
@@ -500,7 +501,8 @@ def check_reward_prior(name: str, supported: tuple[str, ...], prior: Any,
 
 #: The built-ins that take a prior with a Dirichlet on every next state (``+dir<α>``).
 DIRICHLET_ALL_BUILTINS = ("psrl", "e-greedy", "soft-max", "beb", "ucrl2", "mbie-eb",
-                          "q-learning-ucb", "random", "optimal", "formula", "opps-ds")
+                          "q-learning-ucb", "random", "optimal", "boss", "sboss", "bolt",
+                          "bamcp", "bfs3", "formula", "opps-ds")
 
 
 def check_dirichlet_all(name: str, supported: bool, prior: Any, source: str = "") -> None:
@@ -509,10 +511,10 @@ def check_dirichlet_all(name: str, supported: bool, prior: Any, source: str = ""
     take one (``supported`` False).
 
     >>> from bbrlcore.mdp import distributions as D
-    >>> check_dirichlet_all("bolt", False, D.load("UGC+dir0.5"))
+    >>> check_dirichlet_all("mine", False, D.load("UGC+dir0.5"))
     Traceback (most recent call last):
     ...
-    bbrlcore.errors.BBRLError: bolt cannot use the prior UGC+dir0.5: it does not know ... psrl, ...
+    bbrlcore.errors.BBRLError: mine cannot use the prior UGC+dir0.5: it does not know ... psrl, ...
     """
     if supported or getattr(prior, "dirichlet_all", None) is None:
         return

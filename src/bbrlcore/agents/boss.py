@@ -67,6 +67,25 @@ with the test set's γ.
 Paper: J. Asmuth, L. Li, M. L. Littman, A. Nouri and D. Wingate, "A Bayesian sampling
 approach to exploration in reinforcement learning", UAI 2009.
 
+**A prior that does not know the support** (``+dir<α>``,
+:mod:`bbrlcore.mdp.transition_prior`; issue 42): the transition prior is
+:math:`\mathrm{Dir}(\alpha, \ldots, \alpha)` over all S next states of every pair, and row
+(x, u)'s posterior :math:`\mathrm{Dir}(\alpha + c(x,u,\cdot))`. BOSS then keeps the
+posterior, the samples and the rewards **densely**, on the full layout (every next state
+a slot of concentration α plus its counts; the rewards the prior's, 0 outside its stored
+transitions), so a sampling draws one Gamma variate per state of every row, a sample is
+exact in distribution, and the merged model of K samples and its solver are the ones
+above, over all S next states. With ``K = 1`` a sampling is PSRL's under the same prior
+(:func:`~.psrl.sample_rows_all`, then BEB's solver on the dense sample, warm-started at
+first from the prior's dense mean model): ``K = 1, B = 0`` still plays exactly PSRL's
+continuing form with one sample per trajectory. Cost per sampling: :math:`K S^2 A`
+Gamma variates and a solve over as many transitions; memory :func:`dir_bytes`
+(:math:`8 S^2 A (4 + K)` bytes and the (S, S) LU buffer), refused in one line above
+16 GB. Measured on DeepSea-10 (102 states), 100 episodes, B = 2: 64 ms a trajectory
+under ``UDeepSea-10+dir0.3235`` against 0.7 ms under ``UDeepSea-10`` (K = 1), 286 ms
+against 31 ms (K = 3). BOSS has no indicator player (Colosseum's expected indicators
+are not available for it, under any prior).
+
 **Rewards.** BOSS merges sampled transition models that pay the prior's rewards; it
 needs known rewards, and a prior whose rewards are unknown (``+rbeta``, ``+rnig``:
 :mod:`bbrlcore.mdp.reward_prior`) is refused in one line naming it and the prior
@@ -74,6 +93,8 @@ needs known rewards, and a prior whose rewards are unknown (``+rbeta``, ``+rnig`
 """
 
 from __future__ import annotations
+
+from types import SimpleNamespace
 
 import numpy as np
 from numba import njit
@@ -91,9 +112,10 @@ from bbrlcore.agents._posterior import (
     sampling_setup,
 )
 from bbrlcore.agents.api import CompiledAgent
-from bbrlcore.agents.base import Param, at_least_one
+from bbrlcore.agents.base import MAX_AGENT_MEMORY_BYTES, Param, at_least_one
+from bbrlcore.agents.psrl import full_rows, sample_rows_all, scatter_rows
 from bbrlcore.agents.sboss import MAX_SAMPLE_ENTRIES, mean_rows, warm_pi_steps
-from bbrlcore.mdp.solvers import GUEZ_TOLERANCE, lu_affordable
+from bbrlcore.mdp.solvers import GUEZ_TOLERANCE, guez_policy_iteration_rows, lu_affordable
 
 # ctr slots of the per-trajectory state
 _RESAMPLE, _RESAMPLES = 0, 1
@@ -119,7 +141,11 @@ def _reset(setup):
 def _act(state, x):
     alpha, visits, succ, nsucc, K, Rm, Ps, V, pi, act, A, b, rs, ctr, fpar, ipar = state
     if ctr[_RESAMPLE]:
-        if ipar[0] == 1:  # one sample: PSRL's sampler and solver
+        if ipar[0] == 1 and ipar[3]:  # one sample under +dir: PSRL's dense sampler, solver
+            sample_rows_all(alpha, succ, nsucc, 0.0, np.arange(alpha.shape[0]), Ps, rs)
+            guez_policy_iteration_rows(Ps, Rm, succ, nsucc, fpar[0], fpar[1], V, pi, A, b)
+            act[:] = pi
+        elif ipar[0] == 1:  # one sample: PSRL's sampler and solver
             sample_and_solve(alpha, succ, nsucc, Rm, fpar[0], fpar[1], Ps, V, pi, A, b, rs)
             act[:] = pi
         else:
@@ -209,8 +235,10 @@ def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict
     K = int(params["K"])
     lay = prior.support_layout
     nnz = lay.nnz
-    B = float(nnz)
     nX = prior.n_states
+    if getattr(prior, "dirichlet_all", None) is not None:  # (dense samples and solves;
+        nnz = nX * prior.n_actions * nX  # the sweeps' probe below stays the support's)
+    B = float(nnz)
     out = {"trajectory": 1.0, "steps": float(horizon), "rebuilds": n,
            "entries": n * K * B, "rebuild_states": n * nX * prior.n_actions * K}
     lu_solves = lu_affordable(nX, nnz) if K == 1 else warm_pi_steps(nX, nnz) > 0
@@ -238,8 +266,18 @@ def _non_negative_int(v: int) -> str | None:
 
 def merged_size(prior, K: int) -> int:
     """Probabilities stored by a merged model of K samples at the prior (K per
-    transition of the prior's support)."""
+    transition of the prior's support; under ``+dir<α>`` K per transition of the full
+    S×A×S model)."""
+    if getattr(prior, "dirichlet_all", None) is not None:
+        return int(K) * int(prior.n_states) ** 2 * int(prior.n_actions)
     return int(K) * int(prior.support_layout.nnz)
+
+
+def dir_bytes(nX: int, nU: int, K: int) -> int:
+    """Memory of BOSS under a Dirichlet on every next state (``+dir<α>``): the dense
+    prior, posterior, rewards and successors and the K samples (8 bytes each per
+    transition of the S×A×S model) and the (S, S) buffer of the LU evaluations."""
+    return 8 * nX * nU * nX * (4 + int(K)) + 8 * nX * nX
 
 
 def _setting_check(params: dict, prior, gamma: float, horizon: int) -> str | None:
@@ -249,6 +287,12 @@ def _setting_check(params: dict, prior, gamma: float, horizon: int) -> str | Non
     if size > MAX_SAMPLE_ENTRIES:
         return (f"the merged model would hold {size:,} sampled probabilities (limit "
                 f"{MAX_SAMPLE_ENTRIES:,}, 8 bytes each): choose a smaller K")
+    if getattr(prior, "dirichlet_all", None) is not None:
+        need = dir_bytes(int(prior.n_states), int(prior.n_actions), int(params["K"]))
+        if need > MAX_AGENT_MEMORY_BYTES:
+            return (f"under a Dirichlet on every next state the posterior and the samples "
+                    f"are held densely, {need / 2**30:.1f} GB for {prior.n_states} states, "
+                    f"above {MAX_AGENT_MEMORY_BYTES / 2**30:.0f} GB")
     return None
 
 
@@ -269,13 +313,30 @@ class BOSS(CompiledAgent):
     act = _act
     observe = _observe
     counter_values = _counters
+    dirichlet_all = True  # (+dir<α>: dense rows, the module docstring)
 
     def setup(self) -> tuple:
-        # the merged solver's policy-iteration warm start (LU evaluations): only on models
-        # small enough, and dense enough, for them (SBOSS's rule)
-        pi_steps = warm_pi_steps(self.n_states, self.layout.nnz)
-        ipar = np.array([int(self.p["K"]), int(self.p["B"]), pi_steps], dtype=np.int64)
-        return sampling_setup(self, ipar)
+        a_all = getattr(self.prior, "dirichlet_all", None)
+        if a_all is None:
+            # the merged solver's policy-iteration warm start (LU evaluations): only on
+            # models small enough, and dense enough, for them (SBOSS's rule)
+            pi_steps = warm_pi_steps(self.n_states, self.layout.nnz)
+            ipar = np.array([int(self.p["K"]), int(self.p["B"]), pi_steps, 0],
+                            dtype=np.int64)
+            return sampling_setup(self, ipar)
+        # a Dirichlet on every next state: the prior α on the full layout, the prior's
+        # rewards on it (0 outside its stored transitions), as PSRL's dense samples
+        nX, nU = self.n_states, self.n_actions
+        fsucc, fnsucc = full_rows(nX, nU)
+        Rd = scatter_rows(np.ascontiguousarray(self.reward_rows, dtype=np.float64),
+                          np.ascontiguousarray(self.layout.succ, dtype=np.int64),
+                          np.ascontiguousarray(self.layout.nsucc, dtype=np.int64), nX)
+        dense = SimpleNamespace(layout=SimpleNamespace(succ=fsucc, nsucc=fnsucc),
+                                theta_rows=np.full((nX, nU, nX), float(a_all)),
+                                reward_rows=Rd, gamma=self.gamma)
+        ipar = np.array([int(self.p["K"]), int(self.p["B"]),
+                         warm_pi_steps(nX, nX * nU * nX), 1], dtype=np.int64)
+        return sampling_setup(dense, ipar)
 
 
 BOSS.__doc__ = __doc__  # what `bbrl agents boss` shows

@@ -142,7 +142,10 @@ Which built-ins take it: PSRL; e-Greedy, Soft-max and BEB (the posterior mean: a
 OPPS-DS (their QMean feature on that posterior mean; OPPS-DS trains on MDPs drawn from
 Dir(α) over every next state); UCRL2 (its confidence sets over every next state);
 MBIE-EB, Q-learning-UCB, Random and Optimal, which never read the transition prior;
-the others refuse it in one line (:attr:`~bbrlcore.agents.base.Algorithm.dirichlet_all`).
+BOSS, SBOSS and BOLT (on the full layout: :mod:`.boss`, :mod:`.sboss`, :mod:`.bolt`);
+BAMCP and BFS3 (the posterior predictive over every next state: :mod:`.bamcp`,
+:mod:`.bfs3`). A plugin that does not say it takes it is refused in one line
+(:attr:`~bbrlcore.agents.base.Algorithm.dirichlet_all`).
 
 Parameters: ``schedule`` (``doubling`` or ``fixed``; not given: per episode in an
 episodic interaction, ``doubling`` in a continuing one) and ``period`` (int ≥ 1, the

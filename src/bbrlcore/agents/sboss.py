@@ -106,6 +106,29 @@ reinforcement learning", ECML PKDD 2010 (LNCS 6321); BOSS: J. Asmuth,
 L. Li, M. L. Littman, A. Nouri, D. Wingate, "A Bayesian sampling approach to exploration
 in reinforcement learning", UAI 2009; benchmark: Castronovo et al., PLOS ONE 2016, §4.1.
 
+**A prior that does not know the support** (``+dir<α>``,
+:mod:`bbrlcore.mdp.transition_prior`; issue 42): the transition prior is
+:math:`\mathrm{Dir}(\alpha, \ldots, \alpha)` over all S next states of every pair, and row
+(x, u)'s posterior :math:`\mathrm{Dir}(\alpha + c(x,u,\cdot))`, :math:`n(x,u) = S\alpha +`
+its visits. SBOSS then runs on the **full layout** (:func:`bbrlcore.mdp.rows.full`: every
+next state a slot, of concentration α plus its counts; the rewards the prior's, 0 outside
+its stored transitions): the sample counts K take the maximum of the marginal variances
+over all S states, the deviation test sums over all S states (the unobserved ones too,
+whose mean :math:`\alpha/n` moves with every visit of the pair), and every sampled row is
+drawn over all S states (exact in distribution), all as above. Cost: a rebuild draws
+:math:`\sum K'(x,u)\,S` Gamma variates, a sweep and a deviation test cost S per row;
+memory :func:`dir_bytes` (the dense posterior, its snapshot, the rewards and the test MDP
+on the full layout, and the merged model), refused in one line above 16 GB. Every visit
+of a pair moves the mean :math:`\alpha/n` of each of its unobserved states, and each
+such term enters the deviation with the small :math:`\tilde\sigma` of a
+:math:`\mathrm{Dir}(\alpha)` marginal, so the test fires far more often than on a
+support: measured on DeepSea-10 (102 states), 100 episodes, ε = 0.01, δ = 0.5, a
+rebuild at every step (1,000) and 1.4 s a trajectory under ``UDeepSea-10+dir0.3235``,
+against 149 rebuilds and 0.47 s under ``UDeepSea-10`` (the paper's rule, not an
+implementation choice: a larger δ rebuilds less). SBOSS has no
+indicator player (Colosseum's expected indicators are not available for it, under any
+prior).
+
 **Rewards.** SBOSS merges sampled transition models that pay the prior's rewards; it
 needs known rewards, and a prior whose rewards are unknown (``+rbeta``, ``+rnig``:
 :mod:`bbrlcore.mdp.reward_prior`) is refused in one line naming it and the prior
@@ -134,6 +157,7 @@ from bbrlcore.agents._rng import (
 from bbrlcore.agents.base import (
     COMPAT,
     FLOAT64,
+    MAX_AGENT_MEMORY_BYTES,
     Algorithm,
     Episode,
     Param,
@@ -806,8 +830,13 @@ def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict
     from bbrlcore.agents._memo import pure_probe  # memoised on disk: every job plans these
 
     Pt, tlay = mean_rows(test)
-    lay = rows.union(prior.support_layout, tlay)
-    theta = np.ascontiguousarray(rows.move(prior.theta_rows, prior.support_layout, lay))
+    a_all = getattr(prior, "dirichlet_all", None)
+    if a_all is not None:  # (+dir<α>: the full layout, α on every next state)
+        lay = rows.full(prior.n_states, prior.n_actions)
+        theta = np.full(lay.succ.shape, float(a_all))
+    else:
+        lay = rows.union(prior.support_layout, tlay)
+        theta = np.ascontiguousarray(rows.move(prior.theta_rows, prior.support_layout, lay))
     Pbar = np.ascontiguousarray(rows.move(Pt, tlay, lay))
     R, W = pure_probe("sboss-rebuilds", _simulated_rebuilds, theta, lay.succ, lay.nsucc,
                       Pbar, int(test.initial_state), float(params["epsilon"]),
@@ -824,7 +853,8 @@ def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict
     from bbrlcore.mdp.solvers import GUEZ_TOLERANCE
 
     k = max(1, int(round(W / max(R * lay.nnz, 1.0))))
-    Rm = np.ascontiguousarray(rows.move(prior.reward_rows, prior.support_layout, lay))
+    Rm = np.ascontiguousarray(prior.rewards_on(lay) if a_all is not None else
+                              rows.move(prior.reward_rows, prior.support_layout, lay))
     sw = pure_probe("boss-sweeps", probe_merged_sweeps, theta, lay.succ, lay.nsucc, k, Rm,
                     float(gamma), GUEZ_TOLERANCE, 8)
     out["sweep_backups"] = W * sw
@@ -848,13 +878,47 @@ def merged_size(theta: np.ndarray, epsilon: float, compat: bool) -> int:
     return int(float((k * (theta > 0).sum(axis=2)).sum()))
 
 
+def merged_size_all(n_states: int, n_actions: int, a_all: float, epsilon: float,
+                    compat: bool) -> int:
+    r""":func:`merged_size` under a Dirichlet of concentration ``a_all`` on every one of
+    the ``n_states`` next states (``+dir<α>``), without the dense array: every row's
+    marginal variance is :math:`\alpha(n - \alpha)/(n^2(n+1))`, :math:`n = S\alpha`.
+
+    >>> merged_size_all(3, 2, 1.0, 0.05, False)  # Var = 2/36: K = 2 samples of 3 slots
+    36
+    """
+    n = n_states * a_all
+    k = math.ceil(a_all * (n - a_all) / (n * n * (n + 1.0)) / epsilon)
+    if not compat:
+        k = max(k, 1)
+    return int(k) * n_states * n_actions * n_states
+
+
+def dir_bytes(n_states: int, n_actions: int, size: int) -> int:
+    """Memory of SBOSS under a Dirichlet on every next state: eight dense arrays on the
+    full layout (the prior, the posterior and its snapshot, the rewards, the test MDP,
+    its rewards and their spread, the successors; 8 bytes per transition of the S×A×S
+    model) and the merged model's ``size`` sampled probabilities."""
+    return 8 * (8 * n_states * n_actions * n_states + int(size))
+
+
 def _setting_check(params: dict, prior, gamma: float, horizon: int) -> str | None:
     if not gamma < 1.0:
         return "needs a discount factor < 1 (the Guez value iteration would not converge)"
-    size = merged_size(prior.theta_rows, float(params["epsilon"]), bool(params["compat"]))
+    a_all = getattr(prior, "dirichlet_all", None)
+    eps, compat = float(params["epsilon"]), bool(params["compat"])
+    size = (merged_size(prior.theta_rows, eps, compat) if a_all is None else
+            merged_size_all(int(prior.n_states), int(prior.n_actions), float(a_all), eps,
+                            compat))
     if size > MAX_SAMPLE_ENTRIES:
         return (f"the merged model would hold {size:,} sampled probabilities at the prior "
                 f"(limit {MAX_SAMPLE_ENTRIES:,}, 8 bytes each): choose a larger epsilon")
+    if a_all is not None:
+        need = dir_bytes(int(prior.n_states), int(prior.n_actions), size)
+        if need > MAX_AGENT_MEMORY_BYTES:
+            return (f"under a Dirichlet on every next state the posterior and the merged "
+                    f"model are held densely, {need / 2**30:.1f} GB for {prior.n_states} "
+                    f"states, above {MAX_AGENT_MEMORY_BYTES / 2**30:.0f} GB")
     return None
 
 
@@ -867,7 +931,9 @@ def make_player(prior, params: dict, trained: Trained, ep: Episode):
     epsilon = float(params["epsilon"])
     delta = float(params["delta"])
     compat = bool(params["compat"])
-    st = setting(prior, ep)
+    # (+dir<α>: the full layout, every next state a slot of concentration α)
+    st = (setting(prior, ep) if getattr(prior, "dirichlet_all", None) is None
+          else setting(prior, ep, rows.full(int(prior.n_states), int(prior.n_actions))))
 
     pi_steps = warm_pi_steps(prior.n_states, st.layout.nnz)
     V_init = prior_values(st.theta, st.succ, st.nsucc, st.Rm, ep.gamma, epsilon, compat,
@@ -917,4 +983,5 @@ ALGORITHM = Algorithm(
     cost_features=cost_features,
     sparse=True,
     episodic=True,
+    dirichlet_all=True,
 )

@@ -43,8 +43,12 @@ MDPs are drawn from Dir(α) over every next state, dense: :mod:`bbrlcore.agents.
 UCRL2 and UCRL2-B, which know no support as published, take the distributions over all
 S next states into their confidence sets (the full layout, S²·A memory; α does not
 enter them, :mod:`bbrlcore.agents.ucrl2`); MBIE-EB, Q-learning-UCB, Random and Optimal
-never read the transition prior. The others (BOSS, SBOSS, BOLT, BAMCP, BFS3 and
-plugins unless they set ``dirichlet_all = True``) plan on a
+never read the transition prior; BOSS and SBOSS sample it exactly and BOLT plans on its
+mean with its imagined transitions to any of the S next states, all three on the full
+layout (:mod:`bbrlcore.agents.boss`, :mod:`~bbrlcore.agents.sboss`,
+:mod:`~bbrlcore.agents.bolt`); BAMCP and BFS3 simulate from the posterior predictive over
+every next state (:mod:`bbrlcore.agents.bamcp`, :mod:`~bbrlcore.agents.bfs3`). Plugins
+unless they set ``dirichlet_all = True`` plan on a
 support and refuse it in one line before anything runs
 (:attr:`bbrlcore.agents.base.Algorithm.dirichlet_all`).
 
