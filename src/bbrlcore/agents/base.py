@@ -499,8 +499,8 @@ def check_reward_prior(name: str, supported: tuple[str, ...], prior: Any,
 
 
 #: The built-ins that take a prior with a Dirichlet on every next state (``+dir<α>``).
-DIRICHLET_ALL_BUILTINS = ("psrl", "e-greedy", "soft-max", "beb", "ucrl2", "mbie-eb",
-                          "q-learning-ucb", "random", "optimal")
+DIRICHLET_ALL_BUILTINS = ("psrl", "e-greedy", "soft-max", "beb", "ucrl2", "bamcp", "bfs3",
+                          "mbie-eb", "q-learning-ucb", "random", "optimal")
 
 
 def check_dirichlet_all(name: str, supported: bool, prior: Any, source: str = "") -> None:
