@@ -77,6 +77,31 @@ sample-based search", NIPS 2012.
 M. Castronovo et al., "Benchmarking for Bayesian Reinforcement Learning", PLOS ONE 2016
 (the BBRL benchmark; its C++ BAMCP is the one reproduced here).
 
+**A prior that does not know the support** (``+dir<α>``,
+:mod:`bbrlcore.mdp.transition_prior`): the prior of every row is
+:math:`\mathrm{Dir}(\alpha, \ldots, \alpha)` over all S next states, so a lazily drawn row
+is :math:`\mathrm{Dir}(\alpha + c)` over all S states (Gamma(α + c) on the slots of the
+agent's rows, Gamma(α) on each of the row's **background** states, those outside its
+slots, normalised: what PSRL's :func:`~bbrlcore.agents.psrl.sample_rows_all` draws).
+Integrated out as above, the *k*-th visit of (s, a) in a simulation goes to ``y`` with
+probability :math:`(\alpha + c_y + k_y)/(S\alpha + n + k - 1)` over **all** S states
+(``k_y`` the simulation's earlier moves from (s, a) to ``y``): the urn of the slots as
+before, plus the background's weight :math:`(S - n_{slots})\alpha + m`, ``m`` the
+simulation's earlier moves from (s, a) to background states. A draw there repeats one of
+those ``m`` moves uniformly (weight 1 each) or takes a background state uniformly (α
+each: the ``j``-th state outside the row's sorted slots); it pays the prior's reward
+there, 0 (:func:`_urn_draw_all`). So the simulated transitions still have exactly the
+joint law of root sampling with lazily drawn rows, and a background state is a
+next-state index like any other in the tree (its V-nodes are keyed by state). Cost:
+no dense row, no Gamma variate: per simulated transition the row's width plus, for a
+background draw, the simulation's background moves (at most ``D``: their pairs and
+states, ``16(D + 1)`` bytes, and one count per pair, :math:`8 n_X n_U` bytes). The tree
+grows wider, since almost every state is a possible successor: DeepSea-10 (100 states,
+rows of 2 slots), K = 200, D = 10, 200 steps in episodes of 10: 64 ms a trajectory
+under ``UDeepSea-10+dir0.3235`` against 20 ms under ``UDeepSea-10``. With a prior whose
+rows are full (UGC: one pseudo-count on every next state) there is no background and
+``UGC+dir1`` plays as ``UGC``, bit for bit.
+
 **Rewards.** BAMCP simulates in models sampled from the transition posterior with the
 prior's rewards; it needs known rewards, and a prior whose rewards are unknown
 (``+rbeta``, ``+rnig``: :mod:`bbrlcore.mdp.reward_prior`) is refused in one line naming

@@ -351,7 +351,8 @@ class Algorithm:
     #: Whether its players use a prior that does not know the transitions' support, a
     #: Dirichlet on every next state (``+dir<α>``, :mod:`bbrlcore.mdp.transition_prior`):
     #: True for an algorithm that handles it (PSRL samples it, e-Greedy, Soft-max and BEB
-    #: plan on its posterior mean, UCRL2 lets its confidence sets hold every next state)
+    #: plan on its posterior mean, UCRL2 lets its confidence sets hold every next state,
+    #: BAMCP and BFS3 simulate from its posterior predictive)
     #: or never reads the transition prior (Random, Q-learning-UCB,
     #: MBIE-EB, Optimal); False (the default): such a prior is refused for it, in one
     #: line, by :meth:`check_setting` (:data:`DIRICHLET_ALL_BUILTINS`).

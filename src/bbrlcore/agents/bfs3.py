@@ -103,6 +103,29 @@ reinforcement learning", AAAI 2010 (FSSS).
 M. Castronovo et al., "Benchmarking for Bayesian Reinforcement Learning", PLOS ONE 2016
 (the BBRL benchmark; its C++ BFS3 is the one reproduced here).
 
+**A prior that does not know the support** (``+dir<α>``,
+:mod:`bbrlcore.mdp.transition_prior`): the prior of every row is
+:math:`\mathrm{Dir}(\alpha, \ldots, \alpha)` over all S next states, and the predictive
+:math:`p(y) = (\alpha + n(s,a,y) + c(s,a,y))/(S\alpha + n(s,a) + c(s,a))` (the Pólya
+urn) puts weight on **every** state: the slots of the agent's rows (α each plus their
+counts; every real transition has its slot) and each row's **background**, the states
+outside its slots, of weight α each plus the path's pseudo-counts on them. A draw (the
+root's, :func:`_draw_all`, and the ``C`` of an expansion, always from the urn,
+:func:`_expand_all`) takes a uniform: below the slots' weight it picks a slot as before
+(alias table of the α's, stack of the counts), else the background: one of the path's
+pseudo-counts on the row's background states uniformly (weight 1 each), or a
+background state uniformly (weight α each: the ``j``-th state outside the row's sorted
+slots). A background successor is recorded with its multiplicity like a slot (as the
+index ``W + y``, ``W`` the rows' width; reward 0, the prior's outside its stored
+transitions, and ``Rmax`` is taken at least 0); a rollout that descends into it adds its
+pseudo-count to a stack of (pair, state) and a count per pair, both restored with the
+path's other pseudo-counts. Exact: the same draws from the same predictive, no dense
+row. Memory beyond the known-support search: one count per pair (:math:`8 n_X n_U`
+bytes) and ``D + 1 + C`` entries. The trees grow wider (almost every state is a
+possible successor): DeepSea-10 (100 states, rows of 2 slots), K = 30, C = 3, D = 10,
+200 steps in episodes of 10: 133 ms a trajectory under ``UDeepSea-10+dir0.3235``
+against 16 ms under ``UDeepSea-10``.
+
 **Rewards.** BFS3 expands its search tree with the prior's rewards; it needs known
 rewards, and a prior whose rewards are unknown (``+rbeta``, ``+rnig``:
 :mod:`bbrlcore.mdp.reward_prior`) is refused in one line naming it and the prior

@@ -139,7 +139,8 @@ Which built-ins take it: PSRL; e-Greedy, Soft-max and BEB (the posterior mean: a
 :math:`(\alpha + c)/(S\alpha + n)`, a background state :math:`\alpha/(S\alpha + n)`,
 :func:`bbrlcore.agents._kernels.q_iteration_all`,
 :func:`~bbrlcore.agents._kernels.guez_value_iteration_all`); UCRL2 (its confidence
-sets over every next state); MBIE-EB, Q-learning-UCB, Random and Optimal, which never
+sets over every next state); BAMCP and BFS3 (their searches draw from the posterior
+predictive over every next state); MBIE-EB, Q-learning-UCB, Random and Optimal, which never
 read the transition prior; the others refuse it in one line
 (:attr:`~bbrlcore.agents.base.Algorithm.dirichlet_all`).
 

@@ -40,8 +40,10 @@ bonus :math:`\beta/(1 + S\alpha + n)` on every transition of the pair
 (:func:`bbrlcore.agents._kernels.guez_value_iteration_all`, :mod:`bbrlcore.agents.beb`);
 UCRL2 and UCRL2-B, which know no support as published, take the distributions over all
 S next states into their confidence sets (the full layout, S²·A memory; α does not
-enter them, :mod:`bbrlcore.agents.ucrl2`); MBIE-EB, Q-learning-UCB, Random and Optimal
-never read the transition prior. The others (BOSS, SBOSS, BOLT, BAMCP, BFS3, OPPS-DS,
+enter them, :mod:`bbrlcore.agents.ucrl2`); BAMCP and BFS3 simulate from the posterior
+predictive over every next state (:mod:`bbrlcore.agents.bamcp`,
+:mod:`bbrlcore.agents.bfs3`); MBIE-EB, Q-learning-UCB, Random and Optimal
+never read the transition prior. The others (BOSS, SBOSS, BOLT, OPPS-DS,
 the formula agents and plugins unless they set ``dirichlet_all = True``) plan on a
 support and refuse it in one line before anything runs
 (:attr:`bbrlcore.agents.base.Algorithm.dirichlet_all`).
