@@ -320,9 +320,9 @@ def test_bfs3_urn_stacks_take_memory_for_the_counts_not_pairs_times_steps():
     prior = deep.prior("uniform")
     lay = prior.support_layout
     T, D = 400_000, 15
-    model, _flat, _nodes, _path, urn, _binom = bfs3._workspace(
+    model, _flat, _nodes, _path, urn, _binom, _dall = bfs3._workspace(
         lay.succ, lay.nsucc, np.ascontiguousarray(prior.theta_rows),
-        np.ascontiguousarray(prior.reward_rows), T, 1, 2, D)
+        np.ascontiguousarray(prior.reward_rows), T, 1, 2, D, 0.0)
     n_pairs = prior.n_states * prior.n_actions
     assert urn[7].size == bfs3.urn_pool_entries(n_pairs, T, D) < 2_000_000  # (8 MB)
     # a long run of real counts piled on few pairs: each stack holds them in order

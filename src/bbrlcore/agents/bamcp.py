@@ -77,6 +77,31 @@ sample-based search", NIPS 2012.
 M. Castronovo et al., "Benchmarking for Bayesian Reinforcement Learning", PLOS ONE 2016
 (the BBRL benchmark; its C++ BAMCP is the one reproduced here).
 
+**A prior that does not know the support** (``+dir<α>``,
+:mod:`bbrlcore.mdp.transition_prior`): the prior of every row is
+:math:`\mathrm{Dir}(\alpha, \ldots, \alpha)` over all S next states, so a lazily drawn row
+is :math:`\mathrm{Dir}(\alpha + c)` over all S states (Gamma(α + c) on the slots of the
+agent's rows, Gamma(α) on each of the row's **background** states, those outside its
+slots, normalised: what PSRL's :func:`~bbrlcore.agents.psrl.sample_rows_all` draws).
+Integrated out as above, the *k*-th visit of (s, a) in a simulation goes to ``y`` with
+probability :math:`(\alpha + c_y + k_y)/(S\alpha + n + k - 1)` over **all** S states
+(``k_y`` the simulation's earlier moves from (s, a) to ``y``): the urn of the slots as
+before, plus the background's weight :math:`(S - n_{slots})\alpha + m`, ``m`` the
+simulation's earlier moves from (s, a) to background states. A draw there repeats one of
+those ``m`` moves uniformly (weight 1 each) or takes a background state uniformly (α
+each: the ``j``-th state outside the row's sorted slots); it pays the prior's reward
+there, 0 (:func:`_urn_draw_all`). So the simulated transitions still have exactly the
+joint law of root sampling with lazily drawn rows, and a background state is a
+next-state index like any other in the tree (its V-nodes are keyed by state). Cost:
+no dense row, no Gamma variate: per simulated transition the row's width plus, for a
+background draw, the simulation's background moves (at most ``D``: their pairs and
+states, ``16(D + 1)`` bytes, and one count per pair, :math:`8 n_X n_U` bytes). The tree
+grows wider, since almost every state is a possible successor: DeepSea-10 (100 states,
+rows of 2 slots), K = 200, D = 10, 200 steps in episodes of 10: 64 ms a trajectory
+under ``UDeepSea-10+dir0.3235`` against 20 ms under ``UDeepSea-10``. With a prior whose
+rows are full (UGC: one pseudo-count on every next state) there is no background and
+``UGC+dir1`` plays as ``UGC``, bit for bit.
+
 **Rewards.** BAMCP simulates in models sampled from the transition posterior with the
 prior's rewards; it needs known rewards, and a prior whose rewards are unknown
 (``+rbeta``, ``+rnig``: :mod:`bbrlcore.mdp.reward_prior`) is refused in one line naming
@@ -132,7 +157,7 @@ INF = 1e10
 def _search(
     x, W, nU, K, D, gamma, rsup, acum, supp, nsupp, urn, stamp, sim0, gset, gcount,
     vN, vstate, vsib, qN, qW, qhead, path_node, path_a, path_r, scores, tie, rbuf, rstate, rs,
-    clog, isq, inv,
+    clog, isq, inv, a_all, nXs, bgn, ball_p, ball_y, nball,
 ):  # fmt: skip
     """Run the K simulations of one decision from real state ``x``; return the number of
     V-nodes used. Simulation ids run from ``sim0 + 1`` (stamps of the lazy sampler).
@@ -144,7 +169,9 @@ def _search(
     agent's sparse rows, its widest row; a node's actions at node nU + a): one
     multiply-add per index instead of a stride per dimension. ``supp`` holds the
     support's next states, ``acum``/``rsup`` its cumulative counts and rewards (see
-    :func:`_support_order`).
+    :func:`_support_order`). ``a_all`` > 0 (a prior ``+dir<α>``, ``nXs`` states): the
+    urn draws of :func:`_urn_draw_all` (its background bookkeeping in ``bgn``,
+    ``ball_p``, ``ball_y``, ``nball``); 0: the known support's, inline.
     """
     cap = vN.shape[0]
     RB = rbuf.shape[0]
@@ -168,6 +195,7 @@ def _search(
         tail = 0.0
         disc = 1.0
         in_tree = True
+        nball[0] = 0  # (this simulation's draws to background states: none yet)
         while d < D:
             if in_tree:
                 # UCB1 (c = 3; unvisited actions 1e10), exact ties uniformly
@@ -237,19 +265,25 @@ def _search(
             # a branch on the data
             pa = s * nU + a
             base = pa * W
-            ks = nsupp[U(pa)]
-            if stamp[U(pa)] != sim:
-                stamp[U(pa)] = sim
+            if a_all > 0.0:
+                # (+dir<alpha>: the urn also holds the row's background, _urn_draw_all)
+                idx, s2 = _urn_draw_all(pa, sim, v, W, a_all, nXs, acum, supp, nsupp, urn,
+                                        stamp, bgn, ball_p, ball_y, nball)
+                rew = rsup[U(base + idx)] if idx >= 0 else 0.0
+            else:
+                ks = nsupp[U(pa)]
+                if stamp[U(pa)] != sim:
+                    stamp[U(pa)] = sim
+                    for i in range(ks):
+                        urn[U(base + i)] = acum[U(base + i)]
+                target = v * urn[U(base + ks - 1)]
+                idx = 0
+                for i in range(ks - 1):
+                    idx += urn[U(base + i)] <= target
                 for i in range(ks):
-                    urn[U(base + i)] = acum[U(base + i)]
-            target = v * urn[U(base + ks - 1)]
-            idx = 0
-            for i in range(ks - 1):
-                idx += urn[U(base + i)] <= target
-            for i in range(ks):
-                urn[U(base + i)] += 1.0 if i >= idx else 0.0
-            s2 = supp[U(base + idx)]
-            rew = rsup[U(base + idx)]
+                    urn[U(base + i)] += 1.0 if i >= idx else 0.0
+                s2 = supp[U(base + idx)]
+                rew = rsup[U(base + idx)]
             d += 1
             if not in_tree:
                 tail += disc * rew
@@ -293,6 +327,74 @@ def _search(
             vN[U(n)] += 1
     rstate[0] = rp
     return used
+
+
+@njit(cache=True, error_model="numpy")
+def _urn_draw_all(pa, sim, v, W, a_all, nX, acum, supp, nsupp, urn, stamp, bgn, ball_p,
+                  ball_y, nball):
+    r"""One draw of root sampling from pair ``pa`` (row integrated out) under a prior with
+    a Dirichlet of concentration ``a_all`` = α on every one of the ``nX`` next states:
+    the Pólya urn of :math:`\mathrm{Dir}(\alpha + c)` over **all** states. With ``v``
+    uniform, the draw goes to ``y`` with probability :math:`(\alpha + c_y + k_y)/(S\alpha
+    + n + k)`, ``c`` the real counts, ``k_y`` this simulation's earlier draws from
+    ``pa`` to ``y`` (``k`` in all): a slot of the row (in support order, the cumulative
+    sums of ``urn``, as the known-support draw), or a **background** state (outside the
+    row's slots; ``S - n_slots`` of them, each of weight α plus its draws in this
+    simulation). A background draw either repeats one of the simulation's earlier
+    background draws from ``pa`` (their balls ``(ball_p, ball_y)[:nball[0]]``, ``bgn[pa]``
+    of them, weight 1 each) or picks one of the background states uniformly (weight α
+    each: the ``j``-th state outside the row's sorted slots). The simulation's stamp
+    ``sim`` resets ``urn`` and ``bgn`` of a pair at its first visit (nothing is cleared
+    between simulations). Returns ``(idx, y)``: ``idx`` the slot's place in support order,
+    or -1 for a background state (the prior's reward there: 0), ``y`` the next state.
+    """
+    base = pa * W
+    ks = nsupp[U(pa)]
+    if stamp[U(pa)] != sim:
+        stamp[U(pa)] = sim
+        for i in range(ks):
+            urn[U(base + i)] = acum[U(base + i)]
+        bgn[U(pa)] = 0
+    slots = urn[U(base + ks - 1)]
+    nb = bgn[U(pa)]
+    nbg = nX - ks
+    target = v * (slots + (nbg * a_all + nb))
+    if target < slots or nbg == 0:
+        idx = 0
+        for i in range(ks - 1):
+            idx += urn[U(base + i)] <= target
+        for i in range(ks):
+            urn[U(base + i)] += 1.0 if i >= idx else 0.0
+        return idx, supp[U(base + idx)]
+    t = target - slots
+    if t < nb:
+        # one of this simulation's balls from pa, uniformly
+        j = int(t)
+        if j > nb - 1:
+            j = nb - 1
+        y = -1
+        for i in range(nball[0]):
+            if ball_p[U(i)] == pa:
+                if j == 0:
+                    y = ball_y[U(i)]
+                    break
+                j -= 1
+    else:
+        # a background state uniformly: the j-th state outside the row's sorted slots
+        j = int((t - nb) / a_all)
+        if j > nbg - 1:
+            j = nbg - 1
+        y = j
+        for i in range(ks):
+            if supp[U(base + i)] <= y:
+                y += 1
+            else:
+                break
+    ball_p[U(nball[0])] = pa
+    ball_y[U(nball[0])] = y
+    nball[0] += 1
+    bgn[U(pa)] = nb + 1
+    return -1, y
 
 
 @njit(cache=True, error_model="numpy")
@@ -340,10 +442,12 @@ def _ql_update(Qrl, gset, gcount, x, u, y, r, gamma):
 
 @njit(cache=True, error_model="numpy")
 def bamcp_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, succ, nsucc, theta, R,
-                     K, D, seed, rewards, episode_length=0):
+                     a_all, K, D, seed, rewards, episode_length=0):
     """One whole BAMCP trajectory on test MDP ``P``; the reward of step ``t`` goes to
     ``rewards[t]``. ``P``, ``Renv``, ``Rstd`` (the test MDP), ``theta`` and ``R`` (the
-    prior) are values on the agent's sparse rows ``succ, nsucc``. ``episode_length`` H >
+    prior) are values on the agent's sparse rows ``succ, nsucc``; ``a_all`` > 0: the
+    prior is a Dirichlet of that concentration on every next state (``theta`` = α on
+    every slot; the module docstring), 0: its support is known. ``episode_length`` H >
     0: back to the initial state after every H steps, the posterior kept (0: continuing).
 
     Returns ``(discounted_return, max_nodes, capacity)``: the largest number of V-nodes
@@ -390,6 +494,11 @@ def bamcp_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, succ, nsu
         isq[m] = 1.0 / math.sqrt(m) if m > 0 else 0.0
         inv[m] = 1.0 / m if m > 0 else 0.0
     rstate = np.zeros(1, dtype=np.int64)
+    # (+dir<alpha>: a simulation's draws to background states, at most D: _urn_draw_all)
+    bgn = np.zeros(nX * nU, dtype=np.int64)
+    ball_p = np.empty(D + 1, dtype=np.int64)
+    ball_y = np.empty(D + 1, dtype=np.int64)
+    nball = np.zeros(1, dtype=np.int64)
 
     # flat views for the search (same memory; the 2-D/3-D forms serve the updates)
     rsup_f, acum_f, supp_f = rsup.ravel(), acum.ravel(), sst.ravel()
@@ -406,7 +515,8 @@ def bamcp_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, succ, nsu
         used = _search(
             x, W, nU, K, D, gamma, rsup_f, acum_f, supp_f, nsupp_f, urn_f,
             stamp_f, sim0, gset_f, gcount, vN, vstate, vsib, qN_f, qW_f, qhead_f, path_node,
-            path_a, path_r, scores, tie, rbuf, rstate, rs, clog, isq, inv,
+            path_a, path_r, scores, tie, rbuf, rstate, rs, clog, isq, inv, a_all, nX, bgn,
+            ball_p, ball_y, nball,
         )  # fmt: skip
         sim0 += K
         if used > max_used:
@@ -435,7 +545,8 @@ def bamcp_trajectory(P, Renv, Rstd, gaussian, initial_state, gamma, T, succ, nsu
 
 def _args(prior: Any, params: dict[str, Any], episode: Episode) -> tuple:
     st, args = episode_args(prior, episode)
-    return st, (*args, int(params["K"]), depth(params, episode, "bamcp"))
+    a_all = float(getattr(prior, "dirichlet_all", None) or 0.0)  # (+dir<α>: α)
+    return st, (*args, a_all, int(params["K"]), depth(params, episode, "bamcp"))
 
 
 def make_player(prior: Any, params: dict[str, Any], trained: Trained | None, episode: Episode):
@@ -499,4 +610,5 @@ ALGORITHM = Algorithm(
     cost_features=cost_features,
     sparse=True,
     episodic=True,
+    dirichlet_all=True,
 )
