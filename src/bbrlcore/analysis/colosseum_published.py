@@ -54,8 +54,8 @@ the instance is compared (one row each), and the row says when it is not Colosse
 configuration: Colosseum's Q-learning is ``q-learning-ucb`` with ``form=colosseum`` (its
 benchmark's hyperparameters:
 :data:`bbrlcore.agents.q_ucb.COLOSSEUM_BENCHMARK`), its UCRL2 ``ucrl2`` with
-``form=colosseum`` (:data:`bbrlcore.agents.ucrl2.COLOSSEUM_BENCHMARK`); its PSRL uses a tuned Dirichlet
-concentration and a Normal-inverse-gamma reward prior, bbrl's PSRL the experiment's
+``form=colosseum`` (:data:`bbrlcore.agents.ucrl2.COLOSSEUM_BENCHMARK`); its PSRL uses a
+tuned Dirichlet concentration and a Normal-inverse-gamma reward prior, bbrl's PSRL the experiment's
 prior. Colosseum's other agents (:data:`UNMAPPED`: the non-tabular bsuite baselines of
 its Table 15, not in Tables 11-14) have no bbrl counterpart.
 
