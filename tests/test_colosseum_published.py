@@ -189,7 +189,11 @@ def test_every_verdict_branch(cmp_table):
     assert "rewards known (Colosseum's: a Normal-inverse-gamma prior)" in r["note"]
     r = one("Colosseum-CE-RiverSwim-0", "ucrl2")
     assert r["verdict"] == "agrees" and abs(r["z"]) <= 3
-    assert r["note"].startswith("Jaksch et al.'s confidence widths; Colosseum's benchmark")
+    assert r["note"].startswith("Jaksch et al.'s UCRL2 (form=jaksch), not Colosseum's")
+    # Colosseum's form at its benchmark's alphas is its configuration: no note
+    assert CP.agent_note("ucrl2", "ucrl2__delta=0.05__form=colosseum") == ""
+    assert "other alpha_p or alpha_r" in CP.agent_note(
+        "ucrl2", "ucrl2__delta=0.05__form=colosseum__alpha_p=0.5")
     assert r["ci_low"] < r["mean"] < r["ci_high"]
     assert r["ci_high"] - r["mean"] == pytest.approx(1.96 * r["std"] / math.sqrt(12))
     r = one("Colosseum-CE-SimpleGrid-0", "psrl")

@@ -52,6 +52,10 @@ def test_colosseum_preset_is_every_instance_bbrl_expresses():
         else:
             assert e.episode_length == 0 and e.horizon == 500_000
             assert algs == {"random", "psrl", "ucrl2", "optimal"}
+            u = next(a for a in plan.agents_of(e) if a.algorithm == "ucrl2")
+            from bbrlcore.agents.ucrl2 import COLOSSEUM_BENCHMARK as UCRL2_BENCHMARK
+
+            assert {k: u.param_dict[k] for k in UCRL2_BENCHMARK} == UCRL2_BENCHMARK
     # every instance resolves: none is skipped, nothing said about skipping
     assert all(i.problem_params is not None for i in CI.INSTANCES.values())
     assert not any("skipped" in n for n in plan.notes)

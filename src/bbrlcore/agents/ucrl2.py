@@ -130,18 +130,66 @@ experiment the agent just sees the resets: the environment's return to the initi
 is not a transition of the MDP and is not counted; its episodes, counts and values
 carry on.
 
-Parameters: ``delta`` (confidence, in (0, 1), default 0.05) and ``bound`` (``l1``, the
-paper's sets, the default; ``bernstein``: UCRL2-B). The paper states its bounds
-for a given δ and reports no experiment with a default; 0.05 is the default of TabulaRL's
-UCRL2 (Osband's reference implementations, ``src/finite_tabular_agents.py``).
-Colosseum's ``UCRL2Continuous`` (``agent/agents/infinite_horizon/ucrl2.py``) has no fixed
-δ: it uses :math:`\delta_t = 1/\sqrt{t+1}` in the same radius (scaled by a tuned
-``alpha_p``, 1 by default) and its benchmark Bernstein-type bounds after Fruit et al.
-(:math:`\sqrt{\alpha_p}\sqrt{14\,\hat p(1-\hat p)\log(\cdot)/n} + \alpha_p\,49
-\log(\cdot)/(3(n-1))`, with learned rewards); neither is reproduced (``bound=bernstein``
-is the UCRL3 paper's UCRL2-B above). Counters: ``policies`` (UCRL2's episodes begun,
-each one extended value iteration), ``evi_sweeps`` (sweeps of all of them),
-``evi_capped`` and ``tied_steps``.
+**Colosseum's UCRL2** (``form=colosseum``; the default ``form=jaksch`` is everything
+above): the ``UCRL2Continuous`` Colosseum's benchmark runs (``colosseum/agent/agents/
+infinite_horizon/ucrl2.py``, its extended value iteration in ``dynamic_programming/
+infinite_horizon.py``, Colosseum 1.2), at its benchmark configuration
+(``benchmark/cached_hyperparameters/agent_configs/UCRL2Continuous.gin``:
+``bound_type_p='bernstein'``, :data:`COLOSSEUM_BENCHMARK`), read for this and
+reproduced step by step (:func:`_trajectory_colosseum`; ``tests/test_ucrl2_colosseum.py``
+replays Colosseum's code on the kernel's transitions: the same greedy actions, episodes
+and indicators). It is another algorithm than the paper's:
+
+- **Model.** Counts N(x, u, y) of every next state (the full layout: no support known,
+  :func:`agent_setting` with every state a slot), an empirical row :math:`\hat p` in
+  float32, **uniform over all S states** until the pair's first model update; the
+  rewards always **learned**, whatever the prior (Colosseum's agent is told only their
+  range; :math:`r_{max}` is the upper end of :func:`~bbrlcore.mdp.reward_prior.
+  reward_range`), by Colosseum's running estimate: it starts at :math:`r_{max}` and each
+  reward r of the pair, the f-th since N counted f - 1 (f starting at the pair's count
+  *including* the episode's visits, plus one), sets :math:`\hat r \leftarrow \hat r\,
+  f/(f+1) + r/(f+1)`: a biased mean that keeps weight on :math:`r_{max}`.
+- **Episodes.** Every step's transition is counted at once; the episode ends *after* a
+  step whose pair has been played in it at least as often as before it
+  (:math:`\nu \ge \max(1, N - \nu)`; a pair's first visit ends one). At its end the
+  optimistic Q-values are computed from the **current** counts N but the model (rows,
+  rewards) and the step count ``it`` **as of the previous episode's end**; then the model
+  takes the episode's data (Colosseum's order), and ``it`` grows by its steps.
+- **Widths**, with :math:`\delta = 1/\sqrt{it + 1}` and :math:`\ell = \log(2 S A
+  (it + 1)/\delta)`, n = max(1, N), m = max(1, N - 1): rewards (Colosseum's
+  ``_chernoff``) :math:`\alpha_r\, r_{max} \sqrt{3.5\,\ell / n}`; transitions (its
+  Bernstein bound) :math:`\sqrt{\alpha_p} \sqrt{14\,\hat p_0 (1 - \hat p_0)\,\ell
+  / n} + \alpha_p\, 49\,\ell / (3 m)` — one L1 radius per pair, computed from
+  :math:`\hat p` of **next state 0** (Colosseum's ``_max_proba`` reads
+  ``(p[best] + beta / 2)[0]`` of the per-state widths).
+- **Extended value iteration** (:func:`colosseum_evi`): undamped sweeps from u = 0 in
+  float32; per pair :math:`\min(r_{max}, \hat r + \beta_r)` and the row of
+  :func:`colosseum_max_proba`: :math:`\min(1, \hat p(b) + \beta/2)` on the state b of
+  largest value (the last of ``np.argsort`` of the previous sweep's values; state S - 1
+  in the first sweep), the excess taken from the states of positive :math:`\hat p` in
+  increasing order of value. A state's new value is the last action's that beats or
+  comes within 10⁻³ of the running one; it stops when the span of :math:`u_{i+1} - u_i`
+  is below 10⁻³, and after 10⁶ sweeps gives up (the agent keeps its previous Q-values;
+  counter ``evi_capped``). The agent plays the greedy action of the last sweep's
+  Q-values, exact (float32) ties uniformly at random.
+
+Its parameters are Colosseum's ``alpha_p`` and ``alpha_r`` (defaults its benchmark's,
+0.988 and 0.103); ``delta`` and ``bound`` are ``form=jaksch``'s (refused with it, as
+``alpha_p``, ``alpha_r`` with ``form=jaksch``). What differs from Colosseum: the random
+numbers (ties are broken by the kernel's generator, not Colosseum's ``RandomState``);
+float64 arithmetic where Colosseum's NumPy 1 computes float32 scalars times Python
+floats in float64 (its reward estimate; NumPy 2 would round each product to float32);
+and Colosseum's wall-clock limits on an update (none here). Its cost: memory
+:func:`dense_bytes`, and each episode a dense S²·A sweep per iteration (a pair's first
+visit ends an episode, so there are at least S·A of them).
+
+Parameters: ``delta`` (confidence, in (0, 1), default 0.05), ``bound`` (``l1``, the
+paper's sets, the default; ``bernstein``: UCRL2-B), ``form`` (``jaksch``, default, or
+``colosseum``), ``alpha_p`` and ``alpha_r`` (``form=colosseum``: > 0). The paper states
+its bounds for a given δ and reports no experiment with a default; 0.05 is the default
+of TabulaRL's UCRL2 (Osband's reference implementations, ``src/finite_tabular_agents.py``).
+Counters: ``policies`` (UCRL2's episodes begun, each one extended value iteration),
+``evi_sweeps`` (sweeps of all of them), ``evi_capped`` and ``tied_steps``.
 
 Paper: T. Jaksch, R. Ortner and P. Auer, "Near-optimal regret bounds for reinforcement
 learning", Journal of Machine Learning Research 11, 2010, pp. 1563-1600. UCRL2-B:
@@ -651,6 +699,278 @@ def _trajectory_ind(P, R, Rstd, gaussian, initial_state, gamma, horizon, episode
     return ret, counters, acc
 
 
+#: Colosseum's benchmark configuration of its ``UCRL2Continuous``
+#: (``colosseum/benchmark/cached_hyperparameters/agent_configs/UCRL2Continuous.gin``:
+#: ``bound_type_p='bernstein'``, ``alpha_p``, ``alpha_r``), as this agent's parameters:
+#: ``--param form=colosseum`` (``alpha_p`` and ``alpha_r`` default to these).
+COLOSSEUM_BENCHMARK: dict[str, Any] = {
+    "form": "colosseum",
+    "alpha_p": 0.9883750006754203,
+    "alpha_r": 0.10294276593728004,
+}
+#: Colosseum's extended value iteration: its stopping threshold on the span of
+#: :math:`u_{i+1} - u_i` and its largest number of sweeps (``DP_MAX_ITERATION``), after
+#: which it gives up and the agent keeps its previous Q-values.
+COLOSSEUM_EVI_EPSILON = 1e-3
+COLOSSEUM_EVI_MAX_SWEEPS = 1_000_000
+
+
+@njit(cache=True, error_model="numpy")
+def colosseum_max_proba(p, order, beta, out):
+    """Colosseum's ``_max_proba`` (``dynamic_programming/infinite_horizon.py``): ``out``
+    (float32, S) ← the optimistic row of the empirical row ``p`` (float32, S) in the L1
+    ball of radius ``beta`` (its width of next state 0, as Colosseum indexes it), the
+    states ``order``-ed by increasing value: ``min(1, p(best) + beta/2)`` on the last
+    one, the excess taken from the first ones with positive mass."""
+    S = p.shape[0]
+    best = order[S - 1]
+    min1 = min(1.0, np.float64(p[best]) + beta / 2.0)
+    for y in range(S):
+        out[y] = 0.0
+    if min1 == 1.0:
+        out[best] = 1.0
+        return
+    for y in range(S):
+        out[y] = p[y]
+    out[best] = min1
+    s = 1.0 - np.float64(p[best]) + min1
+    s2 = s
+    for i in range(S):
+        y = order[i]
+        proba = p[y]
+        if proba == 0.0:
+            continue
+        max1 = max(0.0, 1.0 - s + np.float64(proba))
+        s2 += max1 - np.float64(proba)
+        out[y] = max1
+        s = s2
+        if s <= 1.0:
+            break
+
+
+@njit(cache=True, error_model="numpy")
+def colosseum_evi(Phat, est, beta_r, beta_p, rmax, eps, max_sweeps, Q):
+    """Colosseum's ``extended_value_iteration`` in its float32 arithmetic: undamped
+    sweeps from u = 0, the states ordered by ``np.argsort`` of the last values, until
+    the span of :math:`u_{i+1} - u_i` is below ``eps``; ``Q`` (float32) receives the
+    last sweep's Q-values if it converged. ``beta_r`` (S, A), ``beta_p`` (S, A): the
+    widths. Returns the sweeps, negative when it did not converge (Colosseum's None)."""
+    nX, nU = est.shape
+    Qn = np.zeros((nX, nU), dtype=np.float32)
+    u1 = np.zeros(nX, dtype=np.float32)
+    u2 = np.zeros(nX, dtype=np.float32)
+    order = np.arange(nX)
+    vec = np.zeros(nX, dtype=np.float32)
+    r32 = np.float32(rmax)
+    for sweep in range(max_sweeps):
+        for x in range(nX):
+            first = True
+            for u in range(nU):
+                colosseum_max_proba(Phat[x, u], order, beta_p[x, u], vec)
+                vec[x] -= np.float32(1.0)
+                r_opt = min(np.float64(r32), np.float64(est[x, u]) + beta_r[x, u])
+                v = r_opt + np.float64(np.dot(vec, u1))
+                Qn[x, u] = v
+                w = v + np.float64(u1[x])
+                if first or w > u2[x] or abs(w - u2[x]) < eps:
+                    u2[x] = np.float32(w)
+                first = False
+        diff = u2 - u1
+        if diff.max() - diff.min() < eps:
+            Q[:] = Qn
+            return sweep + 1
+        u1 = u2
+        u2 = np.empty(nX, dtype=np.float32)
+        order = np.argsort(u1)
+    return -max_sweeps
+
+
+@njit(cache=True, error_model="numpy")
+def colosseum_widths(Phat, Ntot, it, alpha_p, alpha_r, rmax, beta_r, beta_p):
+    """Colosseum's benchmark widths (``UCRL2Continuous.beta_r``, Chernoff, and
+    ``beta_p``, Bernstein, of next state 0) at its iteration count ``it``, with its
+    :math:`\\delta = 1/\\sqrt{it + 1}`."""
+    nX, nU = Ntot.shape
+    delta = 1.0 / math.sqrt(it + 1)
+    lv = math.log(2.0 * nX * nU * (it + 1) / delta)
+    for x in range(nX):
+        for u in range(nU):
+            n = max(1, Ntot[x, u])
+            nm1 = max(1, Ntot[x, u] - 1)
+            beta_r[x, u] = alpha_r * (rmax * math.sqrt(3.5 * lv / n))
+            p0 = Phat[x, u, 0]
+            var = np.float32(np.float32(14.0) * np.float32(p0 * (np.float32(1.0) - p0)))
+            a = np.float64(var) / n * lv
+            b = 49.0 / (3.0 * nm1) * lv
+            beta_p[x, u] = math.sqrt(alpha_p) * math.sqrt(a) + alpha_p * b
+
+
+@njit(cache=True, error_model="numpy")
+def _colosseum_episode_end(Phat, est, Nc, Ntot, nu, ep_x, ep_u, ep_r, n_ep, it, alpha_p,
+                           alpha_r, rmax, max_sweeps, beta_r, beta_p, Q, counters, ind,
+                           Cs, Ns, Rs):
+    """Colosseum's ``episode_end_update``: the optimistic Q-values from the current
+    counts ``Ntot`` and the model (``Phat``, ``est``) as last updated, with the
+    iteration count ``it`` as last updated; then its ``model_update`` with the episode's
+    ``n_ep`` steps (``ep_x``, ``ep_u``, ``ep_r``): its reward estimator, the empirical
+    rows of the pairs played, ``it`` + ``n_ep`` (returned)."""
+    nX, nU, K = Phat.shape
+    colosseum_widths(Phat, Ntot, it, alpha_p, alpha_r, rmax, beta_r, beta_p)
+    sw = colosseum_evi(Phat, est, beta_r, beta_p, rmax, COLOSSEUM_EVI_EPSILON,
+                       max_sweeps, Q)
+    counters[0] += 1
+    counters[1] += abs(sw)
+    if sw < 0:
+        counters[2] += 1
+    scale = np.zeros((nX, nU), dtype=np.int64)
+    for i in range(n_ep):
+        z, a, r = ep_x[i], ep_u[i], ep_r[i]
+        it += 1
+        if scale[z, a] == 0:
+            scale[z, a] = Ntot[z, a]  # (Colosseum's scale_f: the pair's count, now)
+        scale[z, a] += 1
+        f = np.float64(scale[z, a])
+        est[z, a] = np.float64(est[z, a]) * (f / (f + 1.0))
+        est[z, a] = np.float64(est[z, a]) + r / (f + 1.0)
+    for z in range(nX):
+        for a in range(nU):
+            if nu[z, a] > 0:
+                for k in range(K):
+                    Phat[z, a, k] = Nc[z, a, k] / Ntot[z, a]
+                if ind:
+                    for k in range(K):
+                        Cs[z, a, k] = Nc[z, a, k]
+                    Ns[z, a] = Ntot[z, a]
+                Rs[z, a] = est[z, a]
+                nu[z, a] = 0
+    return it
+
+
+@njit(cache=True, error_model="numpy")
+def _trajectory_colosseum(P, R, Rstd, gaussian, initial_state, gamma, horizon,
+                          episode_length, seed, alpha_p, alpha_r, rmax, max_sweeps,
+                          rewards, trace, L, rbar, refs_s, refs_w, mu0, Hr, opt, worst,
+                          si, sf):
+    """Colosseum's benchmark ``UCRL2Continuous`` (the module docstring, ``form=
+    colosseum``) on the test MDP ``P`` on the full layout (slot k is state k). Returns
+    (discounted return, [policies, evi_sweeps, evi_capped, tied_steps], indicators'
+    accumulator); with ``L`` > 0 Colosseum's indicators every ``L`` steps of its
+    current policy (:func:`empirical_policy` of its model), as :func:`_trajectory_ind`.
+    ``trace`` (T, 3) int64, if it has T rows, receives each step's state, action and
+    next state (tests)."""
+    np.random.seed(seed)
+    nX, nU, K = P.shape
+    Nc = np.zeros((nX, nU, K), dtype=np.int64)  # Colosseum's N
+    Ntot = np.zeros((nX, nU), dtype=np.int64)
+    nu = np.zeros((nX, nU), dtype=np.int64)  # this episode's visits
+    Phat = np.full((nX, nU, K), np.float32(1.0) / np.float32(nX), dtype=np.float32)
+    est = np.full((nX, nU), np.float32(rmax), dtype=np.float32)
+    beta_r = np.zeros((nX, nU))
+    beta_p = np.zeros((nX, nU))
+    Q = np.zeros((nX, nU), dtype=np.float32)
+    ep_x = np.zeros(horizon + 1, dtype=np.int64)
+    ep_u = np.zeros(horizon + 1, dtype=np.int64)
+    ep_r = np.zeros(horizon + 1)
+    n_ep = 0
+    it = 0
+    counters = np.zeros(4, dtype=np.int64)
+    record = trace.shape[0] >= horizon
+    # Colosseum's current policy: its model (P, estimated rewards) as last updated
+    ind = L > 0
+    Cs = np.zeros((nX, nU, K)) if ind else np.zeros((0, 0, 0))
+    Ns = np.zeros((nX, nU), dtype=np.int64)
+    Rs = np.zeros((nX, nU))
+    pol = np.zeros((nX, nU))
+    pol3 = pol.reshape((1, nX, nU))
+    pid = np.zeros(nX, dtype=np.int64)
+    Ve = np.zeros(nX)
+    We = np.zeros(nX)
+    qe = np.zeros(nU)
+    succ = np.zeros((nX, nU, K), dtype=np.int64)
+    nsucc = np.full((nX, nU), K, dtype=np.int64)
+    for x in range(nX):
+        for u in range(nU):
+            for k in range(K):
+                succ[x, u, k] = k
+    episodic = episode_length > 0
+    acc, hist = ind_alloc(horizon, L)
+    V0 = np.zeros(nX)
+    Vc = np.zeros(nX)
+    x = env_reset(initial_state, nX)
+    s = x
+    ret = 0.0
+    disc = 1.0
+    # before_start_interacting: an episode_end_update
+    it = _colosseum_episode_end(Phat, est, Nc, Ntot, nu, ep_x, ep_u, ep_r, 0, it,
+                                alpha_p, alpha_r, rmax, max_sweeps, beta_r, beta_p, Q,
+                                counters, ind, Cs, Ns, Rs)
+    for t in range(horizon + 1):
+        final = t == horizon
+        if not final:
+            # the greedy action of Colosseum's Q-values, exact ties uniform
+            m = Q[x, 0]
+            for a in range(1, nU):
+                if Q[x, a] > m:
+                    m = Q[x, a]
+            nt = 0
+            for a in range(nU):
+                if Q[x, a] == m:
+                    nt += 1
+            j = np.random.randint(0, nt) if nt > 1 else 0
+            u = 0
+            for a in range(nU):
+                if Q[x, a] == m:
+                    if j == 0:
+                        u = a
+                        break
+                    j -= 1
+            if nt > 1:
+                counters[3] += 1
+            k = env_step_rows(P, nsucc, x, u)
+            r = env_reward_rows(R, Rstd, gaussian, x, u, k)
+            rewards[t] = r
+            ret += disc * r
+            disc *= gamma
+            if record:
+                trace[t, 0] = x
+                trace[t, 1] = u
+                trace[t, 2] = k
+            # step_update, then is_episode_end
+            Nc[x, u, k] += 1
+            Ntot[x, u] += 1
+            nu[x, u] += 1
+            ep_x[n_ep] = x
+            ep_u[n_ep] = u
+            ep_r[n_ep] = r
+            n_ep += 1
+            end = nu[x, u] >= max(1, Ntot[x, u] - nu[x, u])
+            x = k
+            if end:
+                it = _colosseum_episode_end(Phat, est, Nc, Ntot, nu, ep_x, ep_u, ep_r,
+                                            n_ep, it, alpha_p, alpha_r, rmax, max_sweeps,
+                                            beta_r, beta_p, Q, counters, ind, Cs, Ns, Rs)
+                n_ep = 0
+        if ind and (final or is_row(t, L)):
+            tt = horizon - 1 if final else t
+            w = final_weight(horizon, L) if final else L
+            if needs_evaluation(acc):
+                empirical_policy(Cs, Ns, Cs, Rs, False, succ, nsucc, rmax,
+                                 EMPIRICAL_GAMMA, Ve, We, pol, qe)
+            if episodic:
+                if needs_evaluation(acc):
+                    ev_.episode_values_stochastic(succ, nsucc, P, rbar, pol3, Hr, V0)
+                row_episodic(acc, hist, tt, horizon, w, final, V0, s, refs_s, refs_w, mu0,
+                             Hr, Vc)
+            else:
+                g = gain_from(succ, nsucc, P, rbar, pol, pid, True, x, si, sf) \
+                    if needs_evaluation(acc) else 0.0
+                row_continuing(acc, hist, tt, horizon, w, final, g, opt, worst)
+        if not final and episode_length > 0 and (t + 1) % episode_length == 0:
+            x = env_reset(initial_state, nX)
+            s = x
+    return ret, counters, acc
+
+
 def dense_bytes(nX: int, nU: int) -> int:
     """Memory of UCRL2's arrays on the full layout (a prior with a Dirichlet on every
     next state): per transition of the S×A×S model its successor, prior concentration,
@@ -660,32 +980,123 @@ def dense_bytes(nX: int, nU: int) -> int:
     return 97 * nX * nU * nX
 
 
-def _dir_memory_check(prior: Any) -> str | None:
+def _dir_memory_check(prior: Any, why: str = "under a Dirichlet on every next state"
+                      ) -> str | None:
     need = dense_bytes(int(prior.n_states), int(prior.n_actions))
     if need > MAX_AGENT_MEMORY_BYTES:
-        return (f"under a Dirichlet on every next state its confidence sets hold every "
+        return (f"{why} its confidence sets hold every "
                 f"next state: {need / 2**30:.1f} GB for {prior.n_states} states, above "
                 f"{MAX_AGENT_MEMORY_BYTES / 2**30:.0f} GB")
     return None
 
 
+#: The forms of ``form``: Jaksch et al.'s UCRL2 (and UCRL2-B, ``bound``), or Colosseum's
+#: benchmark ``UCRL2Continuous``.
+FORMS = ("jaksch", "colosseum")
+#: The parameters of one form only, with their defaults.
+_JAKSCH_ONLY = (("delta", 0.05), ("bound", "l1"))
+_COLOSSEUM_ONLY = (("alpha_p", COLOSSEUM_BENCHMARK["alpha_p"]),
+                   ("alpha_r", COLOSSEUM_BENCHMARK["alpha_r"]))
+
+
+def _is_colosseum(params: dict) -> bool:
+    return params.get("form", "jaksch") == "colosseum"
+
+
+def _parameter_check(params: dict) -> str | None:
+    """The parameters of the other form, set away from their defaults."""
+    col = _is_colosseum(params)
+    for name, default in (_JAKSCH_ONLY if col else _COLOSSEUM_ONLY):
+        if params.get(name, default) != default:
+            if col:
+                return (f"{name} applies to form=jaksch only (form=colosseum has "
+                        "Colosseum's delta schedule 1/sqrt(t) and its Bernstein bounds)")
+            return (f"{name} applies to form=colosseum only (Colosseum's scale of its "
+                    "confidence widths)")
+    return None
+
+
+def _refuse_other_forms(params: dict) -> None:
+    err = _parameter_check(params)
+    if err:
+        raise BBRLError(f"ucrl2: {err}")
+
+
 def _setting_check(params: dict, prior: Any, gamma: float, horizon: int) -> str | None:
+    err = _parameter_check(params)
+    if err:
+        return err
+    if _is_colosseum(params):
+        return _dir_memory_check(prior, "in Colosseum's form")
     if getattr(prior, "dirichlet_all", None) is not None:
         return _dir_memory_check(prior)
     return None
 
 
-def agent_setting(prior: Any, ep: Episode):
+def agent_setting(prior: Any, ep: Episode, dense: bool = False):
     """The agent's rows: the prior's support joined with the test MDPs' transitions
     (:func:`bbrlcore.agents._layout.setting`); under a prior with a Dirichlet on every
-    next state (``+dir<α>``) the full layout, every next state a slot (its concentration
-    α > 0: allowed)."""
-    if getattr(prior, "dirichlet_all", None) is None:
+    next state (``+dir<α>``), or ``dense`` (Colosseum's form), the full layout, every
+    next state a slot (its concentration α > 0: allowed)."""
+    if getattr(prior, "dirichlet_all", None) is None and not dense:
         return setting(prior, ep)
-    err = _dir_memory_check(prior)
+    err = (_dir_memory_check(prior, "in Colosseum's form") if dense
+           else _dir_memory_check(prior))
     if err:
         raise BBRLError(f"ucrl2 on {prior.short_name}: {err}")
     return setting(prior, ep, rows.full(int(prior.n_states), int(prior.n_actions)))
+
+
+def _colosseum_args(prior: Any, params: dict, ep: Episode):
+    """The full-layout setting of Colosseum's form (checked: slot k is state k), its
+    ``alpha_p``, ``alpha_r`` and the rewards' upper end Colosseum's agent is told."""
+    _refuse_other_forms(params)
+    st = agent_setting(prior, ep, dense=True)
+    nX = int(prior.n_states)
+    if st.succ.shape[2] != nX or not np.array_equal(
+            st.succ, rows.full(nX, int(prior.n_actions)).succ):
+        raise BBRLError(f"ucrl2 on {prior.short_name}: form=colosseum needs the full "
+                        "layout (every next state a slot, in order)")
+    ap = float(params.get("alpha_p", COLOSSEUM_BENCHMARK["alpha_p"]))
+    ar = float(params.get("alpha_r", COLOSSEUM_BENCHMARK["alpha_r"]))
+    return st, ap, ar, float(reward_range(prior)[1])
+
+
+def _make_colosseum_player(prior: Any, params: dict, ep: Episode, log_every: int = 0):
+    """The player of ``form=colosseum`` (:func:`_trajectory_colosseum`), with
+    Colosseum's indicators every ``log_every`` steps when positive (then ``play``
+    returns them too)."""
+    st, ap, ar, rmax = _colosseum_args(prior, params, ep)
+    R, Rstd = st.R, st.Rstd
+    gaussian, x0 = int(ep.gaussian), ep.start
+    gamma, horizon = float(ep.gamma), int(ep.horizon)
+    H = int(getattr(ep, "episode_length", 0) or 0)
+    nsucc = np.ascontiguousarray(st.nsucc, dtype=np.int64)
+    si, sf = gain_scratch(nsucc)
+    no_trace = np.zeros((0, 3), dtype=np.int64)
+    req = Request(ep, log_every) if log_every > 0 else None
+
+    def play(P: np.ndarray, seed: int, rewards: np.ndarray | None = None,
+             trace: np.ndarray | None = None):
+        rewards = reward_buffer(rewards, horizon)
+        Pa = np.ascontiguousarray(st.env(np.asarray(P, dtype=np.float64)))
+        tr = no_trace if trace is None else trace
+        if req is None:
+            nX = Pa.shape[0]
+            ret, cnt, _ = _trajectory_colosseum(
+                Pa, R, Rstd, gaussian, x0, gamma, horizon, H, int(seed), ap, ar, rmax,
+                COLOSSEUM_EVI_MAX_SWEEPS, rewards, tr, 0, np.zeros((nX, Pa.shape[1])),
+                np.zeros(nX), np.zeros(nX), np.zeros(nX), 1, 0.0, 0.0, si, sf)
+            return float(ret), cnt
+        evr = req.evaluator(P)
+        rbar = np.ascontiguousarray((Pa * R).sum(axis=2))
+        ret, cnt, acc = _trajectory_colosseum(
+            Pa, R, Rstd, gaussian, x0, gamma, horizon, H, int(seed), ap, ar, rmax,
+            COLOSSEUM_EVI_MAX_SWEEPS, rewards, tr, req.log_every, rbar, *req.refs(evr),
+            si, sf)
+        return float(ret), cnt, finish(acc, evr, rewards, horizon)
+
+    return play
 
 
 def make_indicator_player(prior: Any, params: dict, trained: Trained | None, ep: Episode,
@@ -693,6 +1104,9 @@ def make_indicator_player(prior: Any, params: dict, trained: Trained | None, ep:
     """:func:`make_player`'s player with Colosseum's indicators of Colosseum's current
     policy of UCRL2, the empirical model's greedy policy (:func:`_trajectory_ind`):
     ``play(P, seed, rewards) -> (return, counters, values)``."""
+    if _is_colosseum(params):
+        return _make_colosseum_player(prior, params, ep, log_every)
+    _refuse_other_forms(params)
     st = agent_setting(prior, ep)
     succ = np.ascontiguousarray(st.succ, dtype=np.int64)
     nsucc = np.ascontiguousarray(st.nsucc, dtype=np.int64)
@@ -724,6 +1138,11 @@ def make_indicator_player(prior: Any, params: dict, trained: Trained | None, ep:
 
 
 def make_player(prior: Any, params: dict, trained: Trained | None, ep: Episode):
+    """The player of UCRL2 in the form ``params`` give: ``play(P, seed, rewards) ->
+    (return, counters)`` (Colosseum's form: :func:`_trajectory_colosseum`)."""
+    if _is_colosseum(params):
+        return _make_colosseum_player(prior, params, ep)
+    _refuse_other_forms(params)
     st = agent_setting(prior, ep)
     succ = np.ascontiguousarray(st.succ, dtype=np.int64)
     nsucc = np.ascontiguousarray(st.nsucc, dtype=np.int64)
@@ -772,12 +1191,13 @@ def cost_features(params: dict, prior, test, gamma: float, horizon: int,
                   episode_length: int = 0) -> dict[str, float]:
     """Rough: the paper's bound on the episodes (:func:`expected_episodes`), each an
     extended value iteration of :data:`COST_SWEEPS` sweeps over every slot of the
-    prior's support (under ``+dir<α>``: of the full layout, S²·A), and a step per
+    prior's support (under ``+dir<α>`` and in Colosseum's form: of the full layout,
+    S²·A), and a step per
     decision. Not calibrated by measurements (the cost model prices it by its steps
     until benchmarks record UCRL2)."""
     n = expected_episodes(prior.n_states, prior.n_actions, horizon)
     B = float(prior.support_layout.nnz)
-    if getattr(prior, "dirichlet_all", None) is not None:
+    if getattr(prior, "dirichlet_all", None) is not None or _is_colosseum(params):
         B = float(prior.n_states) * prior.n_actions * prior.n_states
     return {"trajectory": 1.0, "steps": float(horizon), "rebuilds": n,
             "backups": n * COST_SWEEPS * B}
@@ -794,6 +1214,14 @@ BOUNDS = ("l1", "bernstein")
 
 def _bound_check(v: str) -> str | None:
     return None if v in BOUNDS else f"must be one of {', '.join(BOUNDS)}"
+
+
+def _form_check(v: str) -> str | None:
+    return None if v in FORMS else f"must be one of {', '.join(FORMS)}"
+
+
+def _alpha_check(v: float) -> str | None:
+    return None if math.isfinite(v) and v > 0.0 else "must be > 0"
 
 
 #: Share of a run's steps with tied actions from which :func:`run_note` speaks.
@@ -833,7 +1261,18 @@ ALGORITHM = Algorithm(
                   doc="confidence parameter of the transition sets (TabulaRL's 0.05)"),
             Param("bound", str, default="l1", check=_bound_check, id_omits_default=True,
                   doc="confidence sets: l1 (the paper's) or bernstein (UCRL2-B, Fruit et "
-                      "al. 2020)")),
+                      "al. 2020)"),
+            Param("form", str, default="jaksch", check=_form_check, id_omits_default=True,
+                  doc="jaksch (Jaksch et al. 2010, the default) or colosseum (Colosseum's "
+                      "benchmark UCRL2Continuous)"),
+            Param("alpha_p", float, default=COLOSSEUM_BENCHMARK["alpha_p"],
+                  check=_alpha_check, id_omits_default=True,
+                  doc="form=colosseum: scale of the transitions' widths (its benchmark's "
+                      "0.988)"),
+            Param("alpha_r", float, default=COLOSSEUM_BENCHMARK["alpha_r"],
+                  check=_alpha_check, id_omits_default=True,
+                  doc="form=colosseum: scale of the rewards' widths (its benchmark's "
+                      "0.103)")),
     make_player=make_player,
     # (not "episodes": the run tables' column of an experiment's episodes, issue 34)
     counters=("policies", "evi_sweeps", "evi_capped", "tied_steps"),

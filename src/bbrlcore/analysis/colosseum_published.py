@@ -53,8 +53,9 @@ print. bbrl's mean comes with a 95% interval :math:`\bar x \pm 1.96\,s/\sqrt n`.
 the instance is compared (one row each), and the row says when it is not Colosseum's
 configuration: Colosseum's Q-learning is ``q-learning-ucb`` with ``form=colosseum`` (its
 benchmark's hyperparameters:
-:data:`bbrlcore.agents.q_ucb.COLOSSEUM_BENCHMARK`); its PSRL uses a tuned Dirichlet
-concentration and a Normal-inverse-gamma reward prior, bbrl's PSRL the experiment's
+:data:`bbrlcore.agents.q_ucb.COLOSSEUM_BENCHMARK`), its UCRL2 ``ucrl2`` with
+``form=colosseum`` (:data:`bbrlcore.agents.ucrl2.COLOSSEUM_BENCHMARK`); its PSRL uses a
+tuned Dirichlet concentration and a Normal-inverse-gamma reward prior, bbrl's PSRL the experiment's
 prior. Colosseum's other agents (:data:`UNMAPPED`: the non-tabular bsuite baselines of
 its Table 15, not in Tables 11-14) have no bbrl counterpart.
 
@@ -202,6 +203,8 @@ def agent_note(algorithm: str, agent: str, prior: str = "", episodic: bool = Tru
     --------
     >>> agent_note("q-learning-ucb", "q-learning-ucb__c=1")
     "Jin et al.'s update (form=jin), not Colosseum's (form=colosseum)"
+    >>> agent_note("ucrl2", "ucrl2__delta=0.05__form=colosseum")
+    ''
     >>> print(agent_note("psrl", "psrl", "UColosseum-EC-DeepSea-0+rnig0.41854463543357456"))
     bbrl's PSRL knows the transitions' support (Colosseum's: a Dirichlet of 0.3235 on every
     next state)
@@ -215,8 +218,14 @@ def agent_note(algorithm: str, agent: str, prior: str = "", episodic: bool = Tru
     if algorithm == "psrl":
         return _psrl_note(prior, episodic)
     if algorithm == "ucrl2":
-        return ("Jaksch et al.'s confidence widths; Colosseum's benchmark runs its UCRL2 with "
-                "Bernstein bounds scaled by its tuned alpha_p 0.988 and alpha_r 0.103")
+        if "form=colosseum" not in agent:
+            return ("Jaksch et al.'s UCRL2 (form=jaksch), not Colosseum's (form=colosseum: "
+                    "its Bernstein bounds scaled by its tuned alpha_p 0.988 and alpha_r "
+                    "0.103)")
+        if "alpha_p=" in agent or "alpha_r=" in agent:
+            return ("Colosseum's UCRL2 with other alpha_p or alpha_r than its benchmark's "
+                    "(0.988, 0.103)")
+        return ""
     return ""
 
 
