@@ -305,6 +305,22 @@ def dirichlet_row(alpha, out):
         out[y] *= inv
 
 
+@njit(cache=True, error_model="numpy")
+def dirichlet_all_rows(seed, alpha, out):
+    """Seed numba's generator with ``seed`` and fill every row ``out[x, u]`` of the
+    (nX, nU, nY) array with a draw of Dir(α, ..., α) over its nY entries
+    (:func:`dirichlet_row`, the sampler of OPPS-DS's training draws under ``+dir<α>``,
+    in the same order: rows x, then u). What
+    :meth:`bbrlcore.mdp.distributions.FDMDistribution.draw_mdp` draws from a prior
+    ``+dir<α>``."""
+    np.random.seed(seed)
+    nX, nU, nY = out.shape
+    row = np.full(nY, alpha)
+    for x in range(nX):
+        for u in range(nU):
+            dirichlet_row(row, out[x, u])
+
+
 # ---------------------------------------------------------------------------------------
 # Bit tricks
 

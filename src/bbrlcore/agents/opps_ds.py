@@ -44,7 +44,8 @@ Machine Learning 47, 2002 (UCB1).
 :mod:`bbrlcore.mdp.transition_prior`; issue 42). Offline, a pull draws its MDP from the
 prior as stated: every row :math:`\mathrm{Dir}(\alpha, \ldots, \alpha)` over all S next
 states (``dirichlet_row`` on α, the pull's stream; the distribution's own ``draw_mdp``
-and ``draw_rows`` draw on the family's support and are not used). Such an MDP can go
+draws the same law with this sampler, :func:`bbrlcore.mdp.transition_prior.draw_dense`,
+and is not used: a pull draws on its own stream). Such an MDP can go
 anywhere, so the training runs on the **full** layout: the drawn MDP, the prior's
 rewards (its dense tables) and the three features' models are dense S×A×S arrays, about
 15 of 8·S²·A bytes (measured 1.35 MB of set-up arrays on DeepSea-10, S = 102, A = 2,

@@ -356,7 +356,13 @@ class FDMDistribution:
 
     def draw_mdp(self, rng: np.random.Generator) -> np.ndarray:
         """Draw one transition matrix P[x, u, y] (a Dirichlet per (x, u) row), dense;
-        :meth:`draw_rows` draws the same MDP on the support."""
+        :meth:`draw_rows` draws the same MDP on the support. A prior ``+dir<α>`` draws
+        every row from Dir(α) over all S next states, the prior the agents are told
+        (:func:`bbrlcore.mdp.transition_prior.draw_dense`)."""
+        if self.dirichlet_all is not None:
+            from bbrlcore.mdp.transition_prior import draw_dense
+
+            return draw_dense(self, rng)
         theta = self.theta
         pos = theta > 0
         g = np.where(pos, rng.standard_gamma(np.where(pos, theta, 1.0)), 0.0)
@@ -463,7 +469,13 @@ class FDMDistribution:
         """:meth:`draw_mdp`'s MDP (the same draws of ``rng``, bit for bit) as its values on
         :attr:`support_layout`, shape (nX, nU, K). The gamma draws of :meth:`draw_mdp`
         cover every transition (a unit shape where ``theta`` is zero), so they are made
-        here too, a block of rows at a time, and only the support's are kept."""
+        here too, a block of rows at a time, and only the support's are kept. A prior
+        ``+dir<α>`` is refused in one line (its draws can go to any next state:
+        :meth:`draw_mdp` draws them, densely)."""
+        if self.dirichlet_all is not None:
+            from bbrlcore.mdp.transition_prior import refuse_rows
+
+            refuse_rows(self)
         nX, nU = self.n_states, self.n_actions
         at, keys = self._support
         th = self._data.theta[at]

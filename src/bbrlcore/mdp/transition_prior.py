@@ -26,6 +26,12 @@ mass :math:`(S - k)\alpha`). A drawn row is exact in distribution when its slots
 :math:`\mathrm{Gamma}(\alpha)` variate, all normalised together
 (:func:`bbrlcore.agents.psrl` states the cost).
 
+**Draws.** ``prior.draw_mdp(rng)`` of a prior ``+dir<α>`` draws every row from
+Dir(α, ..., α) over all S next states, dense (:func:`draw_dense`: OPPS-DS's sampler,
+reproducible from ``rng``; a draw above the agents' memory limit is refused naming the
+prior); ``draw_rows``, which holds a draw on the support's rows (a test set's MDPs),
+refuses it in one line (:func:`refuse_rows`).
+
 Naming: the suffix combines with the reward suffix (``UDeepSea-10+dir0.3235+rnig``:
 Colosseum's PSRL prior, transitions and rewards unknown); both orders are read, the short
 name is always ``<base>+dir<α>+r<kind>``. The concentration is recorded in the
@@ -141,6 +147,59 @@ def suffix_of(alpha: float | None, rkind: str) -> str:
 def dirichlet_all_of(dist: Any) -> float | None:
     """The every-next-state concentration α of a prior, None when it knows the support."""
     return getattr(dist, "dirichlet_all", None)
+
+
+def draw_bytes(n_states: int, n_actions: int) -> int:
+    """Memory of a dense draw from a prior ``+dir<α>``: the S×A×S float64 array."""
+    return 8 * int(n_states) * int(n_actions) * int(n_states)
+
+
+def draw_dense(dist: Any, rng: Any) -> Any:
+    """One MDP drawn from the transition prior of ``dist``, a prior ``+dir<α>``: every
+    row (x, u) from Dir(α, ..., α) over all S next
+    states, dense (S, A, S). The draws are OPPS-DS's (its training MDPs under ``+dir``:
+    :func:`bbrlcore.agents._kernels.dirichlet_all_rows`, numba's generator seeded with
+    one 32-bit integer drawn from ``rng``: the same ``rng`` state gives the same MDP; it
+    reseeds numba's generator of the calling thread, which every built-in kernel seeds
+    itself). The rewards are not drawn: the prior's, known or not, as without ``+dir``.
+    A draw larger than the agents' memory limit
+    (:data:`bbrlcore.agents.base.MAX_AGENT_MEMORY_BYTES`) is one :class:`BBRLError`
+    naming the prior.
+
+    >>> import numpy as np
+    >>> from bbrlcore.mdp import distributions as D
+    >>> P = D.load("UGC+dir0.5").draw_mdp(np.random.default_rng(0))
+    >>> P.shape, bool((P > 0).all()), bool(np.allclose(P.sum(axis=2), 1.0))
+    ((5, 3, 5), True, True)
+    """
+    import numpy as np
+
+    from bbrlcore.agents._kernels import dirichlet_all_rows
+    from bbrlcore.agents.base import MAX_AGENT_MEMORY_BYTES
+
+    alpha = dirichlet_all_of(dist)
+    if alpha is None:
+        raise BBRLError(f"prior {dist.short_name}: no {SUFFIX}<alpha> transition prior")
+    nX, nU = int(dist.n_states), int(dist.n_actions)
+    need = draw_bytes(nX, nU)
+    if need > MAX_AGENT_MEMORY_BYTES:
+        raise BBRLError(f"prior {dist.short_name}: a draw from Dir({show_alpha(alpha)}) on "
+                        f"every next state is held densely, {need / 2**30:.1f} GB for "
+                        f"{nX} states, above {MAX_AGENT_MEMORY_BYTES / 2**30:.0f} GB")
+    out = np.empty((nX, nU, nX))
+    dirichlet_all_rows(np.int64(rng.integers(0, 2**32)), float(alpha), out)
+    return out
+
+
+def refuse_rows(dist: Any) -> None:
+    """One :class:`BBRLError` naming the prior ``+dir<α>`` ``dist``: a draw from it can
+    go to any next state, which its support's rows (``draw_rows``, a test set's MDPs)
+    cannot hold."""
+    alpha = show_alpha(dirichlet_all_of(dist))
+    raise BBRLError(f"prior {dist.short_name}: a draw from Dir({alpha}) "
+                    "on every next state can go to any state, not only to its support's "
+                    "rows (draw_rows, a test set's MDPs); draw it densely with draw_mdp, "
+                    f"or draw test MDPs from {split_suffixes(dist.short_name)[0]}")
 
 
 def with_dirichlet_all(dist: Any, alpha: float) -> Any:

@@ -1005,7 +1005,13 @@ class FamilyDistribution:
         return dense(self.controlled_kernel(structure))
 
     def draw_mdp(self, rng: np.random.Generator) -> np.ndarray:
-        """Draw one MDP: its structure, then every row from Dir(concentration · row)."""
+        """Draw one MDP: its structure, then every row from Dir(concentration · row) (a
+        prior ``+dir<α>``: every row from Dir(α) over all S next states,
+        :func:`bbrlcore.mdp.transition_prior.draw_dense`)."""
+        if getattr(self, "dirichlet_all", None) is not None:
+            from bbrlcore.mdp.transition_prior import draw_dense
+
+            return draw_dense(self, rng)
         s = self.draw_structure(rng)
         key, val = merged(self.controlled_kernel(s), self.n_states)
         return dirichlet_rows(rng, key, val, self.concentration, self.n_states,
@@ -1013,7 +1019,12 @@ class FamilyDistribution:
 
     def draw_rows(self, rng: np.random.Generator) -> np.ndarray:
         """:meth:`draw_mdp`'s MDP (the same draws of ``rng``) as its values on
-        :attr:`support_layout`, shape (nX, nU, K), without the dense array."""
+        :attr:`support_layout`, shape (nX, nU, K), without the dense array (a prior
+        ``+dir<α>``: refused in one line, its draws can go to any next state)."""
+        if getattr(self, "dirichlet_all", None) is not None:
+            from bbrlcore.mdp.transition_prior import refuse_rows
+
+            refuse_rows(self)
         s = self.draw_structure(rng)
         key, val = merged(self.controlled_kernel(s), self.n_states)
         p = dirichlet_values(rng, key, val, self.concentration, self.n_states,
