@@ -217,6 +217,37 @@ def test_bfs3_cost_features_probe_its_search_under_dir():
     assert f["expansions"] > 0
 
 
+def test_bamcp_and_bfs3_price_their_work_under_dir_from_its_records():
+    """Under +dir each simulated transition (BAMCP), each visit and expansion draw (BFS3)
+    has its own price, fitted to benchmarks/results/dir_prior_search.json: a +dir
+    trajectory is priced over twice the known support's (they were priced the same)."""
+    from pathlib import Path
+
+    from bbrlcore.plan import cost
+
+    test = D.load("DeepSea-10")
+    plain, alld = D.load("UDeepSea-10"), D.load("UDeepSea-10+dir0.3235")
+    fa = cost.features("bamcp", {"K": 30, "D": 5}, alld, test, 0.95, 50, episode_length=10)
+    fp = cost.features("bamcp", {"K": 30, "D": 5}, plain, test, 0.95, 50, episode_length=10)
+    assert fa["sim_steps_all"] == fa["sim_steps"] == 50 * 30 * 5 and "sim_steps_all" not in fp
+    ga = cost.features("bfs3", {"K": 4, "C": 2, "D": 3}, alld, test, 0.95, 50,
+                       episode_length=10)
+    assert ga["visits_all"] == ga["visits"] and ga["expansion_draws_all"] == ga[
+        "expansion_draws"] > 0
+    results = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+    recs = [r for r in cost.records(results) if r.algorithm in ("bamcp", "bfs3")]
+    assert sum("+dir" in r.prior for r in recs) >= 12
+    m = cost.CostModel(recs)
+    for alg, params in (("bamcp", {"K": 300, "D": 10}), ("bfs3", {"K": 45, "C": 3, "D": 10})):
+        s = [m.seconds_per_trajectory(alg, params, "DeepSea-12", 200, prior, 0.95,
+                                      episode_length=10)
+             for prior in ("UDeepSea-12", "UDeepSea-12+dir0.3235")]
+        assert s[1] > 2 * s[0], (alg, s)
+        fit = m.quality(alg)
+        assert max(cost._ratio(p, meas) for cfg, meas, _, p in fit.validation
+                   if "+dir" in cfg[3]) < 2.0
+
+
 def test_bfs3_rollouts_restore_the_counts_after_background_pseudo_counts():
     """FSSS trees under +dir whose rollouts descend into background states: after each
     tree the planning counts (slots and background) are the real counts again."""

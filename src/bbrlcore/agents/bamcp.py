@@ -582,13 +582,24 @@ def _setting_check(params: dict, prior, gamma: float, horizon: int) -> str | Non
 
 def cost_features(params: dict, prior, test, gamma: float, horizon: int) -> dict[str, float]:
     """Per decision K simulations of exactly D transitions each (tree descent, then
-    rollout); a simulated transition is an urn draw over the row's support."""
+    rollout); a simulated transition is an urn draw over the row's support. Under a prior
+    ``+dir<α>`` each simulated transition also has its own price, ``sim_steps_all``
+    (zero otherwise): its urn holds the row's background (:func:`_urn_draw_all`: the
+    background's weight, the simulation's earlier background moves, the ``j``-th state
+    outside the slots; no scan over the S states) and, almost every state being a
+    possible successor, the tree is wider (longer child lists, more nodes, earlier
+    rollouts): measured about 50 ns more a simulated transition than the known support's
+    30 on DeepSea-10 (K = 50 to 400, thread CPU time), the same on DeepSea-6 and -14 (it
+    does not grow with S; ``benchmarks/results/dir_prior.md``)."""
     K = float(params["K"])
     D = float(resolve_depth(params, horizon))
     T = float(horizon)
     S = float(prior.support_layout.nsucc.mean())
-    return {"trajectory": 1.0, "decisions": T, "simulations": T * K,
-            "sim_steps": T * K * D, "sim_steps_support": T * K * D * S}
+    out = {"trajectory": 1.0, "decisions": T, "simulations": T * K,
+           "sim_steps": T * K * D, "sim_steps_support": T * K * D * S}
+    if getattr(prior, "dirichlet_all", None) is not None:
+        out["sim_steps_all"] = T * K * D
+    return out
 
 
 ALGORITHM = Algorithm(
