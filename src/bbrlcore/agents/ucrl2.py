@@ -208,15 +208,13 @@ from numba import njit
 
 from bbrlcore.agents._indicators import (
     Request,
-    final_weight,
+    episode_start,
     finish,
-    gain_from,
     gain_scratch,
     ind_alloc,
     is_row,
     needs_evaluation,
-    row_continuing,
-    row_episodic,
+    policy_row,
 )
 from bbrlcore.agents._kernels import env_reset, env_reward_rows, env_step_rows
 from bbrlcore.agents._layout import setting
@@ -236,7 +234,6 @@ from bbrlcore.agents.base import (
     reward_buffer,
 )
 from bbrlcore.errors import BBRLError
-from bbrlcore.mdp import evaluation as ev_
 from bbrlcore.mdp import rows
 from bbrlcore.mdp.reward_prior import REWARD_PRIORS, reward_prior_of, reward_range
 
@@ -620,7 +617,6 @@ def _trajectory_ind(P, R, Rstd, gaussian, initial_state, gamma, horizon, episode
     Cs = np.zeros((nX, nU, K))
     Rs = np.zeros((nX, nU))
     pol = np.zeros((nX, nU))
-    pol3 = pol.reshape((1, nX, nU))
     Ve = np.zeros(nX)
     We = np.zeros(nX)
     qe = np.zeros(nU)
@@ -674,8 +670,6 @@ def _trajectory_ind(P, R, Rstd, gaussian, initial_state, gamma, horizon, episode
             allowed[x, u, k] = True
             x = succ[x, u, k]
         if final or is_row(t, L):
-            tt = horizon - 1 if final else t
-            w = final_weight(horizon, L) if final else L
             # the empirical model as of the episode's start: solved (and, episodic, its
             # policy's values) once per episode, not at each of its rows
             fresh = False
@@ -684,18 +678,9 @@ def _trajectory_ind(P, R, Rstd, gaussian, initial_state, gamma, horizon, episode
                                  EMPIRICAL_GAMMA, Ve, We, pol, qe)
                 stale = False
                 fresh = True
-            if episodic:
-                if needs_evaluation(acc) and fresh:
-                    ev_.episode_values_stochastic(succ, nsucc, P, rbar, pol3, Hr, V0)
-                row_episodic(acc, hist, tt, horizon, w, final, V0, s, refs_s, refs_w, mu0,
-                             Hr, Vc)
-            else:
-                g = gain_from(succ, nsucc, P, rbar, pol, pi, True, x, si, sf) \
-                    if needs_evaluation(acc) else 0.0
-                row_continuing(acc, hist, tt, horizon, w, final, g, opt, worst)
-        if not final and episode_length > 0 and (t + 1) % episode_length == 0:
-            x = env_reset(initial_state, nX)
-            s = x
+            policy_row(acc, hist, t, horizon, L, final, episodic, fresh, succ, nsucc, P,
+                       rbar, pol, x, s, refs_s, refs_w, mu0, Hr, opt, worst, V0, Vc, si, sf)
+        x, s = episode_start(t, final, episode_length, initial_state, nX, x, s)
     return ret, counters, acc
 
 
@@ -881,8 +866,6 @@ def _trajectory_colosseum(P, R, Rstd, gaussian, initial_state, gamma, horizon,
     Ns = np.zeros((nX, nU), dtype=np.int64)
     Rs = np.zeros((nX, nU))
     pol = np.zeros((nX, nU))
-    pol3 = pol.reshape((1, nX, nU))
-    pid = np.zeros(nX, dtype=np.int64)
     Ve = np.zeros(nX)
     We = np.zeros(nX)
     qe = np.zeros(nU)
@@ -951,23 +934,12 @@ def _trajectory_colosseum(P, R, Rstd, gaussian, initial_state, gamma, horizon,
                                             beta_r, beta_p, Q, counters, ind, Cs, Ns, Rs)
                 n_ep = 0
         if ind and (final or is_row(t, L)):
-            tt = horizon - 1 if final else t
-            w = final_weight(horizon, L) if final else L
             if needs_evaluation(acc):
                 empirical_policy(Cs, Ns, Cs, Rs, False, succ, nsucc, rmax,
                                  EMPIRICAL_GAMMA, Ve, We, pol, qe)
-            if episodic:
-                if needs_evaluation(acc):
-                    ev_.episode_values_stochastic(succ, nsucc, P, rbar, pol3, Hr, V0)
-                row_episodic(acc, hist, tt, horizon, w, final, V0, s, refs_s, refs_w, mu0,
-                             Hr, Vc)
-            else:
-                g = gain_from(succ, nsucc, P, rbar, pol, pid, True, x, si, sf) \
-                    if needs_evaluation(acc) else 0.0
-                row_continuing(acc, hist, tt, horizon, w, final, g, opt, worst)
-        if not final and episode_length > 0 and (t + 1) % episode_length == 0:
-            x = env_reset(initial_state, nX)
-            s = x
+            policy_row(acc, hist, t, horizon, L, final, episodic, True, succ, nsucc, P,
+                       rbar, pol, x, s, refs_s, refs_w, mu0, Hr, opt, worst, V0, Vc, si, sf)
+        x, s = episode_start(t, final, episode_length, initial_state, nX, x, s)
     return ret, counters, acc
 
 
