@@ -840,7 +840,8 @@ def _trajectory_colosseum(P, R, Rstd, gaussian, initial_state, gamma, horizon,
     colosseum``) on the test MDP ``P`` on the full layout (slot k is state k). Returns
     (discounted return, [policies, evi_sweeps, evi_capped, tied_steps], indicators'
     accumulator); with ``L`` > 0 Colosseum's indicators every ``L`` steps of its
-    current policy (:func:`empirical_policy` of its model), as :func:`_trajectory_ind`.
+    current policy (:func:`empirical_policy` of its model, solved again only once the
+    model changed, at its episode's end), as :func:`_trajectory_ind`.
     ``trace`` (T, 3) int64, if it has T rows, receives each step's state, action and
     next state (tests)."""
     np.random.seed(seed)
@@ -887,6 +888,7 @@ def _trajectory_colosseum(P, R, Rstd, gaussian, initial_state, gamma, horizon,
     it = _colosseum_episode_end(Phat, est, Nc, Ntot, nu, ep_x, ep_u, ep_r, 0, it,
                                 alpha_p, alpha_r, rmax, max_sweeps, beta_r, beta_p, Q,
                                 counters, ind, Cs, Ns, Rs)
+    stale = True  # Colosseum's current policy not computed since its model last changed
     for t in range(horizon + 1):
         final = t == horizon
         if not final:
@@ -933,11 +935,17 @@ def _trajectory_colosseum(P, R, Rstd, gaussian, initial_state, gamma, horizon,
                                             n_ep, it, alpha_p, alpha_r, rmax, max_sweeps,
                                             beta_r, beta_p, Q, counters, ind, Cs, Ns, Rs)
                 n_ep = 0
+                stale = True  # Cs, Ns, Rs updated: Colosseum's current policy changed
         if ind and (final or is_row(t, L)):
-            if needs_evaluation(acc):
+            # its model changes only at its episode ends (_colosseum_episode_end, where
+            # stale is set): solved (and, episodic, its policy's values) once per episode
+            fresh = False
+            if needs_evaluation(acc) and stale:
                 empirical_policy(Cs, Ns, Cs, Rs, False, succ, nsucc, rmax,
                                  EMPIRICAL_GAMMA, Ve, We, pol, qe)
-            policy_row(acc, hist, t, horizon, L, final, episodic, True, succ, nsucc, P,
+                stale = False
+                fresh = True
+            policy_row(acc, hist, t, horizon, L, final, episodic, fresh, succ, nsucc, P,
                        rbar, pol, x, s, refs_s, refs_w, mu0, Hr, opt, worst, V0, Vc, si, sf)
         x, s = episode_start(t, final, episode_length, initial_state, nX, x, s)
     return ret, counters, acc
