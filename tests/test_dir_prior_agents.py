@@ -11,22 +11,7 @@ from bbrlcore import protocol
 from bbrlcore.agents import registry
 from bbrlcore.errors import BBRLError
 from bbrlcore.mdp import distributions as D
-
-
-def _returns(name, params, prior, test, seeds, horizon, episodes=0, n_mdps=1):
-    ts = protocol.new_test_set(test, n_mdps, 0.95, horizon, seed=0,
-                               episode_length=episodes)
-    alg = registry.get(name)
-    p = alg.parse_params(params)
-    alg.check_setting(p, prior, 0.95, horizon)
-    play = alg.make_player(prior, p, None, ts.episode())
-    out = []
-    for i, s in enumerate(seeds):
-        rewards = np.empty(horizon)
-        ret, cnt = play(np.ascontiguousarray(ts.mdps[i % n_mdps]), s, rewards)
-        out.append((ret, rewards, np.asarray(cnt).copy()))
-    return out
-
+from prior_play import play_seeds  # (tests/)
 
 AGENTS = [("boss", {"K": "1", "B": "2"}), ("boss", {"K": "3", "B": "2"}),
           ("sboss", {"epsilon": "0.01", "delta": "0.5"}),
@@ -37,19 +22,19 @@ AGENTS = [("boss", {"K": "1", "B": "2"}), ("boss", {"K": "3", "B": "2"}),
 @pytest.mark.parametrize("name,params", AGENTS)
 def test_they_take_the_suffix_and_play_reproducibly(name, params):
     assert registry.get(name).dirichlet_all
-    a = _returns(name, params, D.load("UGC+dir0.5"), D.builtin("GC"), [4, 4, 9], 60)
+    a = play_seeds(name, params, D.load("UGC+dir0.5"), D.builtin("GC"), [4, 4, 9], 60)
     assert a[0][0] == a[1][0] and np.array_equal(a[0][1], a[1][1])
     assert np.array_equal(a[0][2], a[1][2])
     assert not np.array_equal(a[0][1], a[2][1])
     # not the supported prior's plan: GC's accurate prior knows its support, +dir does not
-    b = _returns(name, params, D.load("GC"), D.builtin("GC"), [4], 60)
-    c = _returns(name, params, D.load("GC+dir0.5"), D.builtin("GC"), [4], 60)
+    b = play_seeds(name, params, D.load("GC"), D.builtin("GC"), [4], 60)
+    c = play_seeds(name, params, D.load("GC+dir0.5"), D.builtin("GC"), [4], 60)
     assert not np.array_equal(b[0][1], c[0][1])
 
 
 @pytest.mark.parametrize("name,params", AGENTS)
 def test_they_play_a_family_with_episodes_under_dir(name, params):
-    a = _returns(name, params, D.load("UDeepSea-4+dir0.3235"), D.load_test("DeepSea-4"),
+    a = play_seeds(name, params, D.load("UDeepSea-4+dir0.3235"), D.load_test("DeepSea-4"),
                  [3, 3], 4 * 30, 4)
     assert a[0][0] == a[1][0] and np.array_equal(a[0][1], a[1][1])
     assert np.isfinite(a[0][1]).all()
@@ -62,9 +47,9 @@ def test_boss_one_sample_never_resampled_is_psrl_continuing_under_dir():
                                  ("URiverSwim-6+dir0.3235", D.load_test("RiverSwim-6"), 150),
                                  ("GC+dir0.2", D.builtin("GC"), 100)):
         seeds = [11, 12, 13]
-        boss = _returns("boss", {"K": "1", "B": "0"}, D.load(prior), test, seeds, horizon,
+        boss = play_seeds("boss", {"K": "1", "B": "0"}, D.load(prior), test, seeds, horizon,
                         n_mdps=3)
-        psrl = _returns("psrl", {"schedule": "fixed", "period": str(horizon)}, D.load(prior),
+        psrl = play_seeds("psrl", {"schedule": "fixed", "period": str(horizon)}, D.load(prior),
                         test, seeds, horizon, n_mdps=3)
         for b, p in zip(boss, psrl, strict=True):
             assert b[0] == p[0] and np.array_equal(b[1], p[1]), prior

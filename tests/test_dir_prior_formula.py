@@ -19,23 +19,10 @@ from bbrlcore.agents.formula_agent import (
 )
 from bbrlcore.mdp import distributions as D
 from bbrlcore.mdp.solvers import solve_q
+from prior_play import play_seeds  # (tests/)
 
 GAMMA, T = 0.95, 250
 ALL = np.ones(3, dtype=np.bool_)
-
-
-def _returns(name, params, prior, test, seeds, horizon, trained=None):
-    ts = protocol.new_test_set(test, 1, GAMMA, horizon, seed=0)
-    alg = registry.get(name)
-    p = alg.parse_params(params)
-    alg.check_setting(p, prior, GAMMA, horizon)
-    play = alg.make_player(prior, p, trained, ts.episode())
-    out = []
-    for s in seeds:
-        rewards = np.empty(horizon)
-        ret, cnt = play(ts.mdps[0], s, rewards)
-        out.append((ret, rewards, cnt))
-    return out
 
 
 def _numpy_q_iteration(P, R, Q):
@@ -126,7 +113,7 @@ def test_qself_and_quniform_under_dir_are_their_plain_models():
 @pytest.mark.parametrize("formula", ["Q0", "Q2/Q0", "max(Q0, Q1)"])
 def test_formula_agent_plays_ugc_dir_reproducibly(formula):
     prior = D.load("UGC+dir0.5")
-    a = _returns("formula", {"formula": formula}, prior, D.builtin("GC"), [4, 4, 9], 80)
+    a = play_seeds("formula", {"formula": formula}, prior, D.builtin("GC"), [4, 4, 9], 80)
     assert a[0][0] == a[1][0] and np.array_equal(a[0][1], a[1][1])
     assert a[0][2].tolist() == a[1][2].tolist()
     if formula == "Q0":  # (Q2/Q0 stays on GC's first state: the same rewards whatever the seed)
@@ -135,8 +122,8 @@ def test_formula_agent_plays_ugc_dir_reproducibly(formula):
 
 def test_formula_agent_under_dir_plans_on_every_next_state():
     """GC's accurate prior knows the support; GC+dir0.3235 does not: another plan."""
-    b = _returns("formula", {"formula": "Q0"}, D.load("GC"), D.builtin("GC"), [4], 80)
-    c = _returns("formula", {"formula": "Q0"}, D.load("GC+dir0.3235"), D.builtin("GC"),
+    b = play_seeds("formula", {"formula": "Q0"}, D.load("GC"), D.builtin("GC"), [4], 80)
+    c = play_seeds("formula", {"formula": "Q0"}, D.load("GC+dir0.3235"), D.builtin("GC"),
                  [4], 80)
     assert not np.array_equal(b[0][1], c[0][1])
 
@@ -172,7 +159,7 @@ def test_opps_ds_trains_and_plays_under_dir_reproducibly():
     # the same search under the plain prior draws other MDPs: other statistics
     t0 = A.train(D.load("UGC"), p, TrainContext(seed=4, horizon=30))
     assert not t0.table.equals(t1.table)
-    a = _returns("opps-ds", {"formula_set": "F2", "n_draws": "30", "c": "50"}, prior,
+    a = play_seeds("opps-ds", {"formula_set": "F2", "n_draws": "30", "c": "50"}, prior,
                  D.builtin("GC"), [2, 2], 60, trained=t1)
     assert np.isfinite(a[0][0]) and a[0][0] == a[1][0]
     assert np.array_equal(a[0][1], a[1][1])

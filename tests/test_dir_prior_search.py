@@ -14,24 +14,10 @@ import numpy as np
 import pytest
 from scipy.stats import chi2
 
-from bbrlcore import protocol
 from bbrlcore.agents import bamcp, bfs3, registry
 from bbrlcore.agents.base import check_dirichlet_all
 from bbrlcore.mdp import distributions as D
-
-
-def _returns(name, params, prior, test, seeds, horizon, episodes=0):
-    ts = protocol.new_test_set(test, 1, 0.95, horizon, seed=0, episode_length=episodes)
-    alg = registry.get(name)
-    p = alg.parse_params(params)
-    alg.check_setting(p, prior, 0.95, horizon)
-    play = alg.make_player(prior, p, None, ts.episode())
-    out = []
-    for s in seeds:
-        rewards = np.empty(horizon)
-        play(ts.mdps[0], s, rewards)
-        out.append(rewards)
-    return out
+from prior_play import play_seeds  # (tests/)
 
 
 def _chi2_pvalue(observed: np.ndarray, expected: np.ndarray) -> float:
@@ -188,13 +174,14 @@ def test_they_take_dir_and_play_reproducibly(name, params):
     for prior, test, episodes, horizon in (("UGC+dir0.5", D.builtin("GC"), 0, 40),
                                            ("UDeepSea-5+dir0.3235", D.load_test("DeepSea-5"),
                                             5, 50)):
-        a = _returns(name, params, D.load(prior), test, [4, 4, 9], horizon, episodes)
+        a = [r for _, r, _ in play_seeds(name, params, D.load(prior), test, [4, 4, 9],
+                                         horizon, episodes)]
         assert np.array_equal(a[0], a[1]), prior
         assert not np.array_equal(a[0], a[2]), prior
     # GC's support is known to its accurate prior, not under +dir: another search
-    b = _returns(name, params, D.load("GC"), D.builtin("GC"), [4], 40)
-    c = _returns(name, params, D.load("GC+dir0.5"), D.builtin("GC"), [4], 40)
-    assert not np.array_equal(b[0], c[0])
+    b = play_seeds(name, params, D.load("GC"), D.builtin("GC"), [4], 40)
+    c = play_seeds(name, params, D.load("GC+dir0.5"), D.builtin("GC"), [4], 40)
+    assert not np.array_equal(b[0][1], c[0][1])
 
 
 @pytest.mark.parametrize("name,params", SEARCHES[:2])
@@ -202,9 +189,9 @@ def test_full_rows_under_dir1_play_as_the_uniform_prior(name, params):
     """UGC has one pseudo-count on every next state (full rows: no background), so
     UGC+dir1 is the same prior and, where the known-support search draws from the same urn
     (BAMCP always; BFS3 at C = 2 on 5-state rows), the same trajectory bit for bit."""
-    b = _returns(name, params, D.load("UGC"), D.builtin("GC"), [3, 8], 40)
-    c = _returns(name, params, D.load("UGC+dir1"), D.builtin("GC"), [3, 8], 40)
-    assert all(np.array_equal(x, y) for x, y in zip(b, c, strict=True))
+    b = play_seeds(name, params, D.load("UGC"), D.builtin("GC"), [3, 8], 40)
+    c = play_seeds(name, params, D.load("UGC+dir1"), D.builtin("GC"), [3, 8], 40)
+    assert all(np.array_equal(x[1], y[1]) for x, y in zip(b, c, strict=True))
 
 
 def test_bfs3_cost_features_probe_its_search_under_dir():

@@ -27,6 +27,7 @@ from bbrlcore.mdp import distributions as D
 from bbrlcore.mdp import reward_prior as RP
 from bbrlcore.mdp.distributions import FDMDistribution
 from bbrlcore.mdp.environment import RewardLaws, with_environment
+from prior_play import play_seeds  # (tests/)
 
 
 def bandit(means, name="Arms", laws: str | None = "bernoulli") -> FDMDistribution:
@@ -218,21 +219,6 @@ def api_place(agent, prior, ep):
     _place(agent, prior, ep)
 
 
-def _returns(name, params, prior, test, seeds, horizon=300, episodes=0):
-    ts = protocol.new_test_set(test, len(seeds), 0.95, horizon, seed=0,
-                               episode_length=episodes)
-    alg = registry.get(name)
-    p = alg.parse_params(params)
-    alg.check_setting(p, prior, 0.95, horizon)
-    play = alg.make_player(prior, p, None, ts.episode())
-    out = []
-    for s in seeds:
-        rewards = np.empty(horizon)
-        ret, _ = play(ts.mdps[0], s, rewards)
-        out.append((ret, rewards))
-    return out
-
-
 @pytest.mark.parametrize("kind", ("beta", "nig"))
 def test_psrl_finds_the_better_arm_the_prior_gets_wrong(kind):
     """The prior's reward table says arm 0 pays 0.9 and arm 1 0.1; the test MDP pays 0.2
@@ -241,9 +227,9 @@ def test_psrl_finds_the_better_arm_the_prior_gets_wrong(kind):
     test = bandit([0.2, 0.8])
     wrong = bandit([0.9, 0.1], laws=None)
     for episodes in (0, 10):
-        known = _returns("psrl", {}, wrong, test, [1], episodes=episodes)[0][1]
-        learn = _returns("psrl", {}, RP.with_reward_prior(wrong, kind), test, [1],
-                         episodes=episodes)[0][1]
+        known = play_seeds("psrl", {}, wrong, test, [1], 300, episodes)[0][1]
+        learn = play_seeds("psrl", {}, RP.with_reward_prior(wrong, kind), test, [1], 300,
+                           episodes)[0][1]
         assert known.mean() < 0.3 and learn[150:].mean() > 0.65, (episodes, known.mean(),
                                                                   learn[150:].mean())
 
@@ -260,11 +246,11 @@ def test_optimists_use_empirical_rewards(name, params, episodes):
     the rewards it observes)."""
     test = bandit([0.2, 0.8])
     wrong = bandit([0.9, 0.1], laws=None)
-    learn = _returns(name, params, RP.with_reward_prior(wrong, "beta"), test, [2],
-                     episodes=episodes)[0][1]
+    learn = play_seeds(name, params, RP.with_reward_prior(wrong, "beta"), test, [2], 300,
+                       episodes)[0][1]
     assert learn[150:].mean() > 0.6, learn[150:].mean()
     if name != "q-learning-ucb":  # (it learns from observed rewards whatever the prior)
-        known = _returns(name, params, wrong, test, [2], episodes=episodes)[0][1]
+        known = play_seeds(name, params, wrong, test, [2], 300, episodes)[0][1]
         assert known[150:].mean() < 0.35, known[150:].mean()
 
 
@@ -276,8 +262,7 @@ def test_optimists_use_empirical_rewards(name, params, episodes):
 def test_same_seed_same_trajectory(name, params, episodes, kind):
     base, test = (("URiverSwim-6", D.load_test("RiverSwim-6")) if episodes else
                   ("UGC", D.builtin("GC")))
-    a = _returns(name, params, D.load(f"{base}+r{kind}"), test, [4, 4, 9], horizon=100,
-                 episodes=episodes)
+    a = play_seeds(name, params, D.load(f"{base}+r{kind}"), test, [4, 4, 9], 100, episodes)
     assert a[0][0] == a[1][0] and np.array_equal(a[0][1], a[1][1])
     assert not np.array_equal(a[0][1], a[2][1])
 

@@ -20,6 +20,7 @@ from bbrlcore.cli import main
 from bbrlcore.errors import BBRLError
 from bbrlcore.mdp import distributions as D
 from bbrlcore.mdp import transition_prior as TP
+from prior_play import play_seeds  # (tests/)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -157,27 +158,13 @@ def test_a_drawn_row_is_dirichlet_alpha_plus_counts_over_every_state(a_all, coun
 # PSRL under +dir: reproducible, end to end
 
 
-def _returns(name, params, prior, test, seeds, horizon, episodes=0):
-    ts = protocol.new_test_set(test, 1, 0.95, horizon, seed=0, episode_length=episodes)
-    alg = registry.get(name)
-    p = alg.parse_params(params)
-    alg.check_setting(p, prior, 0.95, horizon)
-    play = alg.make_player(prior, p, None, ts.episode())
-    out = []
-    for s in seeds:
-        rewards = np.empty(horizon)
-        ret, cnt = play(ts.mdps[0], s, rewards)
-        out.append((ret, rewards, cnt))
-    return out
-
-
 @pytest.mark.parametrize("prior,test,episodes,params", [
     ("UDeepSea-5+dir0.3235+rnig", "DeepSea-5", 5, {}),
     ("UDeepSea-5+dir0.3235", "DeepSea-5", 5, {}),
     ("URiverSwim-6+dir0.3235+rnig", "RiverSwim-6", 0, {}),
     ("URiverSwim-6+dir1", "RiverSwim-6", 0, {"schedule": "fixed", "period": "10"})])
 def test_psrl_same_seed_same_trajectory(prior, test, episodes, params):
-    a = _returns("psrl", params, D.load(prior), D.load_test(test), [4, 4, 9], 150, episodes)
+    a = play_seeds("psrl", params, D.load(prior), D.load_test(test), [4, 4, 9], 150, episodes)
     assert a[0][0] == a[1][0] and np.array_equal(a[0][1], a[1][1])
     assert not np.array_equal(a[0][1], a[2][1])
     assert a[0][2][0] >= (150 // episodes if episodes else 2)  # (samples drawn)
@@ -188,8 +175,8 @@ def test_psrl_under_dir_differs_from_the_supported_prior_and_learns_deepsea():
     (a different trajectory than under the uniform prior on the support) and still reaches
     the treasure often once it has learned (the last 100 episodes)."""
     test = D.load_test("DeepSea-5")
-    dirr = _returns("psrl", {}, D.load("UDeepSea-5+dir0.3235"), test, [3], 5 * 400, 5)[0][1]
-    uni = _returns("psrl", {}, D.load("UDeepSea-5"), test, [3], 5 * 400, 5)[0][1]
+    dirr = play_seeds("psrl", {}, D.load("UDeepSea-5+dir0.3235"), test, [3], 5 * 400, 5)[0][1]
+    uni = play_seeds("psrl", {}, D.load("UDeepSea-5"), test, [3], 5 * 400, 5)[0][1]
     assert not np.array_equal(dirr, uni)
     late = dirr[-500:].reshape(100, 5).sum(axis=1)
     assert (late > 0.5).mean() > 0.5, late
@@ -199,9 +186,9 @@ def test_psrl_under_dir_differs_from_the_supported_prior_and_learns_deepsea():
     ("mbie-eb", {"beta": "0.5"}, 0), ("q-learning-ucb", {"c": "0.01"}, 10),
     ("random", {}, 0), ("optimal", {}, 0)])
 def test_algorithms_that_never_read_the_transition_prior_take_it(name, params, episodes):
-    a = _returns(name, params, D.load("URiverSwim-6+dir0.3235"), D.load_test("RiverSwim-6"),
+    a = play_seeds(name, params, D.load("URiverSwim-6+dir0.3235"), D.load_test("RiverSwim-6"),
                  [1], 60, episodes)
-    b = _returns(name, params, D.load("URiverSwim-6"), D.load_test("RiverSwim-6"), [1], 60,
+    b = play_seeds(name, params, D.load("URiverSwim-6"), D.load_test("RiverSwim-6"), [1], 60,
                  episodes)
     assert np.array_equal(a[0][1], b[0][1])  # (it reads no transition prior: the same)
 
@@ -359,16 +346,16 @@ def test_mean_model_backup_equals_the_dense_posterior_mean(learn):
                                          ("soft-max", {"tau": "0.5"})])
 def test_mean_model_agents_run_reproducibly_under_dir(name, params):
     for prior in ("UGC+dir0.3235", "UGC+dir0.3235+rnig"):
-        a = _returns(name, params, D.load(prior), D.builtin("GC"), [4, 4, 9], 80)
+        a = play_seeds(name, params, D.load(prior), D.builtin("GC"), [4, 4, 9], 80)
         assert a[0][0] == a[1][0] and np.array_equal(a[0][1], a[1][1])
         assert not np.array_equal(a[0][1], a[2][1])
     # UGC has one pseudo-count on every transition: +dir1 is the same prior
-    b = _returns(name, params, D.load("UGC"), D.builtin("GC"), [4], 80)
-    c = _returns(name, params, D.load("UGC+dir1"), D.builtin("GC"), [4], 80)
+    b = play_seeds(name, params, D.load("UGC"), D.builtin("GC"), [4], 80)
+    c = play_seeds(name, params, D.load("UGC+dir1"), D.builtin("GC"), [4], 80)
     assert np.array_equal(b[0][1], c[0][1])
     # GC's support is known to its accurate prior; not to +dir: another plan
-    b = _returns(name, params, D.load("GC"), D.builtin("GC"), [4], 80)
-    c = _returns(name, params, D.load("GC+dir0.3235"), D.builtin("GC"), [4], 80)
+    b = play_seeds(name, params, D.load("GC"), D.builtin("GC"), [4], 80)
+    c = play_seeds(name, params, D.load("GC+dir0.3235"), D.builtin("GC"), [4], 80)
     assert not np.array_equal(b[0][1], c[0][1])
 
 
@@ -433,16 +420,16 @@ def test_beb_solve_equals_the_dense_bonus_model(learn):
 
 def test_beb_runs_under_dir_reproducibly_and_as_the_same_prior():
     for prior in ("UGC+dir0.3235", "UGC+dir0.3235+rnig"):
-        a = _returns("beb", {"beta": "1"}, D.load(prior), D.builtin("GC"), [4, 4, 9], 80)
+        a = play_seeds("beb", {"beta": "1"}, D.load(prior), D.builtin("GC"), [4, 4, 9], 80)
         assert a[0][0] == a[1][0] and np.array_equal(a[0][1], a[1][1])
         assert not np.array_equal(a[0][1], a[2][1])
     # UGC has one pseudo-count on every transition: +dir1 is the same posterior (solved
     # by value iteration instead of policy iteration: the same greedy actions here)
-    b = _returns("beb", {"beta": "1"}, D.load("UGC"), D.builtin("GC"), [4], 80)
-    c = _returns("beb", {"beta": "1"}, D.load("UGC+dir1"), D.builtin("GC"), [4], 80)
+    b = play_seeds("beb", {"beta": "1"}, D.load("UGC"), D.builtin("GC"), [4], 80)
+    c = play_seeds("beb", {"beta": "1"}, D.load("UGC+dir1"), D.builtin("GC"), [4], 80)
     assert np.array_equal(b[0][1], c[0][1])
-    b = _returns("beb", {"beta": "1"}, D.load("GC"), D.builtin("GC"), [4], 80)
-    c = _returns("beb", {"beta": "1"}, D.load("GC+dir0.3235"), D.builtin("GC"), [4], 80)
+    b = play_seeds("beb", {"beta": "1"}, D.load("GC"), D.builtin("GC"), [4], 80)
+    c = play_seeds("beb", {"beta": "1"}, D.load("GC+dir0.3235"), D.builtin("GC"), [4], 80)
     assert not np.array_equal(b[0][1], c[0][1])
     feats = registry.get("beb").cost_features({"beta": 1.0, "compat": False},
                                               D.load("UGC+dir0.5"), D.builtin("GC"), 0.95,
@@ -462,9 +449,9 @@ def test_ucrl2_under_dir_allows_every_next_state(params):
     trajectory than on the support (and, knowing less, finds the treasure later)."""
     from bbrlcore.agents import ucrl2
 
-    a = _returns("ucrl2", params, D.load("UGC"), D.builtin("GC"), [4, 5], 200)
+    a = play_seeds("ucrl2", params, D.load("UGC"), D.builtin("GC"), [4, 5], 200)
     for prior in ("UGC+dir0.3235", "UGC+dir7"):
-        b = _returns("ucrl2", params, D.load(prior), D.builtin("GC"), [4, 5], 200)
+        b = play_seeds("ucrl2", params, D.load(prior), D.builtin("GC"), [4, 5], 200)
         for x, y in zip(a, b, strict=True):
             assert x[0] == y[0] and np.array_equal(x[1], y[1])
             assert np.array_equal(x[2], y[2])
@@ -474,8 +461,8 @@ def test_ucrl2_under_dir_allows_every_next_state(params):
     assert st.layout.is_full and (st.theta > 0).all()
     assert not ucrl2.agent_setting(D.load("UDeepSea-5"), ts.episode()).layout.is_full
     if params:
-        c = _returns("ucrl2", params, D.load("UDeepSea-5+dir0.3235"), test, [3], 3000, 5)
-        d = _returns("ucrl2", params, D.load("UDeepSea-5"), test, [3], 3000, 5)
+        c = play_seeds("ucrl2", params, D.load("UDeepSea-5+dir0.3235"), test, [3], 3000, 5)
+        d = play_seeds("ucrl2", params, D.load("UDeepSea-5"), test, [3], 3000, 5)
         assert not np.array_equal(c[0][1], d[0][1])
         assert c[0][1].sum() < d[0][1].sum()
 

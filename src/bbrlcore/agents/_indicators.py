@@ -16,6 +16,10 @@ evaluations included, stays in numba:
   (``final`` for the row after the last step). :func:`needs_evaluation` says whether the
   row uses the evaluation at all (after Colosseum's "the policy is optimal" stop, rows
   reuse the first evaluation made after it, as :meth:`Evaluator.accumulate` does);
+* :func:`policy_row` does both for a kernel whose current policy is a stationary
+  stochastic one it recomputes (UCRL2's empirical policy, PSRL's MAP model's), and
+  :func:`episode_start` resets the environment at the end of a test episode, keeping the
+  episode's starting state the episodic rows need;
 * :func:`finish` (Python) turns ``acc`` into the run table's columns
   (:data:`COLUMNS`).
 
@@ -44,6 +48,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from bbrlcore.agents._kernels import env_reset
 from bbrlcore.mdp import evaluation as ev_
 from bbrlcore.mdp.indicators import (
     LOG_EVERY,
@@ -173,6 +178,48 @@ def gain_from(succ, nsucc, P, rbar, pi_s, pi_d, stochastic, x, scratch_i, scratc
     starts = np.empty(1, dtype=np.int64)
     starts[0] = x
     return ev_.chain_gain_from(indptr, indices, probs, r, starts, np.ones(1), nX + 1, g)
+
+
+@njit(cache=True, error_model="numpy")
+def policy_row(acc, hist, t, T, L, final, episodic, fresh, succ, nsucc, P, rbar, pol, x,
+               s, optimal_start, worst_start, mu0, H, optimal, worst, V0, Vc, scratch_i,
+               scratch_f):
+    """The row after step ``t`` (``final``: the one after the last of the ``T`` steps;
+    rows every ``L`` steps) of a kernel whose current policy is the stationary
+    stochastic ``pol`` (nX, nU), evaluated on the test MDP ``P`` (expected rewards
+    ``rbar``; both on the kernel's rows ``succ``/``nsucc``) when :func:`needs_evaluation`
+    says so. Episodic: its :math:`V^\\pi_0` over ``H``-step episodes into ``V0`` (nX,),
+    recomputed only if ``fresh`` (``pol`` changed since ``V0`` was computed), ``s`` the
+    episode's starting state, ``Vc`` (nX,) :func:`row_episodic`'s cache; continuing: its
+    gain from the current state ``x`` (:func:`gain_from`, its work arrays
+    ``scratch_i``, ``scratch_f``). The references as :meth:`Request.refs` gives them."""
+    tt = T - 1 if final else t
+    w = final_weight(T, L) if final else L
+    if episodic:
+        if needs_evaluation(acc) and fresh:
+            nX, nU = pol.shape
+            ev_.episode_values_stochastic(succ, nsucc, P, rbar, pol.reshape((1, nX, nU)),
+                                          H, V0)
+        row_episodic(acc, hist, tt, T, w, final, V0, s, optimal_start, worst_start, mu0,
+                     H, Vc)
+    else:
+        g = 0.0
+        if needs_evaluation(acc):
+            g = gain_from(succ, nsucc, P, rbar, pol, np.zeros(1, dtype=np.int64), True, x,
+                          scratch_i, scratch_f)
+        row_continuing(acc, hist, tt, T, w, final, g, optimal, worst)
+
+
+@njit(cache=True, error_model="numpy")
+def episode_start(t, final, episode_length, initial_state, nX, x, s):
+    """``(x, s)`` after step ``t`` (nothing after the last one, ``final``): at the end of
+    a test episode (``episode_length`` > 0 steps) the environment's reset
+    (:func:`~bbrlcore.agents._kernels.env_reset`) and the new episode's start; else
+    unchanged (``s``: the starting state of the episode in progress)."""
+    if not final and episode_length > 0 and (t + 1) % episode_length == 0:
+        x = env_reset(initial_state, nX)
+        return x, x
+    return x, s
 
 
 def gain_scratch(nsucc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -15,6 +15,10 @@ agent's layout (slot ``k`` of row (x, u) is the transition to ``succ[x, u, k]``;
 slots of a row are in increasing successor order, so the sums keep the order they had
 on dense rows), and :func:`support_observe` adds a real transition (inserting its slot
 the first time a transition outside the prior's support is seen).
+
+Under a prior ``+dir<α>`` (a Dirichlet on every next state) both draw from the urn over
+**all** states; the part of its weight outside a row's slots, the row's background, is
+drawn by :func:`background_draw` (and :func:`background_state`).
 """
 
 from __future__ import annotations
@@ -152,3 +156,60 @@ def support_observe(N, Np, supp, nsupp, x, u, k):
         nsupp[x, u] += 1
     N[x, u, k] += 1.0
     Np[x, u] += 1.0
+
+
+# ---------------------------------------------------------------------------------------
+# The background of a row under a prior +dir<alpha>
+
+
+@njit(cache=True, error_model="numpy")
+def background_state(t, nbg, a_all, row, k):
+    """A background state uniformly, for ``t`` uniform in ``[0, nbg·a_all)``: the
+    ``j``-th (``j = ⌊t / a_all⌋``, kept in ``[0, nbg)``) of the ``nbg`` states outside
+    the row's ``k`` slots, their next states ``row[:k]`` in increasing order.
+
+    >>> import numpy as np
+    >>> int(background_state(2.5, 3, 1.0, np.array([0, 2]), 2))  # outside {0, 2}: 1, 3, 4
+    4
+    """
+    j = int(t / a_all)
+    if j > nbg - 1:
+        j = nbg - 1
+    if j < 0:
+        j = 0
+    y = j
+    for i in range(k):
+        if row[U(i)] <= y:
+            y += 1
+        else:
+            break
+    return y
+
+
+@njit(cache=True, error_model="numpy")
+def background_draw(t, m, nbg, a_all, row, k, p, ball_p, ball_y, nball):
+    r"""A draw from the background of pair ``p``'s urn under a prior ``+dir<α>``
+    (``a_all`` = α), for ``t`` uniform in :math:`[0, n_{bg}\alpha + m)`: below ``m``,
+    one of the ``m`` balls already drawn there from ``p`` (the pairs ``ball_p`` and
+    states ``ball_y`` of the first ``nball`` balls, weight 1 each) uniformly; else a
+    background state uniformly (:func:`background_state` of ``t - m``). Returns the
+    state (-1 if ``p`` has fewer than ``m`` balls, which its callers never let happen).
+
+    >>> import numpy as np
+    >>> bp, by = np.array([1, 0, 1]), np.array([5, 6, 7])
+    >>> int(background_draw(1.2, 2, 3, 1.0, np.array([0, 2]), 2, 1, bp, by, 3))
+    7
+    >>> int(background_draw(2.5, 2, 3, 1.0, np.array([0, 2]), 2, 1, bp, by, 3))
+    1
+    """
+    if t < m:
+        j = int(t)
+        if j > m - 1:
+            j = m - 1
+        for i in range(nball):
+            if ball_p[U(i)] == p:
+                if j == 0:
+                    return ball_y[U(i)]
+                j -= 1
+        return -1
+    return background_state(t - m, nbg, a_all, row, k)

@@ -126,6 +126,7 @@ from bbrlcore.agents._rng import rng_fill_uniform, rng_new
 from bbrlcore.agents._tree_search import (
     RBUF,
     U,
+    background_draw,
     depth,
     episode_args,
     resolve_depth,
@@ -366,30 +367,9 @@ def _urn_draw_all(pa, sim, v, W, a_all, nX, acum, supp, nsupp, urn, stamp, bgn, 
         for i in range(ks):
             urn[U(base + i)] += 1.0 if i >= idx else 0.0
         return idx, supp[U(base + idx)]
-    t = target - slots
-    if t < nb:
-        # one of this simulation's balls from pa, uniformly
-        j = int(t)
-        if j > nb - 1:
-            j = nb - 1
-        y = -1
-        for i in range(nball[0]):
-            if ball_p[U(i)] == pa:
-                if j == 0:
-                    y = ball_y[U(i)]
-                    break
-                j -= 1
-    else:
-        # a background state uniformly: the j-th state outside the row's sorted slots
-        j = int((t - nb) / a_all)
-        if j > nbg - 1:
-            j = nbg - 1
-        y = j
-        for i in range(ks):
-            if supp[U(base + i)] <= y:
-                y += 1
-            else:
-                break
+    # one of this simulation's balls from pa or a background state, uniformly
+    y = background_draw(target - slots, nb, nbg, a_all, supp[base:base + ks], ks, pa,
+                        ball_p, ball_y, nball[0])
     ball_p[U(nball[0])] = pa
     ball_y[U(nball[0])] = y
     nball[0] += 1

@@ -151,6 +151,8 @@ from bbrlcore.agents._rng import rng_fill_uniform, rng_new
 from bbrlcore.agents._tree_search import (
     RBUF,
     U,
+    background_draw,
+    background_state,
     depth,
     episode_args,
     resolve_depth,
@@ -207,18 +209,7 @@ def _draw_all(pc, pcsum, succ, nsucc, nX, a_all, s, b, r):
             return i
     if nbg == 0:
         return k - 1
-    j = int((r - acc) / a_all)
-    if j > nbg - 1:
-        j = nbg - 1
-    if j < 0:
-        j = 0
-    y = j
-    for i in range(k):
-        if succ[s, b, i] <= y:
-            y += 1
-        else:
-            break
-    return KW + y
+    return KW + background_state(r - acc, nbg, a_all, succ[s, b], k)
 
 
 @njit(cache=True, error_model="numpy")
@@ -271,29 +262,10 @@ def _expand_all(p, b, sb, C, KW, nX, a_all, gvmax, gvmin, R, succ, nsupp, th_tot
             y = stk[U(sk + j)]
             cnt[U(cb + y)] += 1
         else:
-            t2 = t - th - L
-            if t2 < m:
-                # one of the path's pseudo-counts on pair p's background, uniformly
-                j = int(t2)
-                if j > m - 1:
-                    j = m - 1
-                z = -1
-                for i in range(nbgp):
-                    if bgp[U(i)] == p:
-                        if j == 0:
-                            z = bgy[U(i)]
-                            break
-                        j -= 1
-            else:
-                j = int((t2 - m) / a_all)
-                if j > nbg - 1:
-                    j = nbg - 1
-                z = j
-                for i in range(k):
-                    if succ[U(row + i)] <= z:
-                        z += 1
-                    else:
-                        break
+            # one of the path's pseudo-counts on pair p's background or a background
+            # state, uniformly
+            z = background_draw(t - th - L, m, nbg, a_all, succ[row:row + k], k, p, bgp,
+                                bgy, nbgp)
             i = 0
             while i < nt and tmp_y[U(i)] < z:
                 i += 1

@@ -176,14 +176,14 @@ from numba import njit
 
 from bbrlcore.agents._indicators import (
     Request,
+    episode_start,
     final_weight,
     finish,
-    gain_from,
     gain_scratch,
     ind_alloc,
     is_row,
     needs_evaluation,
-    row_continuing,
+    policy_row,
     row_episodic,
 )
 from bbrlcore.agents._kernels import (
@@ -465,13 +465,11 @@ def _trajectory_continuing_ind(setup, P, succ, nsucc, R, Rstd, gaussian, initial
     np.random.seed(seed)
     nX = P.shape[0]
     state = _reset(setup)
-    pi = state[7]
     alpha, asucc, ansucc, Rm, rpar, rstat = (state[0], state[2], state[3], state[4],
                                               state[15], state[16])
     nU = alpha.shape[1]
     Rbuf = np.zeros_like(alpha)
     pol = np.zeros((nX, nU))
-    pol3 = pol.reshape((1, nX, nU))
     Vm = np.zeros(nX)
     Wm = np.zeros(nX)
     qm = np.zeros(nU)
@@ -496,23 +494,14 @@ def _trajectory_continuing_ind(setup, P, succ, nsucc, R, Rstd, gaussian, initial
             _observe(state, x, u, y, r)
             x = y
         if final or is_row(t, L):
-            tt = horizon - 1 if final else t
-            w = final_weight(horizon, L) if final else L
-            if needs_evaluation(acc):  # Colosseum's current policy: the MAP model's
+            # Colosseum's current policy: the MAP model's (the posterior changes at every
+            # step, so solved at every row that uses it)
+            if needs_evaluation(acc):
                 Rr = mean_rewards_rows(Rm, rstat, rpar, ansucc, Rbuf)
                 map_policy_discounted(alpha, Rr, asucc, ansucc, MAP_GAMMA, Vm, Wm, pol, qm)
-            if episodic:
-                if needs_evaluation(acc):
-                    ev_.episode_values_stochastic(succ, nsucc, P, rbar, pol3, Hr, V0)
-                row_episodic(acc, hist, tt, horizon, w, final, V0, s, refs_s, refs_w, mu0,
-                             Hr, Vc)
-            else:
-                g = gain_from(succ, nsucc, P, rbar, pol, pi, True, x, si, sf) \
-                    if needs_evaluation(acc) else 0.0
-                row_continuing(acc, hist, tt, horizon, w, final, g, opt, worst)
-        if not final and episode_length > 0 and (t + 1) % episode_length == 0:
-            x = env_reset(initial_state, nX)
-            s = x
+            policy_row(acc, hist, t, horizon, L, final, episodic, True, succ, nsucc, P,
+                       rbar, pol, x, s, refs_s, refs_w, mu0, Hr, opt, worst, V0, Vc, si, sf)
+        x, s = episode_start(t, final, episode_length, initial_state, nX, x, s)
     return ret, _counters(state), acc
 
 

@@ -208,15 +208,13 @@ from numba import njit
 
 from bbrlcore.agents._indicators import (
     Request,
-    final_weight,
+    episode_start,
     finish,
-    gain_from,
     gain_scratch,
     ind_alloc,
     is_row,
     needs_evaluation,
-    row_continuing,
-    row_episodic,
+    policy_row,
 )
 from bbrlcore.agents._kernels import env_reset, env_reward_rows, env_step_rows
 from bbrlcore.agents._layout import setting
@@ -236,7 +234,6 @@ from bbrlcore.agents.base import (
     reward_buffer,
 )
 from bbrlcore.errors import BBRLError
-from bbrlcore.mdp import evaluation as ev_
 from bbrlcore.mdp import rows
 from bbrlcore.mdp.reward_prior import REWARD_PRIORS, reward_prior_of, reward_range
 
@@ -620,7 +617,6 @@ def _trajectory_ind(P, R, Rstd, gaussian, initial_state, gamma, horizon, episode
     Cs = np.zeros((nX, nU, K))
     Rs = np.zeros((nX, nU))
     pol = np.zeros((nX, nU))
-    pol3 = pol.reshape((1, nX, nU))
     Ve = np.zeros(nX)
     We = np.zeros(nX)
     qe = np.zeros(nU)
@@ -674,8 +670,6 @@ def _trajectory_ind(P, R, Rstd, gaussian, initial_state, gamma, horizon, episode
             allowed[x, u, k] = True
             x = succ[x, u, k]
         if final or is_row(t, L):
-            tt = horizon - 1 if final else t
-            w = final_weight(horizon, L) if final else L
             # the empirical model as of the episode's start: solved (and, episodic, its
             # policy's values) once per episode, not at each of its rows
             fresh = False
@@ -684,18 +678,9 @@ def _trajectory_ind(P, R, Rstd, gaussian, initial_state, gamma, horizon, episode
                                  EMPIRICAL_GAMMA, Ve, We, pol, qe)
                 stale = False
                 fresh = True
-            if episodic:
-                if needs_evaluation(acc) and fresh:
-                    ev_.episode_values_stochastic(succ, nsucc, P, rbar, pol3, Hr, V0)
-                row_episodic(acc, hist, tt, horizon, w, final, V0, s, refs_s, refs_w, mu0,
-                             Hr, Vc)
-            else:
-                g = gain_from(succ, nsucc, P, rbar, pol, pi, True, x, si, sf) \
-                    if needs_evaluation(acc) else 0.0
-                row_continuing(acc, hist, tt, horizon, w, final, g, opt, worst)
-        if not final and episode_length > 0 and (t + 1) % episode_length == 0:
-            x = env_reset(initial_state, nX)
-            s = x
+            policy_row(acc, hist, t, horizon, L, final, episodic, fresh, succ, nsucc, P,
+                       rbar, pol, x, s, refs_s, refs_w, mu0, Hr, opt, worst, V0, Vc, si, sf)
+        x, s = episode_start(t, final, episode_length, initial_state, nX, x, s)
     return ret, counters, acc
 
 
@@ -855,7 +840,8 @@ def _trajectory_colosseum(P, R, Rstd, gaussian, initial_state, gamma, horizon,
     colosseum``) on the test MDP ``P`` on the full layout (slot k is state k). Returns
     (discounted return, [policies, evi_sweeps, evi_capped, tied_steps], indicators'
     accumulator); with ``L`` > 0 Colosseum's indicators every ``L`` steps of its
-    current policy (:func:`empirical_policy` of its model), as :func:`_trajectory_ind`.
+    current policy (:func:`empirical_policy` of its model, solved again only once the
+    model changed, at its episode's end), as :func:`_trajectory_ind`.
     ``trace`` (T, 3) int64, if it has T rows, receives each step's state, action and
     next state (tests)."""
     np.random.seed(seed)
@@ -881,8 +867,6 @@ def _trajectory_colosseum(P, R, Rstd, gaussian, initial_state, gamma, horizon,
     Ns = np.zeros((nX, nU), dtype=np.int64)
     Rs = np.zeros((nX, nU))
     pol = np.zeros((nX, nU))
-    pol3 = pol.reshape((1, nX, nU))
-    pid = np.zeros(nX, dtype=np.int64)
     Ve = np.zeros(nX)
     We = np.zeros(nX)
     qe = np.zeros(nU)
@@ -904,6 +888,7 @@ def _trajectory_colosseum(P, R, Rstd, gaussian, initial_state, gamma, horizon,
     it = _colosseum_episode_end(Phat, est, Nc, Ntot, nu, ep_x, ep_u, ep_r, 0, it,
                                 alpha_p, alpha_r, rmax, max_sweeps, beta_r, beta_p, Q,
                                 counters, ind, Cs, Ns, Rs)
+    stale = True  # Colosseum's current policy not computed since its model last changed
     for t in range(horizon + 1):
         final = t == horizon
         if not final:
@@ -950,24 +935,19 @@ def _trajectory_colosseum(P, R, Rstd, gaussian, initial_state, gamma, horizon,
                                             n_ep, it, alpha_p, alpha_r, rmax, max_sweeps,
                                             beta_r, beta_p, Q, counters, ind, Cs, Ns, Rs)
                 n_ep = 0
+                stale = True  # Cs, Ns, Rs updated: Colosseum's current policy changed
         if ind and (final or is_row(t, L)):
-            tt = horizon - 1 if final else t
-            w = final_weight(horizon, L) if final else L
-            if needs_evaluation(acc):
+            # its model changes only at its episode ends (_colosseum_episode_end, where
+            # stale is set): solved (and, episodic, its policy's values) once per episode
+            fresh = False
+            if needs_evaluation(acc) and stale:
                 empirical_policy(Cs, Ns, Cs, Rs, False, succ, nsucc, rmax,
                                  EMPIRICAL_GAMMA, Ve, We, pol, qe)
-            if episodic:
-                if needs_evaluation(acc):
-                    ev_.episode_values_stochastic(succ, nsucc, P, rbar, pol3, Hr, V0)
-                row_episodic(acc, hist, tt, horizon, w, final, V0, s, refs_s, refs_w, mu0,
-                             Hr, Vc)
-            else:
-                g = gain_from(succ, nsucc, P, rbar, pol, pid, True, x, si, sf) \
-                    if needs_evaluation(acc) else 0.0
-                row_continuing(acc, hist, tt, horizon, w, final, g, opt, worst)
-        if not final and episode_length > 0 and (t + 1) % episode_length == 0:
-            x = env_reset(initial_state, nX)
-            s = x
+                stale = False
+                fresh = True
+            policy_row(acc, hist, t, horizon, L, final, episodic, fresh, succ, nsucc, P,
+                       rbar, pol, x, s, refs_s, refs_w, mu0, Hr, opt, worst, V0, Vc, si, sf)
+        x, s = episode_start(t, final, episode_length, initial_state, nX, x, s)
     return ret, counters, acc
 
 
