@@ -165,38 +165,107 @@ def colosseum_constants(S: int, A: int, T: int, psi_weight: float, omega_weight:
 
 
 @njit(cache=True, error_model="numpy")
-def pairwise_sum32(a, lo, n):
-    """NumPy's pairwise sum of the float32 ``a[lo:lo+n]`` in float32 (its
-    ``FLOAT_pairwise_sum``: the order ``np.sum`` adds a contiguous row in)."""
+def _block32(a, lo, n):
+    """NumPy's ``FLOAT_pairwise_sum`` of a block of at most 128 entries."""
     if n < 8:
         res = np.float32(0.0)
         for i in range(n):
             res = np.float32(res + a[lo + i])
         return res
-    if n <= 128:
-        r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
-        r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
-        i = 8
-        m = n - n % 8
-        while i < m:
-            r0 = np.float32(r0 + a[lo + i])
-            r1 = np.float32(r1 + a[lo + i + 1])
-            r2 = np.float32(r2 + a[lo + i + 2])
-            r3 = np.float32(r3 + a[lo + i + 3])
-            r4 = np.float32(r4 + a[lo + i + 4])
-            r5 = np.float32(r5 + a[lo + i + 5])
-            r6 = np.float32(r6 + a[lo + i + 6])
-            r7 = np.float32(r7 + a[lo + i + 7])
-            i += 8
-        res = np.float32(np.float32(np.float32(r0 + r1) + np.float32(r2 + r3))
-                         + np.float32(np.float32(r4 + r5) + np.float32(r6 + r7)))
-        while i < n:
-            res = np.float32(res + a[lo + i])
-            i += 1
+    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    i = 8
+    m = n - n % 8
+    while i < m:
+        r0 = np.float32(r0 + a[lo + i])
+        r1 = np.float32(r1 + a[lo + i + 1])
+        r2 = np.float32(r2 + a[lo + i + 2])
+        r3 = np.float32(r3 + a[lo + i + 3])
+        r4 = np.float32(r4 + a[lo + i + 4])
+        r5 = np.float32(r5 + a[lo + i + 5])
+        r6 = np.float32(r6 + a[lo + i + 6])
+        r7 = np.float32(r7 + a[lo + i + 7])
+        i += 8
+    res = np.float32(np.float32(np.float32(r0 + r1) + np.float32(r2 + r3))
+                     + np.float32(np.float32(r4 + r5) + np.float32(r6 + r7)))
+    while i < n:
+        res = np.float32(res + a[lo + i])
+        i += 1
+    return res
+
+
+@njit(cache=True, error_model="numpy")
+def _block_sparse(pos, val, m, lo, n):
+    """:func:`_block32`'s grouping, in float64, of a block of at most 128 positions of a
+    row that is zero except at the increasing positions ``pos[:m]``."""
+    if n < 8:
+        res = 0.0
+        for i in range(m):
+            if lo <= pos[i] < lo + n:
+                res += val[i]
         return res
-    n2 = n // 2
-    n2 -= n2 % 8
-    return np.float32(pairwise_sum32(a, lo, n2) + pairwise_sum32(a, lo + n2, n - n2))
+    r = np.zeros(8)
+    mm = n - n % 8
+    for i in range(m):
+        q = pos[i] - lo
+        if 0 <= q < mm:
+            r[q % 8] += val[i]
+    res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+    for i in range(m):
+        q = pos[i] - lo
+        if mm <= q < n:
+            res += val[i]
+    return res
+
+
+@njit(cache=True, error_model="numpy")
+def _pairwise_tree(a, pos, val, m, lo, n, sparse):
+    """NumPy's pairwise recursion (blocks of at most 128, split at half rounded down to
+    a multiple of 8, the halves' sums added), without recursion (numba's cache does not
+    keep recursive functions): float32 on ``a`` or, ``sparse``, float64 on ``pos``,
+    ``val``."""
+    st_lo = np.empty(64, dtype=np.int64)
+    st_n = np.empty(64, dtype=np.int64)
+    st_stage = np.empty(64, dtype=np.int64)
+    vals = np.empty(64)
+    top = 1
+    st_lo[0], st_n[0], st_stage[0] = lo, n, 0
+    nv = 0
+    while top > 0:
+        ll, nn, stage = st_lo[top - 1], st_n[top - 1], st_stage[top - 1]
+        if nn <= 128:
+            vals[nv] = _block_sparse(pos, val, m, ll, nn) if sparse else _block32(a, ll, nn)
+            nv += 1
+            top -= 1
+            continue
+        n2 = nn // 2
+        n2 -= n2 % 8
+        if stage == 0:
+            st_stage[top - 1] = 1
+            st_lo[top], st_n[top], st_stage[top] = ll, n2, 0
+            top += 1
+        elif stage == 1:
+            st_stage[top - 1] = 2
+            st_lo[top], st_n[top], st_stage[top] = ll + n2, nn - n2, 0
+            top += 1
+        else:
+            if sparse:
+                vals[nv - 2] = vals[nv - 2] + vals[nv - 1]
+            else:
+                vals[nv - 2] = np.float32(np.float32(vals[nv - 2]) + np.float32(vals[nv - 1]))
+            nv -= 1
+            top -= 1
+    return vals[0]
+
+
+@njit(cache=True, error_model="numpy")
+def pairwise_sum32(a, lo, n):
+    """NumPy's pairwise sum of the float32 ``a[lo:lo+n]`` in float32 (its
+    ``FLOAT_pairwise_sum``: the order ``np.sum`` adds a contiguous row in)."""
+    if n <= 128:
+        return _block32(a, lo, n)
+    return np.float32(_pairwise_tree(a, np.zeros(0, np.int32), np.zeros(0), 0, lo, n,
+                                     False))
 
 
 @njit(cache=True, error_model="numpy")
@@ -204,29 +273,9 @@ def pairwise_sum_sparse(pos, val, m, lo, n):
     """NumPy's pairwise float64 sum of a length-``n`` row starting at position ``lo``
     that is zero except at the increasing positions ``pos[:m]`` (values ``val[:m]``):
     the zeros change no partial sum, so only the grouping of the nonzeros is NumPy's."""
-    if n < 8:
-        res = 0.0
-        for i in range(m):
-            if lo <= pos[i] < lo + n:
-                res += val[i]
-        return res
     if n <= 128:
-        r = np.zeros(8)
-        mm = n - n % 8
-        for i in range(m):
-            q = pos[i] - lo
-            if 0 <= q < mm:
-                r[q % 8] += val[i]
-        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
-        for i in range(m):
-            q = pos[i] - lo
-            if mm <= q < n:
-                res += val[i]
-        return res
-    n2 = n // 2
-    n2 -= n2 % 8
-    return pairwise_sum_sparse(pos, val, m, lo, n2) + pairwise_sum_sparse(pos, val, m,
-                                                                          lo + n2, n - n2)
+        return _block_sparse(pos, val, m, lo, n)
+    return _pairwise_tree(np.zeros(0, np.float32), pos, val, m, lo, n, True)
 
 
 # ---------------------------------------------------------------------------------------
