@@ -33,7 +33,7 @@ from test_indicator_runs import evaluator, expected, same
 DP_MAX_ITERATION = int(1e6)
 
 
-@numba.njit()
+@numba.njit(cache=True)
 def _discounted_value_iteration(T, R, gamma=0.99, epsilon=1e-3):
     n_states, n_actions, _ = T.shape
     gamma = np.float32(gamma)
@@ -51,7 +51,7 @@ def _discounted_value_iteration(T, R, gamma=0.99, epsilon=1e-3):
     raise RuntimeError("DynamicProgrammingMaxIterationExceeded")
 
 
-@numba.njit()
+@numba.njit(cache=True)
 def _dot_coo_ndarray(rows, cols, data, array2, n_rows):
     # pydata sparse's COO x ndarray product (its numba kernel): the nonzeros in order,
     # accumulated into the float32 output

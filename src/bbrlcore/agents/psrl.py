@@ -147,11 +147,28 @@ BAMCP and BFS3 (the posterior predictive over every next state: :mod:`.bamcp`,
 :mod:`.bfs3`). A plugin that does not say it takes it is refused in one line
 (:attr:`~bbrlcore.agents.base.Algorithm.dirichlet_all`).
 
+**Colosseum's continuing PSRL** (``form=colosseum``; the default ``form=bbrl`` is
+everything above, unchanged): the ``PSRLContinuous`` Colosseum's benchmark runs, Agrawal &
+Jia's optimistic posterior sampling (2017) as Colosseum codes it, at its benchmark's
+weights (:data:`bbrlcore.agents.psrl_colosseum.COLOSSEUM_BENCHMARK`) — ψ optimistic copies
+of every pair (a pair seen fewer than η times: its empirical row lowered by a confidence
+width, the leftover mass on a random state; else a posterior sample) in an extended MDP
+of A·ψ actions, solved by Colosseum's float32 discounted value iteration at the end of
+each episode (a pair's count doubled), with Colosseum's own prior (a Dirichlet 1/S on
+every next state, its Normal–inverse-gamma rewards: the prior must end ``+rnig<mean>``;
+``+dir<α>`` is refused), continuing interactions only. Its own module,
+:mod:`bbrlcore.agents.psrl_colosseum`, states it and what differs from Colosseum (the
+random numbers); ``tests/test_psrl_colosseum.py`` replays Colosseum's code on its
+transitions and draws.
+
 Parameters: ``schedule`` (``doubling`` or ``fixed``; not given: per episode in an
 episodic interaction, ``doubling`` in a continuing one) and ``period`` (int ≥ 1, the
 steps between two samples; required with ``schedule=fixed``, refused otherwise). The
 continuing form needs γ < 1 (the value iteration must converge); the episodic one takes
-any γ.
+any γ. ``form`` (``bbrl``, the default, or ``colosseum``) and, with ``form=colosseum``
+only, Colosseum's weights ``psi_weight``, ``omega_weight``, ``kappa_weight``,
+``eta_weight`` (> 0; defaults its benchmark's); ``schedule`` and ``period`` are
+``form=bbrl``'s.
 
 At an episode's start (an episodic interaction,
 :attr:`~bbrlcore.agents.base.Episode.episode_length` H > 0): nothing but the return to
@@ -162,7 +179,9 @@ the initial state (done by the package's loop,
 Papers: M. Strens, "A Bayesian framework for reinforcement learning", ICML 2000;
 I. Osband, D. Russo and B. Van Roy, "(More) efficient reinforcement learning via posterior
 sampling", NIPS 2013; Y. Ouyang, M. Gagrani, A. Nayyar and R. Jain, "Learning unknown
-Markov decision processes: a Thompson sampling approach", NIPS 2017.
+Markov decision processes: a Thompson sampling approach", NIPS 2017; S. Agrawal and
+R. Jia, "Optimistic posterior sampling for reinforcement learning: worst-case regret
+bounds", NIPS 2017 (``form=colosseum``).
 """
 
 from __future__ import annotations
