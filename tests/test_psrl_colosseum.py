@@ -121,7 +121,7 @@ class KernelDraws:
 
 class M_DIR:
     def __init__(self, S, A, rng):
-        self.n_states = S
+        self.n_states, self.n_actions = S, A
         self._rng = rng
         self.hyper_params = np.tile([1.0 / S], (S, A, 1)).astype(np.float32)
         self.hyper_params = np.tile(self.hyper_params, (1, 1, S))
@@ -135,6 +135,10 @@ class M_DIR:
         r = (self._rng.standard_gamma(hyper_params, (n, *hyper_params.shape))
              .astype(np.float32).squeeze())
         return r / (1e-5 + r.sum(-1, keepdims=True))
+
+    def sample(self, n=1):
+        r = self._sample(self.hyper_params.reshape(self.n_states * self.n_actions, -1), n)
+        return r.reshape((self.n_states, self.n_actions, -1))
 
     def sample_sa(self, sa):
         return self._sample(self.hyper_params[sa], 1)
@@ -186,9 +190,11 @@ class PSRLContinuous:
     actor's greedy choice left to the caller, :meth:`greedy`)."""
 
     def __init__(self, S, A, T, rng, prms, psi_weight, omega_weight, kappa_weight,
-                 eta_weight, p=0.05, max_psi=60, sparse_threshold=300 * 3 * 300):
+                 eta_weight, p=0.05, max_psi=60, sparse_threshold=300 * 3 * 300,
+                 no_optimistic_sampling=False):
         self._n_states, self._n_actions = S, A
-        self.no_optimistic_sampling = (S ** 2 * A) > 6_000_000
+        self.no_optimistic_sampling = (no_optimistic_sampling
+                                       or (S ** 2 * A) > 6_000_000)
         self.psi = min(max_psi, max(2, int(psi_weight * (S * np.log(S * A / p)))))
         self.omega = omega_weight * np.log(T / p)
         self.kappa = kappa_weight * np.log(T / p)
@@ -212,12 +218,14 @@ class PSRLContinuous:
     def episode_end_update(self):
         self.episodes += 1
         if self.no_optimistic_sampling:
-            raise NotImplementedError  # (S^2 A > 6,000,000: not this test's instances)
-        self.optimistic_sampling()
-        T = np.moveaxis(self.Q, 0, 2)
-        T = T.reshape((self._n_states, -1, self._n_states))
+            T = self.transitions.sample()
+        else:
+            self.optimistic_sampling()
+            T = np.moveaxis(self.Q, 0, 2)
+            T = T.reshape((self._n_states, -1, self._n_states))
         R = self.rewards.sample()
-        R = np.tile(R, (1, self.psi))
+        if not self.no_optimistic_sampling:
+            R = np.tile(R, (1, self.psi))
         self.q, _ = discounted_value_iteration(T, R, self.sparse_threshold)
         self.episode_transition_data = dict()
 
@@ -259,6 +267,8 @@ class PSRLContinuous:
     def greedy(self, s):
         q = self.q[s]
         ext = np.where(q == q.max())[0]  # QValuesActor: rng.choice of these
+        if self.no_optimistic_sampling:  # (extended_action_to_real: the action itself)
+            return set(ext.tolist())
         return set((ext // self.psi).tolist())
 
     def map_policy(self, gamma=0.99):
@@ -282,14 +292,16 @@ class PSRLContinuous:
 # ---------------------------------------------------------------------------------------
 
 
-def replay(trace, rewards, S, A, T, seed, params, prms, sparse_threshold, L=0):
+def replay(trace, rewards, S, A, T, seed, params, prms, sparse_threshold, L=0,
+           no_optimistic_sampling=False):
     """Colosseum's agent fed the kernel's transitions, rewards and draws: (episodes,
     steps whose real action was not unique among the greedy ones, the current policies
     and states at the indicator rows every ``L`` steps)."""
     w = {k: params[k] for k in ("psi_weight", "omega_weight", "kappa_weight",
                                 "eta_weight")}
     agent = PSRLContinuous(S, A, T, KernelDraws(seed), prms, sparse_threshold=
-                           sparse_threshold, **w)
+                           sparse_threshold, no_optimistic_sampling=no_optimistic_sampling,
+                           **w)
     agent.episode_end_update()  # before_start_interacting (its random Q overwritten)
     tied, pols, states = 0, [], []
     for t, (x, u, y) in enumerate(trace):
@@ -317,8 +329,9 @@ def colosseum_riverswim(T, n=2):
     return prior, new_test_set(test, n, 0.99, T, 5)
 
 
-def _kernel(prior, ts, i, seed, params, sparse_size, L=0):
-    """The kernel on test MDP i, its threshold of the sparse value iteration given."""
+def _kernel(prior, ts, i, seed, params, sparse_size, optimistic=True):
+    """The kernel on test MDP i, its threshold of the sparse value iteration given (and
+    whether it samples optimistically: Colosseum's S^2 A > 6,000,000 switch)."""
     ep = ts.episode()
     S, A = prior.n_states, prior.n_actions
     T = int(ep.horizon)
@@ -332,7 +345,8 @@ def _kernel(prior, ts, i, seed, params, sparse_size, L=0):
     trace = np.zeros((T, 3), dtype=np.int64)
     si, sf = pc.gain_scratch(np.full((S, A), S, dtype=np.int64))
     ret, cnt, _ = pc._trajectory(P, st.R, st.Rstd, int(ep.gaussian), ep.start,
-                                 float(ep.gamma), T, seed, c["psi"], float(c["eta"]), True,
+                                 float(ep.gamma), T, seed, c["psi"] if optimistic else 1,
+                                 float(c["eta"]), optimistic,
                                  MEAN, sparse_size, r, trace, 0, np.zeros((S, A)), 0.0,
                                  0.0, si, sf)
     return ret, cnt, r, trace
@@ -358,6 +372,20 @@ def test_kernel_plays_colosseums_psrl_on_a_colosseum_instance(sparse_size):
         assert agent.episodes >= 40 and tied < T / 10
         assert (agent.N.sum(-1) >= agent.eta).any() and (agent.N.sum(-1) < agent.eta).any()
         assert trace[:, 2].max() >= S - 3
+
+
+def test_without_optimistic_sampling_it_is_colosseums_posterior_sampling():
+    """Colosseum's switch for S^2 A > 6,000,000 (one posterior sample of every pair, the
+    real actions, the rewards not tiled), forced on Colosseum-CC-RiverSwim-0: every
+    action is one of the replay's greedy ones and the episodes agree."""
+    T = 2000
+    prior, ts = colosseum_riverswim(T, n=1)
+    params = agents.get("psrl").parse_params({"form": "colosseum"})
+    S, A = prior.n_states, prior.n_actions
+    ret, cnt, r, trace = _kernel(prior, ts, 0, 5, params, pc.SPARSE_SIZE, optimistic=False)
+    agent, tied, _, _ = replay(trace, r, S, A, T, 5, params, [MEAN, 1, 1, 1],
+                               pc.SPARSE_SIZE, no_optimistic_sampling=True)
+    assert cnt[0] == agent.episodes and agent.episodes >= 40 and tied < T / 10
 
 
 @pytest.mark.parametrize("L", [100])

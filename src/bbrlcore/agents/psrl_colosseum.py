@@ -72,6 +72,9 @@ variate per pair, then one normal variate per pair (row-major). Colosseum's init
 random Q-values (overwritten before the first action) are not drawn. Also not kept:
 Colosseum's wall-clock limits and its stop of training.
 
+Its counter is ``psrl``'s ``resamples``: the models made (the episodes' ends, the first
+model included).
+
 Cost: a solve is about :math:`\log(10^{-3}/r_{max})/\log 0.99 \approx 700` sweeps over
 the extended model, once per episode, and episodes come at every pair's first visit and
 at each doubling of its count (:data:`COST_SWEEPS` in :func:`cost_features`).
