@@ -58,7 +58,8 @@ PSRL (:mod:`.psrl`, the default ``form=bbrl``):
 **Memory.** The extended model is held sparsely: a pair below η keeps the support of its
 counts plus z in each copy, a posterior-sampled pair S entries per copy; the dense float32
 model (:math:`\psi S^2 A \cdot 4` bytes: 647 MB on Colosseum-CC-MiniGridRooms-0) is made
-only when Colosseum's dense sweep applies (a fifth of it nonzero).
+only when Colosseum's dense sweep applies (at most 270,000 entries, or a fifth of them
+nonzero: posterior-sampled pairs, :math:`N \ge \eta \approx 10 S` visits each).
 
 **What cannot match Colosseum**: its random numbers. Colosseum draws from NumPy
 ``RandomState`` streams (the agent's, the transition model's and the reward model's, each
