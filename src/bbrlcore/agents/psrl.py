@@ -147,11 +147,28 @@ BAMCP and BFS3 (the posterior predictive over every next state: :mod:`.bamcp`,
 :mod:`.bfs3`). A plugin that does not say it takes it is refused in one line
 (:attr:`~bbrlcore.agents.base.Algorithm.dirichlet_all`).
 
+**Colosseum's continuing PSRL** (``form=colosseum``; the default ``form=bbrl`` is
+everything above, unchanged): the ``PSRLContinuous`` Colosseum's benchmark runs, Agrawal &
+Jia's optimistic posterior sampling (2017) as Colosseum codes it, at its benchmark's
+weights (:data:`bbrlcore.agents.psrl_colosseum.COLOSSEUM_BENCHMARK`) — ψ optimistic copies
+of every pair (a pair seen fewer than η times: its empirical row lowered by a confidence
+width, the leftover mass on a random state; else a posterior sample) in an extended MDP
+of A·ψ actions, solved by Colosseum's float32 discounted value iteration at the end of
+each episode (a pair's count doubled), with Colosseum's own prior (a Dirichlet 1/S on
+every next state, its Normal–inverse-gamma rewards: the prior must end ``+rnig<mean>``;
+``+dir<α>`` is refused), continuing interactions only. Its own module,
+:mod:`bbrlcore.agents.psrl_colosseum`, states it and what differs from Colosseum (the
+random numbers); ``tests/test_psrl_colosseum.py`` replays Colosseum's code on its
+transitions and draws.
+
 Parameters: ``schedule`` (``doubling`` or ``fixed``; not given: per episode in an
 episodic interaction, ``doubling`` in a continuing one) and ``period`` (int ≥ 1, the
 steps between two samples; required with ``schedule=fixed``, refused otherwise). The
 continuing form needs γ < 1 (the value iteration must converge); the episodic one takes
-any γ.
+any γ. ``form`` (``bbrl``, the default, or ``colosseum``) and, with ``form=colosseum``
+only, Colosseum's weights ``psi_weight``, ``omega_weight``, ``kappa_weight``,
+``eta_weight`` (> 0; defaults its benchmark's); ``schedule`` and ``period`` are
+``form=bbrl``'s.
 
 At an episode's start (an episodic interaction,
 :attr:`~bbrlcore.agents.base.Episode.episode_length` H > 0): nothing but the return to
@@ -162,7 +179,9 @@ the initial state (done by the package's loop,
 Papers: M. Strens, "A Bayesian framework for reinforcement learning", ICML 2000;
 I. Osband, D. Russo and B. Van Roy, "(More) efficient reinforcement learning via posterior
 sampling", NIPS 2013; Y. Ouyang, M. Gagrani, A. Nayyar and R. Jain, "Learning unknown
-Markov decision processes: a Thompson sampling approach", NIPS 2017.
+Markov decision processes: a Thompson sampling approach", NIPS 2017; S. Agrawal and
+R. Jia, "Optimistic posterior sampling for reinforcement learning: worst-case regret
+bounds", NIPS 2017 (``form=colosseum``).
 """
 
 from __future__ import annotations
@@ -174,6 +193,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from bbrlcore.agents import psrl_colosseum
 from bbrlcore.agents._indicators import (
     Request,
     episode_start,
@@ -1197,6 +1217,9 @@ def make_indicator_player(prior: Any, params: dict, trained: Trained | None, ep:
     Colosseum 1.1 and later): the optimal policy of the posterior's MAP estimate, not the
     sample's the agent acts with: ``play(P, seed, rewards) -> (return, counters,
     values)``, the same trajectory as :func:`make_player`'s."""
+    if _is_colosseum(params):  # (Colosseum's PSRLContinuous: its own module)
+        _refuse_other_forms(params)
+        return psrl_colosseum.make_player(prior, params, ep, log_every)
     if getattr(prior, "dirichlet_all", None) is not None:  # (its kernels sample sparse rows)
         return None
     err = _parameter_check(params)
@@ -1211,7 +1234,11 @@ def make_indicator_player(prior: Any, params: dict, trained: Trained | None, ep:
 
 def make_player(prior: Any, params: dict, trained: Trained | None, ep: Episode):
     """The per-episode form in an episodic interaction with ``schedule`` not given, the
-    continuing form otherwise (module docstring)."""
+    continuing form otherwise (module docstring); ``form=colosseum``: Colosseum's
+    ``PSRLContinuous`` (:func:`bbrlcore.agents.psrl_colosseum.make_player`)."""
+    if _is_colosseum(params):
+        _refuse_other_forms(params)
+        return psrl_colosseum.make_player(prior, params, ep)
     err = _parameter_check(params)
     if err:
         raise BBRLError(f"psrl: {err}")
@@ -1318,7 +1345,11 @@ def cost_features(params: dict, prior, test, gamma: float, horizon: int,
     over the same entries and nX x nX linear solves where
     :func:`~bbrlcore.mdp.solvers.lu_affordable`); between samples a step is a transition
     and a count. Episodic form (``episode_length`` > 0 and no schedule):
-    :func:`episodic_cost_features`."""
+    :func:`episodic_cost_features`. ``form=colosseum``:
+    :func:`bbrlcore.agents.psrl_colosseum.cost_features`."""
+    if _is_colosseum(params):
+        return psrl_colosseum.cost_features(params, prior, test, gamma, horizon,
+                                            episode_length)
     if episode_length and params.get("schedule") is None:
         return episodic_cost_features(prior, horizon, episode_length)
     n = expected_samples(params, test, horizon)
@@ -1348,7 +1379,42 @@ def _check_schedule(v: str) -> str | None:
     return None if v in SCHEDULES else f"must be one of {', '.join(SCHEDULES)}"
 
 
+#: The forms of ``form``: bbrl's PSRL (this module), or Colosseum's benchmark
+#: ``PSRLContinuous`` (:mod:`.psrl_colosseum`).
+FORMS = ("bbrl", "colosseum")
+#: The parameters of one form only, with their defaults.
+_BBRL_ONLY = (("schedule", None), ("period", None))
+_COLOSSEUM_ONLY = tuple((k, v) for k, v in psrl_colosseum.COLOSSEUM_BENCHMARK.items()
+                        if k != "form")
+
+
+def _is_colosseum(params: dict) -> bool:
+    return params.get("form", "bbrl") == "colosseum"
+
+
+def _form_check(params: dict) -> str | None:
+    """The parameters of the other form, set away from their defaults."""
+    col = _is_colosseum(params)
+    for name, default in (_BBRL_ONLY if col else _COLOSSEUM_ONLY):
+        if params.get(name, default) != default:
+            if col:
+                return (f"{name} applies to form=bbrl only (form=colosseum has "
+                        "Colosseum's episodes: a pair's count doubled)")
+            return (f"{name} applies to form=colosseum only (a weight of Colosseum's "
+                    "PSRLContinuous constants)")
+    return None
+
+
+def _refuse_other_forms(params: dict) -> None:
+    err = _form_check(params)
+    if err:
+        raise BBRLError(f"psrl: {err}")
+
+
 def _parameter_check(params: dict) -> str | None:
+    err = _form_check(params)
+    if err or _is_colosseum(params):
+        return err
     if params.get("schedule") == "fixed" and params.get("period") is None:
         return "schedule=fixed needs a period (--param period=k, k >= 1 steps between samples)"
     if params.get("schedule") != "fixed" and params.get("period") is not None:
@@ -1361,6 +1427,8 @@ def _setting_check(params: dict, prior, gamma: float, horizon: int) -> str | Non
     err = _parameter_check(params)
     if err:
         return err
+    if _is_colosseum(params):
+        return psrl_colosseum.prior_check(prior)
     if params.get("schedule") is not None and not gamma < 1.0:
         return "needs a discount factor < 1 (the Guez value iteration would not converge)"
     if getattr(prior, "dirichlet_all", None) is not None:
@@ -1375,6 +1443,28 @@ PARAMS = (
               "doubling in a continuing one"),
     Param("period", int, default=None, check=at_least_one,
           doc="steps between two samples (schedule=fixed only)"),
+)
+
+
+def _choice_check(choices: tuple[str, ...]):
+    def check(v: str) -> str | None:
+        return None if v in choices else f"must be one of {', '.join(choices)}"
+    return check
+
+
+def _weight_check(v: float) -> str | None:
+    return None if math.isfinite(v) and v > 0.0 else "must be > 0"
+
+
+#: ``form`` and Colosseum's weights (the built-in's parameters besides :data:`PARAMS`;
+#: every one left out of the agent id at its default, so the ids of ``form=bbrl`` stay).
+FORM_PARAMS = (
+    Param("form", str, default="bbrl", check=_choice_check(FORMS), id_omits_default=True,
+          doc="bbrl (this module's PSRL, the default) or colosseum (Colosseum's benchmark "
+              "PSRLContinuous: optimistic posterior sampling, continuing only)"),
+    *(Param(k, float, default=v, check=_weight_check, id_omits_default=True,
+            doc=f"form=colosseum: PSRLContinuous's {k} (its benchmark's {v:.4g})")
+      for k, v in _COLOSSEUM_ONLY),
 )
 
 
@@ -1410,7 +1500,7 @@ class PSRL(CompiledAgent):
 #: per-episode form, in trajectory kernels of their own.
 ALGORITHM = Algorithm(
     name="psrl",
-    params=PARAMS,
+    params=PARAMS + FORM_PARAMS,
     make_player=make_player,
     counters=("resamples",),
     doc=__doc__ or "",

@@ -205,6 +205,9 @@ def agent_note(algorithm: str, agent: str, prior: str = "", episodic: bool = Tru
     "Jin et al.'s update (form=jin), not Colosseum's (form=colosseum)"
     >>> agent_note("ucrl2", "ucrl2__delta=0.05__form=colosseum")
     ''
+    >>> agent_note("psrl", "psrl__form=colosseum",
+    ...            "UColosseum-CC-RiverSwim-0+rnig0.23589883401606418", episodic=False)
+    ''
     >>> print(agent_note("psrl", "psrl", "UColosseum-EC-DeepSea-0+rnig0.41854463543357456"))
     bbrl's PSRL knows the transitions' support (Colosseum's: a Dirichlet of 0.3235 on every
     next state)
@@ -216,6 +219,8 @@ def agent_note(algorithm: str, agent: str, prior: str = "", episodic: bool = Tru
             return "Colosseum's update with the Hoeffding bonus; its benchmark's is Bernstein"
         return ""
     if algorithm == "psrl":
+        if "form=colosseum" in agent:
+            return _psrl_colosseum_note(agent, prior)
         return _psrl_note(prior, episodic)
     if algorithm == "ucrl2":
         if "form=colosseum" not in agent:
@@ -227,6 +232,26 @@ def agent_note(algorithm: str, agent: str, prior: str = "", episodic: bool = Tru
                     "(0.988, 0.103)")
         return ""
     return ""
+
+
+def _psrl_colosseum_note(agent: str, prior: str) -> str:
+    """What of ``psrl --param form=colosseum`` (Colosseum's PSRLContinuous, its own
+    transition prior) is not Colosseum's benchmark configuration."""
+    from bbrlcore.mdp.reward_prior import nig_mean_of
+    from bbrlcore.mdp.transition_prior import split_suffixes
+
+    out = []
+    if "_weight=" in agent:
+        out.append("Colosseum's PSRLContinuous with other weights than its benchmark's")
+    try:
+        rkind = split_suffixes(prior)[2] if prior else "known"
+    except BBRLError:
+        rkind = "known"
+    mean, want = nig_mean_of(rkind), COLOSSEUM_PSRL_MEAN[False]
+    if mean is not None and mean != want:
+        out.append(f"a Normal-inverse-gamma reward prior of mean {mean:g} (Colosseum's: "
+                   f"{want:.4g})")
+    return "; ".join(out)
 
 
 def _psrl_note(prior: str, episodic: bool) -> str:
@@ -244,7 +269,7 @@ def _psrl_note(prior: str, episodic: bool) -> str:
     out = []
     if not episodic:
         out.append("bbrl's continuing PSRL is Ouyang et al.'s (a new sample when an "
-                   "episode doubles); Colosseum's PSRLContinuous is another algorithm")
+                   "episode doubles), not Colosseum's PSRLContinuous (form=colosseum)")
     if alpha is None:
         out.append("bbrl's PSRL knows the transitions' support (Colosseum's: a Dirichlet of "
                    f"{COLOSSEUM_PSRL_ALPHA:.4g} on every next state)")
