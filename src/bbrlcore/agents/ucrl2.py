@@ -1219,11 +1219,18 @@ def run_note(params: dict[str, Any], totals: dict[str, int], n_steps: int) -> st
     "UCRL2's action tied with another at 95% of the"
     >>> run_note({"delta": 0.05, "bound": "l1"}, {"tied_steps": 89}, 100) is None
     True
+    >>> run_note({"form": "colosseum"}, {"tied_steps": 95}, 100)[:33]
+    "UCRL2 in Colosseum's form: its ac"
     """
     tied = int(totals.get("tied_steps", 0))
     if n_steps <= 0 or tied < TIE_NOTE_SHARE * n_steps:
         return None
     share = f"{tied / n_steps:.0%}"
+    if params.get("form", "jaksch") == "colosseum":
+        return (f"UCRL2 in Colosseum's form: its action tied with another at {share} of "
+                "the steps under its optimistic values (exact float32 ties, broken at "
+                "random as Colosseum breaks them): Colosseum's widths (alpha_p, alpha_r) "
+                "still held those pairs fully optimistic")
     if params.get("bound", "l1") == "bernstein":
         return (f"UCRL2-B's action tied with another at {share} of the steps under its "
                 "optimistic values (ties broken at random): its Bernstein sets still held "
