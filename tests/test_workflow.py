@@ -154,6 +154,14 @@ BAD_CONFIGS = {
         lambda c: c["algorithms"].update({"q-learning-ucb": {}}),
         "experiments[0] (GC-GC): q-learning-ucb plays episodic interactions only",
     ),
+    # issue 43: a parameter that makes an algorithm continuing-only, refused by the config
+    "continuing-only form in an episodic experiment": (
+        lambda c: c["experiments"].append(
+            {"test": "RiverSwim-5", "prior": "URiverSwim-5+rnig", "episodes": 10,
+             "algorithms": {"psrl": {"form": "colosseum"}}}),
+        "experiments[6].algorithms.psrl: experiment RiverSwim-5-URiverSwim-5+rnig@E10xH5: "
+        "psrl__form=colosseum plays continuing interactions only",
+    ),
 }
 
 

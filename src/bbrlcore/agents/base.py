@@ -323,6 +323,11 @@ class Algorithm:
     #: in a continuing interaction (:meth:`check_episodic`, the one place that says so:
     #: the configuration, the runner and the player ask it).
     episodic_only: str = ""
+    #: Why the parameters ``params`` make it play continuing interactions only (None:
+    #: they do not): ``continuing_only(params) -> str | None``. PSRL's ``form=colosseum``
+    #: (Colosseum's ``PSRLContinuous``). Refused, in one line, in an episodic interaction
+    #: (:meth:`check_episodic` given the parameters). None: no parameter does.
+    continuing_only: Callable[[dict[str, Any]], str | None] | None = None
     #: A line for the user about a whole run, from its counters: ``run_note(params,
     #: totals, n_steps)``, ``totals`` mapping each of :attr:`counters` to its sum over the
     #: run's trajectories and ``n_steps`` their steps in all; returns the line or None.
@@ -423,13 +428,14 @@ class Algorithm:
             raise BBRLError(f"{where}{self.agent_id(params)} on {prior.short_name}: {err}")
 
     def check_episodic(self, episode_length: int, *, source: str = "",
-                       fix: str = "") -> None:
+                       fix: str = "", params: dict[str, Any] | None = None) -> None:
         """Raise :class:`BBRLError` (prefixed by ``source``) when the algorithm cannot play
         the interaction: an episodic one (``episode_length`` > 0) and its players do not
         honour episodes (:attr:`episodic` False), or a continuing one (``episode_length``
         0) and it plays episodic interactions only (:attr:`episodic_only`). ``fix`` says
         what to change where the interaction was given (default: the command line's
-        ``bbrl experiment new --episodes E``).
+        ``bbrl experiment new --episodes E``). ``params`` given: also an episodic
+        interaction that these parameters make impossible (:attr:`continuing_only`).
 
         >>> Algorithm("old", (), lambda *a: None).check_episodic(10, source="agent old")
         Traceback (most recent call last):
@@ -448,6 +454,13 @@ class Algorithm:
                 f"(episode_length {episode_length}): its Algorithm does not say "
                 "episodic=True (its players must return to the initial state after every "
                 "episode_length steps, see bbrlcore.agents.base.Episode)")
+        if episode_length > 0 and params is not None and self.continuing_only:
+            why = self.continuing_only(params)
+            if why:
+                raise BBRLError(
+                    f"{where}{self.agent_id(params)} plays continuing interactions only "
+                    f"({why}); this interaction is episodic (episode_length "
+                    f"{episode_length})")
         if episode_length <= 0 and self.episodic_only:
             raise BBRLError(
                 f"{where}{self.name} plays episodic interactions only "

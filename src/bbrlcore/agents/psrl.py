@@ -1498,6 +1498,13 @@ class PSRL(CompiledAgent):
 
 #: The built-in ``psrl``: the continuing form (:class:`PSRL`'s functions) and the
 #: per-episode form, in trajectory kernels of their own.
+def _continuing_only(params: dict) -> str | None:
+    """form=colosseum is Colosseum's continuing ``PSRLContinuous`` (its episodes are its
+    own: the doubling of a pair's visits), so an episodic interaction is refused."""
+    return ("form=colosseum is Colosseum's continuing PSRLContinuous"
+            if _is_colosseum(params) else None)
+
+
 ALGORITHM = Algorithm(
     name="psrl",
     params=PARAMS + FORM_PARAMS,
@@ -1511,4 +1518,5 @@ ALGORITHM = Algorithm(
     indicator_player=make_indicator_player,
     reward_priors=REWARD_PRIORS,
     dirichlet_all=True,
+    continuing_only=_continuing_only,
 )

@@ -410,7 +410,7 @@ def load(
         if episodic is not None:
             try:
                 alg.check_episodic(episodic.episode_length,
-                                   source=f"experiment {episodic.name}")
+                                   source=f"experiment {episodic.name}", params=full)
             except BBRLError as exc:
                 raise _fail(source, where(a.where), str(exc)) from None
     # every test set must fit in memory: refused here, with its size, not by a job

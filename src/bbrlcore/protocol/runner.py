@@ -168,7 +168,8 @@ def run_agent(
             )
     alg.check_setting(agent.params, agent.prior, ts.gamma, ts.horizon,
                       source=f"agent {agent.agent_id}")
-    alg.check_episodic(ts.episode_length, source=f"agent {agent.agent_id}")
+    alg.check_episodic(ts.episode_length, source=f"agent {agent.agent_id}",
+                       params=agent.params)
     idx = np.arange(ts.n_mdps) if mdps is None else np.asarray(list(mdps), dtype=np.int64)
     trained = _as_trained(agent)
     # a player on sparse rows gets the test MDPs' values on the test layout; one written
