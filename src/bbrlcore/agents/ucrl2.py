@@ -525,17 +525,50 @@ EMPIRICAL_TOLERANCE = 1e-10
 EMPIRICAL_MAX_SWEEPS = 100_000
 
 
+@njit(cache=True, error_model="numpy")
+def _observed_slots(Cs, N, Rm, Rs, known, succ, nsucc):
+    """The observed slots of every tried pair, in slot order, as compact arrays: pair
+    i = x nU + u holds entries ``ptr[i]:ptr[i+1]`` of the successor ``pk``, the weight
+    ``pc`` (the count over the pair's visits, as :func:`_empirical_q` computes it) and
+    the reward ``pr`` (known: the slot's; else the pair's estimate)."""
+    nX, nU = N.shape
+    ptr = np.zeros(nX * nU + 1, dtype=np.int64)
+    m = 0
+    for x in range(nX):
+        for u in range(nU):
+            if N[x, u] != 0:
+                for k in range(nsucc[x, u]):
+                    if Cs[x, u, k] > 0.0:
+                        m += 1
+            ptr[x * nU + u + 1] = m
+    pk = np.empty(m, dtype=np.int64)
+    pc = np.empty(m)
+    pr = np.empty(m)
+    m = 0
+    for x in range(nX):
+        for u in range(nU):
+            n = N[x, u]
+            if n != 0:
+                for k in range(nsucc[x, u]):
+                    c = Cs[x, u, k]
+                    if c > 0.0:
+                        pk[m] = succ[x, u, k]
+                        pc[m] = c / n
+                        pr[m] = Rm[x, u, k] if known else Rs[x, u]
+                        m += 1
+    return ptr, pk, pc, pr
+
+
 @njit(cache=True, error_model="numpy", inline="always")
-def _empirical_q(Cs, N, Rm, Rs, known, succ, nsucc, V, meanV, rmax, x, u, gamma):
-    n = N[x, u]
-    if n == 0:  # Colosseum's initial model: uniform over all states, the largest reward
+def _empirical_q_obs(N, ptr, pk, pc, pr, V, meanV, rmax, x, u, nU, gamma):
+    """:func:`_empirical_q` on the compact observed slots (:func:`_observed_slots`):
+    the same terms in the same order, so the same value."""
+    if N[x, u] == 0:  # Colosseum's initial model: uniform over all states, largest reward
         return rmax + gamma * meanV
     q = 0.0
-    for k in range(nsucc[x, u]):
-        c = Cs[x, u, k]
-        if c > 0.0:
-            r = Rm[x, u, k] if known else Rs[x, u]
-            q += c / n * (r + gamma * V[succ[x, u, k]])
+    i = x * nU + u
+    for m in range(ptr[i], ptr[i + 1]):
+        q += pc[m] * (pr[m] + gamma * V[pk[m]])
     return q
 
 
@@ -546,8 +579,14 @@ def empirical_policy(Cs, N, Rm, Rs, known, succ, nsucc, rmax, gamma, V, W, pol, 
     episode's start (the counts ``Cs`` on the slots, ``N`` per pair; rewards the known
     ``Rm`` or the empirical means ``Rs``; a pair never tried: every state alike and the
     largest reward ``rmax``), by value iteration from ``V`` (warm start; left with the
-    values). Returns the sweeps."""
+    values). Returns the sweeps.
+
+    The sweeps run over the observed slots only (gathered once per call, in slot order:
+    the same sums as over every slot, whose unobserved terms are skipped), so a sweep
+    costs the observed transitions, not the layout (the full S × A × S one of Colosseum's
+    form)."""
     nX, nU = N.shape
+    ptr, pk, pc, pr = _observed_slots(Cs, N, Rm, Rs, known, succ, nsucc)
     sweeps = 0
     while sweeps < EMPIRICAL_MAX_SWEEPS:
         sweeps += 1
@@ -557,8 +596,8 @@ def empirical_policy(Cs, N, Rm, Rs, known, succ, nsucc, rmax, gamma, V, W, pol, 
         for x in range(nX):
             best = -np.inf
             for u in range(nU):
-                val = _empirical_q(Cs, N, Rm, Rs, known, succ, nsucc, V, meanV, rmax, x,
-                                   u, gamma)
+                val = _empirical_q_obs(N, ptr, pk, pc, pr, V, meanV, rmax, x, u, nU,
+                                       gamma)
                 if val > best:
                     best = val
             W[x] = best
@@ -574,8 +613,7 @@ def empirical_policy(Cs, N, Rm, Rs, known, succ, nsucc, rmax, gamma, V, W, pol, 
     for x in range(nX):
         best = -np.inf
         for u in range(nU):
-            q[u] = _empirical_q(Cs, N, Rm, Rs, known, succ, nsucc, V, meanV, rmax, x, u,
-                                gamma)
+            q[u] = _empirical_q_obs(N, ptr, pk, pc, pr, V, meanV, rmax, x, u, nU, gamma)
             if q[u] > best:
                 best = q[u]
         n = 0
