@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from bbrlcore import protocol
-from bbrlcore.agents import base
+from bbrlcore.mdp import _dense as base
 from bbrlcore.errors import BBRLError
 from bbrlcore.mdp import distributions as D
 

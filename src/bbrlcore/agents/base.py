@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from bbrlcore.errors import BBRLError
+from bbrlcore.mdp._dense import MAX_AGENT_MEMORY_BYTES as _MAX_AGENT_MEMORY_BYTES
 
 
 @dataclass(frozen=True)
@@ -628,8 +629,9 @@ def int_between(lo: int, hi: int) -> Callable[[int], str | None]:
 
 
 #: Largest memory a built-in agent may preallocate for one trajectory (search trees,
-#: sampled models); configurations beyond it are refused up front.
-MAX_AGENT_MEMORY_BYTES = 16 * 2**30
+#: sampled models); configurations beyond it are refused up front (defined in
+#: :mod:`bbrlcore.mdp._dense`, which the mdp room's dense draws share).
+MAX_AGENT_MEMORY_BYTES = _MAX_AGENT_MEMORY_BYTES
 
 
 

@@ -158,12 +158,12 @@ def draw_dense(dist: Any, rng: Any) -> Any:
     """One MDP drawn from the transition prior of ``dist``, a prior ``+dir<α>``: every
     row (x, u) from Dir(α, ..., α) over all S next
     states, dense (S, A, S). The draws are OPPS-DS's (its training MDPs under ``+dir``:
-    :func:`bbrlcore.agents._kernels.dirichlet_all_rows`, numba's generator seeded with
+    :func:`bbrlcore.mdp._dense.dirichlet_all_rows`, numba's generator seeded with
     one 32-bit integer drawn from ``rng``: the same ``rng`` state gives the same MDP; it
     reseeds numba's generator of the calling thread, which every built-in kernel seeds
     itself). The rewards are not drawn: the prior's, known or not, as without ``+dir``.
     A draw larger than the agents' memory limit
-    (:data:`bbrlcore.agents.base.MAX_AGENT_MEMORY_BYTES`) is one :class:`BBRLError`
+    (:data:`bbrlcore.mdp._dense.MAX_AGENT_MEMORY_BYTES`) is one :class:`BBRLError`
     naming the prior.
 
     >>> import numpy as np
@@ -174,8 +174,7 @@ def draw_dense(dist: Any, rng: Any) -> Any:
     """
     import numpy as np
 
-    from bbrlcore.agents._kernels import dirichlet_all_rows
-    from bbrlcore.agents.base import MAX_AGENT_MEMORY_BYTES
+    from bbrlcore.mdp._dense import MAX_AGENT_MEMORY_BYTES, dirichlet_all_rows
 
     alpha = dirichlet_all_of(dist)
     if alpha is None:
