@@ -10,8 +10,8 @@ import pytest
 from scipy import stats
 
 from bbrlcore import protocol
-from bbrlcore.mdp import _dense as base
 from bbrlcore.errors import BBRLError
+from bbrlcore.mdp import _dense as base
 from bbrlcore.mdp import distributions as D
 
 ALPHA = 0.3235
